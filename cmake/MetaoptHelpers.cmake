@@ -1,0 +1,37 @@
+# Helpers in the style of abseil's absl_cc_library / absl_cc_test.
+
+# metaopt_cc_library(NAME n SRCS ... HDRS ... DEPS ...)
+# Defines a static library target `metaopt_<n>` (alias metaopt::<n>).
+function(metaopt_cc_library)
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;HDRS;DEPS" ${ARGN})
+  set(target metaopt_${ARG_NAME})
+  if(ARG_SRCS)
+    add_library(${target} STATIC ${ARG_SRCS} ${ARG_HDRS})
+    target_link_libraries(${target} PUBLIC ${ARG_DEPS})
+    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  else()
+    add_library(${target} INTERFACE)
+    target_link_libraries(${target} INTERFACE ${ARG_DEPS})
+    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR})
+  endif()
+  add_library(metaopt::${ARG_NAME} ALIAS ${target})
+endfunction()
+
+# metaopt_cc_test(NAME n SRCS ... DEPS ... [LABELS ...])
+# One binary per test file; discovered by ctest (label defaults to "unit").
+function(metaopt_cc_test)
+  if(NOT METAOPT_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "NAME" "SRCS;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  add_executable(${ARG_NAME} ${ARG_SRCS})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_include_directories(${ARG_NAME} PRIVATE ${PROJECT_SOURCE_DIR})
+  gtest_discover_tests(${ARG_NAME}
+    PROPERTIES LABELS "${ARG_LABELS}"
+    ENVIRONMENT "METAOPT_SOURCE_DIR=${PROJECT_SOURCE_DIR};METAOPT_BINARY_DIR=${PROJECT_BINARY_DIR}"
+    DISCOVERY_TIMEOUT 60)
+endfunction()
