@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs everything metaopt needs to build and test on Debian 12: the Debian packages below and,
+# in tools/, the npm package @bufbuild/buf (the proto linter). Idempotent and non-interactive; runs
+# as root, or through sudo when available.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+packages=(
+  cmake g++ make pkg-config
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libeigen3-dev libabsl-dev libsqlite3-dev
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev sqlite3
+  python3-grpcio python3-protobuf
+)
+# node and npm only when the machine has none (a newer one from elsewhere is fine).
+if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+
+if [[ "$(id -u)" -eq 0 ]]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1; then
+  as_root=(sudo -n)
+else
+  as_root=()
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} > 0)); then
+  if [[ "$(id -u)" -ne 0 && ${#as_root[@]} -eq 0 ]]; then
+    echo "install-deps: missing packages and neither root nor sudo: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" apt-get update -q
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
+else
+  echo "install-deps: Debian packages already installed"
+fi
+
+# The buf CLI, pinned by tools/package-lock.json.
+if [[ ! -x "$root/tools/node_modules/.bin/buf" ]]; then
+  echo "install-deps: installing tools/ (npm)"
+  (cd "$root/tools" && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }) </dev/null
+fi

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs the server in the foreground.
+# Defaults: --listen=0.0.0.0:50051 --db=./metaopt.db --models=./models; arguments override them.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$root/scripts/install-deps.sh"
+bash "$root/scripts/build.sh" --target metaopt-server
+exec "${METAOPT_BUILD_DIR:-$root/build}/server/metaopt-server" "$@"
