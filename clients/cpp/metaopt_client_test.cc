@@ -1,0 +1,205 @@
+// MetaoptClient against an in-process fake OptimizerService on 127.0.0.1:0: retries (only for
+// idempotent calls, only on UNAVAILABLE), deadlines, and status conversion.
+
+#include "clients/cpp/metaopt_client.h"
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt {
+namespace {
+
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// Fails the first `unavailable_before_success` calls of each method with UNAVAILABLE, then answers.
+class FakeOptimizerService final : public v1::OptimizerService::Service {
+ public:
+  std::atomic<int> unavailable_before_success{0};
+  std::atomic<int> calls{0};
+
+  grpc::Status GetStudy(grpc::ServerContext*, const v1::GetStudyRequest* request,
+                        v1::GetStudyResponse* response) override {
+    if (calls++ < unavailable_before_success) return Unavailable();
+    response->mutable_study()->set_study_id(request->study_id());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetTrial(grpc::ServerContext*, const v1::GetTrialRequest* request,
+                        v1::GetTrialResponse*) override {
+    ++calls;
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        "trial " + std::to_string(request->trial_id()) + " not found");
+  }
+
+  grpc::Status Suggest(grpc::ServerContext*, const v1::SuggestRequest* request,
+                       v1::SuggestResponse* response) override {
+    if (calls++ < unavailable_before_success) return Unavailable();
+    response->add_trials()->set_client_id(request->client_id());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Observe(grpc::ServerContext*, const v1::ObserveRequest*,
+                       v1::ObserveResponse*) override {
+    ++calls;
+    return Unavailable();
+  }
+
+  grpc::Status DeleteStudy(grpc::ServerContext*, const v1::DeleteStudyRequest* request,
+                           v1::DeleteStudyResponse*) override {
+    // As if the first, "unavailable" attempt had deleted it after all.
+    if (calls++ == 0) return Unavailable();
+    return grpc::Status(grpc::StatusCode::NOT_FOUND, "study " + request->study_id());
+  }
+
+  grpc::Status ListModels(grpc::ServerContext* context, const v1::ListModelsRequest*,
+                          v1::ListModelsResponse*) override {
+    ++calls;
+    const absl::Time until = absl::Now() + absl::Seconds(5);
+    while (!context->IsCancelled() && absl::Now() < until) absl::SleepFor(absl::Milliseconds(5));
+    return grpc::Status::OK;
+  }
+
+ private:
+  static grpc::Status Unavailable() {
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "try again");
+  }
+};
+
+class MetaoptClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    ASSERT_GT(port, 0);
+    options_.address = "127.0.0.1:" + std::to_string(port);
+    options_.initial_backoff = absl::Milliseconds(1);
+    options_.max_backoff = absl::Milliseconds(4);
+  }
+
+  void TearDown() override {
+    if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+
+  std::unique_ptr<MetaoptClient> NewClient() {
+    absl::StatusOr<std::unique_ptr<MetaoptClient>> client = MetaoptClient::Create(options_);
+    EXPECT_THAT(client, IsOk());
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+
+  FakeOptimizerService service_;
+  std::unique_ptr<grpc::Server> server_;
+  MetaoptClient::Options options_;
+};
+
+TEST_F(MetaoptClientTest, RetriesIdempotentCallOnUnavailable) {
+  service_.unavailable_before_success = 2;
+  auto client = NewClient();
+  v1::GetStudyRequest request;
+  request.set_study_id("s1");
+  absl::StatusOr<v1::GetStudyResponse> response = client->GetStudy(request);
+  ASSERT_THAT(response, IsOk());
+  EXPECT_EQ(response->study().study_id(), "s1");
+  EXPECT_EQ(service_.calls, 3);
+}
+
+TEST_F(MetaoptClientTest, GivesUpAfterMaxAttempts) {
+  service_.unavailable_before_success = 100;
+  options_.max_attempts = 3;
+  auto client = NewClient();
+  EXPECT_THAT(client->GetStudy(v1::GetStudyRequest()),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("try again")));
+  EXPECT_EQ(service_.calls, 3);
+}
+
+TEST_F(MetaoptClientTest, DoesNotRetryOtherCodes) {
+  auto client = NewClient();
+  v1::GetTrialRequest request;
+  request.set_trial_id(42);
+  EXPECT_THAT(client->GetTrial(request),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("trial 42 not found")));
+  EXPECT_EQ(service_.calls, 1);
+}
+
+TEST_F(MetaoptClientTest, NeverRetriesObserve) {
+  auto client = NewClient();
+  EXPECT_THAT(client->Observe(v1::ObserveRequest()), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("try again")));
+  EXPECT_EQ(service_.calls, 1);
+}
+
+TEST_F(MetaoptClientTest, RetriesSuggestOnlyWithClientId) {
+  service_.unavailable_before_success = 1;
+  auto client = NewClient();
+  v1::SuggestRequest anonymous;
+  EXPECT_THAT(client->Suggest(anonymous), StatusIs(absl::StatusCode::kUnavailable, "try again"));
+  EXPECT_EQ(service_.calls, 1);
+
+  service_.calls = 0;
+  v1::SuggestRequest named;
+  named.set_client_id("worker-1");
+  absl::StatusOr<v1::SuggestResponse> response = client->Suggest(named);
+  ASSERT_THAT(response, IsOk());
+  ASSERT_EQ(response->trials_size(), 1);
+  EXPECT_EQ(response->trials(0).client_id(), "worker-1");
+  EXPECT_EQ(service_.calls, 2);
+}
+
+TEST_F(MetaoptClientTest, RetriedDeleteThatFindsNothingSucceeds) {
+  auto client = NewClient();
+  EXPECT_THAT(client->DeleteStudy(v1::DeleteStudyRequest()), IsOk());
+  EXPECT_EQ(service_.calls, 2);
+}
+
+TEST_F(MetaoptClientTest, DeadlineApplies) {
+  options_.timeout = absl::Milliseconds(200);
+  auto client = NewClient();
+  const absl::Time start = absl::Now();
+  EXPECT_THAT(client->ListModels(v1::ListModelsRequest()),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, ::testing::_));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(4));
+}
+
+TEST(MetaoptClientCreateTest, RejectsBadOptions) {
+  MetaoptClient::Options options;
+  options.address = "";
+  EXPECT_THAT(MetaoptClient::Create(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("address")));
+  options.address = "localhost:1";
+  options.timeout = absl::ZeroDuration();
+  EXPECT_THAT(MetaoptClient::Create(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("timeout")));
+  options.timeout = absl::Seconds(1);
+  options.max_attempts = 0;
+  EXPECT_THAT(MetaoptClient::Create(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_attempts")));
+}
+
+TEST(MetaoptClientCreateTest, UnreachableServerIsUnavailable) {
+  MetaoptClient::Options options;
+  options.address = "127.0.0.1:1";  // nothing listens on port 1
+  options.max_attempts = 2;
+  options.initial_backoff = absl::Milliseconds(1);
+  options.timeout = absl::Seconds(10);
+  absl::StatusOr<std::unique_ptr<MetaoptClient>> client = MetaoptClient::Create(options);
+  ASSERT_THAT(client, IsOk());
+  EXPECT_THAT((*client)->GetStudy(v1::GetStudyRequest()),
+              StatusIs(absl::StatusCode::kUnavailable, ::testing::_));
+}
+
+}  // namespace
+}  // namespace metaopt
