@@ -1,0 +1,406 @@
+#include "core/storage/sqlite_storage.h"
+
+#include <cstdint>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/common/status_macros.h"
+
+namespace metaopt::storage {
+namespace sqlite_storage_internal {
+namespace {
+
+// Version 1: the initial schema. Foreign keys make a trial or policy state
+// without its study impossible; DeleteStudy still deletes the children
+// explicitly (no reliance on cascades).
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE studies (
+  study_id TEXT PRIMARY KEY NOT NULL,
+  create_time_micros INTEGER NOT NULL,
+  study BLOB NOT NULL
+);
+CREATE TABLE trials (
+  study_id TEXT NOT NULL REFERENCES studies (study_id),
+  trial_id INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  client_id TEXT NOT NULL,
+  trial BLOB NOT NULL,
+  PRIMARY KEY (study_id, trial_id)
+);
+CREATE INDEX trials_by_state ON trials (study_id, state);
+CREATE TABLE policy_state (
+  study_id TEXT PRIMARY KEY NOT NULL REFERENCES studies (study_id),
+  state BLOB NOT NULL
+);
+)sql";
+
+constexpr Migration kMigrations[] = {
+    {1, kSchemaV1},
+};
+
+absl::Status WriteSchemaVersion(Database& db, int version) {
+  METAOPT_RETURN_IF_ERROR(db.Exec("DELETE FROM schema_version"));
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement insert,
+      Statement::Prepare(db,
+                         "INSERT INTO schema_version (version) VALUES (?)"));
+  METAOPT_RETURN_IF_ERROR(insert.BindInt64(1, version));
+  return insert.Run();
+}
+
+}  // namespace
+
+absl::Span<const Migration> Migrations() { return kMigrations; }
+
+absl::StatusOr<int> ReadSchemaVersion(Database& db) {
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement has_table,
+      Statement::Prepare(db,
+                         "SELECT 1 FROM sqlite_master WHERE type = 'table' AND "
+                         "name = 'schema_version'"));
+  METAOPT_ASSIGN_OR_RETURN(bool exists, has_table.Step());
+  if (!exists) return 0;
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement query,
+      Statement::Prepare(db, "SELECT MAX(version) FROM schema_version"));
+  METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+  if (!has_row || query.ColumnIsNull(0)) return 0;
+  return static_cast<int>(query.ColumnInt64(0));
+}
+
+absl::Status Migrate(Database& db, absl::Span<const Migration> migrations) {
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    if (migrations[i].version != static_cast<int>(i) + 1) {
+      return absl::InternalError(absl::StrCat("migration #", i, " has version ",
+                                              migrations[i].version, ", want ",
+                                              i + 1));
+    }
+  }
+  const int target = static_cast<int>(migrations.size());
+  // One transaction per step; the version is re-read inside each, so concurrent
+  // openers of the same file never apply a migration twice.
+  while (true) {
+    METAOPT_ASSIGN_OR_RETURN(
+        Transaction tx, Transaction::Begin(db, Transaction::Mode::kImmediate));
+    METAOPT_ASSIGN_OR_RETURN(int version, ReadSchemaVersion(db));
+    if (version > target) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("database schema version ", version,
+                       " is newer than the newest this build knows (", target,
+                       "); it was written by a newer metaopt"));
+    }
+    if (version == target) return tx.Commit();
+    const Migration& step = migrations[version];
+    METAOPT_RETURN_IF_ERROR(
+        db.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER "
+                "NOT NULL)"));
+    absl::Status applied = db.Exec(step.sql);
+    if (!applied.ok()) {
+      return absl::Status(applied.code(),
+                          absl::StrCat("migrating schema to version ",
+                                       step.version, ": ", applied.message()));
+    }
+    METAOPT_RETURN_IF_ERROR(WriteSchemaVersion(db, step.version));
+    METAOPT_RETURN_IF_ERROR(tx.Commit());
+  }
+}
+
+}  // namespace sqlite_storage_internal
+
+namespace {
+
+using sqlite_storage_internal::Migrate;
+using sqlite_storage_internal::Migrations;
+
+absl::Status Annotate(const absl::Status& status, std::string_view context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(std::string(context), ": ",
+                                                  status.message()));
+}
+
+std::string Quoted(std::string_view study_id) {
+  return absl::StrCat("\"", std::string(study_id), "\"");
+}
+
+absl::Status StudyNotFound(std::string_view study_id) {
+  return absl::NotFoundError(
+      absl::StrCat("study ", Quoted(study_id), " not found"));
+}
+
+int64_t ToMicros(const google::protobuf::Timestamp& t) {
+  return t.seconds() * 1000000 + t.nanos() / 1000;
+}
+
+absl::StatusOr<v1::Study> ParseStudy(std::string_view study_id,
+                                     const std::string& blob) {
+  v1::Study study;
+  if (!study.ParseFromString(blob)) {
+    return absl::DataLossError(absl::StrCat(
+        "study ", Quoted(study_id), ": stored study record does not parse"));
+  }
+  if (study.study_id() != study_id) {
+    return absl::DataLossError(
+        absl::StrCat("study ", Quoted(study_id),
+                     ": stored study record has a different study_id"));
+  }
+  return study;
+}
+
+absl::StatusOr<v1::Trial> ParseTrial(std::string_view study_id,
+                                     int64_t trial_id,
+                                     const std::string& blob) {
+  v1::Trial trial;
+  if (!trial.ParseFromString(blob)) {
+    return absl::DataLossError(
+        absl::StrCat("study ", Quoted(study_id), " trial ", trial_id,
+                     ": stored trial record does not parse"));
+  }
+  if (trial.id() != trial_id) {
+    return absl::DataLossError(
+        absl::StrCat("study ", Quoted(study_id), " trial ", trial_id,
+                     ": stored trial record has id ", trial.id()));
+  }
+  return trial;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Storage>> OpenSqliteStorage(
+    const std::string& path, const SqliteOptions& options) {
+  METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<SqliteStorage> storage,
+                           SqliteStorage::Open(path, options));
+  return std::unique_ptr<Storage>(std::move(storage));
+}
+
+int CurrentSchemaVersion() { return static_cast<int>(Migrations().size()); }
+
+absl::StatusOr<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(
+    const std::string& path, const SqliteOptions& options) {
+  const std::string context = absl::StrCat("opening SQLite database ", path);
+  if (path.empty())
+    return absl::InvalidArgumentError("SQLite database path is empty");
+  if (options.busy_timeout_ms < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        context, ": busy_timeout_ms ", options.busy_timeout_ms, " < 0"));
+  }
+  const std::filesystem::path parent =
+      std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        context, ": directory ", parent.string(), " does not exist"));
+  }
+
+  METAOPT_ASSIGN_OR_RETURN(Database db, Database::Open(path));
+  // Set first: switching to WAL and migrating take the write lock.
+  METAOPT_RETURN_IF_ERROR(Annotate(
+      SqliteStatus(sqlite3_busy_timeout(db.get(), options.busy_timeout_ms),
+                   db.get(), "setting busy timeout"),
+      context));
+  absl::StatusOr<std::optional<std::string>> mode =
+      db.QueryText("PRAGMA journal_mode = WAL");
+  METAOPT_RETURN_IF_ERROR(Annotate(mode.status(), context));
+  if (!mode->has_value() || **mode != "wal") {
+    return absl::FailedPreconditionError(
+        absl::StrCat(context, ": cannot use WAL journal mode (got ",
+                     mode->value_or("nothing"), ")"));
+  }
+  METAOPT_RETURN_IF_ERROR(
+      Annotate(db.Exec("PRAGMA synchronous = FULL"), context));
+  METAOPT_RETURN_IF_ERROR(
+      Annotate(db.Exec("PRAGMA foreign_keys = ON"), context));
+  METAOPT_RETURN_IF_ERROR(Annotate(Migrate(db, Migrations()), context));
+  return std::unique_ptr<SqliteStorage>(new SqliteStorage(std::move(db)));
+}
+
+absl::Status SqliteStorage::CheckStudyExists(std::string_view study_id) {
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement query,
+      Statement::Prepare(db_, "SELECT 1 FROM studies WHERE study_id = ?"));
+  METAOPT_RETURN_IF_ERROR(query.BindText(1, study_id));
+  METAOPT_ASSIGN_OR_RETURN(bool exists, query.Step());
+  if (!exists) return StudyNotFound(study_id);
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStorage::CreateStudy(const v1::Study& study) {
+  if (study.study_id().empty())
+    return absl::InvalidArgumentError("study_id must not be empty");
+  std::string blob;
+  if (!StoredStudy(study).SerializeToString(&blob)) {
+    return absl::InternalError(absl::StrCat("study ", Quoted(study.study_id()),
+                                            ": cannot serialize study"));
+  }
+  absl::MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
+  const absl::Status exists = CheckStudyExists(study.study_id());
+  if (exists.ok()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("study ", Quoted(study.study_id()), " already exists"));
+  }
+  if (!absl::IsNotFound(exists)) return exists;
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement insert,
+      Statement::Prepare(db_,
+                         "INSERT INTO studies (study_id, create_time_micros, "
+                         "study) VALUES (?, ?, ?)"));
+  METAOPT_RETURN_IF_ERROR(insert.BindText(1, study.study_id()));
+  METAOPT_RETURN_IF_ERROR(insert.BindInt64(2, ToMicros(study.create_time())));
+  METAOPT_RETURN_IF_ERROR(insert.BindBlob(3, blob));
+  METAOPT_RETURN_IF_ERROR(insert.Run());
+  return tx.Commit();
+}
+
+absl::StatusOr<v1::Study> SqliteStorage::GetStudy(std::string_view study_id) {
+  absl::MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement query,
+      Statement::Prepare(db_, "SELECT study FROM studies WHERE study_id = ?"));
+  METAOPT_RETURN_IF_ERROR(query.BindText(1, study_id));
+  METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) return StudyNotFound(study_id);
+  return ParseStudy(study_id, query.ColumnBlob(0));
+}
+
+absl::StatusOr<std::vector<v1::Study>> SqliteStorage::ListStudies(
+    std::string_view after_study_id, int limit) {
+  if (limit <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limit: ", limit, " must be positive"));
+  }
+  absl::MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement query,
+      Statement::Prepare(
+          db_,
+          "SELECT study_id, study FROM studies WHERE study_id > ? "
+          "ORDER BY study_id LIMIT ?"));
+  METAOPT_RETURN_IF_ERROR(query.BindText(1, after_study_id));
+  METAOPT_RETURN_IF_ERROR(query.BindInt64(2, limit));
+  std::vector<v1::Study> studies;
+  while (true) {
+    METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+    if (!has_row) break;
+    METAOPT_ASSIGN_OR_RETURN(
+        v1::Study study, ParseStudy(query.ColumnText(0), query.ColumnBlob(1)));
+    studies.push_back(std::move(study));
+  }
+  return studies;
+}
+
+absl::Status SqliteStorage::DeleteStudy(std::string_view study_id) {
+  absl::MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  // Children first, so the foreign keys hold at every statement.
+  for (const char* sql : {"DELETE FROM trials WHERE study_id = ?",
+                          "DELETE FROM policy_state WHERE study_id = ?",
+                          "DELETE FROM studies WHERE study_id = ?"}) {
+    METAOPT_ASSIGN_OR_RETURN(Statement del, Statement::Prepare(db_, sql));
+    METAOPT_RETURN_IF_ERROR(del.BindText(1, study_id));
+    METAOPT_RETURN_IF_ERROR(del.Run());
+  }
+  return tx.Commit();
+}
+
+absl::Status SqliteStorage::PutTrials(std::string_view study_id,
+                                      const std::vector<v1::Trial>& trials) {
+  std::vector<std::string> blobs(trials.size());
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (!trials[i].SerializeToString(&blobs[i])) {
+      return absl::InternalError(absl::StrCat("study ", Quoted(study_id),
+                                              " trial ", trials[i].id(),
+                                              ": cannot serialize trial"));
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement upsert,
+      Statement::Prepare(db_,
+                         "INSERT OR REPLACE INTO trials (study_id, trial_id, "
+                         "state, client_id, "
+                         "trial) VALUES (?, ?, ?, ?, ?)"));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    METAOPT_RETURN_IF_ERROR(upsert.Reset());
+    METAOPT_RETURN_IF_ERROR(upsert.BindText(1, study_id));
+    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(2, trials[i].id()));
+    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, trials[i].state()));
+    METAOPT_RETURN_IF_ERROR(upsert.BindText(4, trials[i].client_id()));
+    METAOPT_RETURN_IF_ERROR(upsert.BindBlob(5, blobs[i]));
+    METAOPT_RETURN_IF_ERROR(upsert.Run());
+  }
+  return tx.Commit();
+}
+
+absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
+    std::string_view study_id) {
+  absl::MutexLock lock(&mu_);
+  // A read transaction: the existence check and the rows come from one
+  // snapshot.
+  METAOPT_ASSIGN_OR_RETURN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kDeferred));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement query,
+      Statement::Prepare(db_,
+                         "SELECT trial_id, trial FROM trials WHERE study_id = "
+                         "? ORDER BY trial_id"));
+  METAOPT_RETURN_IF_ERROR(query.BindText(1, study_id));
+  std::vector<v1::Trial> trials;
+  while (true) {
+    METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+    if (!has_row) break;
+    METAOPT_ASSIGN_OR_RETURN(
+        v1::Trial trial,
+        ParseTrial(study_id, query.ColumnInt64(0), query.ColumnBlob(1)));
+    trials.push_back(std::move(trial));
+  }
+  METAOPT_RETURN_IF_ERROR(tx.Commit());
+  return trials;
+}
+
+absl::Status SqliteStorage::PutPolicyState(std::string_view study_id,
+                                           std::string_view blob) {
+  absl::MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement upsert,
+      Statement::Prepare(db_,
+                         "INSERT OR REPLACE INTO policy_state (study_id, "
+                         "state) VALUES (?, ?)"));
+  METAOPT_RETURN_IF_ERROR(upsert.BindText(1, study_id));
+  METAOPT_RETURN_IF_ERROR(upsert.BindBlob(2, blob));
+  METAOPT_RETURN_IF_ERROR(upsert.Run());
+  return tx.Commit();
+}
+
+absl::StatusOr<std::optional<std::string>> SqliteStorage::GetPolicyState(
+    std::string_view study_id) {
+  absl::MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kDeferred));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  std::optional<std::string> state;
+  {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement query,
+        Statement::Prepare(
+            db_, "SELECT state FROM policy_state WHERE study_id = ?"));
+    METAOPT_RETURN_IF_ERROR(query.BindText(1, study_id));
+    METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
+    if (found) state = query.ColumnBlob(0);
+  }  // The statement is finalized before the transaction ends.
+  METAOPT_RETURN_IF_ERROR(tx.Commit());
+  return state;
+}
+
+}  // namespace metaopt::storage

@@ -1,0 +1,104 @@
+// Storage on one SQLite database file (WAL mode, synchronous=FULL, versioned
+// schema).
+#ifndef METAOPT_CORE_STORAGE_SQLITE_STORAGE_H_
+#define METAOPT_CORE_STORAGE_SQLITE_STORAGE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "core/storage/sqlite_util.h"
+#include "core/storage/storage.h"
+#include "metaopt/v1/study.pb.h"
+
+namespace metaopt::storage {
+
+// Storage backed by a SQLite file. Rows hold key columns plus serialized
+// protos:
+//   studies(study_id, create_time_micros, study)    the stored part of
+//   v1::Study (see StoredStudy) trials(study_id, trial_id, state, client_id,
+//   trial) policy_state(study_id, state)
+// Thread-safe: one connection, guarded by `mu_`; every call holds `mu_` for its
+// whole duration, and statements are prepared per call, never shared. Each
+// mutation is one BEGIN IMMEDIATE ... COMMIT transaction, durable on return
+// (WAL + synchronous=FULL). Other processes or instances may use the same file;
+// they wait up to `busy_timeout_ms` for its write lock, then get UNAVAILABLE. A
+// stored blob that fails to parse is DATA_LOSS naming the study (and trial).
+class SqliteStorage : public Storage {
+ public:
+  static absl::StatusOr<std::unique_ptr<SqliteStorage>> Open(
+      const std::string& path, const SqliteOptions& options);
+
+  SqliteStorage(const SqliteStorage&) = delete;
+  SqliteStorage& operator=(const SqliteStorage&) = delete;
+
+  absl::Status CreateStudy(const v1::Study& study) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<v1::Study> GetStudy(std::string_view study_id) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<v1::Study>> ListStudies(
+      std::string_view after_study_id, int limit) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status DeleteStudy(std::string_view study_id) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status PutTrials(std::string_view study_id,
+                         const std::vector<v1::Trial>& trials) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
+      std::string_view study_id) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status PutPolicyState(std::string_view study_id,
+                              std::string_view blob) override
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::optional<std::string>> GetPolicyState(
+      std::string_view study_id) override ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  friend class SqliteStorageTestAccess;
+
+  explicit SqliteStorage(Database db) : db_(std::move(db)) {}
+
+  // OK if the study exists, NOT_FOUND otherwise. Call inside a transaction.
+  absl::Status CheckStudyExists(std::string_view study_id)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  absl::Mutex mu_;
+  Database db_ ABSL_GUARDED_BY(mu_);
+};
+
+namespace sqlite_storage_internal {
+
+// One step of the schema: `sql` brings a database at version `version - 1` to
+// `version`.
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// The migrations of this build, by increasing version starting at 1 (version 1
+// is the initial schema). To change the schema append an entry; never edit a
+// released one.
+absl::Span<const Migration> Migrations();
+
+// Reads the schema version of `db` (0 for a database without a schema_version
+// table).
+absl::StatusOr<int> ReadSchemaVersion(Database& db);
+
+// Brings `db` to the last version of `migrations`, applying each pending
+// migration and the version bump in one transaction. FAILED_PRECONDITION if
+// `db` is at a higher version than the last migration (written by a newer
+// metaopt); then nothing is changed.
+absl::Status Migrate(Database& db, absl::Span<const Migration> migrations);
+
+}  // namespace sqlite_storage_internal
+
+}  // namespace metaopt::storage
+
+#endif  // METAOPT_CORE_STORAGE_SQLITE_STORAGE_H_

@@ -1,0 +1,373 @@
+// SQLite-specific behaviour: durability across reopen, pragmas, migrations,
+// corruption. The Storage contracts themselves are covered by storage_test.cc.
+#include "core/storage/sqlite_storage.h"
+
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/storage/sqlite_util.h"
+#include "core/storage/storage.h"
+#include "core/storage/storage_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "metaopt/v1/study.pb.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::storage {
+
+// Runs single-value queries on the storage's own connection (pragmas are per
+// connection).
+class SqliteStorageTestAccess {
+ public:
+  static absl::StatusOr<std::optional<std::string>> QueryText(
+      SqliteStorage& storage, const char* sql) {
+    absl::MutexLock lock(&storage.mu_);
+    return storage.db_.QueryText(sql);
+  }
+};
+
+namespace {
+
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::StatusIs;
+using sqlite_storage_internal::Migrate;
+using sqlite_storage_internal::Migration;
+using sqlite_storage_internal::ReadSchemaVersion;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Optional;
+using ::testing::SizeIs;
+
+class SqliteStorageTest : public ::testing::Test {
+ protected:
+  std::string DbPath() const { return dir_.File("metaopt.db"); }
+
+  // A second, raw connection to the database file.
+  Database Raw() {
+    absl::StatusOr<Database> db = Database::Open(DbPath());
+    EXPECT_THAT(db, IsOk());
+    return db.ok() ? *std::move(db) : Database();
+  }
+
+  int RawSchemaVersion() {
+    Database db = Raw();
+    absl::StatusOr<int> version = ReadSchemaVersion(db);
+    EXPECT_THAT(version, IsOk());
+    return version.value_or(-1);
+  }
+
+  ScopedTempDir dir_;
+};
+
+TEST_F(SqliteStorageTest, ReopeningTheFileKeepsEverything) {
+  {
+    METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                                 OpenSqliteStorage(DbPath()));
+    ASSERT_THAT(storage->CreateStudy(MakeStudy("a")), IsOk());
+    ASSERT_THAT(storage->CreateStudy(MakeStudy("b")), IsOk());
+    ASSERT_THAT(
+        storage->PutTrials(
+            "a", {MakeTrial(1), MakeTrial(2, v1::TRIAL_STATE_COMPLETED)}),
+        IsOk());
+    ASSERT_THAT(storage->PutPolicyState("a", "surrogate"), IsOk());
+    ASSERT_THAT(storage->DeleteStudy("b"), IsOk());
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
+                               storage->ListStudies("", 10));
+  ASSERT_THAT(all, SizeIs(1));
+  EXPECT_THAT(all[0], EqualsProto(MakeStudy("a")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
+                               storage->LoadTrials("a"));
+  EXPECT_THAT(
+      trials,
+      ElementsAre(EqualsProto(MakeTrial(1)),
+                  EqualsProto(MakeTrial(2, v1::TRIAL_STATE_COMPLETED))));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               storage->GetPolicyState("a"));
+  EXPECT_THAT(state, Optional(std::string("surrogate")));
+}
+
+TEST_F(SqliteStorageTest, WritesAreVisibleToAnotherConnectionOnReturn) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("s")), IsOk());
+  ASSERT_THAT(
+      storage->PutTrials("s", {MakeTrial(1, v1::TRIAL_STATE_COMPLETED)}),
+      IsOk());
+  Database raw = Raw();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::optional<std::string> row,
+      raw.QueryText("SELECT study_id || ':' || trial_id || ':' || state || ':' "
+                    "|| client_id "
+                    "FROM trials"));
+  EXPECT_THAT(row, Optional(absl::StrCat("s:1:", v1::TRIAL_STATE_COMPLETED,
+                                         ":worker-1")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      row, raw.QueryText("SELECT create_time_micros FROM studies"));
+  EXPECT_THAT(row, Optional(std::string("1700000000123456")));
+}
+
+TEST_F(SqliteStorageTest, ConnectionUsesWalFullSyncForeignKeysAndBusyTimeout) {
+  SqliteOptions options;
+  options.busy_timeout_ms = 1234;
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SqliteStorage> storage,
+                               SqliteStorage::Open(DbPath(), options));
+  auto pragma = [&](const char* sql) {
+    absl::StatusOr<std::optional<std::string>> value =
+        SqliteStorageTestAccess::QueryText(*storage, sql);
+    EXPECT_THAT(value, IsOk()) << sql;
+    return value.ok() ? value->value_or("<no row>") : "<error>";
+  };
+  EXPECT_EQ(pragma("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(pragma("PRAGMA synchronous"), "2");  // FULL.
+  EXPECT_EQ(pragma("PRAGMA foreign_keys"), "1");
+  EXPECT_EQ(pragma("PRAGMA busy_timeout"), "1234");
+  // WAL is a property of the file: a fresh connection sees it too.
+  Database raw = Raw();
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> mode,
+                               raw.QueryText("PRAGMA journal_mode"));
+  EXPECT_THAT(mode, Optional(std::string("wal")));
+}
+
+TEST_F(SqliteStorageTest, NegativeBusyTimeoutIsInvalidArgument) {
+  SqliteOptions options;
+  options.busy_timeout_ms = -1;
+  EXPECT_THAT(OpenSqliteStorage(DbPath(), options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("busy_timeout_ms")));
+}
+
+TEST_F(SqliteStorageTest, MissingDirectoryIsNotFoundNamingThePath) {
+  const std::string path = dir_.File("no/such/dir/metaopt.db");
+  EXPECT_THAT(OpenSqliteStorage(path),
+              StatusIs(absl::StatusCode::kNotFound,
+                       AllOf(HasSubstr(path), HasSubstr("does not exist"))));
+}
+
+TEST_F(SqliteStorageTest, FileThatIsNotADatabaseIsDataLoss) {
+  {
+    std::ofstream out(DbPath(), std::ios::binary);
+    out << std::string(4096, 'x');
+  }
+  EXPECT_THAT(OpenSqliteStorage(DbPath()),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr(DbPath())));
+}
+
+// ----- Schema versions and migrations -----
+
+TEST_F(SqliteStorageTest, NewDatabaseIsAtTheCurrentSchemaVersion) {
+  EXPECT_GE(CurrentSchemaVersion(), 1);
+  ASSERT_THAT(OpenSqliteStorage(DbPath()), IsOk());
+  EXPECT_EQ(RawSchemaVersion(), CurrentSchemaVersion());
+  // Opening again applies nothing and changes nothing.
+  ASSERT_THAT(OpenSqliteStorage(DbPath()), IsOk());
+  EXPECT_EQ(RawSchemaVersion(), CurrentSchemaVersion());
+}
+
+TEST_F(SqliteStorageTest, MigratesAHandBuiltVersion1Database) {
+  // The version-1 layout, written out independently of the migration code, with
+  // one study, one trial and a policy state in it.
+  v1::Study study = MakeStudy("old");
+  v1::Trial trial = MakeTrial(7, v1::TRIAL_STATE_COMPLETED);
+  {
+    Database raw = Raw();
+    ASSERT_THAT(raw.Exec(R"sql(
+        CREATE TABLE schema_version (version INTEGER NOT NULL);
+        INSERT INTO schema_version (version) VALUES (1);
+        CREATE TABLE studies (study_id TEXT PRIMARY KEY NOT NULL,
+                              create_time_micros INTEGER NOT NULL, study BLOB NOT NULL);
+        CREATE TABLE trials (study_id TEXT NOT NULL REFERENCES studies (study_id),
+                             trial_id INTEGER NOT NULL, state INTEGER NOT NULL,
+                             client_id TEXT NOT NULL, trial BLOB NOT NULL,
+                             PRIMARY KEY (study_id, trial_id));
+        CREATE INDEX trials_by_state ON trials (study_id, state);
+        CREATE TABLE policy_state (study_id TEXT PRIMARY KEY NOT NULL
+                                   REFERENCES studies (study_id), state BLOB NOT NULL);
+    )sql"),
+                IsOk());
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Statement insert,
+        Statement::Prepare(raw, "INSERT INTO studies VALUES ('old', 0, ?)"));
+    ASSERT_THAT(insert.BindBlob(1, study.SerializeAsString()), IsOk());
+    ASSERT_THAT(insert.Run(), IsOk());
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        insert, Statement::Prepare(
+                    raw, "INSERT INTO trials VALUES ('old', 7, 2, 'w', ?)"));
+    ASSERT_THAT(insert.BindBlob(1, trial.SerializeAsString()), IsOk());
+    ASSERT_THAT(insert.Run(), IsOk());
+    ASSERT_THAT(raw.Exec("INSERT INTO policy_state VALUES ('old', x'0102')"),
+                IsOk());
+  }
+
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  EXPECT_EQ(RawSchemaVersion(), CurrentSchemaVersion());
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, storage->GetStudy("old"));
+  EXPECT_THAT(got, EqualsProto(study));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
+                               storage->LoadTrials("old"));
+  EXPECT_THAT(trials, ElementsAre(EqualsProto(trial)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               storage->GetPolicyState("old"));
+  EXPECT_THAT(state, Optional(std::string("\x01\x02")));
+  // And it is writable under the current schema.
+  ASSERT_THAT(storage->PutTrials("old", {MakeTrial(8)}), IsOk());
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("new")), IsOk());
+}
+
+TEST_F(SqliteStorageTest, MigrateAppliesOnlyPendingStepsInOrder) {
+  const Migration v1_only[] = {{1, "CREATE TABLE a (x INTEGER)"}};
+  const Migration v1_v2[] = {
+      {1, "CREATE TABLE a (x INTEGER)"},
+      {2, "ALTER TABLE a ADD COLUMN y TEXT; CREATE TABLE b (z BLOB)"}};
+  Database db = Raw();
+  ASSERT_THAT(Migrate(db, v1_only), IsOk());
+  EXPECT_EQ(ReadSchemaVersion(db).value_or(-1), 1);
+  ASSERT_THAT(db.Exec("INSERT INTO a (x) VALUES (5)"), IsOk());
+
+  // Re-running version 1's step would fail (table a exists), so success means
+  // it was skipped.
+  ASSERT_THAT(Migrate(db, v1_v2), IsOk());
+  EXPECT_EQ(ReadSchemaVersion(db).value_or(-1), 2);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::optional<std::string> row,
+      db.QueryText("SELECT x || ':' || ifnull(y, 'null') FROM a"));
+  EXPECT_THAT(row, Optional(std::string("5:null")));
+  ASSERT_THAT(db.Exec("INSERT INTO b (z) VALUES (x'00')"), IsOk());
+}
+
+TEST_F(SqliteStorageTest, FailedMigrationStepIsRolledBack) {
+  const Migration broken[] = {
+      {1, "CREATE TABLE a (x INTEGER)"},
+      {2, "CREATE TABLE b (x INTEGER); INSERT INTO nowhere VALUES (1)"}};
+  Database db = Raw();
+  EXPECT_THAT(Migrate(db, broken),
+              StatusIs(absl::StatusCode::kInternal,
+                       HasSubstr("migrating schema to version 2")));
+  EXPECT_EQ(ReadSchemaVersion(db).value_or(-1), 1);
+  // Step 2's first statement did not survive.
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::optional<std::string> count,
+      db.QueryText("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                   "AND name = 'b'"));
+  EXPECT_THAT(count, Optional(std::string("0")));
+}
+
+TEST_F(SqliteStorageTest, MigrationsOutOfSequenceAreInternal) {
+  const Migration gap[] = {{1, "CREATE TABLE a (x INTEGER)"},
+                           {3, "CREATE TABLE b (x INTEGER)"}};
+  Database db = Raw();
+  EXPECT_THAT(Migrate(db, gap),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("version 3")));
+  EXPECT_EQ(ReadSchemaVersion(db).value_or(-1), 0);
+}
+
+TEST_F(SqliteStorageTest, RefusesADatabaseFromANewerVersion) {
+  ASSERT_THAT(OpenSqliteStorage(DbPath()), IsOk());
+  const int newer = CurrentSchemaVersion() + 1;
+  {
+    Database raw = Raw();
+    ASSERT_THAT(
+        raw.Exec(absl::StrCat("UPDATE schema_version SET version = ", newer)
+                     .c_str()),
+        IsOk());
+  }
+  EXPECT_THAT(OpenSqliteStorage(DbPath()),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(absl::StrCat("version ", newer)),
+                             HasSubstr("newer"))));
+  EXPECT_EQ(RawSchemaVersion(), newer);  // Untouched.
+}
+
+// ----- Corruption -----
+
+TEST_F(SqliteStorageTest, UnparsableStudyBlobIsDataLossNamingTheStudy) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("broken")), IsOk());
+  ASSERT_THAT(Raw().Exec("UPDATE studies SET study = x'ffffffff'"), IsOk());
+  EXPECT_THAT(storage->GetStudy("broken"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("\"broken\"")));
+  EXPECT_THAT(storage->ListStudies("", 10),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("\"broken\"")));
+}
+
+TEST_F(SqliteStorageTest, StudyBlobUnderAnotherKeyIsDataLoss) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("a")), IsOk());
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("b")), IsOk());
+  ASSERT_THAT(Raw().Exec("UPDATE studies SET study = (SELECT study FROM "
+                         "studies WHERE study_id = 'b') "
+                         "WHERE study_id = 'a'"),
+              IsOk());
+  EXPECT_THAT(storage->GetStudy("a"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("\"a\"")));
+}
+
+TEST_F(SqliteStorageTest, UnparsableTrialBlobIsDataLossNamingStudyAndTrial) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("s")), IsOk());
+  ASSERT_THAT(storage->PutTrials("s", {MakeTrial(1), MakeTrial(42)}), IsOk());
+  ASSERT_THAT(
+      Raw().Exec("UPDATE trials SET trial = x'ffffffff' WHERE trial_id = 42"),
+      IsOk());
+  EXPECT_THAT(storage->LoadTrials("s"),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("\"s\""), HasSubstr("42"))));
+}
+
+// ----- Concurrency across connections -----
+
+TEST_F(SqliteStorageTest, WritersOnSeparateConnectionsLoseNothing) {
+  // Eight storages on one file, as eight processes would be: they contend for
+  // the file's write lock, which BEGIN IMMEDIATE plus the busy timeout turn
+  // into waiting, not errors.
+  constexpr int kThreads = 8;
+  constexpr int kTrialsPerThread = 10;
+  ASSERT_THAT(OpenSqliteStorage(DbPath()),
+              IsOk());  // Create and migrate once up front.
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> errors(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t, &errors] {
+      absl::StatusOr<std::unique_ptr<Storage>> storage =
+          OpenSqliteStorage(DbPath());
+      if (!storage.ok()) {
+        errors[t] = storage.status();
+        return;
+      }
+      const std::string id = absl::StrCat("study-", t);
+      absl::Status s = (*storage)->CreateStudy(MakeStudy(id));
+      for (int i = 1; s.ok() && i <= kTrialsPerThread; ++i) {
+        s = (*storage)->PutTrials(id,
+                                  {MakeTrial(i, v1::TRIAL_STATE_COMPLETED)});
+        if (s.ok()) s = (*storage)->LoadTrials(id).status();
+      }
+      errors[t] = s;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::Status& s : errors) EXPECT_THAT(s, IsOk());
+
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  for (int t = 0; t < kThreads; ++t) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<v1::Trial> trials,
+        storage->LoadTrials(absl::StrCat("study-", t)));
+    EXPECT_THAT(trials, SizeIs(kTrialsPerThread));
+  }
+}
+
+}  // namespace
+}  // namespace metaopt::storage

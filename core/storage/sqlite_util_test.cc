@@ -1,0 +1,134 @@
+#include "core/storage/sqlite_util.h"
+
+#include <optional>
+#include <string>
+
+#include "core/storage/storage_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::storage {
+namespace {
+
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::StatusIs;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::Optional;
+
+TEST(SqliteStatusTest, MapsResultCodesToStatusCodes) {
+  EXPECT_THAT(SqliteStatus(SQLITE_OK, nullptr, "ctx"), IsOk());
+  EXPECT_THAT(SqliteStatus(SQLITE_DONE, nullptr, "ctx"), IsOk());
+  EXPECT_THAT(SqliteStatus(SQLITE_BUSY, nullptr, "ctx"),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("ctx")));
+  EXPECT_THAT(SqliteStatus(SQLITE_BUSY_SNAPSHOT, nullptr, "ctx"),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("ctx")));
+  EXPECT_THAT(SqliteStatus(SQLITE_LOCKED, nullptr, "ctx"),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("ctx")));
+  EXPECT_THAT(SqliteStatus(SQLITE_CORRUPT, nullptr, "ctx"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("ctx")));
+  EXPECT_THAT(SqliteStatus(SQLITE_NOTADB, nullptr, "ctx"),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("ctx")));
+  EXPECT_THAT(SqliteStatus(SQLITE_FULL, nullptr, "ctx"),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("ctx")));
+  EXPECT_THAT(SqliteStatus(SQLITE_CONSTRAINT_UNIQUE, nullptr, "ctx"),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("ctx")));
+  EXPECT_THAT(SqliteStatus(SQLITE_IOERR_FSYNC, nullptr, "ctx"),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("ctx")));
+}
+
+class SqliteUtilTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    METAOPT_ASSERT_OK_AND_ASSIGN(db_, Database::Open(dir_.File("util.db")));
+    ASSERT_THAT(db_.Exec("CREATE TABLE t (k TEXT PRIMARY KEY, v BLOB)"),
+                IsOk());
+  }
+
+  absl::Status Insert(std::string_view key, std::string_view value) {
+    absl::StatusOr<Statement> insert =
+        Statement::Prepare(db_, "INSERT INTO t VALUES (?, ?)");
+    if (!insert.ok()) return insert.status();
+    if (absl::Status s = insert->BindText(1, key); !s.ok()) return s;
+    if (absl::Status s = insert->BindBlob(2, value); !s.ok()) return s;
+    return insert->Run();
+  }
+
+  ScopedTempDir dir_;
+  Database db_;
+};
+
+TEST_F(SqliteUtilTest, BoundValuesRoundTripIncludingEmptyBlobs) {
+  ASSERT_THAT(Insert("empty", ""), IsOk());
+  ASSERT_THAT(Insert("binary", std::string("\0a\xff", 3)), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      Statement query,
+      Statement::Prepare(db_, "SELECT k, v FROM t ORDER BY k"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(bool has_row, query.Step());
+  ASSERT_TRUE(has_row);
+  EXPECT_EQ(query.ColumnText(0), "binary");
+  EXPECT_EQ(query.ColumnBlob(1), std::string("\0a\xff", 3));
+  METAOPT_ASSERT_OK_AND_ASSIGN(has_row, query.Step());
+  ASSERT_TRUE(has_row);
+  EXPECT_EQ(query.ColumnText(0), "empty");
+  EXPECT_FALSE(query.ColumnIsNull(1));  // An empty blob, not NULL.
+  EXPECT_EQ(query.ColumnBlob(1), "");
+  METAOPT_ASSERT_OK_AND_ASSIGN(has_row, query.Step());
+  EXPECT_FALSE(has_row);
+}
+
+TEST_F(SqliteUtilTest, ErrorMessagesDoNotContainBoundValues) {
+  ASSERT_THAT(Insert("secret-key", "v"), IsOk());
+  EXPECT_THAT(Insert("secret-key", "secret-value"),
+              StatusIs(absl::StatusCode::kInternal,
+                       AllOf(HasSubstr("UNIQUE constraint failed"),
+                             Not(HasSubstr("secret")))));
+}
+
+TEST_F(SqliteUtilTest, PrepareErrorDoesNotEchoTheStatementText) {
+  EXPECT_THAT(
+      Statement::Prepare(db_,
+                         "SELECT * FROM no_such_table WHERE k = 'user-data'"),
+      StatusIs(absl::StatusCode::kInternal,
+               AllOf(HasSubstr("preparing"), Not(HasSubstr("user-data")))));
+}
+
+TEST_F(SqliteUtilTest, TransactionRollsBackUnlessCommitted) {
+  {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
+    ASSERT_THAT(Insert("dropped", "v"), IsOk());
+  }
+  {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
+    ASSERT_THAT(Insert("kept", "v"), IsOk());
+    ASSERT_THAT(tx.Commit(), IsOk());
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> keys,
+                               db_.QueryText("SELECT group_concat(k) FROM t"));
+  EXPECT_THAT(keys, Optional(std::string("kept")));
+}
+
+TEST_F(SqliteUtilTest, SecondWriterTimesOutAsUnavailable) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(Database other,
+                               Database::Open(dir_.File("util.db")));
+  sqlite3_busy_timeout(other.get(), 10);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
+  EXPECT_THAT(Transaction::Begin(other, Transaction::Mode::kImmediate),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("beginning transaction")));
+}
+
+TEST_F(SqliteUtilTest, QueryTextWithoutRowsIsNullopt) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::optional<std::string> none,
+      db_.QueryText("SELECT k FROM t WHERE k = 'absent'"));
+  EXPECT_EQ(none, std::nullopt);
+}
+
+}  // namespace
+}  // namespace metaopt::storage

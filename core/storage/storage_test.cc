@@ -1,0 +1,389 @@
+// Conformance tests: every Storage implementation must pass the same suite.
+#include "core/storage/storage.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/storage/storage_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "metaopt/v1/study.pb.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::storage {
+namespace {
+
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::StatusIs;
+using ::testing::_;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Optional;
+using ::testing::SizeIs;
+
+struct InMemoryFactory {
+  static absl::StatusOr<std::unique_ptr<Storage>> Open(
+      const ScopedTempDir& /*dir*/) {
+    return OpenInMemoryStorage();
+  }
+};
+
+struct SqliteFactory {
+  static absl::StatusOr<std::unique_ptr<Storage>> Open(
+      const ScopedTempDir& dir) {
+    return OpenSqliteStorage(dir.File("metaopt.db"));
+  }
+};
+
+template <typename Factory>
+class StorageConformanceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    METAOPT_ASSERT_OK_AND_ASSIGN(storage_, Factory::Open(dir_));
+  }
+
+  // Creates studies with the given ids (fails the test on error).
+  void CreateStudies(const std::vector<std::string>& ids) {
+    for (const std::string& id : ids)
+      ASSERT_THAT(storage_->CreateStudy(MakeStudy(id)), IsOk());
+  }
+
+  ScopedTempDir dir_;
+  std::unique_ptr<Storage> storage_;
+};
+
+struct FactoryNames {
+  template <typename T>
+  static std::string GetName(int /*index*/) {
+    if (std::is_same_v<T, InMemoryFactory>) return "InMemory";
+    if (std::is_same_v<T, SqliteFactory>) return "Sqlite";
+    return "Unknown";
+  }
+};
+
+using Factories = ::testing::Types<InMemoryFactory, SqliteFactory>;
+TYPED_TEST_SUITE(StorageConformanceTest, Factories, FactoryNames);
+
+std::vector<std::string> Ids(const std::vector<v1::Study>& studies) {
+  std::vector<std::string> ids;
+  for (const v1::Study& study : studies) ids.push_back(study.study_id());
+  return ids;
+}
+
+std::vector<int64_t> Ids(const std::vector<v1::Trial>& trials) {
+  std::vector<int64_t> ids;
+  for (const v1::Trial& trial : trials) ids.push_back(trial.id());
+  return ids;
+}
+
+// ----- Studies -----
+
+TYPED_TEST(StorageConformanceTest, CreatedStudyRoundTrips) {
+  const v1::Study study = MakeStudy("s1");
+  ASSERT_THAT(this->storage_->CreateStudy(study), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, this->storage_->GetStudy("s1"));
+  EXPECT_THAT(got, EqualsProto(study));
+}
+
+TYPED_TEST(StorageConformanceTest, DerivedStudyFieldsAreNotStored) {
+  v1::Study study = MakeStudy("s1");
+  study.set_trial_count(7);
+  *study.mutable_best_trial() = MakeTrial(3, v1::TRIAL_STATE_COMPLETED);
+  study.set_state(v1::STUDY_STATE_EXHAUSTED);
+  ASSERT_THAT(this->storage_->CreateStudy(study), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, this->storage_->GetStudy("s1"));
+  EXPECT_EQ(got.trial_count(), 0);
+  EXPECT_FALSE(got.has_best_trial());
+  EXPECT_EQ(got.state(), v1::STUDY_STATE_UNSPECIFIED);
+  EXPECT_THAT(got, EqualsProto(StoredStudy(study)));
+  EXPECT_THAT(got, EqualsProto(MakeStudy("s1")));
+}
+
+TYPED_TEST(StorageConformanceTest,
+           CreateTakenIdIsAlreadyExistsAndKeepsOriginal) {
+  ASSERT_THAT(this->storage_->CreateStudy(MakeStudy("s1")), IsOk());
+  v1::Study other = MakeStudy("s1");
+  other.set_bound_model("pmf@1");
+  EXPECT_THAT(this->storage_->CreateStudy(other),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("\"s1\"")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, this->storage_->GetStudy("s1"));
+  EXPECT_EQ(got.bound_model(), "deeppipe@3");
+}
+
+TYPED_TEST(StorageConformanceTest, CreateWithEmptyIdIsInvalidArgument) {
+  EXPECT_THAT(
+      this->storage_->CreateStudy(MakeStudy("")),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("study_id")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
+                               this->storage_->ListStudies("", 10));
+  EXPECT_THAT(all, IsEmpty());
+}
+
+TYPED_TEST(StorageConformanceTest, EveryCallOnAnAbsentStudyIsNotFound) {
+  this->CreateStudies({"present"});
+  const auto not_found =
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"absent\""));
+  EXPECT_THAT(this->storage_->GetStudy("absent"), not_found);
+  EXPECT_THAT(this->storage_->DeleteStudy("absent"), not_found);
+  EXPECT_THAT(this->storage_->PutTrials("absent", {MakeTrial(1)}), not_found);
+  EXPECT_THAT(this->storage_->PutTrials("absent", {}), not_found);
+  EXPECT_THAT(this->storage_->LoadTrials("absent"), not_found);
+  EXPECT_THAT(this->storage_->PutPolicyState("absent", "blob"), not_found);
+  EXPECT_THAT(this->storage_->GetPolicyState("absent"), not_found);
+  // Nothing was written on the way.
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
+                               this->storage_->ListStudies("", 10));
+  EXPECT_THAT(Ids(all), ElementsAre("present"));
+}
+
+TYPED_TEST(StorageConformanceTest, ListStudiesOrdersByIdAndPages) {
+  // Created out of order; "B" < "a" byte-wise, "a" < "a0" < "ab".
+  this->CreateStudies({"ab", "B", "a0", "zeta", "a", "m"});
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
+                               this->storage_->ListStudies("", 100));
+  EXPECT_THAT(Ids(all), ElementsAre("B", "a", "a0", "ab", "m", "zeta"));
+  EXPECT_THAT(all[0], EqualsProto(MakeStudy("B")));
+
+  std::vector<std::string> paged;
+  std::string after;
+  int pages = 0;
+  while (true) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> page,
+                                 this->storage_->ListStudies(after, 4));
+    if (page.empty()) break;
+    ASSERT_LE(page.size(), 4u);
+    ++pages;
+    for (const std::string& id : Ids(page)) paged.push_back(id);
+    after = page.back().study_id();
+  }
+  EXPECT_EQ(pages, 2);
+  EXPECT_EQ(paged, Ids(all));
+}
+
+TYPED_TEST(StorageConformanceTest, ListStudiesAfterAnIdThatIsNotStored) {
+  this->CreateStudies({"a", "c", "e"});
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> page,
+                               this->storage_->ListStudies("b", 1));
+  EXPECT_THAT(Ids(page), ElementsAre("c"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("e", 10));
+  EXPECT_THAT(page, IsEmpty());
+  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("zzz", 10));
+  EXPECT_THAT(page, IsEmpty());
+}
+
+TYPED_TEST(StorageConformanceTest, ListStudiesOnEmptyStorageIsEmpty) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> page,
+                               this->storage_->ListStudies("", 10));
+  EXPECT_THAT(page, IsEmpty());
+}
+
+TYPED_TEST(StorageConformanceTest,
+           ListStudiesWithNonPositiveLimitIsInvalidArgument) {
+  this->CreateStudies({"a"});
+  EXPECT_THAT(this->storage_->ListStudies("", 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("limit")));
+  EXPECT_THAT(this->storage_->ListStudies("", -1),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("limit")));
+}
+
+TYPED_TEST(StorageConformanceTest, DeleteStudyRemovesTrialsAndPolicyState) {
+  this->CreateStudies({"doomed", "kept"});
+  ASSERT_THAT(this->storage_->PutTrials("doomed", {MakeTrial(1), MakeTrial(2)}),
+              IsOk());
+  ASSERT_THAT(this->storage_->PutPolicyState("doomed", "state"), IsOk());
+  ASSERT_THAT(this->storage_->PutTrials("kept", {MakeTrial(1)}), IsOk());
+  ASSERT_THAT(this->storage_->PutPolicyState("kept", "kept-state"), IsOk());
+
+  ASSERT_THAT(this->storage_->DeleteStudy("doomed"), IsOk());
+  EXPECT_THAT(this->storage_->GetStudy("doomed"),
+              StatusIs(absl::StatusCode::kNotFound, _));
+  EXPECT_THAT(this->storage_->LoadTrials("doomed"),
+              StatusIs(absl::StatusCode::kNotFound, _));
+  EXPECT_THAT(this->storage_->DeleteStudy("doomed"),
+              StatusIs(absl::StatusCode::kNotFound, _));
+
+  // A new study under the same id starts empty.
+  this->CreateStudies({"doomed"});
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
+                               this->storage_->LoadTrials("doomed"));
+  EXPECT_THAT(trials, IsEmpty());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               this->storage_->GetPolicyState("doomed"));
+  EXPECT_EQ(state, std::nullopt);
+
+  // The other study is untouched.
+  METAOPT_ASSERT_OK_AND_ASSIGN(trials, this->storage_->LoadTrials("kept"));
+  EXPECT_THAT(trials, ElementsAre(EqualsProto(MakeTrial(1))));
+  METAOPT_ASSERT_OK_AND_ASSIGN(state, this->storage_->GetPolicyState("kept"));
+  EXPECT_THAT(state, Optional(std::string("kept-state")));
+}
+
+// ----- Trials -----
+
+TYPED_TEST(StorageConformanceTest, TrialsRoundTripByIncreasingId) {
+  this->CreateStudies({"s"});
+  const std::vector<v1::Trial> trials = {
+      MakeTrial(3, v1::TRIAL_STATE_COMPLETED), MakeTrial(1),
+      MakeTrial(10, v1::TRIAL_STATE_FAILED), MakeTrial(2)};
+  ASSERT_THAT(this->storage_->PutTrials("s", trials), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials("s"));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(trials[1]), EqualsProto(trials[3]),
+                               EqualsProto(trials[0]), EqualsProto(trials[2])));
+}
+
+TYPED_TEST(StorageConformanceTest, LoadTrialsOfStudyWithoutTrialsIsEmpty) {
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->PutTrials("s", {}), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials("s"));
+  EXPECT_THAT(got, IsEmpty());
+}
+
+TYPED_TEST(StorageConformanceTest, PutTrialsReplacesByIdAndKeepsTheRest) {
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->PutTrials(
+                  "s", {MakeTrial(1), MakeTrial(2), MakeTrial(3)}),
+              IsOk());
+  v1::Trial completed = MakeTrial(2, v1::TRIAL_STATE_COMPLETED);
+  completed.set_client_id("someone-else");
+  ASSERT_THAT(this->storage_->PutTrials("s", {completed, MakeTrial(4)}),
+              IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials("s"));
+  EXPECT_THAT(
+      got, ElementsAre(EqualsProto(MakeTrial(1)), EqualsProto(completed),
+                       EqualsProto(MakeTrial(3)), EqualsProto(MakeTrial(4))));
+}
+
+TYPED_TEST(StorageConformanceTest, PutTrialsWithRepeatedIdKeepsTheLast) {
+  this->CreateStudies({"s"});
+  const v1::Trial last = MakeTrial(5, v1::TRIAL_STATE_COMPLETED);
+  ASSERT_THAT(this->storage_->PutTrials("s", {MakeTrial(5), last}), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials("s"));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(last)));
+}
+
+TYPED_TEST(StorageConformanceTest, TrialsAreKeyedPerStudy) {
+  this->CreateStudies({"a", "b"});
+  v1::Trial in_b = MakeTrial(1, v1::TRIAL_STATE_COMPLETED);
+  ASSERT_THAT(this->storage_->PutTrials("a", {MakeTrial(1), MakeTrial(2)}),
+              IsOk());
+  ASSERT_THAT(this->storage_->PutTrials("b", {in_b}), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> a,
+                               this->storage_->LoadTrials("a"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> b,
+                               this->storage_->LoadTrials("b"));
+  EXPECT_THAT(
+      a, ElementsAre(EqualsProto(MakeTrial(1)), EqualsProto(MakeTrial(2))));
+  EXPECT_THAT(b, ElementsAre(EqualsProto(in_b)));
+}
+
+// ----- Policy state -----
+
+TYPED_TEST(StorageConformanceTest, PolicyStateIsAbsentThenStoredThenReplaced) {
+  this->CreateStudies({"s"});
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               this->storage_->GetPolicyState("s"));
+  EXPECT_EQ(state, std::nullopt);
+
+  const std::string binary("\0\x01\xff state \0", 10);
+  ASSERT_THAT(this->storage_->PutPolicyState("s", binary), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(state, this->storage_->GetPolicyState("s"));
+  EXPECT_THAT(state, Optional(binary));
+
+  ASSERT_THAT(this->storage_->PutPolicyState("s", "v2"), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(state, this->storage_->GetPolicyState("s"));
+  EXPECT_THAT(state, Optional(std::string("v2")));
+}
+
+TYPED_TEST(StorageConformanceTest, EmptyPolicyStateIsStoredNotAbsent) {
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->PutPolicyState("s", ""), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               this->storage_->GetPolicyState("s"));
+  EXPECT_THAT(state, Optional(std::string()));
+}
+
+// ----- Copies, not shares -----
+
+TYPED_TEST(StorageConformanceTest, ValuesAreCopiedInAndOut) {
+  v1::Study study = MakeStudy("s");
+  ASSERT_THAT(this->storage_->CreateStudy(study), IsOk());
+  std::vector<v1::Trial> trials = {MakeTrial(1)};
+  ASSERT_THAT(this->storage_->PutTrials("s", trials), IsOk());
+  std::string blob = "state";
+  ASSERT_THAT(this->storage_->PutPolicyState("s", blob), IsOk());
+
+  // Changing the inputs after the calls changes nothing stored.
+  study.set_bound_model("changed");
+  trials[0].set_client_id("changed");
+  blob[0] = 'X';
+  // Nor does changing what was returned.
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, this->storage_->GetStudy("s"));
+  got.mutable_spec()->set_seed(0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> listed,
+                               this->storage_->ListStudies("", 1));
+  listed[0].set_bound_model("changed");
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> loaded,
+                               this->storage_->LoadTrials("s"));
+  loaded[0].set_state(v1::TRIAL_STATE_ABANDONED);
+
+  METAOPT_ASSERT_OK_AND_ASSIGN(got, this->storage_->GetStudy("s"));
+  EXPECT_THAT(got, EqualsProto(MakeStudy("s")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(loaded, this->storage_->LoadTrials("s"));
+  EXPECT_THAT(loaded, ElementsAre(EqualsProto(MakeTrial(1))));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               this->storage_->GetPolicyState("s"));
+  EXPECT_THAT(state, Optional(std::string("state")));
+}
+
+// ----- Thread safety -----
+
+TYPED_TEST(StorageConformanceTest,
+           ConcurrentWritersOnDifferentStudiesLoseNothing) {
+  constexpr int kThreads = 8;
+  constexpr int kTrialsPerThread = 12;
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> errors(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([this, t, &errors] {
+      const std::string id = absl::StrCat("study-", t);
+      absl::Status s = this->storage_->CreateStudy(MakeStudy(id));
+      for (int i = 1; s.ok() && i <= kTrialsPerThread; ++i) {
+        s = this->storage_->PutTrials(id, {MakeTrial(i)});
+        if (s.ok())
+          s = this->storage_->PutPolicyState(id, absl::StrCat("state-", i));
+        if (s.ok()) s = this->storage_->LoadTrials(id).status();
+        if (s.ok()) s = this->storage_->ListStudies("", 100).status();
+      }
+      errors[t] = s;
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::Status& s : errors) EXPECT_THAT(s, IsOk());
+
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
+                               this->storage_->ListStudies("", 100));
+  EXPECT_THAT(all, SizeIs(kThreads));
+  for (int t = 0; t < kThreads; ++t) {
+    const std::string id = absl::StrCat("study-", t);
+    METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
+                                 this->storage_->LoadTrials(id));
+    EXPECT_THAT(trials, SizeIs(kTrialsPerThread)) << id;
+    METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                                 this->storage_->GetPolicyState(id));
+    EXPECT_THAT(state, Optional(absl::StrCat("state-", kTrialsPerThread)))
+        << id;
+  }
+}
+
+}  // namespace
+}  // namespace metaopt::storage
