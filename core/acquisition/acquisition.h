@@ -1,0 +1,81 @@
+// Acquisition functions over GP posterior marginals, and fantasies for pending
+// points.
+//
+// Convention: every function here MINIMISES the objective the GP models. The
+// caller maps goals (negate a maximised metric before fitting, or flip the sign
+// of mean and best). `variance` is the latent-f variance from
+// GpPosterior::Predict (in the same units as `mean` and `best`).
+//
+//   z = (best - mean) / sd,    EI = sd * h(z),    h(z) = phi(z) + z Phi(z).
+//
+// log-EI follows Ament et al. 2023 ("Unexpected improvements to expected
+// improvement"): h(z) underflows for z below about -38 and loses digits well
+// before, so LogH evaluates log h(z) = log phi(z) + log(1 - |z| sqrt(pi/2)
+// erfcx(|z|/sqrt2)) for z <= -1, using the asymptotic series 1 - |z| sqrt(pi/2)
+// erfcx(|z|/sqrt2) = sum_k (-1)^(k+1) (2k-1)!! / z^(2k) (no cancellation) for z
+// <= -10. It is finite and accurate to ~1e-12 relative for every finite z with
+// |z| < 1e150.
+//
+// Thread-safe: pure functions.
+#ifndef METAOPT_CORE_ACQUISITION_ACQUISITION_H_
+#define METAOPT_CORE_ACQUISITION_ACQUISITION_H_
+
+#include "Eigen/Core"
+#include "absl/status/statusor.h"
+#include "core/gp/gaussian_process.h"
+
+namespace metaopt::acquisition {
+
+// Standard normal density and distribution function.
+double NormalPdf(double z);
+double NormalCdf(double z);
+// log(phi(z) + z Phi(z)).
+double LogH(double z);
+
+// Scalar forms. A non-positive variance means a deterministic prediction: EI =
+// max(best - mean, 0) and log-EI its log (-inf when there is no improvement).
+double ExpectedImprovement(double mean, double variance, double best);
+double LogExpectedImprovement(double mean, double variance, double best);
+
+// Elementwise over a batch. INVALID_ARGUMENT if the sizes differ or best is not
+// finite.
+absl::StatusOr<Eigen::VectorXd> ExpectedImprovement(
+    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double best);
+absl::StatusOr<Eigen::VectorXd> LogExpectedImprovement(
+    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double best);
+
+// mean + sqrt(beta) * sd and mean - sqrt(beta) * sd. For minimisation pick the
+// candidate with the smallest LowerConfidenceBound (optimism);
+// UpperConfidenceBound is the pessimistic bound (and the acquisition to
+// maximise for a maximised objective). INVALID_ARGUMENT if the sizes differ or
+// beta is negative or not finite.
+absl::StatusOr<Eigen::VectorXd> UpperConfidenceBound(
+    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double beta);
+absl::StatusOr<Eigen::VectorXd> LowerConfidenceBound(
+    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double beta);
+
+// How pending (suggested, not yet observed) points enter the posterior.
+enum class PendingStrategy {
+  // Fantasy value = current posterior mean at the point (kriging believer).
+  // Conditioning on the
+  // posterior mean leaves the mean unchanged, so the joint and sequential
+  // variants coincide.
+  kKrigingBeliever,
+  // Fantasy value = the smallest observed target (optimistic constant liar for
+  // minimisation).
+  kConstantLiarMin,
+  // Fantasy value = the mean of the observed targets.
+  kConstantLiarMean,
+};
+
+// The posterior additionally conditioned on fantasy observations at `pending`
+// (rows = points), with the same hyperparameters and standardisation (no
+// refit). Without observed targets the constant liars fall back to the kriging
+// believer. INVALID_ARGUMENT for a column mismatch or non-finite points.
+absl::StatusOr<gp::GpPosterior> ConditionOnPending(
+    const gp::GpPosterior& posterior, const Eigen::MatrixXd& pending,
+    PendingStrategy strategy);
+
+}  // namespace metaopt::acquisition
+
+#endif  // METAOPT_CORE_ACQUISITION_ACQUISITION_H_

@@ -1,0 +1,275 @@
+// Exact Gaussian-process regression: constant mean, Gaussian noise, a
+// stationary ARD kernel.
+//
+//   y = m + f(x) + eps,   f ~ GP(0, k),   eps ~ N(0, sigma^2),
+//   sigma^2 = noise_floor + exp(log_noise).
+//
+// The hyperparameter vector is [kernel log-params (log l_1..log l_D, log s),
+// log_noise, m]. The noise is parameterised as an excess over a fixed floor
+// (default 1e-6 on the standardised scale), so the noise variance can never
+// fall below the floor and the map stays smooth.
+//
+// Three layers:
+//   * GaussianProcess: the prior (kernel + noise + mean) and the negative log
+//   marginal likelihood
+//     with its analytic gradient w.r.t. all hyperparameters and w.r.t. the
+//     inputs. It works on whatever targets it is given ("model units");
+//     DeepPipe calls it directly on embeddings.
+//   * Fit / Condition: standardise raw targets (Standardization), optionally
+//   fit hyperparameters
+//     (MAP with weak priors, L-BFGS with restarts), and condition.
+//   * GpPosterior: immutable, thread-safe; batch Predict in original target
+//   units, and
+//     ConditionOn for fantasies (pending points) or new observations without
+//     refitting.
+#ifndef METAOPT_CORE_GP_GAUSSIAN_PROCESS_H_
+#define METAOPT_CORE_GP_GAUSSIAN_PROCESS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/gp/kernel.h"
+
+namespace metaopt::gp {
+
+// A batch of posterior marginals, one entry per query row.
+struct Prediction {
+  Eigen::VectorXd mean;
+  // Variance of the latent f (no observation noise); add
+  // GpPosterior::noise_variance() for the variance of a new noisy observation.
+  Eigen::VectorXd variance;
+};
+
+// Negative log marginal likelihood and its gradients.
+struct NllResult {
+  // 0.5 r' K^-1 r + 0.5 log|K| + 0.5 n log(2 pi), r = y - m 1, K = K_f +
+  // sigma^2 I. Not divided by n.
+  double value = 0.0;
+  // d value / d hyperparameters (same layout as
+  // GaussianProcess::hyperparameters()).
+  Eigen::VectorXd grad_hyper;
+  // d value / d X (n x D); empty unless requested.
+  Eigen::MatrixXd grad_inputs;
+};
+
+// Lower Cholesky factor of K + jitter * I.
+struct JitteredCholesky {
+  Eigen::MatrixXd L;
+  // The absolute jitter added to the diagonal (0 if none was needed).
+  double jitter = 0.0;
+};
+
+// Factorises a symmetric matrix (only the lower triangle is read). On failure
+// retries with jitter 1e-8, 1e-7, ..., 1e-2 times the mean diagonal. INTERNAL
+// if the matrix has non-finite entries or is not positive definite even with
+// the largest jitter. Never aborts.
+absl::StatusOr<JitteredCholesky> CholeskyWithJitter(Eigen::MatrixXd K);
+
+// Affine map from original target units to model units: y_model = (y - offset)
+// / scale.
+struct Standardization {
+  double offset = 0.0;
+  double scale = 1.0;
+
+  // Mean and (n - 1) standard deviation of y; scale falls back to 1 when the
+  // standard deviation is below 1e-8 * max(1, |mean|) (constant targets, a
+  // single point). Identity for empty y.
+  static Standardization FromTargets(const Eigen::VectorXd& y);
+  Eigen::VectorXd Apply(const Eigen::VectorXd& y) const;
+};
+
+// The GP prior. Thread-compatible: const methods may run concurrently;
+// set_hyperparameters needs external synchronisation. Copyable (deep-copies the
+// kernel).
+class GaussianProcess {
+ public:
+  static constexpr double kDefaultNoiseFloor = 1e-6;
+
+  // kernel_name as in CreateKernel. Initial hyperparameters: lengthscales 0.5 *
+  // sqrt(D) (the median of the default lengthscale prior, for inputs scaled to
+  // [0, 1]), output scale 1, noise excess 1e-3, mean 0. INVALID_ARGUMENT for an
+  // unknown kernel, input_dim < 1 or a noise floor that is not positive and
+  // finite.
+  static absl::StatusOr<GaussianProcess> Create(
+      std::string_view kernel_name, int input_dim,
+      double noise_floor = kDefaultNoiseFloor);
+
+  GaussianProcess(const GaussianProcess& other);
+  GaussianProcess& operator=(const GaussianProcess& other);
+  GaussianProcess(GaussianProcess&&) = default;
+  GaussianProcess& operator=(GaussianProcess&&) = default;
+
+  const Kernel& kernel() const { return *kernel_; }
+  int input_dim() const { return kernel_->input_dim(); }
+  int num_hyperparameters() const { return kernel_->num_params() + 2; }
+  // Index of log_noise and of the mean in hyperparameters().
+  int noise_index() const { return kernel_->num_params(); }
+  int mean_index() const { return kernel_->num_params() + 1; }
+
+  // [kernel log-params, log_noise, constant mean].
+  Eigen::VectorXd hyperparameters() const;
+  // INVALID_ARGUMENT on a size mismatch or non-finite entries (then nothing
+  // changes).
+  absl::Status set_hyperparameters(
+      const Eigen::Ref<const Eigen::VectorXd>& hyperparameters);
+
+  double noise_floor() const { return noise_floor_; }
+  double log_noise() const { return log_noise_; }
+  // noise_floor + exp(log_noise).
+  double noise_variance() const;
+  double constant_mean() const { return mean_; }
+
+  // NLL of targets y (model units) at inputs X (n x D) and its gradient w.r.t.
+  // the hyperparameters, plus w.r.t. X when with_input_gradient.
+  // INVALID_ARGUMENT for shape mismatches or non-finite data; INTERNAL if the
+  // Cholesky fails. O(n^3).
+  absl::StatusOr<NllResult> NegativeLogMarginalLikelihood(
+      const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
+      bool with_input_gradient = false) const;
+
+  // INVALID_ARGUMENT unless X has input_dim() columns, y (if given) has
+  // X.rows() entries and everything is finite. `what` names the data in the
+  // message.
+  absl::Status ValidateData(const Eigen::MatrixXd& X, const Eigen::VectorXd* y,
+                            std::string_view what) const;
+
+ private:
+  GaussianProcess(std::unique_ptr<Kernel> kernel, double noise_floor);
+
+  std::unique_ptr<Kernel> kernel_;
+  double noise_floor_;
+  double log_noise_;
+  double mean_ = 0.0;
+};
+
+// Options for hyperparameter fitting (maximum a posteriori on the standardised
+// targets).
+//
+// Priors (weak, and only used here, not by NegativeLogMarginalLikelihood):
+//   log l_d ~ N(log(lengthscale_prior_median * sqrt(D)),
+//   lengthscale_prior_log_std^2): inputs are
+//     expected in [0, 1]; the sqrt(D) keeps the prior r of two random points
+//     roughly constant as D grows (Hvarfner et al. 2024 make the same
+//     argument).
+//   log s ~ N(0, output_scale_prior_log_std^2): the standardised targets have
+//   unit variance. noise and mean: flat within their bounds.
+// Bounds (box constraints of the L-BFGS): lengthscales in [min_lengthscale,
+// max_lengthscale], output scale in [min_output_scale, max_output_scale], noise
+// excess in [1e-9, max_noise_variance], mean in [-max_abs_mean, max_abs_mean].
+struct FitOptions {
+  // Number of L-BFGS starts: the first from the model's current
+  // hyperparameters, the others from those plus N(0, restart_log_std^2) on
+  // every kernel log-parameter and on log_noise.
+  int num_starts = 3;
+  int max_iterations = 100;  // per start
+  // Wall time for all starts together; the best point found so far is kept.
+  absl::Duration time_budget = absl::Seconds(10);
+  uint64_t seed = 0;
+  double restart_log_std = 1.0;
+
+  bool use_priors = true;
+  double lengthscale_prior_median = 0.5;
+  double lengthscale_prior_log_std = 1.5;
+  double output_scale_prior_log_std = 2.0;
+
+  double min_lengthscale = 1e-3;
+  double max_lengthscale = 1e3;
+  double min_output_scale = 1e-3;
+  double max_output_scale = 1e2;
+  double max_noise_variance = 2.0;
+  double max_abs_mean = 10.0;
+};
+
+struct FitReport {
+  // MAP objective (NLL + negative log prior) at the initial hyperparameters and
+  // at the result.
+  double initial_objective = 0.0;
+  double final_objective = 0.0;
+  int starts = 0;
+  int iterations = 0;
+  int evaluations = 0;
+  bool time_budget_exhausted = false;
+};
+
+// Fits model's hyperparameters to (X, y) in model units (no standardisation
+// here), starting from its current values. On error the model is unchanged.
+// With no data it returns at once.
+absl::StatusOr<FitReport> FitHyperparameters(const Eigen::MatrixXd& X,
+                                             const Eigen::VectorXd& y,
+                                             const FitOptions& options,
+                                             GaussianProcess* model);
+
+// Immutable posterior of a GaussianProcess conditioned on data. Thread-safe:
+// every method is const and keeps no caches, so one instance can be shared
+// (e.g. as shared_ptr<const GpPosterior>) by any number of readers.
+class GpPosterior {
+ public:
+  // Conditions `model` on X (n x D, n may be 0) and targets y in original
+  // units, mapped to model units by `standardization`.
+  static absl::StatusOr<GpPosterior> Create(GaussianProcess model,
+                                            Eigen::MatrixXd X,
+                                            Eigen::VectorXd y,
+                                            Standardization standardization);
+
+  // Posterior mean and latent variance at each row of Xq, in original target
+  // units. Works in blocks of queries: one cross-kernel block and one
+  // multi-right-hand-side triangular solve per block, O(m n D + m n^2) time,
+  // O(block n) extra memory. INVALID_ARGUMENT for a column mismatch or
+  // non-finite queries.
+  absl::StatusOr<Prediction> Predict(const Eigen::MatrixXd& Xq) const;
+
+  // The posterior after also observing (X_new, y_new) (original units), with
+  // the same hyperparameters and standardisation: for fantasies of pending
+  // points (kriging believer, constant liar) or cheap updates between refits.
+  // Extends the Cholesky factor by a block, O(n^2 k + k^3); falls back to a
+  // full factorisation with jitter if needed.
+  absl::StatusOr<GpPosterior> ConditionOn(const Eigen::MatrixXd& X_new,
+                                          const Eigen::VectorXd& y_new) const;
+
+  const GaussianProcess& model() const { return model_; }
+  const Eigen::MatrixXd& inputs() const { return X_; }
+  // Targets in original units.
+  const Eigen::VectorXd& targets() const { return y_; }
+  const Standardization& standardization() const { return standardization_; }
+  int num_points() const { return static_cast<int>(X_.rows()); }
+  // Observation-noise variance in original units.
+  double noise_variance() const;
+  // Jitter (model units) that was added to the diagonal to factorise.
+  double jitter() const { return jitter_; }
+
+ private:
+  GpPosterior(GaussianProcess model, Eigen::MatrixXd X, Eigen::VectorXd y,
+              Standardization standardization, JitteredCholesky chol);
+
+  GaussianProcess model_;
+  Eigen::MatrixXd X_;
+  Eigen::VectorXd y_;
+  Standardization standardization_;
+  Eigen::MatrixXd L_;
+  double jitter_;
+  // K^-1 (y_model - m).
+  Eigen::VectorXd alpha_;
+};
+
+// Conditions without fitting, standardising y by its own mean and standard
+// deviation.
+absl::StatusOr<GpPosterior> Condition(const GaussianProcess& model,
+                                      const Eigen::MatrixXd& X,
+                                      const Eigen::VectorXd& y);
+
+// Standardises y, fits the hyperparameters (starting from model's), and
+// conditions. The fitted model is posterior.model(). `report` may be null.
+absl::StatusOr<GpPosterior> Fit(const GaussianProcess& model,
+                                const Eigen::MatrixXd& X,
+                                const Eigen::VectorXd& y,
+                                const FitOptions& options,
+                                FitReport* report = nullptr);
+
+}  // namespace metaopt::gp
+
+#endif  // METAOPT_CORE_GP_GAUSSIAN_PROCESS_H_

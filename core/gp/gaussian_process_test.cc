@@ -1,0 +1,467 @@
+#include "core/gp/gaussian_process.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::gp {
+namespace {
+
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr double kPi = 3.14159265358979323846;
+
+Eigen::MatrixXd RandomMatrix(int rows, int cols, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Eigen::MatrixXd m(rows, cols);
+  for (int j = 0; j < cols; ++j) {
+    for (int i = 0; i < rows; ++i) m(i, j) = u(rng);
+  }
+  return m;
+}
+
+GaussianProcess MakeGp(const std::string& kernel, int dim,
+                       const Eigen::VectorXd& h) {
+  auto gp = GaussianProcess::Create(kernel, dim);
+  EXPECT_TRUE(gp.ok()) << gp.status();
+  EXPECT_TRUE(gp->set_hyperparameters(h).ok());
+  return std::move(gp).value();
+}
+
+// ---- The hand-computed 1-D case: Matérn-5/2, three points, fixed
+// hyperparameters. ----------
+
+constexpr double kL = 0.4, kS = 1.3, kNoise = 0.01, kMean = 0.2;
+
+double Matern(double a, double b) {
+  const double r = std::abs(a - b) / kL;
+  const double s5 = std::sqrt(5.0);
+  return kS * (1 + s5 * r + 5.0 / 3.0 * r * r) * std::exp(-s5 * r);
+}
+
+// Inverse and determinant of a 3x3 matrix by cofactors, independent of Eigen's
+// factorisations.
+double Inverse3(const double a[3][3], double inv[3][3]) {
+  const double c00 = a[1][1] * a[2][2] - a[1][2] * a[2][1];
+  const double c01 = a[1][2] * a[2][0] - a[1][0] * a[2][2];
+  const double c02 = a[1][0] * a[2][1] - a[1][1] * a[2][0];
+  const double det = a[0][0] * c00 + a[0][1] * c01 + a[0][2] * c02;
+  inv[0][0] = c00 / det;
+  inv[1][0] = c01 / det;
+  inv[2][0] = c02 / det;
+  inv[0][1] = (a[0][2] * a[2][1] - a[0][1] * a[2][2]) / det;
+  inv[1][1] = (a[0][0] * a[2][2] - a[0][2] * a[2][0]) / det;
+  inv[2][1] = (a[0][1] * a[2][0] - a[0][0] * a[2][1]) / det;
+  inv[0][2] = (a[0][1] * a[1][2] - a[0][2] * a[1][1]) / det;
+  inv[1][2] = (a[0][2] * a[1][0] - a[0][0] * a[1][2]) / det;
+  inv[2][2] = (a[0][0] * a[1][1] - a[0][1] * a[1][0]) / det;
+  return det;
+}
+
+class ThreePointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Eigen::VectorXd h(4);
+    h << std::log(kL), std::log(kS), std::log(kNoise - 1e-6), kMean;
+    gp_ = MakeGp("matern52", 1, h);
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        k_[i][j] = Matern(x_[i], x_[j]) + (i == j ? kNoise : 0.0);
+      }
+    }
+    det_ = Inverse3(k_, kinv_);
+  }
+
+  // Posterior mean and latent variance at q, in model units.
+  void Expected(double q, double* mean, double* var) const {
+    double ks[3], w[3] = {0, 0, 0}, v[3] = {0, 0, 0};
+    for (int i = 0; i < 3; ++i) ks[i] = Matern(q, x_[i]);
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        w[i] += kinv_[i][j] * (y_[j] - kMean);
+        v[i] += kinv_[i][j] * ks[j];
+      }
+    }
+    *mean = kMean;
+    *var = kS;
+    for (int i = 0; i < 3; ++i) {
+      *mean += ks[i] * w[i];
+      *var -= ks[i] * v[i];
+    }
+  }
+
+  Eigen::MatrixXd X() const { return Eigen::Vector3d(x_[0], x_[1], x_[2]); }
+  Eigen::VectorXd Y() const { return Eigen::Vector3d(y_[0], y_[1], y_[2]); }
+
+  const double x_[3] = {0.0, 0.3, 1.0};
+  const double y_[3] = {1.0, 2.0, 0.5};
+  double k_[3][3], kinv_[3][3], det_;
+  GaussianProcess gp_ = std::move(GaussianProcess::Create("rbf", 1)).value();
+};
+
+TEST_F(ThreePointTest, PosteriorMatchesHandComputation) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      GpPosterior post, GpPosterior::Create(gp_, X(), Y(), Standardization{}));
+  Eigen::MatrixXd q(4, 1);
+  q << 0.15, 0.3, 0.6, 2.0;
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction pred, post.Predict(q));
+  for (int i = 0; i < 4; ++i) {
+    double mean, var;
+    Expected(q(i, 0), &mean, &var);
+    EXPECT_NEAR(pred.mean[i], mean, 1e-10) << q(i, 0);
+    EXPECT_NEAR(pred.variance[i], var, 1e-10) << q(i, 0);
+  }
+  EXPECT_NEAR(post.noise_variance(), kNoise, 1e-15);
+}
+
+TEST_F(ThreePointTest, StandardizationMapsBackToOriginalUnits) {
+  const Standardization st{5.0, 3.0};
+  // Targets in original units whose standardised values are y_.
+  const Eigen::VectorXd y_orig = (Y().array() * 3.0 + 5.0).matrix();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post,
+                               GpPosterior::Create(gp_, X(), y_orig, st));
+  Eigen::MatrixXd q(2, 1);
+  q << 0.45, -0.2;
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction pred, post.Predict(q));
+  for (int i = 0; i < 2; ++i) {
+    double mean, var;
+    Expected(q(i, 0), &mean, &var);
+    EXPECT_NEAR(pred.mean[i], 5.0 + 3.0 * mean, 1e-9);
+    EXPECT_NEAR(pred.variance[i], 9.0 * var, 1e-9);
+  }
+  EXPECT_NEAR(post.noise_variance(), 9.0 * kNoise, 1e-12);
+}
+
+TEST_F(ThreePointTest, NegativeLogLikelihoodMatchesHandComputation) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(NllResult nll,
+                               gp_.NegativeLogMarginalLikelihood(X(), Y()));
+  double quad = 0.0;
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 3; ++j) {
+      quad += (y_[i] - kMean) * kinv_[i][j] * (y_[j] - kMean);
+    }
+  }
+  const double expected =
+      0.5 * quad + 0.5 * std::log(det_) + 1.5 * std::log(2 * kPi);
+  EXPECT_NEAR(nll.value, expected, 1e-10);
+}
+
+TEST(StandardizationTest, FromTargets) {
+  const Standardization s =
+      Standardization::FromTargets(Eigen::Vector3d(1, 2, 6));
+  EXPECT_DOUBLE_EQ(s.offset, 3.0);
+  EXPECT_NEAR(s.scale, std::sqrt(7.0), 1e-14);  // (4 + 1 + 9) / 2
+  const Standardization c = Standardization::FromTargets(Eigen::Vector2d(4, 4));
+  EXPECT_DOUBLE_EQ(c.offset, 4.0);
+  EXPECT_DOUBLE_EQ(c.scale, 1.0);  // constant targets: scale falls back to 1
+  EXPECT_DOUBLE_EQ(Standardization::FromTargets(Eigen::VectorXd()).scale, 1.0);
+}
+
+TEST(ConditionTest, StandardizesTargets) {
+  std::mt19937_64 rng(1);
+  const Eigen::MatrixXd X = RandomMatrix(8, 2, rng);
+  const Eigen::VectorXd y = 100.0 + 20.0 * X.col(0).array().sin();
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 2)).value();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(gp, X, y));
+  const Standardization st = Standardization::FromTargets(y);
+  EXPECT_DOUBLE_EQ(post.standardization().offset, st.offset);
+  EXPECT_DOUBLE_EQ(post.standardization().scale, st.scale);
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior manual,
+                               GpPosterior::Create(gp, X, y, st));
+  const Eigen::MatrixXd q = RandomMatrix(5, 2, rng);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction a, post.Predict(q));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction b, manual.Predict(q));
+  EXPECT_TRUE(a.mean.isApprox(b.mean, 1e-12));
+  EXPECT_TRUE(a.variance.isApprox(b.variance, 1e-12));
+}
+
+// ---- Gradients of the NLL, over both kernels.
+// ----------------------------------------------
+
+class NllGradientTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NllGradientTest, HyperAndInputGradientsMatchCentralDifferences) {
+  std::mt19937_64 rng(17);
+  constexpr int kDim = 3, kN = 9;
+  Eigen::MatrixXd X = RandomMatrix(kN, kDim, rng);
+  const Eigen::VectorXd y =
+      (X.col(0).array() * 3).sin() + X.col(1).array().square() - 0.3;
+  Eigen::VectorXd h(kDim + 3);
+  h << std::log(0.5), std::log(0.8), std::log(1.4), std::log(1.2),
+      std::log(0.05), 0.1;
+  GaussianProcess gp = MakeGp(GetParam(), kDim, h);
+  METAOPT_ASSERT_OK_AND_ASSIGN(NllResult nll,
+                               gp.NegativeLogMarginalLikelihood(X, y, true));
+  ASSERT_EQ(nll.grad_hyper.size(), h.size());
+  ASSERT_EQ(nll.grad_inputs.rows(), kN);
+  ASSERT_EQ(nll.grad_inputs.cols(), kDim);
+
+  auto value = [&](const GaussianProcess& g, const Eigen::MatrixXd& x) {
+    auto r = g.NegativeLogMarginalLikelihood(x, y);
+    EXPECT_TRUE(r.ok());
+    return r->value;
+  };
+  constexpr double eps = 1e-6;
+  for (int k = 0; k < h.size(); ++k) {
+    Eigen::VectorXd hp = h, hm = h;
+    hp[k] += eps;
+    hm[k] -= eps;
+    const double fd = (value(MakeGp(GetParam(), kDim, hp), X) -
+                       value(MakeGp(GetParam(), kDim, hm), X)) /
+                      (2 * eps);
+    EXPECT_NEAR(nll.grad_hyper[k], fd, 1e-5 * std::max(1.0, std::abs(fd)))
+        << "hyperparameter " << k;
+  }
+  for (int i = 0; i < kN; ++i) {
+    for (int d = 0; d < kDim; ++d) {
+      Eigen::MatrixXd Xp = X, Xm = X;
+      Xp(i, d) += eps;
+      Xm(i, d) -= eps;
+      const double fd = (value(gp, Xp) - value(gp, Xm)) / (2 * eps);
+      EXPECT_NEAR(nll.grad_inputs(i, d), fd, 1e-5 * std::max(1.0, std::abs(fd)))
+          << "x(" << i << "," << d << ")";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKernels, NllGradientTest,
+                         ::testing::ValuesIn(KernelNames()),
+                         [](const auto& info) { return info.param; });
+
+// ---- Fitting.
+// ------------------------------------------------------------------------------
+
+TEST(FitTest, ImprovesLikelihoodAndFindsRelevantDimension) {
+  std::mt19937_64 rng(23);
+  constexpr int kN = 40;
+  const Eigen::MatrixXd X = RandomMatrix(kN, 2, rng);
+  // Smooth in x0, independent of x1.
+  const Eigen::VectorXd y = 3.0 * (10.0 * X.col(0).array()).sin() + 1.0;
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 2)).value();
+  const Standardization st = Standardization::FromTargets(y);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      NllResult before, gp.NegativeLogMarginalLikelihood(X, st.Apply(y)));
+
+  FitOptions options;
+  options.seed = 5;
+  FitReport report;
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post,
+                               Fit(gp, X, y, options, &report));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      NllResult after,
+      post.model().NegativeLogMarginalLikelihood(X, st.Apply(y)));
+  EXPECT_LT(after.value, before.value - 10.0);
+  EXPECT_LE(report.final_objective, report.initial_objective);
+  EXPECT_EQ(report.starts, options.num_starts);
+  EXPECT_GT(report.iterations, 0);
+
+  const Eigen::VectorXd l = post.model().kernel().lengthscales();
+  // sin(10 x) has a characteristic length of order 1/10: a lengthscale well
+  // below 1 in x0 and a much longer one in the irrelevant x1.
+  EXPECT_GT(l[0], 0.05);
+  EXPECT_LT(l[0], 1.0);
+  EXPECT_GT(l[1], 3.0 * l[0]);
+  EXPECT_LT(post.model().noise_variance(), 1e-2);
+
+  // Held-out accuracy.
+  const Eigen::MatrixXd q = RandomMatrix(20, 2, rng);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction pred, post.Predict(q));
+  const Eigen::VectorXd truth = 3.0 * (10.0 * q.col(0).array()).sin() + 1.0;
+  EXPECT_LT((pred.mean - truth).cwiseAbs().maxCoeff(), 0.1);
+}
+
+TEST(FitTest, IsDeterministicForASeed) {
+  std::mt19937_64 rng(29);
+  const Eigen::MatrixXd X = RandomMatrix(15, 3, rng);
+  const Eigen::VectorXd y = X.rowwise().sum();
+  GaussianProcess gp = std::move(GaussianProcess::Create("rbf", 3)).value();
+  FitOptions options;
+  options.seed = 9;
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior a, Fit(gp, X, y, options));
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior b, Fit(gp, X, y, options));
+  EXPECT_EQ(a.model().hyperparameters(), b.model().hyperparameters());
+}
+
+TEST(FitTest, RespectsBoundsAndIterationLimits) {
+  std::mt19937_64 rng(31);
+  const Eigen::MatrixXd X = RandomMatrix(12, 1, rng);
+  const Eigen::VectorXd y = X.col(0);
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 1)).value();
+  FitOptions options;
+  options.num_starts = 1;
+  options.max_iterations = 2;
+  options.max_lengthscale = 2.0;
+  FitReport report;
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post,
+                               Fit(gp, X, y, options, &report));
+  EXPECT_LE(report.iterations, 2);
+  EXPECT_LE(post.model().kernel().lengthscales()[0], 2.0 + 1e-12);
+}
+
+TEST(FitTest, WithoutDataConditionsOnNothing) {
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 2)).value();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      GpPosterior post,
+      Fit(gp, Eigen::MatrixXd(0, 2), Eigen::VectorXd(0), FitOptions{}));
+  EXPECT_EQ(post.num_points(), 0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction pred,
+                               post.Predict(Eigen::MatrixXd::Zero(3, 2)));
+  EXPECT_TRUE(pred.mean.isZero());
+  EXPECT_TRUE(pred.variance.isApproxToConstant(1.0));
+}
+
+// ---- Failure paths.
+// ------------------------------------------------------------------------
+
+TEST(CholeskyWithJitterTest, IndefiniteMatrixIsInternalError) {
+  Eigen::Matrix2d k;
+  k << 1.0, 2.0, 2.0, 1.0;  // eigenvalues -1 and 3
+  EXPECT_THAT(CholeskyWithJitter(k).status(),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("jitter")));
+}
+
+TEST(CholeskyWithJitterTest, NanMatrixIsInternalError) {
+  Eigen::Matrix2d k;
+  k << 1.0, std::nan(""), std::nan(""), 1.0;
+  EXPECT_THAT(CholeskyWithJitter(k).status(),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("non-finite")));
+}
+
+TEST(CholeskyWithJitterTest, SingularMatrixGetsJitter) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(JitteredCholesky chol,
+                               CholeskyWithJitter(Eigen::Matrix3d::Ones()));
+  EXPECT_GT(chol.jitter, 0.0);
+  EXPECT_LE(chol.jitter, 1e-2);
+  const Eigen::Matrix3d rebuilt = chol.L * chol.L.transpose();
+  EXPECT_TRUE(rebuilt.isApprox(Eigen::Matrix3d::Ones() +
+                               chol.jitter * Eigen::Matrix3d::Identity()));
+}
+
+TEST(GaussianProcessTest, DuplicatePointsWithoutNoiseUseJitter) {
+  auto gp = GaussianProcess::Create("matern52", 1, /*noise_floor=*/1e-300);
+  ASSERT_TRUE(gp.ok());
+  Eigen::VectorXd h = gp->hyperparameters();
+  h[gp->noise_index()] = -80.0;
+  ASSERT_TRUE(gp->set_hyperparameters(h).ok());
+  const Eigen::MatrixXd X = Eigen::Vector3d(0.5, 0.5, 0.5);
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post,
+                               Condition(*gp, X, Eigen::Vector3d(1, 2, 3)));
+  EXPECT_GT(post.jitter(), 0.0);
+}
+
+TEST(GaussianProcessTest, NonFiniteDataIsInvalidArgument) {
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 2)).value();
+  Eigen::MatrixXd X = Eigen::MatrixXd::Zero(3, 2);
+  X(1, 1) = std::nan("");
+  EXPECT_THAT(Condition(gp, X, Eigen::Vector3d(1, 2, 3)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("NaN")));
+  EXPECT_THAT(
+      gp.NegativeLogMarginalLikelihood(X, Eigen::Vector3d(1, 2, 3)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("NaN")));
+  EXPECT_THAT(
+      Condition(gp, Eigen::MatrixXd::Zero(2, 2),
+                Eigen::Vector2d(1, std::numeric_limits<double>::infinity()))
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("targets")));
+  EXPECT_THAT(
+      Condition(gp, Eigen::MatrixXd::Zero(2, 3), Eigen::Vector2d(1, 2))
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 columns")));
+  EXPECT_THAT(
+      Condition(gp, Eigen::MatrixXd::Zero(2, 2), Eigen::Vector3d(1, 2, 3))
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 targets")));
+}
+
+TEST(GaussianProcessTest, RejectsBadHyperparametersAndOptions) {
+  GaussianProcess gp = std::move(GaussianProcess::Create("rbf", 2)).value();
+  EXPECT_THAT(gp.set_hyperparameters(Eigen::VectorXd::Zero(3)),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("5")));
+  EXPECT_THAT(
+      GaussianProcess::Create("rbf", 2, 0.0).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("noise_floor")));
+  EXPECT_THAT(GaussianProcess::Create("linear", 2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unknown kernel")));
+}
+
+// ---- Prediction.
+// ---------------------------------------------------------------------------
+
+TEST(GpPosteriorTest, InterpolatesTrainingPointsWithSmallNoise) {
+  std::mt19937_64 rng(37);
+  const Eigen::MatrixXd X = RandomMatrix(10, 2, rng);
+  const Eigen::VectorXd y = 5.0 * X.col(0).array().cos() + X.col(1).array();
+  auto gp = GaussianProcess::Create("matern52", 2);
+  ASSERT_TRUE(gp.ok());
+  Eigen::VectorXd h = gp->hyperparameters();
+  h[gp->noise_index()] = std::log(1e-8);
+  ASSERT_TRUE(gp->set_hyperparameters(h).ok());
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(*gp, X, y));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction pred, post.Predict(X));
+  EXPECT_LT((pred.mean - y).cwiseAbs().maxCoeff(), 1e-3);
+  EXPECT_LT(pred.variance.maxCoeff(), 1e-4);
+  EXPECT_GE(pred.variance.minCoeff(), 0.0);
+}
+
+TEST(GpPosteriorTest, BlockedPredictMatchesPointwise) {
+  std::mt19937_64 rng(41);
+  const Eigen::MatrixXd X = RandomMatrix(30, 3, rng);
+  const Eigen::VectorXd y = X.rowwise().squaredNorm();
+  GaussianProcess gp = std::move(GaussianProcess::Create("rbf", 3)).value();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(gp, X, y));
+  const Eigen::MatrixXd q = RandomMatrix(600, 3, rng);  // several blocks
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction all, post.Predict(q));
+  ASSERT_EQ(all.mean.size(), 600);
+  for (int i : {0, 255, 256, 511, 599}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction one, post.Predict(q.row(i)));
+    EXPECT_NEAR(all.mean[i], one.mean[0], 1e-12);
+    EXPECT_NEAR(all.variance[i], one.variance[0], 1e-12);
+  }
+  EXPECT_THAT(
+      post.Predict(Eigen::MatrixXd::Zero(2, 4)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("columns")));
+}
+
+TEST(GpPosteriorTest, ConditionOnEqualsConditioningOnEverything) {
+  std::mt19937_64 rng(43);
+  const Eigen::MatrixXd X = RandomMatrix(12, 2, rng);
+  const Eigen::VectorXd y = X.col(0) - 2.0 * X.col(1);
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 2)).value();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(gp, X, y));
+  const Eigen::MatrixXd X_new = RandomMatrix(3, 2, rng);
+  const Eigen::Vector3d y_new(0.1, -0.4, 2.0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior extended,
+                               post.ConditionOn(X_new, y_new));
+  Eigen::MatrixXd X_all(15, 2);
+  X_all << X, X_new;
+  Eigen::VectorXd y_all(15);
+  y_all << y, y_new;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      GpPosterior full,
+      GpPosterior::Create(gp, X_all, y_all, post.standardization()));
+  const Eigen::MatrixXd q = RandomMatrix(7, 2, rng);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction a, extended.Predict(q));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction b, full.Predict(q));
+  EXPECT_LT((a.mean - b.mean).cwiseAbs().maxCoeff(), 1e-9);
+  EXPECT_LT((a.variance - b.variance).cwiseAbs().maxCoeff(), 1e-9);
+  EXPECT_EQ(extended.num_points(), 15);
+  // The original posterior is untouched.
+  EXPECT_EQ(post.num_points(), 12);
+}
+
+}  // namespace
+}  // namespace metaopt::gp

@@ -1,0 +1,188 @@
+#include "core/gp/kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace metaopt::gp {
+namespace {
+
+constexpr double kSqrt5 = 2.2360679774997896964;
+
+}  // namespace
+
+Kernel::Kernel(int input_dim)
+    : input_dim_(input_dim),
+      log_params_(Eigen::VectorXd::Zero(input_dim + 1)) {}
+
+absl::Status Kernel::set_log_params(
+    const Eigen::Ref<const Eigen::VectorXd>& log_params) {
+  if (log_params.size() != num_params()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kernel '", std::string(name()), "': expected ", num_params(),
+        " log-hyperparameters, got ", log_params.size()));
+  }
+  if (!log_params.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel '", std::string(name()),
+                     "': log-hyperparameters must be finite"));
+  }
+  log_params_ = log_params;
+  return absl::OkStatus();
+}
+
+Eigen::VectorXd Kernel::lengthscales() const {
+  return log_params_.head(input_dim_).array().exp();
+}
+
+double Kernel::output_scale() const {
+  return std::exp(log_params_[input_dim_]);
+}
+
+Eigen::MatrixXd Kernel::Scaled(const Eigen::Ref<const Eigen::MatrixXd>& X,
+                               const Eigen::RowVectorXd& shift) const {
+  const Eigen::RowVectorXd inv_l =
+      (-log_params_.head(input_dim_).array()).exp().matrix().transpose();
+  return ((X.rowwise() - shift).array().rowwise() * inv_l.array()).matrix();
+}
+
+Eigen::MatrixXd Kernel::Matrix(
+    const Eigen::Ref<const Eigen::MatrixXd>& X1,
+    const Eigen::Ref<const Eigen::MatrixXd>& X2) const {
+  Eigen::RowVectorXd shift = Eigen::RowVectorXd::Zero(input_dim_);
+  if (X2.rows() > 0) shift = X2.colwise().mean();
+  const Eigen::MatrixXd Z1 = Scaled(X1, shift);
+  const Eigen::MatrixXd Z2 = Scaled(X2, shift);
+  Eigen::ArrayXXd r2(X1.rows(), X2.rows());
+  r2.matrix().noalias() = -2.0 * Z1 * Z2.transpose();
+  r2.colwise() += Z1.rowwise().squaredNorm().array();
+  r2.rowwise() += Z2.rowwise().squaredNorm().transpose().array();
+  r2 = r2.max(0.0);
+  Eigen::ArrayXXd phi;
+  Profile(r2, &phi, nullptr);
+  return output_scale() * phi.matrix();
+}
+
+Eigen::ArrayXXd Kernel::SquaredDistances(
+    const Eigen::Ref<const Eigen::MatrixXd>& X, Eigen::MatrixXd* scaled) const {
+  const Eigen::Index n = X.rows();
+  Eigen::RowVectorXd shift = Eigen::RowVectorXd::Zero(input_dim_);
+  if (n > 0) shift = X.colwise().mean();
+  *scaled = Scaled(X, shift);
+  const Eigen::MatrixXd& Z = *scaled;
+  Eigen::ArrayXXd r2(n, n);
+  r2.matrix().setZero();
+  r2.matrix().selfadjointView<Eigen::Lower>().rankUpdate(Z, -2.0);
+  const Eigen::ArrayXd sq = Z.rowwise().squaredNorm().array();
+  for (Eigen::Index j = 0; j < n; ++j) {
+    r2(j, j) = 0.0;
+    for (Eigen::Index i = j + 1; i < n; ++i) {
+      const double v = std::max(0.0, r2(i, j) + sq[i] + sq[j]);
+      r2(i, j) = v;
+      r2(j, i) = v;
+    }
+  }
+  return r2;
+}
+
+Eigen::MatrixXd Kernel::Matrix(
+    const Eigen::Ref<const Eigen::MatrixXd>& X) const {
+  Eigen::MatrixXd Z;
+  const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
+  Eigen::ArrayXXd phi;
+  Profile(r2, &phi, nullptr);
+  return output_scale() * phi.matrix();
+}
+
+Eigen::VectorXd Kernel::Diagonal(
+    const Eigen::Ref<const Eigen::MatrixXd>& X) const {
+  return Eigen::VectorXd::Constant(X.rows(), output_scale());
+}
+
+Eigen::VectorXd Kernel::GradientHyper(
+    const Eigen::Ref<const Eigen::MatrixXd>& X,
+    const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const {
+  Eigen::MatrixXd Z;
+  const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
+  Eigen::ArrayXXd phi, dphi;
+  Profile(r2, &phi, &dphi);
+  const double s = output_scale();
+  Eigen::VectorXd grad(num_params());
+  // d K_ij / d log s = K_ij.
+  grad[input_dim_] = s * (dL_dK.array() * phi).sum();
+  // d r2_ij / d log l_d = -2 (z_id - z_jd)^2, so with W = dL/dK o s phi'(r2):
+  // dL/d log l_d = -2 sum_ij W_ij (z_id^2 + z_jd^2 - 2 z_id z_jd).
+  const Eigen::MatrixXd W = (s * dL_dK.array() * dphi).matrix();
+  const Eigen::VectorXd w_rows = W.rowwise().sum();
+  const Eigen::VectorXd w_cols = W.colwise().sum().transpose();
+  const Eigen::MatrixXd WZ = W * Z;
+  const Eigen::ArrayXXd Z2 = Z.array().square();
+  for (int d = 0; d < input_dim_; ++d) {
+    const double quad = (Z2.col(d) * (w_rows + w_cols).array()).sum() -
+                        2.0 * Z.col(d).dot(WZ.col(d));
+    grad[d] = -2.0 * quad;
+  }
+  return grad;
+}
+
+Eigen::MatrixXd Kernel::GradientInputs(
+    const Eigen::Ref<const Eigen::MatrixXd>& X,
+    const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const {
+  Eigen::MatrixXd Z;
+  const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
+  Eigen::ArrayXXd phi, dphi;
+  Profile(r2, &phi, &dphi);
+  // x_i enters K_ij and K_ji; d r2_ij / d x_id = 2 (z_id - z_jd) / l_d.
+  Eigen::MatrixXd S = (output_scale() * dL_dK.array() * dphi).matrix();
+  S += S.transpose().eval();
+  const Eigen::VectorXd s_rows = S.rowwise().sum();
+  Eigen::MatrixXd grad = Z.array().colwise() * s_rows.array();
+  grad.noalias() -= S * Z;
+  const Eigen::RowVectorXd inv_l =
+      (-log_params_.head(input_dim_).array()).exp().matrix().transpose();
+  grad.array().rowwise() *= 2.0 * inv_l.array();
+  return grad;
+}
+
+std::unique_ptr<Kernel> Matern52Kernel::Clone() const {
+  return std::make_unique<Matern52Kernel>(*this);
+}
+
+void Matern52Kernel::Profile(const Eigen::ArrayXXd& r2, Eigen::ArrayXXd* phi,
+                             Eigen::ArrayXXd* dphi_dr2) const {
+  const Eigen::ArrayXXd sr = kSqrt5 * r2.sqrt();
+  const Eigen::ArrayXXd e = (-sr).exp();
+  *phi = (1.0 + sr + (5.0 / 3.0) * r2) * e;
+  // dphi/dr = -5/3 r (1 + sqrt5 r) e; divided by dr2/dr = 2r this is finite at
+  // r = 0.
+  if (dphi_dr2 != nullptr) *dphi_dr2 = (-5.0 / 6.0) * (1.0 + sr) * e;
+}
+
+std::unique_ptr<Kernel> RbfKernel::Clone() const {
+  return std::make_unique<RbfKernel>(*this);
+}
+
+void RbfKernel::Profile(const Eigen::ArrayXXd& r2, Eigen::ArrayXXd* phi,
+                        Eigen::ArrayXXd* dphi_dr2) const {
+  *phi = (-0.5 * r2).exp();
+  if (dphi_dr2 != nullptr) *dphi_dr2 = -0.5 * *phi;
+}
+
+absl::StatusOr<std::unique_ptr<Kernel>> CreateKernel(std::string_view name,
+                                                     int input_dim) {
+  if (input_dim < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kernel input_dim must be >= 1, got ", input_dim));
+  }
+  if (name == "matern52") return std::make_unique<Matern52Kernel>(input_dim);
+  if (name == "rbf") return std::make_unique<RbfKernel>(input_dim);
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown kernel '", std::string(name), "' (known: matern52, rbf)"));
+}
+
+std::vector<std::string> KernelNames() { return {"matern52", "rbf"}; }
+
+}  // namespace metaopt::gp
