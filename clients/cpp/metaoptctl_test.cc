@@ -1,0 +1,338 @@
+// End-to-end test of metaoptctl: starts the real metaopt-server on 127.0.0.1:0 with a temporary
+// database and model directory, reads the port from its "listening on HOST:PORT" log line, and
+// runs metaoptctl commands, checking their JSON output, stderr and exit codes.
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace metaopt {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using Json = nlohmann::json;
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string SourceDir() {
+  const char* dir = std::getenv("METAOPT_SOURCE_DIR");
+  return dir != nullptr ? dir : METAOPT_SOURCE_DIR_DEFAULT;
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+  Json json;  // stdout parsed, when it is JSON
+};
+
+class MetaoptctlTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char tmpl[] = "/tmp/metaoptctl_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = new fs::path(tmpl);
+    fs::create_directory(*dir_ / "models");
+    const fs::path log = *dir_ / "server.log";
+
+    server_pid_ = fork();
+    ASSERT_GE(server_pid_, 0);
+    if (server_pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the test
+      FILE* out = std::freopen(log.c_str(), "w", stdout);
+      if (out == nullptr || dup2(fileno(stdout), STDERR_FILENO) < 0) _exit(127);
+      const std::string listen = "--listen=127.0.0.1:0";
+      const std::string db = "--db=" + (*dir_ / "metaopt.db").string();
+      const std::string models = "--models=" + (*dir_ / "models").string();
+      execl(METAOPT_SERVER_PATH, METAOPT_SERVER_PATH, listen.c_str(), db.c_str(), models.c_str(),
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+
+    // Wait for "listening on 127.0.0.1:<port>".
+    const std::regex listening("listening on 127\\.0\\.0\\.1:([0-9]+)");
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::smatch match;
+    std::string text;
+    while (std::chrono::steady_clock::now() < give_up) {
+      text = ReadAll(log);
+      if (std::regex_search(text, match, listening)) break;
+      int status = 0;
+      if (waitpid(server_pid_, &status, WNOHANG) == server_pid_) {
+        server_pid_ = -1;
+        FAIL() << "metaopt-server exited during start-up:\n" << text;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_FALSE(match.empty()) << "no 'listening on' line from metaopt-server:\n" << text;
+    address_ = new std::string("127.0.0.1:" + match[1].str());
+  }
+
+  static void TearDownTestSuite() {
+    if (server_pid_ > 0) {
+      kill(server_pid_, SIGTERM);
+      int status = 0;
+      waitpid(server_pid_, &status, 0);
+      server_pid_ = -1;
+    }
+    if (dir_ != nullptr) {
+      std::error_code ignored;
+      fs::remove_all(*dir_, ignored);
+      delete dir_;
+      dir_ = nullptr;
+    }
+    delete address_;
+    address_ = nullptr;
+  }
+
+  void SetUp() override {
+    ASSERT_NE(address_, nullptr) << "the server did not start";
+  }
+
+  // Runs `metaoptctl --server=<test server> <args>`; each arg is single-quoted for the shell.
+  static Result Ctl(const std::vector<std::string>& args, bool with_server = true) {
+    static int counter = 0;
+    const fs::path out = *dir_ / ("out" + std::to_string(counter));
+    const fs::path err = *dir_ / ("err" + std::to_string(counter++));
+    std::string command = std::string("'") + METAOPTCTL_PATH + "'";
+    if (with_server) command += " --server=" + *address_;
+    for (const std::string& arg : args) command += " '" + arg + "'";
+    command += " </dev/null >'" + out.string() + "' 2>'" + err.string() + "'";
+    const int status = std::system(command.c_str());
+    Result result;
+    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    result.out = ReadAll(out);
+    result.err = ReadAll(err);
+    result.json = Json::parse(result.out, nullptr, /*allow_exceptions=*/false);
+    return result;
+  }
+
+  static std::string Example(const std::string& name) {
+    return SourceDir() + "/docs/examples/" + name;
+  }
+
+  // Creates study `id` from docs/examples/study_spec.json.
+  static Result CreateExampleStudy(const std::string& id) {
+    return Ctl({"create-study", "--id", id, "--spec", Example("study_spec.json")});
+  }
+
+  static pid_t server_pid_;
+  static fs::path* dir_;
+  static std::string* address_;
+};
+
+pid_t MetaoptctlTest::server_pid_ = -1;
+fs::path* MetaoptctlTest::dir_ = nullptr;
+std::string* MetaoptctlTest::address_ = nullptr;
+
+// Evaluates `expr` (a Result) once; expects exit code 0, nothing on stderr and JSON on stdout.
+#define EXPECT_OK_RESULT(expr)                                               \
+  do {                                                                       \
+    const Result& ok_result_ = (expr);                                       \
+    EXPECT_EQ(ok_result_.exit_code, 0) << "stderr: " << ok_result_.err;      \
+    EXPECT_EQ(ok_result_.err, "");                                           \
+    EXPECT_FALSE(ok_result_.json.is_discarded()) << "not JSON: " << ok_result_.out; \
+  } while (false)
+
+TEST_F(MetaoptctlTest, AskTellRoundTrip) {
+  Result created = CreateExampleStudy("roundtrip");
+  EXPECT_OK_RESULT(created);
+  EXPECT_EQ(created.json["study"]["studyId"], "roundtrip");
+  EXPECT_EQ(created.json["created"], true);
+  EXPECT_EQ(created.json["study"]["spec"]["objective"]["goal"], "GOAL_MAXIMIZE");
+  EXPECT_EQ(created.json["study"]["spec"]["algorithm"]["kind"], "ALGORITHM_KIND_RANDOM");
+
+  // Create-or-get: the same spec again returns the study with created = false.
+  Result again = Ctl({"--print-defaults", "create-study", "--id", "roundtrip", "--spec",
+                      Example("study_spec.json")});
+  EXPECT_OK_RESULT(again);
+  EXPECT_EQ(again.json["created"], false);
+
+  Result suggested = Ctl({"suggest", "roundtrip", "--count", "2", "--client-id", "w1"});
+  EXPECT_OK_RESULT(suggested);
+  ASSERT_EQ(suggested.json["trials"].size(), 2u) << suggested.out;
+  const Json& first = suggested.json["trials"][0];
+  const Json& second = suggested.json["trials"][1];
+  EXPECT_EQ(first["state"], "TRIAL_STATE_ACTIVE");
+  EXPECT_EQ(first["clientId"], "w1");
+  ASSERT_TRUE(first["id"].is_string()) << "int64 ids are JSON strings: " << first;
+  EXPECT_EQ(first["configuration"]["assignments"].size(), 2u);
+  const std::string id1 = first["id"];
+  const std::string id2 = second["id"];
+  EXPECT_NE(id1, id2);
+
+  // The same client gets its ACTIVE trials back.
+  Result retried = Ctl({"suggest", "roundtrip", "--count", "2", "--client-id", "w1"});
+  EXPECT_OK_RESULT(retried);
+  ASSERT_EQ(retried.json["trials"].size(), 2u) << retried.out;
+  std::vector<std::string> retried_ids = {retried.json["trials"][0]["id"],
+                                          retried.json["trials"][1]["id"]};
+  EXPECT_THAT(retried_ids, ::testing::UnorderedElementsAre(id1, id2));
+
+  Result observed =
+      Ctl({"observe", "roundtrip", "--trial", id1, "--value", "0.75", "--metric", "fit_seconds=1.5"});
+  EXPECT_OK_RESULT(observed);
+  EXPECT_EQ(observed.json["trial"]["id"], id1);
+  EXPECT_EQ(observed.json["trial"]["state"], "TRIAL_STATE_COMPLETED");
+  EXPECT_DOUBLE_EQ(observed.json["trial"]["value"].get<double>(), 0.75);
+  EXPECT_DOUBLE_EQ(observed.json["trial"]["metrics"]["fit_seconds"].get<double>(), 1.5);
+
+  Result failed = Ctl({"observe", "roundtrip", "--trial", id2, "--failed", "out of memory"});
+  EXPECT_OK_RESULT(failed);
+  EXPECT_EQ(failed.json["trial"]["state"], "TRIAL_STATE_FAILED");
+  EXPECT_EQ(failed.json["trial"]["failureReason"], "out of memory");
+  EXPECT_FALSE(failed.json["trial"].contains("value"));
+
+  // An externally evaluated configuration becomes a new completed trial.
+  Result external = Ctl({"observe", "roundtrip", "--configuration", Example("configuration.json"),
+                         "--value", "0.9"});
+  EXPECT_OK_RESULT(external);
+  EXPECT_EQ(external.json["trial"]["state"], "TRIAL_STATE_COMPLETED");
+  const std::string id3 = external.json["trial"]["id"];
+
+  Result study = Ctl({"get-study", "roundtrip"});
+  EXPECT_OK_RESULT(study);
+  EXPECT_EQ(study.json["study"]["trialCount"], "3");
+  EXPECT_EQ(study.json["study"]["bestTrial"]["id"], id3);  // 0.9 > 0.75, goal maximize
+
+  Result trial = Ctl({"get-trial", "roundtrip", id1});
+  EXPECT_OK_RESULT(trial);
+  EXPECT_EQ(trial.json["trial"]["state"], "TRIAL_STATE_COMPLETED");
+
+  Result completed = Ctl({"list-trials", "roundtrip", "--state", "completed"});
+  EXPECT_OK_RESULT(completed);
+  ASSERT_EQ(completed.json["trials"].size(), 2u) << completed.out;
+  EXPECT_EQ(completed.json["trials"][0]["id"], id1);  // by increasing id
+  EXPECT_EQ(completed.json["trials"][1]["id"], id3);
+
+  Result page = Ctl({"list-trials", "roundtrip", "--page-size", "1"});
+  EXPECT_OK_RESULT(page);
+  EXPECT_EQ(page.json["trials"].size(), 1u);
+  EXPECT_TRUE(page.json.contains("nextPageToken")) << page.out;
+
+  Result all = Ctl({"list-trials", "roundtrip", "--page-size", "1", "--all"});
+  EXPECT_OK_RESULT(all);
+  ASSERT_EQ(all.json["trials"].size(), 3u) << all.out;
+  EXPECT_EQ(all.json["trials"][0]["id"], id1);
+  EXPECT_EQ(all.json["trials"][2]["id"], id3);
+  EXPECT_FALSE(all.json.contains("nextPageToken"));
+}
+
+TEST_F(MetaoptctlTest, ServerErrorsGoToStderrWithExitCode1) {
+  Result missing = Ctl({"get-study", "no-such-study"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.out, "");
+  EXPECT_THAT(missing.err, StartsWith("metaoptctl: NOT_FOUND: "));
+  EXPECT_THAT(missing.err, HasSubstr("no-such-study"));
+
+  EXPECT_OK_RESULT(CreateExampleStudy("errors"));
+  Result suggested = Ctl({"suggest", "errors"});
+  EXPECT_OK_RESULT(suggested);
+  ASSERT_EQ(suggested.json["trials"].size(), 1u);
+  const std::string id = suggested.json["trials"][0]["id"];
+  EXPECT_OK_RESULT(Ctl({"observe", "errors", "--trial", id, "--value", "0.5"}));
+
+  Result twice = Ctl({"observe", "errors", "--trial", id, "--value", "0.5"});
+  EXPECT_EQ(twice.exit_code, 1);
+  // The style guide's code table says ALREADY_EXISTS; the server currently answers
+  // FAILED_PRECONDITION. Either way it must be a clean error, not a second completion.
+  EXPECT_THAT(twice.err, ::testing::AnyOf(StartsWith("metaoptctl: ALREADY_EXISTS: "),
+                                          StartsWith("metaoptctl: FAILED_PRECONDITION: ")));
+  EXPECT_THAT(twice.err, HasSubstr(id));
+
+  Result not_finite = Ctl({"observe", "errors", "--configuration", Example("configuration.json"),
+                           "--value", "nan"});
+  EXPECT_EQ(not_finite.exit_code, 1) << not_finite.out;
+  EXPECT_THAT(not_finite.err, StartsWith("metaoptctl: INVALID_ARGUMENT: "));
+
+  // Same id, another spec.
+  const fs::path other = *dir_ / "other_spec.json";
+  std::ofstream(other) << R"({"searchSpace": {"stages": [{"name": "s", "algorithms": [{"name": "a",
+      "parameters": [{"name": "x", "floatDomain": {"low": 0, "high": 1}}]}]}]},
+      "objective": {"name": "loss", "goal": "GOAL_MINIMIZE"},
+      "algorithm": {"kind": "ALGORITHM_KIND_RANDOM"}})";
+  Result taken = Ctl({"create-study", "--id", "errors", "--spec", other.string()});
+  EXPECT_EQ(taken.exit_code, 1);
+  EXPECT_THAT(taken.err, StartsWith("metaoptctl: ALREADY_EXISTS: "));
+
+  Result invalid = Ctl({"create-study", "--id", "bad id!", "--spec", other.string()});
+  EXPECT_EQ(invalid.exit_code, 1);
+  EXPECT_THAT(invalid.err, StartsWith("metaoptctl: INVALID_ARGUMENT: "));
+}
+
+TEST_F(MetaoptctlTest, LocalErrors) {
+  const fs::path bad = *dir_ / "bad_spec.json";
+  std::ofstream(bad) << R"({"searchSpace": {"stages": [{"nmae": "typo"}]}})";
+  Result parse = Ctl({"create-study", "--id", "x", "--spec", bad.string()});
+  EXPECT_EQ(parse.exit_code, 1);
+  EXPECT_THAT(parse.err, StartsWith("metaoptctl: INVALID_ARGUMENT: " + bad.string() + ": "));
+  EXPECT_THAT(parse.err, HasSubstr("nmae"));
+
+  Result absent = Ctl({"create-study", "--id", "x", "--spec", (*dir_ / "absent.json").string()});
+  EXPECT_EQ(absent.exit_code, 1);
+  EXPECT_THAT(absent.err, HasSubstr("absent.json"));
+
+  // Usage errors exit with 2.
+  EXPECT_EQ(Ctl({"observe", "x", "--value", "1"}).exit_code, 2);  // no --trial/--configuration
+  EXPECT_EQ(Ctl({"observe", "x", "--trial", "1", "--value", "1", "--failed", "r"}).exit_code, 2);
+  EXPECT_EQ(Ctl({"list-trials", "x", "--state", "bogus"}).exit_code, 2);
+  EXPECT_EQ(Ctl({"no-such-command"}).exit_code, 2);
+  EXPECT_EQ(Ctl({}).exit_code, 2);
+  EXPECT_EQ(Ctl({"--help"}).exit_code, 0);
+
+  // Nothing listens on port 1.
+  Result down = Ctl({"--server=127.0.0.1:1", "--timeout=5", "list-studies"}, /*with_server=*/false);
+  EXPECT_EQ(down.exit_code, 1);
+  EXPECT_THAT(down.err, StartsWith("metaoptctl: UNAVAILABLE: "));
+}
+
+TEST_F(MetaoptctlTest, ListAndDeleteStudies) {
+  EXPECT_OK_RESULT(CreateExampleStudy("list-a"));
+  EXPECT_OK_RESULT(CreateExampleStudy("list-b"));
+
+  Result all = Ctl({"list-studies", "--page-size", "1", "--all"});
+  EXPECT_OK_RESULT(all);
+  std::vector<std::string> ids;
+  for (const Json& study : all.json["studies"]) ids.push_back(study["studyId"]);
+  EXPECT_THAT(ids, ::testing::IsSupersetOf({"list-a", "list-b"}));
+  EXPECT_TRUE(std::is_sorted(ids.begin(), ids.end()));
+
+  Result deleted = Ctl({"delete-study", "list-a"});
+  EXPECT_OK_RESULT(deleted);
+  EXPECT_EQ(deleted.json, Json::object());
+  Result gone = Ctl({"get-study", "list-a"});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_THAT(gone.err, StartsWith("metaoptctl: NOT_FOUND: "));
+
+  Result models = Ctl({"list-models"});
+  EXPECT_OK_RESULT(models);
+}
+
+}  // namespace
+}  // namespace metaopt
