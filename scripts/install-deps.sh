@@ -47,8 +47,14 @@ else
   echo "install-deps: Debian packages already installed"
 fi
 
-# The buf CLI, pinned by tools/package-lock.json.
-if [[ ! -x "$root/tools/node_modules/.bin/buf" ]]; then
-  echo "install-deps: installing tools/ (npm)"
+# The buf CLI, pinned by tools/package-lock.json; @bufbuild/buf needs node >= 12.
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if ((node_major < 12)); then
+  echo "install-deps: warning: node $(node --version 2>/dev/null || echo '(none)') is too old for" \
+    "@bufbuild/buf (needs >= 12); proto lint will be skipped" >&2
+elif [[ ! -x "$root/tools/node_modules/.bin/buf" ]]; then
+  echo "install-deps: installing tools/ (npm ci)"
   (cd "$root/tools" && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }) </dev/null
+else
+  echo "install-deps: tools/ already installed ($("$root/tools/node_modules/.bin/buf" --version))"
 fi
