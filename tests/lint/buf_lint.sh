@@ -9,7 +9,7 @@ if [[ ! -x "$buf" ]]; then
   echo "SKIPPED: $buf not found; run scripts/install-deps.sh (npm install in tools/) to enable proto lint"
   exit 77
 fi
-cd "$root"
+cd "$root" || exit 1
 "$buf" --version
 if ! "$buf" lint --error-format=text; then
   echo "buf lint reported findings in proto/ (see above)" >&2
