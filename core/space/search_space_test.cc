@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "metaopt/v1/study.pb.h"
 #include "tests/testutil/status_matchers.h"
@@ -558,7 +559,8 @@ TEST(SearchSpaceCanonicalizeTest, OrdersAssignmentsByStage) {
   METAOPT_ASSERT_OK_AND_ASSIGN(v1::Configuration again,
                                space.Canonicalize(canonical, "configuration"));
   EXPECT_EQ(ConfigurationKey(again), ConfigurationKey(canonical));
-  EXPECT_EQ(again.SerializeAsString(), canonical.SerializeAsString());
+  EXPECT_TRUE(
+      google::protobuf::util::MessageDifferencer::Equals(again, canonical));
 }
 
 TEST(SearchSpaceCanonicalizeTest, NormalizesNegativeZero) {
