@@ -58,17 +58,22 @@ void AppendJsonEscaped(std::string_view text, std::string& out) {
 
 }  // namespace
 
-void SetMinLogSeverity(LogSeverity severity) { min_severity = static_cast<int>(severity); }
+void SetMinLogSeverity(LogSeverity severity) {
+  min_severity = static_cast<int>(severity);
+}
 void SetLogFormat(LogFormat format) { log_format = static_cast<int>(format); }
-bool LogEnabled(LogSeverity severity) { return static_cast<int>(severity) >= min_severity; }
+bool LogEnabled(LogSeverity severity) {
+  return static_cast<int>(severity) >= min_severity;
+}
 
 void Log(LogSeverity severity, std::string_view message) {
   if (!LogEnabled(severity)) return;
-  const std::string time =
-      absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+  const std::string time = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(),
+                                            absl::UTCTimeZone());
   std::string line;
   if (static_cast<LogFormat>(log_format.load()) == LogFormat::kJson) {
-    line = "{\"time\":\"" + time + "\",\"level\":\"" + SeverityName(severity) + "\",\"msg\":\"";
+    line = "{\"time\":\"" + time + "\",\"level\":\"" + SeverityName(severity) +
+           "\",\"msg\":\"";
     AppendJsonEscaped(message, line);
     line += "\"}\n";
   } else {

@@ -1,4 +1,5 @@
-// Minimal leveled logging to stderr (abseil 20220623 has no absl/log). Thread-safe.
+// Minimal leveled logging to stderr (abseil 20220623 has no absl/log).
+// Thread-safe.
 #ifndef METAOPT_CORE_COMMON_LOGGING_H_
 #define METAOPT_CORE_COMMON_LOGGING_H_
 
@@ -14,12 +15,19 @@ void SetMinLogSeverity(LogSeverity severity);
 void SetLogFormat(LogFormat format);
 bool LogEnabled(LogSeverity severity);
 
-// Writes one line: "<UTC time> <LEVEL> <message>" (text) or a JSON object (json).
+// Writes one line: "<UTC time> <LEVEL> <message>" (text) or a JSON object
+// (json).
 void Log(LogSeverity severity, std::string_view message);
 
-inline void LogInfo(std::string_view message) { Log(LogSeverity::kInfo, message); }
-inline void LogWarning(std::string_view message) { Log(LogSeverity::kWarning, message); }
-inline void LogError(std::string_view message) { Log(LogSeverity::kError, message); }
+inline void LogInfo(std::string_view message) {
+  Log(LogSeverity::kInfo, message);
+}
+inline void LogWarning(std::string_view message) {
+  Log(LogSeverity::kWarning, message);
+}
+inline void LogError(std::string_view message) {
+  Log(LogSeverity::kError, message);
+}
 
 }  // namespace metaopt
 

@@ -1,6 +1,8 @@
-// GoogleTest matchers for absl::Status / absl::StatusOr (abseil 20220623 ships none).
+// GoogleTest matchers for absl::Status / absl::StatusOr (abseil 20220623 ships
+// none).
 //   EXPECT_THAT(s, IsOk());
-//   EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("low")));
+//   EXPECT_THAT(s, StatusIs(absl::StatusCode::kInvalidArgument,
+//   HasSubstr("low")));
 #ifndef METAOPT_TESTS_TESTUTIL_STATUS_MATCHERS_H_
 #define METAOPT_TESTS_TESTUTIL_STATUS_MATCHERS_H_
 
@@ -40,8 +42,8 @@ MATCHER_P2(StatusIs, code, message_matcher,
 #define METAOPT_EXPECT_OK(expr) EXPECT_THAT((expr), ::metaopt::testing::IsOk())
 
 // Asserts that `rexpr` (a StatusOr) is OK and moves its value into `lhs`.
-#define METAOPT_ASSERT_OK_AND_ASSIGN(lhs, rexpr)                         \
-  METAOPT_ASSERT_OK_AND_ASSIGN_IMPL_(                                    \
+#define METAOPT_ASSERT_OK_AND_ASSIGN(lhs, rexpr) \
+  METAOPT_ASSERT_OK_AND_ASSIGN_IMPL_(            \
       METAOPT_TEST_CONCAT_(metaopt_test_statusor_, __LINE__), lhs, rexpr)
 #define METAOPT_TEST_CONCAT_INNER_(a, b) a##b
 #define METAOPT_TEST_CONCAT_(a, b) METAOPT_TEST_CONCAT_INNER_(a, b)

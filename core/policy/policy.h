@@ -1,0 +1,78 @@
+// Policy: proposes the next configurations of a study.
+#ifndef METAOPT_CORE_POLICY_POLICY_H_
+#define METAOPT_CORE_POLICY_POLICY_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/space/search_space.h"
+#include "metaopt/v1/optimizer_service.pb.h"
+#include "metaopt/v1/study.pb.h"
+
+namespace metaopt::policy {
+
+// A read-only snapshot of a study, valid for the duration of one call.
+struct StudyView {
+  const v1::StudySpec* spec = nullptr;        // canonical (validated) spec
+  const space::SearchSpace* space = nullptr;  // built from spec->search_space
+  const std::vector<v1::Trial>* trials =
+      nullptr;  // every trial, by increasing id, canonical configs
+};
+
+struct FineTuneOptions {
+  int steps = 0;  // 0: the policy's default
+  v1::FineTuneScope scope = v1::FINE_TUNE_SCOPE_KERNEL;
+  absl::Duration time_budget = absl::Seconds(60);
+};
+
+class Policy;
+
+struct FineTuneResult {
+  double loss_before = 0;
+  double loss_after = 0;
+  int steps_run = 0;
+  // The fine-tuned policy, which replaces the study's current one, and its
+  // serialized state (stored so that a restart resumes from it).
+  std::shared_ptr<const Policy> tuned;
+  std::string state;
+};
+
+// Implementations are immutable after construction and thread-safe: Suggest and
+// FineTune are const and may run concurrently on snapshots.
+class Policy {
+ public:
+  virtual ~Policy() = default;
+
+  // Proposes up to `count` configurations (canonical, valid in the study's
+  // space, distinct from each other). In a catalogue study they are untried
+  // catalogue entries (not held by any trial that is ACTIVE, COMPLETED, FAILED
+  // or INFEASIBLE); fewer are returned once those run out. Pure with respect to
+  // `study` and `rng`.
+  virtual absl::StatusOr<std::vector<v1::Configuration>> Suggest(
+      const StudyView& study, int count, space::Rng& rng) const = 0;
+
+  // Fits the policy's surrogate further on the study's observations. Policies
+  // without a surrogate answer FAILED_PRECONDITION.
+  virtual absl::StatusOr<FineTuneResult> FineTune(
+      const StudyView& study, const FineTuneOptions& options) const;
+
+  // A short name for trial metadata and logs, e.g. "random".
+  virtual std::string name() const = 0;
+};
+
+// True for trial states whose configuration counts as tried in a catalogue
+// study (ACTIVE, COMPLETED, FAILED, INFEASIBLE); ABANDONED and STALE
+// configurations may be suggested again.
+bool HoldsConfiguration(v1::TrialState state);
+
+// Untried catalogue entries of `study` (empty if the study has no catalogue),
+// in catalogue order.
+std::vector<const v1::Configuration*> UntriedCandidates(const StudyView& study);
+
+}  // namespace metaopt::policy
+
+#endif  // METAOPT_CORE_POLICY_POLICY_H_

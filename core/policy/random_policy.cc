@@ -1,0 +1,41 @@
+#include "core/policy/random_policy.h"
+
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+
+namespace metaopt::policy {
+
+absl::StatusOr<std::vector<v1::Configuration>> RandomPolicy::Suggest(
+    const StudyView& study, int count, space::Rng& rng) const {
+  std::vector<v1::Configuration> out;
+  if (!study.spec->candidates().empty()) {
+    std::vector<const v1::Configuration*> untried = UntriedCandidates(study);
+    const int take = std::min<int>(count, static_cast<int>(untried.size()));
+    // Partial Fisher-Yates: the first `take` entries become a uniform sample
+    // without replacement.
+    for (int i = 0; i < take; ++i) {
+      std::uniform_int_distribution<size_t> pick(i, untried.size() - 1);
+      std::swap(untried[i], untried[pick(rng)]);
+      out.push_back(*untried[i]);
+    }
+    return out;
+  }
+  absl::flat_hash_set<std::string> held;
+  for (const v1::Trial& trial : *study.trials) {
+    if (HoldsConfiguration(trial.state()))
+      held.insert(space::ConfigurationKey(trial.configuration()));
+  }
+  // Tiny discrete spaces can run out of fresh points: give up after a bounded
+  // number of draws.
+  const int max_draws = 100 * count + 1000;
+  for (int draw = 0; draw < max_draws && static_cast<int>(out.size()) < count;
+       ++draw) {
+    v1::Configuration config = study.space->Sample(rng);
+    if (held.insert(space::ConfigurationKey(config)).second)
+      out.push_back(std::move(config));
+  }
+  return out;
+}
+
+}  // namespace metaopt::policy

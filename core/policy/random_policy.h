@@ -1,0 +1,22 @@
+#ifndef METAOPT_CORE_POLICY_RANDOM_POLICY_H_
+#define METAOPT_CORE_POLICY_RANDOM_POLICY_H_
+
+#include "core/policy/policy.h"
+
+namespace metaopt::policy {
+
+// Uniform random search. Over a catalogue: a uniform sample without replacement
+// of the untried entries (fewer than `count` once they run out). Otherwise:
+// uniform samples of the space (log-uniform where declared), distinct from each
+// other and from every configuration already held by a trial. Thread-safe
+// (stateless).
+class RandomPolicy final : public Policy {
+ public:
+  absl::StatusOr<std::vector<v1::Configuration>> Suggest(
+      const StudyView& study, int count, space::Rng& rng) const override;
+  std::string name() const override { return "random"; }
+};
+
+}  // namespace metaopt::policy
+
+#endif  // METAOPT_CORE_POLICY_RANDOM_POLICY_H_

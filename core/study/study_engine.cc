@@ -1,0 +1,670 @@
+#include "core/study/study_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/common/logging.h"
+#include "core/common/status_macros.h"
+#include "core/policy/policy_factory.h"
+#include "google/protobuf/util/message_differencer.h"
+
+namespace metaopt::study {
+namespace {
+
+constexpr int kMaxClientIdLength = 128;
+constexpr int kMaxFailureReasonLength = 4096;
+constexpr int kMaxMetrics = 256;
+constexpr int kMaxFineTuneSteps = 10000;
+
+void SetTimestamp(absl::Time time, google::protobuf::Timestamp* out) {
+  const int64_t micros = absl::ToUnixMicros(time);
+  int64_t seconds = micros / 1000000;
+  int64_t rem = micros % 1000000;
+  if (rem < 0) {
+    rem += 1000000;
+    --seconds;
+  }
+  out->set_seconds(seconds);
+  out->set_nanos(static_cast<int32_t>(rem * 1000));
+}
+
+// Page tokens are opaque to clients: web-safe base64 of "<kind>:<cursor>".
+std::string EncodePageToken(const std::string& kind,
+                            const std::string& cursor) {
+  return absl::WebSafeBase64Escape(absl::StrCat(kind, ":", cursor));
+}
+
+absl::StatusOr<std::string> DecodePageToken(const std::string& kind,
+                                            const std::string& token,
+                                            const std::string& rpc) {
+  std::string decoded;
+  const std::string prefix = absl::StrCat(kind, ":");
+  if (!absl::WebSafeBase64Unescape(token, &decoded) ||
+      !absl::StartsWith(decoded, prefix)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_token: \"", token.substr(0, 64),
+                     "\" is not a token returned by ", rpc));
+  }
+  return decoded.substr(prefix.size());
+}
+
+absl::StatusOr<int> ResolvePageSize(int page_size,
+                                    const EngineOptions& options) {
+  if (page_size < 0 || page_size > options.max_page_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page_size: ", page_size, " is outside [0, ", options.max_page_size,
+        "] (0 means ", options.default_page_size, ")"));
+  }
+  return page_size == 0 ? options.default_page_size : page_size;
+}
+
+bool Better(double a, double b, v1::Goal goal) {
+  return goal == v1::GOAL_MAXIMIZE ? a > b : a < b;
+}
+
+absl::Status ValidateMetrics(
+    const google::protobuf::Map<std::string, double>& metrics) {
+  if (metrics.size() > kMaxMetrics) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics: ", metrics.size(),
+                     " entries exceed the limit of ", kMaxMetrics));
+  }
+  for (const auto& [name, value] : metrics) {
+    if (name.empty() || name.size() > 128) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("metrics: name \"", name.substr(0, 64),
+                       "\" must have 1..128 characters"));
+    }
+    if (!std::isfinite(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "metrics[\"", name, "\"]: ", value, " is not a finite number"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateStudyId(const std::string& study_id, const char* field) {
+  if (study_id.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": must not be empty"));
+  }
+  if (study_id.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": \"", study_id.substr(0, 32),
+                     "...\" is longer than 128 characters"));
+  }
+  for (size_t i = 0; i < study_id.size(); ++i) {
+    const char c = study_id[i];
+    const bool alnum = absl::ascii_isalnum(static_cast<unsigned char>(c));
+    if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-'))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": \"", absl::CHexEscape(study_id),
+                       "\" must be letters, digits, '.', '_' or '-', starting "
+                       "with a letter or digit"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+struct StudyEngine::Entry {
+  // Immutable after load.
+  v1::Study stored;  // id, canonical spec, create_time, bound_model
+  std::unique_ptr<const space::SearchSpace> space;
+  absl::flat_hash_set<std::string> candidate_keys;
+
+  absl::Mutex mu;
+  // Trial i has id i + 1: ids are assigned densely and never reused.
+  std::vector<v1::Trial> trials ABSL_GUARDED_BY(mu);
+  std::shared_ptr<const policy::Policy> policy ABSL_GUARDED_BY(mu);
+  // Bumped by every change of `trials` or `policy`.
+  int64_t version ABSL_GUARDED_BY(mu) = 0;
+  bool deleted ABSL_GUARDED_BY(mu) = false;
+};
+
+StudyEngine::StudyEngine(storage::Storage* storage, const ModelLister* models,
+                         EngineOptions options)
+    : storage_(storage), models_(models), options_(std::move(options)) {}
+
+StudyEngine::~StudyEngine() = default;
+
+absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
+    const std::string& study_id) {
+  {
+    absl::MutexLock lock(&map_mu_);
+    auto it = studies_.find(study_id);
+    if (it != studies_.end()) return it->second;
+  }
+  // Load outside the map lock; if two threads race, the first insert wins.
+  auto stored = storage_->GetStudy(study_id);
+  if (absl::IsNotFound(stored.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("study \"", study_id, "\" does not exist"));
+  }
+  METAOPT_RETURN_IF_ERROR(stored.status());
+  auto entry = std::make_shared<Entry>();
+  entry->stored = *std::move(stored);
+  METAOPT_ASSIGN_OR_RETURN(
+      space::SearchSpace space,
+      space::SearchSpace::Create(entry->stored.spec().search_space()));
+  entry->space = std::make_unique<const space::SearchSpace>(std::move(space));
+  for (const v1::Configuration& candidate : entry->stored.spec().candidates()) {
+    entry->candidate_keys.insert(space::ConfigurationKey(candidate));
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> trials,
+                           storage_->LoadTrials(study_id));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (trials[i].id() != static_cast<int64_t>(i) + 1) {
+      return absl::DataLossError(
+          absl::StrCat("study \"", study_id, "\": stored trial ids are not 1..",
+                       trials.size(), " (found id ", trials[i].id(), ")"));
+    }
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
+                           storage_->GetPolicyState(study_id));
+  METAOPT_ASSIGN_OR_RETURN(
+      std::shared_ptr<const policy::Policy> policy,
+      policy::CreatePolicy(entry->stored.spec(), policy_state));
+  {
+    absl::MutexLock lock(&entry->mu);
+    entry->trials = std::move(trials);
+    entry->policy = std::move(policy);
+  }
+  absl::MutexLock lock(&map_mu_);
+  auto [it, inserted] = studies_.emplace(study_id, entry);
+  return it->second;
+}
+
+v1::Study StudyEngine::DescribeStudy(const Entry& entry) const
+    ABSL_NO_THREAD_SAFETY_ANALYSIS /* caller holds entry.mu */ {
+  v1::Study study = entry.stored;
+  study.set_trial_count(static_cast<int64_t>(entry.trials.size()));
+  const v1::Goal goal = entry.stored.spec().objective().goal();
+  const v1::Trial* best = nullptr;
+  size_t held = 0;
+  absl::flat_hash_set<std::string> held_candidates;
+  for (const v1::Trial& trial : entry.trials) {
+    if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value() &&
+        (best == nullptr || Better(trial.value(), best->value(), goal))) {
+      best = &trial;
+    }
+    if (!entry.candidate_keys.empty() &&
+        policy::HoldsConfiguration(trial.state())) {
+      held_candidates.insert(space::ConfigurationKey(trial.configuration()));
+    }
+  }
+  held = held_candidates.size();
+  if (best != nullptr) *study.mutable_best_trial() = *best;
+  study.set_state(!entry.candidate_keys.empty() &&
+                          held >= entry.candidate_keys.size()
+                      ? v1::STUDY_STATE_EXHAUSTED
+                      : v1::STUDY_STATE_ACTIVE);
+  return study;
+}
+
+absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
+    const v1::CreateStudyRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  if (!request.has_spec())
+    return absl::InvalidArgumentError("spec: is required");
+  METAOPT_ASSIGN_OR_RETURN(
+      v1::StudySpec spec,
+      space::ValidateAndCanonicalizeStudySpec(request.spec()));
+  METAOPT_RETURN_IF_ERROR(policy::CheckAlgorithmSupported(spec.algorithm()));
+
+  v1::Study study;
+  study.set_study_id(request.study_id());
+  *study.mutable_spec() = spec;
+  SetTimestamp(options_.clock(), study.mutable_create_time());
+  study.set_state(v1::STUDY_STATE_ACTIVE);
+
+  absl::Status created = storage_->CreateStudy(study);
+  v1::CreateStudyResponse response;
+  if (absl::IsAlreadyExists(created)) {
+    METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                             FindStudy(request.study_id()));
+    if (!google::protobuf::util::MessageDifferencer::Equals(
+            entry->stored.spec(), spec)) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("study \"", request.study_id(),
+                       "\" already exists with a different spec; choose "
+                       "another study_id or delete it first"));
+    }
+    absl::MutexLock lock(&entry->mu);
+    *response.mutable_study() = DescribeStudy(*entry);
+    response.set_created(false);
+    return response;
+  }
+  METAOPT_RETURN_IF_ERROR(created);
+  LogInfo(absl::StrCat("created study \"", request.study_id(), "\" (",
+                       v1::AlgorithmKind_Name(spec.algorithm().kind()), ", ",
+                       spec.candidates_size(), " candidates)"));
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy(request.study_id()));
+  absl::MutexLock lock(&entry->mu);
+  *response.mutable_study() = DescribeStudy(*entry);
+  response.set_created(true);
+  return response;
+}
+
+absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
+    const v1::GetStudyRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy(request.study_id()));
+  absl::MutexLock lock(&entry->mu);
+  if (entry->deleted) {
+    return absl::NotFoundError(
+        absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+  }
+  v1::GetStudyResponse response;
+  *response.mutable_study() = DescribeStudy(*entry);
+  return response;
+}
+
+absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
+    const v1::ListStudiesRequest& request) {
+  METAOPT_ASSIGN_OR_RETURN(const int page_size,
+                           ResolvePageSize(request.page_size(), options_));
+  std::string after;
+  if (!request.page_token().empty()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        after, DecodePageToken("study", request.page_token(), "ListStudies"));
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Study> stored,
+                           storage_->ListStudies(after, page_size + 1));
+  v1::ListStudiesResponse response;
+  const bool more = static_cast<int>(stored.size()) > page_size;
+  if (more) stored.resize(page_size);
+  for (const v1::Study& study : stored) {
+    auto entry = FindStudy(study.study_id());
+    if (absl::IsNotFound(entry.status())) continue;  // deleted meanwhile
+    METAOPT_RETURN_IF_ERROR(entry.status());
+    absl::MutexLock lock(&(*entry)->mu);
+    if ((*entry)->deleted) continue;
+    *response.add_studies() = DescribeStudy(**entry);
+  }
+  if (more && !stored.empty()) {
+    response.set_next_page_token(
+        EncodePageToken("study", stored.back().study_id()));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
+    const v1::DeleteStudyRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy(request.study_id()));
+  {
+    absl::MutexLock lock(&entry->mu);
+    if (entry->deleted) {
+      return absl::NotFoundError(
+          absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+    }
+    METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(request.study_id()));
+    entry->deleted = true;
+    ++entry->version;
+  }
+  {
+    absl::MutexLock lock(&map_mu_);
+    auto it = studies_.find(request.study_id());
+    if (it != studies_.end() && it->second == entry) studies_.erase(it);
+  }
+  LogInfo(absl::StrCat("deleted study \"", request.study_id(), "\""));
+  return v1::DeleteStudyResponse();
+}
+
+absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
+    const v1::SuggestRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  if (request.count() < 0 || request.count() > options_.max_suggest_count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("count: ", request.count(), " is outside [0, ",
+                     options_.max_suggest_count, "] (0 means 1)"));
+  }
+  if (request.client_id().size() > kMaxClientIdLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "client_id: longer than ", kMaxClientIdLength, " characters"));
+  }
+  const int count = request.count() == 0 ? 1 : request.count();
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy(request.study_id()));
+  const v1::StudySpec& spec = entry->stored.spec();
+
+  // Runs the policy on a view of `trials` with an RNG derived from the seed and
+  // the trial count, so that the same history gives the same suggestions (also
+  // after a restart).
+  auto propose =
+      [&](std::shared_ptr<const policy::Policy> policy,
+          const std::vector<v1::Trial>& trials,
+          int need) -> absl::StatusOr<std::vector<v1::Configuration>> {
+    std::seed_seq seq{static_cast<uint32_t>(spec.seed()),
+                      static_cast<uint32_t>(spec.seed() >> 32),
+                      static_cast<uint32_t>(trials.size()), 0x6d657461u};
+    space::Rng rng(seq);
+    policy::StudyView view{&spec, entry->space.get(), &trials};
+    return policy->Suggest(view, need, rng);
+  };
+
+  for (int attempt = 0;; ++attempt) {
+    const bool under_lock = attempt >= options_.optimistic_attempts;
+    std::vector<v1::Trial> snapshot;
+    std::shared_ptr<const policy::Policy> policy;
+    int64_t version = 0;
+    int need = 0;
+    v1::SuggestResponse response;
+    absl::MutexLock lock(&entry->mu);
+    if (entry->deleted) {
+      return absl::NotFoundError(
+          absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+    }
+    // Idempotent retries: the client's ACTIVE trials come back first.
+    if (!request.client_id().empty()) {
+      for (const v1::Trial& trial : entry->trials) {
+        if (response.trials_size() >= count) break;
+        if (trial.state() == v1::TRIAL_STATE_ACTIVE &&
+            trial.client_id() == request.client_id()) {
+          *response.add_trials() = trial;
+        }
+      }
+    }
+    need = count - response.trials_size();
+    if (need == 0) return response;
+
+    absl::StatusOr<std::vector<v1::Configuration>> proposed;
+    if (under_lock) {
+      proposed = propose(entry->policy, entry->trials, need);
+    } else {
+      snapshot = entry->trials;
+      policy = entry->policy;
+      version = entry->version;
+      entry->mu.Unlock();
+      proposed = propose(policy, snapshot, need);
+      entry->mu.Lock();
+      if (entry->deleted) {
+        return absl::NotFoundError(
+            absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+      }
+      if (entry->version != version)
+        continue;  // the study changed meanwhile: recompute
+    }
+    METAOPT_RETURN_IF_ERROR(proposed.status());
+
+    const google::protobuf::Timestamp now = [&] {
+      google::protobuf::Timestamp t;
+      SetTimestamp(options_.clock(), &t);
+      return t;
+    }();
+    std::vector<v1::Trial> created;
+    created.reserve(proposed->size());
+    for (v1::Configuration& config : *proposed) {
+      v1::Trial trial;
+      trial.set_id(static_cast<int64_t>(entry->trials.size() + created.size()) +
+                   1);
+      *trial.mutable_configuration() = std::move(config);
+      trial.set_state(v1::TRIAL_STATE_ACTIVE);
+      trial.set_client_id(request.client_id());
+      *trial.mutable_create_time() = now;
+      (*trial.mutable_metadata())["policy"] = entry->policy->name();
+      created.push_back(std::move(trial));
+    }
+    if (!created.empty()) {
+      METAOPT_RETURN_IF_ERROR(storage_->PutTrials(request.study_id(), created));
+      ++entry->version;
+    }
+    for (v1::Trial& trial : created) {
+      *response.add_trials() = trial;
+      entry->trials.push_back(std::move(trial));
+    }
+    return response;
+  }
+}
+
+absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
+    const v1::ObserveRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  if (request.target_case() == v1::ObserveRequest::TARGET_NOT_SET) {
+    return absl::InvalidArgumentError(
+        "trial_id or configuration: one of them is required");
+  }
+  if (request.target_case() == v1::ObserveRequest::kTrialId &&
+      request.trial_id() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial_id: ", request.trial_id(),
+                     " is not a trial id (ids start at 1)"));
+  }
+  switch (request.outcome_case()) {
+    case v1::ObserveRequest::OUTCOME_NOT_SET:
+      return absl::InvalidArgumentError(
+          "value or failure: one of them is required");
+    case v1::ObserveRequest::kValue:
+      if (!std::isfinite(request.value())) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "value: ", request.value(), " is not a finite number"));
+      }
+      break;
+    case v1::ObserveRequest::kFailure:
+      if (request.failure().state() != v1::TRIAL_STATE_FAILED &&
+          request.failure().state() != v1::TRIAL_STATE_INFEASIBLE) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "failure.state: ", v1::TrialState_Name(request.failure().state()),
+            " must be TRIAL_STATE_FAILED or TRIAL_STATE_INFEASIBLE"));
+      }
+      if (request.failure().reason().size() > kMaxFailureReasonLength) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("failure.reason: longer than ",
+                         kMaxFailureReasonLength, " characters"));
+      }
+      break;
+  }
+  METAOPT_RETURN_IF_ERROR(ValidateMetrics(request.metrics()));
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy(request.study_id()));
+
+  std::optional<v1::Configuration> external;
+  if (request.target_case() == v1::ObserveRequest::kConfiguration) {
+    METAOPT_ASSIGN_OR_RETURN(
+        external,
+        entry->space->Canonicalize(request.configuration(), "configuration"));
+    if (!entry->candidate_keys.empty() &&
+        !entry->candidate_keys.contains(space::ConfigurationKey(*external))) {
+      return absl::InvalidArgumentError(
+          "configuration: not in the study's candidate catalogue "
+          "(spec.candidates)");
+    }
+  }
+
+  absl::MutexLock lock(&entry->mu);
+  if (entry->deleted) {
+    return absl::NotFoundError(
+        absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+  }
+  v1::Trial trial;
+  if (external.has_value()) {
+    trial.set_id(static_cast<int64_t>(entry->trials.size()) + 1);
+    *trial.mutable_configuration() = *std::move(external);
+    SetTimestamp(options_.clock(), trial.mutable_create_time());
+    (*trial.mutable_metadata())["source"] = "external";
+  } else {
+    if (request.trial_id() > static_cast<int64_t>(entry->trials.size())) {
+      return absl::NotFoundError(absl::StrCat("study \"", request.study_id(),
+                                              "\" has no trial ",
+                                              request.trial_id()));
+    }
+    trial = entry->trials[request.trial_id() - 1];
+    if (trial.state() != v1::TRIAL_STATE_ACTIVE &&
+        trial.state() != v1::TRIAL_STATE_STALE) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trial ", trial.id(), " of study \"", request.study_id(),
+                       "\" is already ", v1::TrialState_Name(trial.state()),
+                       "; a trial is observed once"));
+    }
+  }
+  if (request.outcome_case() == v1::ObserveRequest::kValue) {
+    trial.set_state(v1::TRIAL_STATE_COMPLETED);
+    trial.set_value(request.value());
+  } else {
+    trial.set_state(request.failure().state());
+    trial.set_failure_reason(request.failure().reason());
+  }
+  *trial.mutable_metrics() = request.metrics();
+  SetTimestamp(options_.clock(), trial.mutable_complete_time());
+  METAOPT_RETURN_IF_ERROR(storage_->PutTrials(request.study_id(), {trial}));
+  ++entry->version;
+  if (trial.id() > static_cast<int64_t>(entry->trials.size())) {
+    entry->trials.push_back(trial);
+  } else {
+    entry->trials[trial.id() - 1] = trial;
+  }
+  v1::ObserveResponse response;
+  *response.mutable_trial() = std::move(trial);
+  return response;
+}
+
+absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
+    const v1::FineTuneRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  if (request.steps() < 0 || request.steps() > kMaxFineTuneSteps) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("steps: ", request.steps(), " is outside [0, ",
+                     kMaxFineTuneSteps, "] (0 means the default)"));
+  }
+  if (!v1::FineTuneScope_IsValid(request.scope())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scope: ", static_cast<int>(request.scope()),
+                     " is not a FineTuneScope"));
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy(request.study_id()));
+  std::vector<v1::Trial> snapshot;
+  std::shared_ptr<const policy::Policy> policy;
+  {
+    absl::MutexLock lock(&entry->mu);
+    if (entry->deleted) {
+      return absl::NotFoundError(
+          absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+    }
+    snapshot = entry->trials;
+    policy = entry->policy;
+  }
+  policy::FineTuneOptions options;
+  options.steps = request.steps();
+  options.scope = request.scope() == v1::FINE_TUNE_SCOPE_UNSPECIFIED
+                      ? v1::FINE_TUNE_SCOPE_KERNEL
+                      : request.scope();
+  const absl::Time start = absl::Now();
+  policy::StudyView view{&entry->stored.spec(), entry->space.get(), &snapshot};
+  METAOPT_ASSIGN_OR_RETURN(policy::FineTuneResult result,
+                           policy->FineTune(view, options));
+  const absl::Duration elapsed = absl::Now() - start;
+  {
+    absl::MutexLock lock(&entry->mu);
+    if (entry->deleted) {
+      return absl::NotFoundError(
+          absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+    }
+    METAOPT_RETURN_IF_ERROR(
+        storage_->PutPolicyState(request.study_id(), result.state));
+    entry->policy = std::move(result.tuned);
+    ++entry->version;
+  }
+  v1::FineTuneResponse response;
+  response.set_loss_before(result.loss_before);
+  response.set_loss_after(result.loss_after);
+  response.set_steps_run(result.steps_run);
+  const int64_t nanos = absl::ToInt64Nanoseconds(elapsed);
+  response.mutable_elapsed()->set_seconds(nanos / 1000000000);
+  response.mutable_elapsed()->set_nanos(
+      static_cast<int32_t>(nanos % 1000000000));
+  return response;
+}
+
+absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
+    const v1::GetTrialRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  if (request.trial_id() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial_id: ", request.trial_id(),
+                     " is not a trial id (ids start at 1)"));
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy(request.study_id()));
+  absl::MutexLock lock(&entry->mu);
+  if (entry->deleted) {
+    return absl::NotFoundError(
+        absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+  }
+  if (request.trial_id() > static_cast<int64_t>(entry->trials.size())) {
+    return absl::NotFoundError(absl::StrCat("study \"", request.study_id(),
+                                            "\" has no trial ",
+                                            request.trial_id()));
+  }
+  v1::GetTrialResponse response;
+  *response.mutable_trial() = entry->trials[request.trial_id() - 1];
+  return response;
+}
+
+absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
+    const v1::ListTrialsRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  METAOPT_ASSIGN_OR_RETURN(const int page_size,
+                           ResolvePageSize(request.page_size(), options_));
+  if (!v1::TrialState_IsValid(request.state())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "state: ", static_cast<int>(request.state()), " is not a TrialState"));
+  }
+  int64_t after = 0;
+  if (!request.page_token().empty()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        std::string cursor,
+        DecodePageToken("trial", request.page_token(), "ListTrials"));
+    if (!absl::SimpleAtoi(cursor, &after) || after < 0) {
+      return absl::InvalidArgumentError(
+          "page_token: not a token returned by ListTrials");
+    }
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy(request.study_id()));
+  absl::MutexLock lock(&entry->mu);
+  if (entry->deleted) {
+    return absl::NotFoundError(
+        absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+  }
+  v1::ListTrialsResponse response;
+  for (size_t i = static_cast<size_t>(after); i < entry->trials.size(); ++i) {
+    const v1::Trial& trial = entry->trials[i];
+    if (request.state() != v1::TRIAL_STATE_UNSPECIFIED &&
+        trial.state() != request.state()) {
+      continue;
+    }
+    if (response.trials_size() == page_size) {
+      response.set_next_page_token(
+          EncodePageToken("trial", absl::StrCat(entry->trials[i - 1].id())));
+      break;
+    }
+    *response.add_trials() = trial;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
+    const v1::ListModelsRequest&) {
+  v1::ListModelsResponse response;
+  if (models_ != nullptr) {
+    for (v1::Model& model : models_->ListModels())
+      *response.add_models() = std::move(model);
+  }
+  return response;
+}
+
+}  // namespace metaopt::study

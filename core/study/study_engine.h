@@ -1,0 +1,111 @@
+// The study engine: per-study state, locking, and Suggest / Observe / FineTune
+// orchestration. The gRPC service and metaopt-bench drive studies through this
+// one class.
+#ifndef METAOPT_CORE_STUDY_STUDY_ENGINE_H_
+#define METAOPT_CORE_STUDY_STUDY_ENGINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/policy/policy.h"
+#include "core/space/search_space.h"
+#include "core/storage/storage.h"
+#include "metaopt/v1/optimizer_service.pb.h"
+
+namespace metaopt::study {
+
+struct EngineOptions {
+  // Largest `count` a Suggest may ask for.
+  int max_suggest_count = 1000;
+  // Largest page a List call returns; a page_size of 0 means
+  // `default_page_size`.
+  int max_page_size = 1000;
+  int default_page_size = 100;
+  // Policy computations that saw the study change meanwhile are retried this
+  // many times before the last attempt runs under the study lock.
+  int optimistic_attempts = 2;
+  // Source of "now" for timestamps (tests inject a fake).
+  std::function<absl::Time()> clock = [] { return absl::Now(); };
+};
+
+// Lists what the model registry holds (implemented by the registry; may be
+// null).
+class ModelLister {
+ public:
+  virtual ~ModelLister() = default;
+  virtual std::vector<v1::Model> ListModels() const = 0;
+};
+
+// Thread-safe. One mutex guards the map of loaded studies (held only for
+// lookups and inserts, never across I/O); one mutex per study serializes that
+// study's changes. Lock order: map, then one study. Policy computations run
+// outside the study lock on a snapshot and are committed only if the study did
+// not change meanwhile. Every change is written to storage before it becomes
+// visible or is acknowledged.
+class StudyEngine {
+ public:
+  // `storage` must outlive the engine. `models` may be null.
+  StudyEngine(storage::Storage* storage, const ModelLister* models,
+              EngineOptions options = {});
+  ~StudyEngine();
+
+  StudyEngine(const StudyEngine&) = delete;
+  StudyEngine& operator=(const StudyEngine&) = delete;
+
+  absl::StatusOr<v1::CreateStudyResponse> CreateStudy(
+      const v1::CreateStudyRequest& request);
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(
+      const v1::GetStudyRequest& request);
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request);
+  absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
+      const v1::DeleteStudyRequest& request);
+  absl::StatusOr<v1::SuggestResponse> Suggest(
+      const v1::SuggestRequest& request);
+  absl::StatusOr<v1::ObserveResponse> Observe(
+      const v1::ObserveRequest& request);
+  absl::StatusOr<v1::FineTuneResponse> FineTune(
+      const v1::FineTuneRequest& request);
+  absl::StatusOr<v1::GetTrialResponse> GetTrial(
+      const v1::GetTrialRequest& request);
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request);
+  absl::StatusOr<v1::ListModelsResponse> ListModels(
+      const v1::ListModelsRequest& request);
+
+ private:
+  struct Entry;
+
+  // The loaded study `study_id`, reading it from storage on first use.
+  // NOT_FOUND if absent.
+  absl::StatusOr<std::shared_ptr<Entry>> FindStudy(const std::string& study_id)
+      ABSL_LOCKS_EXCLUDED(map_mu_);
+  v1::Study DescribeStudy(const Entry& entry) const;
+
+  storage::Storage* const storage_;
+  const ModelLister* const models_;
+  const EngineOptions options_;
+
+  absl::Mutex map_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<Entry>> studies_
+      ABSL_GUARDED_BY(map_mu_);
+};
+
+// INVALID_ARGUMENT unless `study_id` is 1..128 characters of [A-Za-z0-9._-]
+// starting with a letter or digit. `field` names the request field in the
+// message.
+absl::Status ValidateStudyId(const std::string& study_id,
+                             const char* field = "study_id");
+
+}  // namespace metaopt::study
+
+#endif  // METAOPT_CORE_STUDY_STUDY_ENGINE_H_

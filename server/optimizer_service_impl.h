@@ -1,0 +1,52 @@
+#ifndef METAOPT_SERVER_OPTIMIZER_SERVICE_IMPL_H_
+#define METAOPT_SERVER_OPTIMIZER_SERVICE_IMPL_H_
+
+#include "core/study/study_engine.h"
+#include "metaopt/v1/optimizer_service.grpc.pb.h"
+
+namespace metaopt::server {
+
+// The gRPC adapter: forwards each RPC to the StudyEngine and maps the status.
+// Holds no state of its own. Thread-safe (the engine is).
+class OptimizerServiceImpl final : public v1::OptimizerService::Service {
+ public:
+  explicit OptimizerServiceImpl(study::StudyEngine* engine) : engine_(engine) {}
+
+  grpc::Status CreateStudy(grpc::ServerContext* context,
+                           const v1::CreateStudyRequest* request,
+                           v1::CreateStudyResponse* response) override;
+  grpc::Status GetStudy(grpc::ServerContext* context,
+                        const v1::GetStudyRequest* request,
+                        v1::GetStudyResponse* response) override;
+  grpc::Status ListStudies(grpc::ServerContext* context,
+                           const v1::ListStudiesRequest* request,
+                           v1::ListStudiesResponse* response) override;
+  grpc::Status DeleteStudy(grpc::ServerContext* context,
+                           const v1::DeleteStudyRequest* request,
+                           v1::DeleteStudyResponse* response) override;
+  grpc::Status Suggest(grpc::ServerContext* context,
+                       const v1::SuggestRequest* request,
+                       v1::SuggestResponse* response) override;
+  grpc::Status Observe(grpc::ServerContext* context,
+                       const v1::ObserveRequest* request,
+                       v1::ObserveResponse* response) override;
+  grpc::Status FineTune(grpc::ServerContext* context,
+                        const v1::FineTuneRequest* request,
+                        v1::FineTuneResponse* response) override;
+  grpc::Status GetTrial(grpc::ServerContext* context,
+                        const v1::GetTrialRequest* request,
+                        v1::GetTrialResponse* response) override;
+  grpc::Status ListTrials(grpc::ServerContext* context,
+                          const v1::ListTrialsRequest* request,
+                          v1::ListTrialsResponse* response) override;
+  grpc::Status ListModels(grpc::ServerContext* context,
+                          const v1::ListModelsRequest* request,
+                          v1::ListModelsResponse* response) override;
+
+ private:
+  study::StudyEngine* const engine_;
+};
+
+}  // namespace metaopt::server
+
+#endif  // METAOPT_SERVER_OPTIMIZER_SERVICE_IMPL_H_

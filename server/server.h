@@ -1,0 +1,61 @@
+#ifndef METAOPT_SERVER_SERVER_H_
+#define METAOPT_SERVER_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/storage/storage.h"
+#include "core/study/study_engine.h"
+#include "grpcpp/server.h"
+#include "server/optimizer_service_impl.h"
+
+namespace metaopt::server {
+
+struct ServerOptions {
+  // host:port to listen on; port 0 picks a free port (see Server::port()).
+  std::string listen = "0.0.0.0:50051";
+  // SQLite database file (created if absent).
+  std::string db_path = "./metaopt.db";
+  // Model registry directory (may be absent: no models).
+  std::string models_dir = "./models";
+  // Largest request or response message accepted.
+  int max_message_bytes = 64 << 20;
+  // Upper bound on threads serving RPCs.
+  int max_threads = 64;
+};
+
+// The running service: storage, study engine, gRPC server with health and
+// reflection. Thread-safe. Shutdown() may be called from any thread (e.g. a
+// signal watcher).
+class Server {
+ public:
+  // Opens the database, starts listening and serving. Errors name what failed
+  // (database, address).
+  static absl::StatusOr<std::unique_ptr<Server>> BuildAndStart(
+      const ServerOptions& options);
+  ~Server();
+
+  // The port actually bound.
+  int port() const { return port_; }
+  // Stops accepting RPCs, lets in-flight ones finish until `deadline`, then
+  // cancels the rest.
+  void Shutdown(absl::Duration grace = absl::Seconds(10));
+  // Blocks until the server has shut down.
+  void Wait();
+
+ private:
+  Server() = default;
+
+  ServerOptions options_;
+  std::unique_ptr<storage::Storage> storage_;
+  std::unique_ptr<study::StudyEngine> engine_;
+  std::unique_ptr<OptimizerServiceImpl> service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int port_ = 0;
+};
+
+}  // namespace metaopt::server
+
+#endif  // METAOPT_SERVER_SERVER_H_
