@@ -1,18 +1,19 @@
 // ask_tell_example: the ask/tell loop with the C++ client.
 //
-// Creates (or reopens) a study over x1 in [-5, 10], x2 in [0, 15] with the RANDOM algorithm, then
-// repeatedly asks for a configuration (Suggest), evaluates the Branin function on it, and tells the
-// server the result (Observe). Prints the best trial at the end. Branin's minimum is 0.397887.
+// Creates (or reopens) a study over x1 in [-5, 10], x2 in [0, 15] with the
+// RANDOM algorithm, then repeatedly asks for a configuration (Suggest),
+// evaluates the Branin function on it, and tells the server the result
+// (Observe). Prints the best trial at the end. Branin's minimum is 0.397887.
 //
-//   ask_tell_example [--server=localhost:50051] [--study-id=branin-example] [--trials=20]
+//   ask_tell_example [--server=localhost:50051] [--study-id=branin-example]
+//   [--trials=20]
 
+#include <CLI/CLI.hpp>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -56,24 +57,29 @@ v1::StudySpec BraninSpec() {
 // The value of `name` in the trial's single assignment.
 absl::StatusOr<double> Number(const v1::Trial& trial, const std::string& name) {
   if (trial.configuration().assignments_size() != 1) {
-    return absl::InternalError(absl::StrCat("trial ", trial.id(), ": expected one assignment"));
+    return absl::InternalError(
+        absl::StrCat("trial ", trial.id(), ": expected one assignment"));
   }
   const auto& parameters = trial.configuration().assignments(0).parameters();
   auto it = parameters.find(name);
-  if (it == parameters.end() || it->second.kind_case() != v1::ParameterValue::kNumber) {
-    return absl::InternalError(absl::StrCat("trial ", trial.id(), ": no number for ", name));
+  if (it == parameters.end() ||
+      it->second.kind_case() != v1::ParameterValue::kNumber) {
+    return absl::InternalError(
+        absl::StrCat("trial ", trial.id(), ": no number for ", name));
   }
   return it->second.number();
 }
 
-absl::Status RunLoop(MetaoptClient& client, const std::string& study_id, int trials) {
+absl::Status RunLoop(MetaoptClient& client, const std::string& study_id,
+                     int trials) {
   v1::CreateStudyRequest create;
   create.set_study_id(study_id);
   *create.mutable_spec() = BraninSpec();
   absl::StatusOr<v1::CreateStudyResponse> created = client.CreateStudy(create);
   if (!created.ok()) return created.status();
-  std::cout << (created->created() ? "created" : "reopened") << " study " << study_id << " with "
-            << created->study().trial_count() << " trials\n";
+  std::cout << (created->created() ? "created" : "reopened") << " study "
+            << study_id << " with " << created->study().trial_count()
+            << " trials\n";
 
   for (int i = 0; i < trials; ++i) {
     v1::SuggestRequest ask;
@@ -95,8 +101,8 @@ absl::Status RunLoop(MetaoptClient& client, const std::string& study_id, int tri
       tell.set_value(y);
       absl::StatusOr<v1::ObserveResponse> observed = client.Observe(tell);
       if (!observed.ok()) return observed.status();
-      std::cout << "trial " << trial.id() << ": x1=" << *x1 << " x2=" << *x2 << " -> " << y
-                << "\n";
+      std::cout << "trial " << trial.id() << ": x1=" << *x1 << " x2=" << *x2
+                << " -> " << y << "\n";
     }
   }
 
@@ -118,21 +124,26 @@ absl::Status RunLoop(MetaoptClient& client, const std::string& study_id, int tri
 int Main(int argc, char** argv) {
   MetaoptClient::Options options;
   const char* env_server = std::getenv("METAOPT_SERVER");
-  if (env_server != nullptr && *env_server != '\0') options.address = env_server;
+  if (env_server != nullptr && *env_server != '\0')
+    options.address = env_server;
   std::string study_id = "branin-example";
   int trials = 20;
 
-  CLI::App app{"Ask/tell loop on the Branin function with the metaopt C++ client.",
-               "ask_tell_example"};
-  app.add_option("--server", options.address, "Server address")->capture_default_str();
+  CLI::App app{
+      "Ask/tell loop on the Branin function with the metaopt C++ client.",
+      "ask_tell_example"};
+  app.add_option("--server", options.address, "Server address")
+      ->capture_default_str();
   app.add_option("--study-id", study_id, "Study id")->capture_default_str();
   app.add_option("--trials", trials, "Number of suggest/observe rounds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  absl::StatusOr<std::unique_ptr<MetaoptClient>> client = MetaoptClient::Create(options);
-  absl::Status status = client.ok() ? RunLoop(**client, study_id, trials) : client.status();
+  absl::StatusOr<std::unique_ptr<MetaoptClient>> client =
+      MetaoptClient::Create(options);
+  absl::Status status =
+      client.ok() ? RunLoop(**client, study_id, trials) : client.status();
   if (!status.ok()) {
     std::cerr << "ask_tell_example: " << status << "\n";
     return 1;

@@ -1,11 +1,12 @@
-// The JSON examples in docs/examples/ parse as the messages the docs say they are.
+// The JSON examples in docs/examples/ parse as the messages the docs say they
+// are.
+
+#include <google/protobuf/util/json_util.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
-
-#include <google/protobuf/util/json_util.h>
 
 #include "gtest/gtest.h"
 #include "metaopt/v1/optimizer_service.pb.h"
@@ -15,7 +16,8 @@ namespace {
 
 std::string ReadExample(const std::string& name) {
   const char* root = std::getenv("METAOPT_SOURCE_DIR");
-  const std::string path = std::string(root != nullptr ? root : ".") + "/docs/examples/" + name;
+  const std::string path =
+      std::string(root != nullptr ? root : ".") + "/docs/examples/" + name;
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot open " << path;
   std::stringstream text;
@@ -25,8 +27,8 @@ std::string ReadExample(const std::string& name) {
 
 TEST(DocsExamplesTest, StudySpecParses) {
   v1::StudySpec spec;
-  const auto status =
-      google::protobuf::util::JsonStringToMessage(ReadExample("study_spec.json"), &spec);
+  const auto status = google::protobuf::util::JsonStringToMessage(
+      ReadExample("study_spec.json"), &spec);
   ASSERT_TRUE(status.ok()) << status.ToString();
   ASSERT_EQ(spec.search_space().stages_size(), 2);
   EXPECT_EQ(spec.search_space().stages(0).name(), "scaler");
@@ -48,7 +50,8 @@ TEST(DocsExamplesTest, ConfigurationParses) {
       ReadExample("configuration.json"), &configuration);
   ASSERT_TRUE(status.ok()) << status.ToString();
   ASSERT_EQ(configuration.assignments_size(), 2);
-  EXPECT_EQ(configuration.assignments(1).parameters().at("kernel").category(), "rbf");
+  EXPECT_EQ(configuration.assignments(1).parameters().at("kernel").category(),
+            "rbf");
 }
 
 }  // namespace

@@ -1,24 +1,27 @@
 // A small C++ client for metaopt.v1.OptimizerService.
 //
-// MetaoptClient wraps the generated stub: every call carries a deadline, returns the response
-// message or the server's status as an absl::Status (the codes agree with grpc::StatusCode), and
-// idempotent calls are retried on UNAVAILABLE with exponential backoff and jitter.
+// MetaoptClient wraps the generated stub: every call carries a deadline,
+// returns the response message or the server's status as an absl::Status (the
+// codes agree with grpc::StatusCode), and idempotent calls are retried on
+// UNAVAILABLE with exponential backoff and jitter.
 //
 //   metaopt::MetaoptClient::Options options;
 //   options.address = "localhost:50051";
 //   auto client = metaopt::MetaoptClient::Create(options);
 //   if (!client.ok()) ...
-//   absl::StatusOr<metaopt::v1::SuggestResponse> r = (*client)->Suggest(request);
+//   absl::StatusOr<metaopt::v1::SuggestResponse> r =
+//       (*client)->Suggest(request);
 //
-// Thread safety: a MetaoptClient is safe to use from several threads at once (the gRPC stub and
-// channel are thread-safe; the client holds no other mutable state).
+// Thread safety: a MetaoptClient is safe to use from several threads at once
+// (the gRPC stub and channel are thread-safe; the client holds no other mutable
+// state).
 #ifndef METAOPT_CLIENTS_CPP_METAOPT_CLIENT_H_
 #define METAOPT_CLIENTS_CPP_METAOPT_CLIENT_H_
 
+#include <grpcpp/grpcpp.h>
+
 #include <memory>
 #include <string>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -30,59 +33,79 @@ namespace metaopt {
 class MetaoptClient {
  public:
   struct Options {
-    // gRPC target, for example "localhost:50051" or "dns:///metaopt.example:50051".
+    // gRPC target, for example "localhost:50051" or
+    // "dns:///metaopt.example:50051".
     std::string address = "localhost:50051";
     // Deadline of one call, retries included.
     absl::Duration timeout = absl::Seconds(30);
-    // Attempts of an idempotent call that keeps failing with UNAVAILABLE (1: no retry).
+    // Attempts of an idempotent call that keeps failing with UNAVAILABLE (1: no
+    // retry).
     int max_attempts = 5;
-    // Backoff before the second attempt; doubled for each further one, up to max_backoff.
-    // The actual sleep is drawn uniformly from [backoff / 2, backoff].
+    // Backoff before the second attempt; doubled for each further one, up to
+    // max_backoff. The actual sleep is drawn uniformly from [backoff / 2,
+    // backoff].
     absl::Duration initial_backoff = absl::Milliseconds(100);
     absl::Duration max_backoff = absl::Seconds(2);
     // Channel credentials; null means insecure (plaintext).
     std::shared_ptr<grpc::ChannelCredentials> credentials;
   };
 
-  // Creates a client for `options.address`. The channel connects lazily, so an unreachable server
-  // shows up as UNAVAILABLE on the first call, not here. INVALID_ARGUMENT for bad options.
-  static absl::StatusOr<std::unique_ptr<MetaoptClient>> Create(const Options& options);
+  // Creates a client for `options.address`. The channel connects lazily, so an
+  // unreachable server shows up as UNAVAILABLE on the first call, not here.
+  // INVALID_ARGUMENT for bad options.
+  static absl::StatusOr<std::unique_ptr<MetaoptClient>> Create(
+      const Options& options);
 
   // Wraps an existing stub (for example one on an in-process channel).
-  MetaoptClient(std::unique_ptr<v1::OptimizerService::StubInterface> stub, const Options& options);
+  MetaoptClient(std::unique_ptr<v1::OptimizerService::StubInterface> stub,
+                const Options& options);
 
   MetaoptClient(const MetaoptClient&) = delete;
   MetaoptClient& operator=(const MetaoptClient&) = delete;
 
   // Idempotent calls, retried on UNAVAILABLE.
-  absl::StatusOr<v1::CreateStudyResponse> CreateStudy(const v1::CreateStudyRequest& request);
-  absl::StatusOr<v1::GetStudyResponse> GetStudy(const v1::GetStudyRequest& request);
-  absl::StatusOr<v1::ListStudiesResponse> ListStudies(const v1::ListStudiesRequest& request);
-  // A retry that finds the study already gone (NOT_FOUND after an UNAVAILABLE attempt) is success.
-  absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(const v1::DeleteStudyRequest& request);
-  absl::StatusOr<v1::GetTrialResponse> GetTrial(const v1::GetTrialRequest& request);
-  absl::StatusOr<v1::ListTrialsResponse> ListTrials(const v1::ListTrialsRequest& request);
-  absl::StatusOr<v1::ListModelsResponse> ListModels(const v1::ListModelsRequest& request);
+  absl::StatusOr<v1::CreateStudyResponse> CreateStudy(
+      const v1::CreateStudyRequest& request);
+  absl::StatusOr<v1::GetStudyResponse> GetStudy(
+      const v1::GetStudyRequest& request);
+  absl::StatusOr<v1::ListStudiesResponse> ListStudies(
+      const v1::ListStudiesRequest& request);
+  // A retry that finds the study already gone (NOT_FOUND after an UNAVAILABLE
+  // attempt) is success.
+  absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
+      const v1::DeleteStudyRequest& request);
+  absl::StatusOr<v1::GetTrialResponse> GetTrial(
+      const v1::GetTrialRequest& request);
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request);
+  absl::StatusOr<v1::ListModelsResponse> ListModels(
+      const v1::ListModelsRequest& request);
 
-  // Retried only when request.client_id() is set: the server then hands the same ACTIVE trials back.
-  absl::StatusOr<v1::SuggestResponse> Suggest(const v1::SuggestRequest& request);
+  // Retried only when request.client_id() is set: the server then hands the
+  // same ACTIVE trials back.
+  absl::StatusOr<v1::SuggestResponse> Suggest(
+      const v1::SuggestRequest& request);
 
   // Not idempotent, never retried.
-  absl::StatusOr<v1::ObserveResponse> Observe(const v1::ObserveRequest& request);
-  absl::StatusOr<v1::FineTuneResponse> FineTune(const v1::FineTuneRequest& request);
+  absl::StatusOr<v1::ObserveResponse> Observe(
+      const v1::ObserveRequest& request);
+  absl::StatusOr<v1::FineTuneResponse> FineTune(
+      const v1::FineTuneRequest& request);
 
   const Options& options() const { return options_; }
 
  private:
   template <typename Request, typename Response>
-  using Method = grpc::Status (v1::OptimizerService::StubInterface::*)(grpc::ClientContext*,
-                                                                        const Request&, Response*);
+  using Method = grpc::Status (v1::OptimizerService::StubInterface::*)(
+      grpc::ClientContext*, const Request&, Response*);
 
-  // Runs `method` with one deadline for all attempts; retries UNAVAILABLE when `idempotent`.
-  // `retried` (may be null) tells whether an UNAVAILABLE attempt preceded the final one.
+  // Runs `method` with one deadline for all attempts; retries UNAVAILABLE when
+  // `idempotent`. `retried` (may be null) tells whether an UNAVAILABLE attempt
+  // preceded the final one.
   template <typename Request, typename Response>
-  absl::StatusOr<Response> Call(Method<Request, Response> method, const Request& request,
-                                bool idempotent, bool* retried = nullptr);
+  absl::StatusOr<Response> Call(Method<Request, Response> method,
+                                const Request& request, bool idempotent,
+                                bool* retried = nullptr);
 
   std::unique_ptr<v1::OptimizerService::StubInterface> stub_;
   const Options options_;

@@ -1,14 +1,15 @@
-// MetaoptClient against an in-process fake OptimizerService on 127.0.0.1:0: retries (only for
-// idempotent calls, only on UNAVAILABLE), deadlines, and status conversion.
+// MetaoptClient against an in-process fake OptimizerService on 127.0.0.1:0:
+// retries (only for idempotent calls, only on UNAVAILABLE), deadlines, and
+// status conversion.
 
 #include "clients/cpp/metaopt_client.h"
+
+#include <grpcpp/grpcpp.h>
 
 #include <atomic>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <grpcpp/grpcpp.h>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -23,24 +24,28 @@ using ::metaopt::testing::IsOk;
 using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
 
-// Fails the first `unavailable_before_success` calls of each method with UNAVAILABLE, then answers.
+// Fails the first `unavailable_before_success` calls of each method with
+// UNAVAILABLE, then answers.
 class FakeOptimizerService final : public v1::OptimizerService::Service {
  public:
   std::atomic<int> unavailable_before_success{0};
   std::atomic<int> calls{0};
 
-  grpc::Status GetStudy(grpc::ServerContext*, const v1::GetStudyRequest* request,
+  grpc::Status GetStudy(grpc::ServerContext*,
+                        const v1::GetStudyRequest* request,
                         v1::GetStudyResponse* response) override {
     if (calls++ < unavailable_before_success) return Unavailable();
     response->mutable_study()->set_study_id(request->study_id());
     return grpc::Status::OK;
   }
 
-  grpc::Status GetTrial(grpc::ServerContext*, const v1::GetTrialRequest* request,
+  grpc::Status GetTrial(grpc::ServerContext*,
+                        const v1::GetTrialRequest* request,
                         v1::GetTrialResponse*) override {
     ++calls;
-    return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                        "trial " + std::to_string(request->trial_id()) + " not found");
+    return grpc::Status(
+        grpc::StatusCode::NOT_FOUND,
+        "trial " + std::to_string(request->trial_id()) + " not found");
   }
 
   grpc::Status Suggest(grpc::ServerContext*, const v1::SuggestRequest* request,
@@ -56,18 +61,22 @@ class FakeOptimizerService final : public v1::OptimizerService::Service {
     return Unavailable();
   }
 
-  grpc::Status DeleteStudy(grpc::ServerContext*, const v1::DeleteStudyRequest* request,
+  grpc::Status DeleteStudy(grpc::ServerContext*,
+                           const v1::DeleteStudyRequest* request,
                            v1::DeleteStudyResponse*) override {
     // As if the first, "unavailable" attempt had deleted it after all.
     if (calls++ == 0) return Unavailable();
-    return grpc::Status(grpc::StatusCode::NOT_FOUND, "study " + request->study_id());
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        "study " + request->study_id());
   }
 
-  grpc::Status ListModels(grpc::ServerContext* context, const v1::ListModelsRequest*,
+  grpc::Status ListModels(grpc::ServerContext* context,
+                          const v1::ListModelsRequest*,
                           v1::ListModelsResponse*) override {
     ++calls;
     const absl::Time until = absl::Now() + absl::Seconds(5);
-    while (!context->IsCancelled() && absl::Now() < until) absl::SleepFor(absl::Milliseconds(5));
+    while (!context->IsCancelled() && absl::Now() < until)
+      absl::SleepFor(absl::Milliseconds(5));
     return grpc::Status::OK;
   }
 
@@ -82,7 +91,8 @@ class MetaoptClientTest : public ::testing::Test {
   void SetUp() override {
     grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(),
+                             &port);
     builder.RegisterService(&service_);
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
@@ -93,11 +103,13 @@ class MetaoptClientTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+    if (server_)
+      server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   }
 
   std::unique_ptr<MetaoptClient> NewClient() {
-    absl::StatusOr<std::unique_ptr<MetaoptClient>> client = MetaoptClient::Create(options_);
+    absl::StatusOr<std::unique_ptr<MetaoptClient>> client =
+        MetaoptClient::Create(options_);
     EXPECT_THAT(client, IsOk());
     return client.ok() ? std::move(*client) : nullptr;
   }
@@ -131,14 +143,16 @@ TEST_F(MetaoptClientTest, DoesNotRetryOtherCodes) {
   auto client = NewClient();
   v1::GetTrialRequest request;
   request.set_trial_id(42);
-  EXPECT_THAT(client->GetTrial(request),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("trial 42 not found")));
+  EXPECT_THAT(
+      client->GetTrial(request),
+      StatusIs(absl::StatusCode::kNotFound, HasSubstr("trial 42 not found")));
   EXPECT_EQ(service_.calls, 1);
 }
 
 TEST_F(MetaoptClientTest, NeverRetriesObserve) {
   auto client = NewClient();
-  EXPECT_THAT(client->Observe(v1::ObserveRequest()), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("try again")));
+  EXPECT_THAT(client->Observe(v1::ObserveRequest()),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("try again")));
   EXPECT_EQ(service_.calls, 1);
 }
 
@@ -146,7 +160,8 @@ TEST_F(MetaoptClientTest, RetriesSuggestOnlyWithClientId) {
   service_.unavailable_before_success = 1;
   auto client = NewClient();
   v1::SuggestRequest anonymous;
-  EXPECT_THAT(client->Suggest(anonymous), StatusIs(absl::StatusCode::kUnavailable, "try again"));
+  EXPECT_THAT(client->Suggest(anonymous),
+              StatusIs(absl::StatusCode::kUnavailable, "try again"));
   EXPECT_EQ(service_.calls, 1);
 
   service_.calls = 0;
@@ -177,16 +192,19 @@ TEST_F(MetaoptClientTest, DeadlineApplies) {
 TEST(MetaoptClientCreateTest, RejectsBadOptions) {
   MetaoptClient::Options options;
   options.address = "";
-  EXPECT_THAT(MetaoptClient::Create(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("address")));
+  EXPECT_THAT(
+      MetaoptClient::Create(options),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("address")));
   options.address = "localhost:1";
   options.timeout = absl::ZeroDuration();
-  EXPECT_THAT(MetaoptClient::Create(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("timeout")));
+  EXPECT_THAT(
+      MetaoptClient::Create(options),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("timeout")));
   options.timeout = absl::Seconds(1);
   options.max_attempts = 0;
-  EXPECT_THAT(MetaoptClient::Create(options),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_attempts")));
+  EXPECT_THAT(
+      MetaoptClient::Create(options),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_attempts")));
 }
 
 TEST(MetaoptClientCreateTest, UnreachableServerIsUnavailable) {
@@ -195,7 +213,8 @@ TEST(MetaoptClientCreateTest, UnreachableServerIsUnavailable) {
   options.max_attempts = 2;
   options.initial_backoff = absl::Milliseconds(1);
   options.timeout = absl::Seconds(10);
-  absl::StatusOr<std::unique_ptr<MetaoptClient>> client = MetaoptClient::Create(options);
+  absl::StatusOr<std::unique_ptr<MetaoptClient>> client =
+      MetaoptClient::Create(options);
   ASSERT_THAT(client, IsOk());
   EXPECT_THAT((*client)->GetStudy(v1::GetStudyRequest()),
               StatusIs(absl::StatusCode::kUnavailable, ::testing::_));

@@ -1,11 +1,17 @@
 // metaoptctl: command-line client for metaopt.v1.OptimizerService.
 //
-//   metaoptctl [--server=ADDR] [--timeout=SECONDS] [--print-defaults] [--proto-names] COMMAND ...
+//   metaoptctl [--server=ADDR] [--timeout=SECONDS] [--print-defaults]
+//   [--proto-names] COMMAND ...
 //
 // Prints each response as proto3 JSON on stdout. Errors go to stderr as
-// "metaoptctl: <CODE>: <message>" with exit code 1; command-line usage errors exit with 2.
-// The server address defaults to $METAOPT_SERVER, else localhost:50051.
+// "metaoptctl: <CODE>: <message>" with exit code 1; command-line usage errors
+// exit with 2. The server address defaults to $METAOPT_SERVER, else
+// localhost:50051.
 
+#include <google/protobuf/message.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -18,10 +24,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <google/protobuf/message.h>
-#include <google/protobuf/util/json_util.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -58,30 +60,34 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 }
 
 // Parses the proto3 JSON in `path` ("-": standard input) into `message`.
-absl::Status ParseJsonFile(const std::string& path, google::protobuf::Message* message) {
+absl::Status ParseJsonFile(const std::string& path,
+                           google::protobuf::Message* message) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
-  const auto status = google::protobuf::util::JsonStringToMessage(*text, message, options);
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(*text, message, options);
   if (!status.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid ", message->GetTypeName(),
-                                                   " in proto3 JSON: ",
-                                                   std::string(status.message())));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a valid ", message->GetTypeName(),
+                     " in proto3 JSON: ", std::string(status.message())));
   }
   return absl::OkStatus();
 }
 
-absl::Status PrintJson(const google::protobuf::Message& message, const GlobalFlags& flags) {
+absl::Status PrintJson(const google::protobuf::Message& message,
+                       const GlobalFlags& flags) {
   google::protobuf::util::JsonPrintOptions options;
   options.add_whitespace = true;
   options.always_print_primitive_fields = flags.print_defaults;
   options.preserve_proto_field_names = flags.proto_names;
   std::string json;
-  const auto status = google::protobuf::util::MessageToJsonString(message, &json, options);
+  const auto status =
+      google::protobuf::util::MessageToJsonString(message, &json, options);
   if (!status.ok()) {
-    return absl::InternalError(
-        absl::StrCat("cannot print response as JSON: ", std::string(status.message())));
+    return absl::InternalError(absl::StrCat("cannot print response as JSON: ",
+                                            std::string(status.message())));
   }
   std::cout << json;
   if (json.empty() || json.back() != '\n') std::cout << '\n';
@@ -99,13 +105,16 @@ bool ParseTrialState(const std::string& text, v1::TrialState* state) {
 bool ParseScope(const std::string& text, v1::FineTuneScope* scope) {
   std::string name = absl::AsciiStrToUpper(text);
   if (name.rfind("FINE_TUNE_SCOPE_", 0) != 0) name = "FINE_TUNE_SCOPE_" + name;
-  return v1::FineTuneScope_Parse(name, scope) && *scope != v1::FINE_TUNE_SCOPE_UNSPECIFIED;
+  return v1::FineTuneScope_Parse(name, scope) &&
+         *scope != v1::FINE_TUNE_SCOPE_UNSPECIFIED;
 }
 
-// Follows next_page_token until the listing ends, appending every page to the first response.
-// `fetch` returns one page for a token; `items` selects the repeated field to concatenate.
+// Follows next_page_token until the listing ends, appending every page to the
+// first response. `fetch` returns one page for a token; `items` selects the
+// repeated field to concatenate.
 template <typename Response, typename Fetch, typename Items>
-absl::StatusOr<Response> FetchAllPages(std::string token, Fetch fetch, Items items) {
+absl::StatusOr<Response> FetchAllPages(std::string token, Fetch fetch,
+                                       Items items) {
   Response all;
   for (;;) {
     absl::StatusOr<Response> page = fetch(token);
@@ -126,7 +135,8 @@ std::string TrialStateNames() {
   for (int i = v1::TrialState_MIN + 1; i <= v1::TrialState_MAX; ++i) {
     if (!v1::TrialState_IsValid(i)) continue;
     names.push_back(absl::AsciiStrToLower(
-        v1::TrialState_Name(static_cast<v1::TrialState>(i)).substr(sizeof("TRIAL_STATE_") - 1)));
+        v1::TrialState_Name(static_cast<v1::TrialState>(i))
+            .substr(sizeof("TRIAL_STATE_") - 1)));
   }
   return absl::StrJoin(names, "|");
 }
@@ -138,32 +148,41 @@ std::string TrialStateNames() {
 
 int Run(int argc, char** argv) {
   GlobalFlags flags;
-  CLI::App app{"Command-line client for the metaopt ask/tell optimization service.\n"
-               "Responses are printed as proto3 JSON; errors as 'metaoptctl: CODE: message'.",
-               "metaoptctl"};
+  CLI::App app{
+      "Command-line client for the metaopt ask/tell optimization service.\n"
+      "Responses are printed as proto3 JSON; errors as 'metaoptctl: CODE: "
+      "message'.",
+      "metaoptctl"};
   app.require_subcommand(1);
   app.fallthrough();
   app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
     // The command being parsed when the error happened, if any.
-    std::vector<CLI::App*> commands =
-        failed != nullptr ? failed->get_subcommands() : std::vector<CLI::App*>();
-    std::string hint = commands.empty()
-                           ? "metaoptctl --help"
-                           : absl::StrCat("metaoptctl ", commands.back()->get_name(), " --help");
-    return absl::StrCat("metaoptctl: ", e.what(), "\nRun '", hint, "' for usage.\n");
+    std::vector<CLI::App*> commands = failed != nullptr
+                                          ? failed->get_subcommands()
+                                          : std::vector<CLI::App*>();
+    std::string hint =
+        commands.empty() ? "metaoptctl --help"
+                         : absl::StrCat("metaoptctl ",
+                                        commands.back()->get_name(), " --help");
+    return absl::StrCat("metaoptctl: ", e.what(), "\nRun '", hint,
+                        "' for usage.\n");
   });
   app.add_option("--server", flags.server,
-                 "Server address HOST:PORT (default: $METAOPT_SERVER, else localhost:50051)")
+                 "Server address HOST:PORT (default: $METAOPT_SERVER, else "
+                 "localhost:50051)")
       ->envname("METAOPT_SERVER");
-  app.add_option("--timeout", flags.timeout_seconds, "Deadline of each call in seconds")
+  app.add_option("--timeout", flags.timeout_seconds,
+                 "Deadline of each call in seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("--print-defaults", flags.print_defaults,
                "Print fields that hold their default value (0, \"\", false)");
   app.add_flag("--proto-names", flags.proto_names,
-               "Print field names as in the .proto (study_id) instead of lowerCamelCase (studyId)");
+               "Print field names as in the .proto (study_id) instead of "
+               "lowerCamelCase (studyId)");
 
-  // Each command sets `run` to the work it does once the command line is parsed.
+  // Each command sets `run` to the work it does once the command line is
+  // parsed.
   std::function<absl::Status(MetaoptClient&)> run;
   auto print = [&flags](const auto& response) -> absl::Status {
     if (!response.ok()) return response.status();
@@ -173,10 +192,13 @@ int Run(int argc, char** argv) {
   // create-study
   std::string study_id;
   std::string spec_path;
-  auto* create = app.add_subcommand("create-study", "Create a study (or get it, if the same "
-                                                    "id and spec exist)");
+  auto* create = app.add_subcommand("create-study",
+                                    "Create a study (or get it, if the same "
+                                    "id and spec exist)");
   create->add_option("--id", study_id, "Study id")->required();
-  create->add_option("--spec", spec_path, "StudySpec as proto3 JSON (file, or - for stdin)")
+  create
+      ->add_option("--spec", spec_path,
+                   "StudySpec as proto3 JSON (file, or - for stdin)")
       ->required();
   create->callback([&] {
     run = [&](MetaoptClient& client) -> absl::Status {
@@ -204,10 +226,14 @@ int Run(int argc, char** argv) {
   std::string page_token;
   bool all_pages = false;
   auto add_paging = [&](CLI::App* command) {
-    command->add_option("--page-size", page_size, "Items per page (server default if 0)")
+    command
+        ->add_option("--page-size", page_size,
+                     "Items per page (server default if 0)")
         ->check(CLI::NonNegativeNumber);
-    command->add_option("--page-token", page_token, "Token from a previous next_page_token");
-    command->add_flag("--all", all_pages, "Follow next_page_token and print every page as one");
+    command->add_option("--page-token", page_token,
+                        "Token from a previous next_page_token");
+    command->add_flag("--all", all_pages,
+                      "Follow next_page_token and print every page as one");
   };
 
   auto* list_studies = app.add_subcommand("list-studies", "List studies");
@@ -222,12 +248,14 @@ int Run(int argc, char** argv) {
       };
       if (!all_pages) return print(fetch(page_token));
       return print(FetchAllPages<v1::ListStudiesResponse>(
-          page_token, fetch, [](v1::ListStudiesResponse* r) { return r->mutable_studies(); }));
+          page_token, fetch,
+          [](v1::ListStudiesResponse* r) { return r->mutable_studies(); }));
     };
   });
 
   // delete-study
-  auto* delete_study = app.add_subcommand("delete-study", "Delete a study and its trials");
+  auto* delete_study =
+      app.add_subcommand("delete-study", "Delete a study and its trials");
   delete_study->add_option("study_id", study_id, "Study id")->required();
   delete_study->callback([&] {
     run = [&](MetaoptClient& client) {
@@ -240,13 +268,15 @@ int Run(int argc, char** argv) {
   // suggest
   int count = 1;
   std::string client_id;
-  auto* suggest = app.add_subcommand("suggest", "Ask for configurations to evaluate");
+  auto* suggest =
+      app.add_subcommand("suggest", "Ask for configurations to evaluate");
   suggest->add_option("study_id", study_id, "Study id")->required();
   suggest->add_option("--count", count, "Number of trials")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  suggest->add_option("--client-id", client_id,
-                      "Worker id; a retry with the same id gets its ACTIVE trials back");
+  suggest->add_option(
+      "--client-id", client_id,
+      "Worker id; a retry with the same id gets its ACTIVE trials back");
   suggest->callback([&] {
     run = [&](MetaoptClient& client) {
       v1::SuggestRequest request;
@@ -264,29 +294,36 @@ int Run(int argc, char** argv) {
   std::string failed_reason;
   std::string infeasible_reason;
   std::vector<std::string> metrics;
-  auto* observe = app.add_subcommand("observe", "Report the outcome of a trial or of an "
-                                                "externally evaluated configuration");
+  auto* observe = app.add_subcommand("observe",
+                                     "Report the outcome of a trial or of an "
+                                     "externally evaluated configuration");
   observe->add_option("study_id", study_id, "Study id")->required();
-  auto* target = observe->add_option_group("target", "What was evaluated (exactly one)");
-  auto* trial_opt = target->add_option("--trial", trial_id, "Trial id from suggest");
+  auto* target =
+      observe->add_option_group("target", "What was evaluated (exactly one)");
+  auto* trial_opt =
+      target->add_option("--trial", trial_id, "Trial id from suggest");
   target->add_option("--configuration", configuration_path,
                      "Configuration as proto3 JSON (file, or - for stdin)");
   target->require_option(1);
-  auto* outcome = observe->add_option_group("outcome", "The result (exactly one)");
+  auto* outcome =
+      observe->add_option_group("outcome", "The result (exactly one)");
   auto* value_opt = outcome->add_option("--value", value, "Objective value");
-  auto* failed_opt =
-      outcome->add_option("--failed", failed_reason, "The evaluation failed, for this reason");
+  auto* failed_opt = outcome->add_option(
+      "--failed", failed_reason, "The evaluation failed, for this reason");
   auto* infeasible_opt = outcome->add_option(
-      "--infeasible", infeasible_reason, "The configuration cannot be evaluated, for this reason");
+      "--infeasible", infeasible_reason,
+      "The configuration cannot be evaluated, for this reason");
   outcome->require_option(1);
-  observe->add_option("--metric", metrics, "Extra metric NAME=NUMBER (repeatable)")
+  observe
+      ->add_option("--metric", metrics, "Extra metric NAME=NUMBER (repeatable)")
       ->allow_extra_args(false);
   observe->callback([&] {
     std::map<std::string, double> parsed_metrics;
     for (const std::string& m : metrics) {
       const auto eq = m.find('=');
       double number = 0;
-      if (eq == std::string::npos || eq == 0 || !absl::SimpleAtod(m.substr(eq + 1), &number)) {
+      if (eq == std::string::npos || eq == 0 ||
+          !absl::SimpleAtod(m.substr(eq + 1), &number)) {
         Usage("--metric", absl::StrCat("expected NAME=NUMBER, got '", m, "'"));
       }
       parsed_metrics[m.substr(0, eq)] = number;
@@ -297,7 +334,8 @@ int Run(int argc, char** argv) {
       if (trial_opt->count() > 0) {
         request.set_trial_id(trial_id);
       } else {
-        absl::Status parsed = ParseJsonFile(configuration_path, request.mutable_configuration());
+        absl::Status parsed =
+            ParseJsonFile(configuration_path, request.mutable_configuration());
         if (!parsed.ok()) return parsed;
       }
       if (value_opt->count() > 0) {
@@ -309,7 +347,8 @@ int Run(int argc, char** argv) {
         request.mutable_failure()->set_state(v1::TRIAL_STATE_INFEASIBLE);
         request.mutable_failure()->set_reason(infeasible_reason);
       }
-      request.mutable_metrics()->insert(parsed_metrics.begin(), parsed_metrics.end());
+      request.mutable_metrics()->insert(parsed_metrics.begin(),
+                                        parsed_metrics.end());
       return print(client.Observe(request));
     };
   });
@@ -329,15 +368,17 @@ int Run(int argc, char** argv) {
 
   // list-trials
   std::string state_name;
-  auto* list_trials = app.add_subcommand("list-trials", "List a study's trials by id");
+  auto* list_trials =
+      app.add_subcommand("list-trials", "List a study's trials by id");
   list_trials->add_option("study_id", study_id, "Study id")->required();
-  list_trials->add_option("--state", state_name, "Only trials in this state: " + TrialStateNames());
+  list_trials->add_option("--state", state_name,
+                          "Only trials in this state: " + TrialStateNames());
   add_paging(list_trials);
   list_trials->callback([&] {
     v1::TrialState state = v1::TRIAL_STATE_UNSPECIFIED;
     if (!state_name.empty() && !ParseTrialState(state_name, &state)) {
-      Usage("--state", absl::StrCat("unknown trial state '", state_name, "'; one of ",
-                                    TrialStateNames()));
+      Usage("--state", absl::StrCat("unknown trial state '", state_name,
+                                    "'; one of ", TrialStateNames()));
     }
     run = [&, state](MetaoptClient& client) {
       auto fetch = [&](const std::string& token) {
@@ -350,23 +391,30 @@ int Run(int argc, char** argv) {
       };
       if (!all_pages) return print(fetch(page_token));
       return print(FetchAllPages<v1::ListTrialsResponse>(
-          page_token, fetch, [](v1::ListTrialsResponse* r) { return r->mutable_trials(); }));
+          page_token, fetch,
+          [](v1::ListTrialsResponse* r) { return r->mutable_trials(); }));
     };
   });
 
   // fine-tune
   int steps = 0;
   std::string scope_name = "kernel";
-  auto* fine_tune = app.add_subcommand("fine-tune", "Fit the study's surrogate further");
+  auto* fine_tune =
+      app.add_subcommand("fine-tune", "Fit the study's surrogate further");
   fine_tune->add_option("study_id", study_id, "Study id")->required();
-  fine_tune->add_option("--steps", steps, "Optimizer steps (0: the algorithm's default)")
+  fine_tune
+      ->add_option("--steps", steps,
+                   "Optimizer steps (0: the algorithm's default)")
       ->check(CLI::NonNegativeNumber);
-  fine_tune->add_option("--scope", scope_name, "kernel (kernel hyperparameters) or full")
+  fine_tune
+      ->add_option("--scope", scope_name,
+                   "kernel (kernel hyperparameters) or full")
       ->capture_default_str();
   fine_tune->callback([&] {
     v1::FineTuneScope scope = v1::FINE_TUNE_SCOPE_UNSPECIFIED;
     if (!ParseScope(scope_name, &scope)) {
-      Usage("--scope", absl::StrCat("unknown scope '", scope_name, "'; one of kernel|full"));
+      Usage("--scope", absl::StrCat("unknown scope '", scope_name,
+                                    "'; one of kernel|full"));
     }
     run = [&, scope](MetaoptClient& client) {
       v1::FineTuneRequest request;
@@ -378,9 +426,12 @@ int Run(int argc, char** argv) {
   });
 
   // list-models
-  auto* list_models = app.add_subcommand("list-models", "Show the models in the server's registry");
+  auto* list_models = app.add_subcommand(
+      "list-models", "Show the models in the server's registry");
   list_models->callback([&] {
-    run = [&](MetaoptClient& client) { return print(client.ListModels(v1::ListModelsRequest())); };
+    run = [&](MetaoptClient& client) {
+      return print(client.ListModels(v1::ListModelsRequest()));
+    };
   });
 
   try {
@@ -393,11 +444,12 @@ int Run(int argc, char** argv) {
   MetaoptClient::Options options;
   options.address = flags.server;
   options.timeout = absl::Seconds(flags.timeout_seconds);
-  absl::StatusOr<std::unique_ptr<MetaoptClient>> client = MetaoptClient::Create(options);
+  absl::StatusOr<std::unique_ptr<MetaoptClient>> client =
+      MetaoptClient::Create(options);
   absl::Status status = client.ok() ? run(**client) : client.status();
   if (!status.ok()) {
-    std::cerr << "metaoptctl: " << absl::StatusCodeToString(status.code()) << ": "
-              << status.message() << std::endl;
+    std::cerr << "metaoptctl: " << absl::StatusCodeToString(status.code())
+              << ": " << status.message() << std::endl;
     return 1;
   }
   return 0;

@@ -1,6 +1,7 @@
-// End-to-end test of metaoptctl: starts the real metaopt-server on 127.0.0.1:0 with a temporary
-// database and model directory, reads the port from its "listening on HOST:PORT" log line, and
-// runs metaoptctl commands, checking their JSON output, stderr and exit codes.
+// End-to-end test of metaoptctl: starts the real metaopt-server on 127.0.0.1:0
+// with a temporary database and model directory, reads the port from its
+// "listening on HOST:PORT" log line, and runs metaoptctl commands, checking
+// their JSON output, stderr and exit codes.
 
 #include <signal.h>
 #include <sys/prctl.h>
@@ -14,13 +15,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -70,14 +70,15 @@ class MetaoptctlTest : public ::testing::Test {
       const std::string listen = "--listen=127.0.0.1:0";
       const std::string db = "--db=" + (*dir_ / "metaopt.db").string();
       const std::string models = "--models=" + (*dir_ / "models").string();
-      execl(METAOPT_SERVER_PATH, METAOPT_SERVER_PATH, listen.c_str(), db.c_str(), models.c_str(),
-            static_cast<char*>(nullptr));
+      execl(METAOPT_SERVER_PATH, METAOPT_SERVER_PATH, listen.c_str(),
+            db.c_str(), models.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
 
     // Wait for "listening on 127.0.0.1:<port>".
     const std::regex listening("listening on 127\\.0\\.0\\.1:([0-9]+)");
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    const auto give_up =
+        std::chrono::steady_clock::now() + std::chrono::seconds(60);
     std::smatch match;
     std::string text;
     while (std::chrono::steady_clock::now() < give_up) {
@@ -90,7 +91,9 @@ class MetaoptctlTest : public ::testing::Test {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    ASSERT_FALSE(match.empty()) << "no 'listening on' line from metaopt-server:\n" << text;
+    ASSERT_FALSE(match.empty())
+        << "no 'listening on' line from metaopt-server:\n"
+        << text;
     address_ = new std::string("127.0.0.1:" + match[1].str());
   }
 
@@ -115,8 +118,10 @@ class MetaoptctlTest : public ::testing::Test {
     ASSERT_NE(address_, nullptr) << "the server did not start";
   }
 
-  // Runs `metaoptctl --server=<test server> <args>`; each arg is single-quoted for the shell.
-  static Result Ctl(const std::vector<std::string>& args, bool with_server = true) {
+  // Runs `metaoptctl --server=<test server> <args>`; each arg is single-quoted
+  // for the shell.
+  static Result Ctl(const std::vector<std::string>& args,
+                    bool with_server = true) {
     static int counter = 0;
     const fs::path out = *dir_ / ("out" + std::to_string(counter));
     const fs::path err = *dir_ / ("err" + std::to_string(counter++));
@@ -139,7 +144,8 @@ class MetaoptctlTest : public ::testing::Test {
 
   // Creates study `id` from docs/examples/study_spec.json.
   static Result CreateExampleStudy(const std::string& id) {
-    return Ctl({"create-study", "--id", id, "--spec", Example("study_spec.json")});
+    return Ctl(
+        {"create-study", "--id", id, "--spec", Example("study_spec.json")});
   }
 
   static pid_t server_pid_;
@@ -151,13 +157,15 @@ pid_t MetaoptctlTest::server_pid_ = -1;
 fs::path* MetaoptctlTest::dir_ = nullptr;
 std::string* MetaoptctlTest::address_ = nullptr;
 
-// Evaluates `expr` (a Result) once; expects exit code 0, nothing on stderr and JSON on stdout.
-#define EXPECT_OK_RESULT(expr)                                               \
-  do {                                                                       \
-    const Result& ok_result_ = (expr);                                       \
-    EXPECT_EQ(ok_result_.exit_code, 0) << "stderr: " << ok_result_.err;      \
-    EXPECT_EQ(ok_result_.err, "");                                           \
-    EXPECT_FALSE(ok_result_.json.is_discarded()) << "not JSON: " << ok_result_.out; \
+// Evaluates `expr` (a Result) once; expects exit code 0, nothing on stderr and
+// JSON on stdout.
+#define EXPECT_OK_RESULT(expr)                                          \
+  do {                                                                  \
+    const Result& ok_result_ = (expr);                                  \
+    EXPECT_EQ(ok_result_.exit_code, 0) << "stderr: " << ok_result_.err; \
+    EXPECT_EQ(ok_result_.err, "");                                      \
+    EXPECT_FALSE(ok_result_.json.is_discarded())                        \
+        << "not JSON: " << ok_result_.out;                              \
   } while (false)
 
 TEST_F(MetaoptctlTest, AskTellRoundTrip) {
@@ -165,53 +173,60 @@ TEST_F(MetaoptctlTest, AskTellRoundTrip) {
   EXPECT_OK_RESULT(created);
   EXPECT_EQ(created.json["study"]["studyId"], "roundtrip");
   EXPECT_EQ(created.json["created"], true);
-  EXPECT_EQ(created.json["study"]["spec"]["objective"]["goal"], "GOAL_MAXIMIZE");
-  EXPECT_EQ(created.json["study"]["spec"]["algorithm"]["kind"], "ALGORITHM_KIND_RANDOM");
+  EXPECT_EQ(created.json["study"]["spec"]["objective"]["goal"],
+            "GOAL_MAXIMIZE");
+  EXPECT_EQ(created.json["study"]["spec"]["algorithm"]["kind"],
+            "ALGORITHM_KIND_RANDOM");
 
   // Create-or-get: the same spec again returns the study with created = false.
-  Result again = Ctl({"--print-defaults", "create-study", "--id", "roundtrip", "--spec",
-                      Example("study_spec.json")});
+  Result again = Ctl({"--print-defaults", "create-study", "--id", "roundtrip",
+                      "--spec", Example("study_spec.json")});
   EXPECT_OK_RESULT(again);
   EXPECT_EQ(again.json["created"], false);
 
-  Result suggested = Ctl({"suggest", "roundtrip", "--count", "2", "--client-id", "w1"});
+  Result suggested =
+      Ctl({"suggest", "roundtrip", "--count", "2", "--client-id", "w1"});
   EXPECT_OK_RESULT(suggested);
   ASSERT_EQ(suggested.json["trials"].size(), 2u) << suggested.out;
   const Json& first = suggested.json["trials"][0];
   const Json& second = suggested.json["trials"][1];
   EXPECT_EQ(first["state"], "TRIAL_STATE_ACTIVE");
   EXPECT_EQ(first["clientId"], "w1");
-  ASSERT_TRUE(first["id"].is_string()) << "int64 ids are JSON strings: " << first;
+  ASSERT_TRUE(first["id"].is_string())
+      << "int64 ids are JSON strings: " << first;
   EXPECT_EQ(first["configuration"]["assignments"].size(), 2u);
   const std::string id1 = first["id"];
   const std::string id2 = second["id"];
   EXPECT_NE(id1, id2);
 
   // The same client gets its ACTIVE trials back.
-  Result retried = Ctl({"suggest", "roundtrip", "--count", "2", "--client-id", "w1"});
+  Result retried =
+      Ctl({"suggest", "roundtrip", "--count", "2", "--client-id", "w1"});
   EXPECT_OK_RESULT(retried);
   ASSERT_EQ(retried.json["trials"].size(), 2u) << retried.out;
   std::vector<std::string> retried_ids = {retried.json["trials"][0]["id"],
                                           retried.json["trials"][1]["id"]};
   EXPECT_THAT(retried_ids, ::testing::UnorderedElementsAre(id1, id2));
 
-  Result observed =
-      Ctl({"observe", "roundtrip", "--trial", id1, "--value", "0.75", "--metric", "fit_seconds=1.5"});
+  Result observed = Ctl({"observe", "roundtrip", "--trial", id1, "--value",
+                         "0.75", "--metric", "fit_seconds=1.5"});
   EXPECT_OK_RESULT(observed);
   EXPECT_EQ(observed.json["trial"]["id"], id1);
   EXPECT_EQ(observed.json["trial"]["state"], "TRIAL_STATE_COMPLETED");
   EXPECT_DOUBLE_EQ(observed.json["trial"]["value"].get<double>(), 0.75);
-  EXPECT_DOUBLE_EQ(observed.json["trial"]["metrics"]["fit_seconds"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(
+      observed.json["trial"]["metrics"]["fit_seconds"].get<double>(), 1.5);
 
-  Result failed = Ctl({"observe", "roundtrip", "--trial", id2, "--failed", "out of memory"});
+  Result failed = Ctl(
+      {"observe", "roundtrip", "--trial", id2, "--failed", "out of memory"});
   EXPECT_OK_RESULT(failed);
   EXPECT_EQ(failed.json["trial"]["state"], "TRIAL_STATE_FAILED");
   EXPECT_EQ(failed.json["trial"]["failureReason"], "out of memory");
   EXPECT_FALSE(failed.json["trial"].contains("value"));
 
   // An externally evaluated configuration becomes a new completed trial.
-  Result external = Ctl({"observe", "roundtrip", "--configuration", Example("configuration.json"),
-                         "--value", "0.9"});
+  Result external = Ctl({"observe", "roundtrip", "--configuration",
+                         Example("configuration.json"), "--value", "0.9"});
   EXPECT_OK_RESULT(external);
   EXPECT_EQ(external.json["trial"]["state"], "TRIAL_STATE_COMPLETED");
   const std::string id3 = external.json["trial"]["id"];
@@ -219,7 +234,8 @@ TEST_F(MetaoptctlTest, AskTellRoundTrip) {
   Result study = Ctl({"get-study", "roundtrip"});
   EXPECT_OK_RESULT(study);
   EXPECT_EQ(study.json["study"]["trialCount"], "3");
-  EXPECT_EQ(study.json["study"]["bestTrial"]["id"], id3);  // 0.9 > 0.75, goal maximize
+  EXPECT_EQ(study.json["study"]["bestTrial"]["id"],
+            id3);  // 0.9 > 0.75, goal maximize
 
   Result trial = Ctl({"get-trial", "roundtrip", id1});
   EXPECT_OK_RESULT(trial);
@@ -260,28 +276,33 @@ TEST_F(MetaoptctlTest, ServerErrorsGoToStderrWithExitCode1) {
 
   Result twice = Ctl({"observe", "errors", "--trial", id, "--value", "0.5"});
   EXPECT_EQ(twice.exit_code, 1);
-  // The style guide's code table says ALREADY_EXISTS; the server currently answers
-  // FAILED_PRECONDITION. Either way it must be a clean error, not a second completion.
-  EXPECT_THAT(twice.err, ::testing::AnyOf(StartsWith("metaoptctl: ALREADY_EXISTS: "),
-                                          StartsWith("metaoptctl: FAILED_PRECONDITION: ")));
+  // The style guide's code table says ALREADY_EXISTS; the server currently
+  // answers FAILED_PRECONDITION. Either way it must be a clean error, not a
+  // second completion.
+  EXPECT_THAT(twice.err, ::testing::AnyOf(
+                             StartsWith("metaoptctl: ALREADY_EXISTS: "),
+                             StartsWith("metaoptctl: FAILED_PRECONDITION: ")));
   EXPECT_THAT(twice.err, HasSubstr(id));
 
-  Result not_finite = Ctl({"observe", "errors", "--configuration", Example("configuration.json"),
-                           "--value", "nan"});
+  Result not_finite = Ctl({"observe", "errors", "--configuration",
+                           Example("configuration.json"), "--value", "nan"});
   EXPECT_EQ(not_finite.exit_code, 1) << not_finite.out;
   EXPECT_THAT(not_finite.err, StartsWith("metaoptctl: INVALID_ARGUMENT: "));
 
   // Same id, another spec.
   const fs::path other = *dir_ / "other_spec.json";
-  std::ofstream(other) << R"({"searchSpace": {"stages": [{"name": "s", "algorithms": [{"name": "a",
+  std::ofstream(other)
+      << R"({"searchSpace": {"stages": [{"name": "s", "algorithms": [{"name": "a",
       "parameters": [{"name": "x", "floatDomain": {"low": 0, "high": 1}}]}]}]},
       "objective": {"name": "loss", "goal": "GOAL_MINIMIZE"},
       "algorithm": {"kind": "ALGORITHM_KIND_RANDOM"}})";
-  Result taken = Ctl({"create-study", "--id", "errors", "--spec", other.string()});
+  Result taken =
+      Ctl({"create-study", "--id", "errors", "--spec", other.string()});
   EXPECT_EQ(taken.exit_code, 1);
   EXPECT_THAT(taken.err, StartsWith("metaoptctl: ALREADY_EXISTS: "));
 
-  Result invalid = Ctl({"create-study", "--id", "bad id!", "--spec", other.string()});
+  Result invalid =
+      Ctl({"create-study", "--id", "bad id!", "--spec", other.string()});
   EXPECT_EQ(invalid.exit_code, 1);
   EXPECT_THAT(invalid.err, StartsWith("metaoptctl: INVALID_ARGUMENT: "));
 }
@@ -291,23 +312,31 @@ TEST_F(MetaoptctlTest, LocalErrors) {
   std::ofstream(bad) << R"({"searchSpace": {"stages": [{"nmae": "typo"}]}})";
   Result parse = Ctl({"create-study", "--id", "x", "--spec", bad.string()});
   EXPECT_EQ(parse.exit_code, 1);
-  EXPECT_THAT(parse.err, StartsWith("metaoptctl: INVALID_ARGUMENT: " + bad.string() + ": "));
+  EXPECT_THAT(
+      parse.err,
+      StartsWith("metaoptctl: INVALID_ARGUMENT: " + bad.string() + ": "));
   EXPECT_THAT(parse.err, HasSubstr("nmae"));
 
-  Result absent = Ctl({"create-study", "--id", "x", "--spec", (*dir_ / "absent.json").string()});
+  Result absent = Ctl({"create-study", "--id", "x", "--spec",
+                       (*dir_ / "absent.json").string()});
   EXPECT_EQ(absent.exit_code, 1);
   EXPECT_THAT(absent.err, HasSubstr("absent.json"));
 
   // Usage errors exit with 2.
-  EXPECT_EQ(Ctl({"observe", "x", "--value", "1"}).exit_code, 2);  // no --trial/--configuration
-  EXPECT_EQ(Ctl({"observe", "x", "--trial", "1", "--value", "1", "--failed", "r"}).exit_code, 2);
+  EXPECT_EQ(Ctl({"observe", "x", "--value", "1"}).exit_code,
+            2);  // no --trial/--configuration
+  EXPECT_EQ(
+      Ctl({"observe", "x", "--trial", "1", "--value", "1", "--failed", "r"})
+          .exit_code,
+      2);
   EXPECT_EQ(Ctl({"list-trials", "x", "--state", "bogus"}).exit_code, 2);
   EXPECT_EQ(Ctl({"no-such-command"}).exit_code, 2);
   EXPECT_EQ(Ctl({}).exit_code, 2);
   EXPECT_EQ(Ctl({"--help"}).exit_code, 0);
 
   // Nothing listens on port 1.
-  Result down = Ctl({"--server=127.0.0.1:1", "--timeout=5", "list-studies"}, /*with_server=*/false);
+  Result down = Ctl({"--server=127.0.0.1:1", "--timeout=5", "list-studies"},
+                    /*with_server=*/false);
   EXPECT_EQ(down.exit_code, 1);
   EXPECT_THAT(down.err, StartsWith("metaoptctl: UNAVAILABLE: "));
 }
