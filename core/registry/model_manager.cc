@@ -1,0 +1,538 @@
+#include "core/registry/model_manager.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "absl/memory/memory.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/common/logging.h"
+#include "core/common/status_macros.h"
+
+namespace metaopt::registry {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kTempDirPrefix[] = ".tmp-";
+
+// abseil 20220623 on Debian has its own string_view type; the public API uses
+// std::string_view.
+absl::string_view ToAbsl(std::string_view s) {
+  return absl::string_view(s.data(), s.size());
+}
+
+// ---- Search space matching ----
+
+const char* DomainType(const v1::Parameter& parameter) {
+  switch (parameter.domain_case()) {
+    case v1::Parameter::kFloatDomain:
+      return "float";
+    case v1::Parameter::kIntDomain:
+      return "int";
+    case v1::Parameter::kCategoricalDomain:
+      return "categorical";
+    case v1::Parameter::DOMAIN_NOT_SET:
+      break;
+  }
+  return "unset";
+}
+
+std::string Quoted(std::string_view text) {
+  return absl::StrCat("\"", absl::CEscape(ToAbsl(text)), "\"");
+}
+
+// Compares the names of two lists element by element; returns the first
+// difference (described below `path` as "<what>[i] ...") or nullopt.
+// `name_of(list, i)` gives the i-th name.
+template <typename List, typename NameOf>
+std::optional<std::string> FirstNameMismatch(const List& model,
+                                             const List& study,
+                                             std::string_view what,
+                                             std::string_view path,
+                                             NameOf name_of) {
+  const int common = std::min(model.size(), study.size());
+  const std::string prefix =
+      path.empty() ? "" : absl::StrCat(ToAbsl(path), ": ");
+  for (int i = 0; i < common; ++i) {
+    if (name_of(model, i) != name_of(study, i)) {
+      return absl::StrCat(prefix, ToAbsl(what), "[", i, "] is ",
+                          Quoted(name_of(model, i)), " in the model, ",
+                          Quoted(name_of(study, i)), " in the study");
+    }
+  }
+  if (model.size() > common) {
+    return absl::StrCat(prefix, ToAbsl(what), "[", common, "] ",
+                        Quoted(name_of(model, common)),
+                        " is in the model only");
+  }
+  if (study.size() > common) {
+    return absl::StrCat(prefix, ToAbsl(what), "[", common, "] ",
+                        Quoted(name_of(study, common)),
+                        " is in the study only");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> FirstParameterMismatch(const v1::Parameter& model,
+                                                  const v1::Parameter& study,
+                                                  std::string_view path) {
+  if (model.domain_case() != study.domain_case()) {
+    return absl::StrCat(ToAbsl(path), ": ", DomainType(model),
+                        " in the model, ", DomainType(study), " in the study");
+  }
+  if (model.domain_case() != v1::Parameter::kCategoricalDomain)
+    return std::nullopt;
+  const auto& model_values = model.categorical_domain().values();
+  const auto& study_values = study.categorical_domain().values();
+  for (const std::string& value : model_values) {
+    if (std::find(study_values.begin(), study_values.end(), value) ==
+        study_values.end()) {
+      return absl::StrCat(ToAbsl(path), ": value ", Quoted(value),
+                          " is in the model only");
+    }
+  }
+  for (const std::string& value : study_values) {
+    if (std::find(model_values.begin(), model_values.end(), value) ==
+        model_values.end()) {
+      return absl::StrCat(ToAbsl(path), ": value ", Quoted(value),
+                          " is in the study only");
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> FirstMismatch(const v1::SearchSpace& model,
+                                         const v1::SearchSpace& study) {
+  auto name_of = [](const auto& list, int i) -> const std::string& {
+    return list.Get(i).name();
+  };
+  if (auto mismatch = FirstNameMismatch(model.stages(), study.stages(), "stage",
+                                        "", name_of)) {
+    return mismatch;
+  }
+  for (int s = 0; s < model.stages_size(); ++s) {
+    const v1::Stage& model_stage = model.stages(s);
+    const v1::Stage& study_stage = study.stages(s);
+    const std::string stage_path =
+        absl::StrCat("stage[", s, "] ", Quoted(model_stage.name()));
+    if (auto mismatch = FirstNameMismatch(model_stage.algorithms(),
+                                          study_stage.algorithms(), "algorithm",
+                                          stage_path, name_of)) {
+      return mismatch;
+    }
+    for (int a = 0; a < model_stage.algorithms_size(); ++a) {
+      const v1::Algorithm& model_algorithm = model_stage.algorithms(a);
+      const v1::Algorithm& study_algorithm = study_stage.algorithms(a);
+      const std::string algorithm_path = absl::StrCat(
+          stage_path, ": algorithm[", a, "] ", Quoted(model_algorithm.name()));
+      if (auto mismatch = FirstNameMismatch(
+              model_algorithm.parameters(), study_algorithm.parameters(),
+              "parameter", algorithm_path, name_of)) {
+        return mismatch;
+      }
+      for (int p = 0; p < model_algorithm.parameters_size(); ++p) {
+        const std::string parameter_path =
+            absl::StrCat(algorithm_path, ": parameter[", p, "] ",
+                         Quoted(model_algorithm.parameters(p).name()));
+        if (auto mismatch = FirstParameterMismatch(
+                model_algorithm.parameters(p), study_algorithm.parameters(p),
+                parameter_path)) {
+          return mismatch;
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// ---- Files ----
+
+// A string that changes when the files of a version directory change: the
+// directory's inode and mtime and each entry's name, inode, size and mtime.
+// Empty if the directory cannot be read.
+std::string Fingerprint(const std::string& dir) {
+  auto stat_text = [](const std::string& path) -> std::string {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) return "?";
+    return absl::StrCat(st.st_ino, ":", st.st_size, ":", st.st_mtim.tv_sec, ".",
+                        st.st_mtim.tv_nsec);
+  };
+  std::vector<std::string> parts = {stat_text(dir)};
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec);
+       !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    parts.push_back(absl::StrCat(name, "=", stat_text(it->path().string())));
+  }
+  std::sort(parts.begin() + 1, parts.end());
+  return absl::StrJoin(parts, ";");
+}
+
+bool IsDirectory(const fs::directory_entry& entry) {
+  std::error_code ec;
+  return entry.is_directory(ec) && !ec;  // follows symlinks
+}
+
+}  // namespace
+
+// ---- Free functions ----
+
+std::string ModelReference::ToString() const {
+  return version == 0 ? name : absl::StrCat(name, "@", version);
+}
+
+absl::StatusOr<ModelReference> ParseModelReference(std::string_view spec,
+                                                   std::string_view field) {
+  if (spec.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        ToAbsl(field), ": empty (expected \"name\" or \"name@version\")"));
+  }
+  const size_t at = spec.find('@');
+  ModelReference reference;
+  reference.name = std::string(spec.substr(0, at));
+  METAOPT_RETURN_IF_ERROR(ValidateModelName(reference.name, field));
+  if (at != std::string_view::npos) {
+    const std::string_view version = spec.substr(at + 1);
+    const std::optional<int64_t> parsed = ParseVersionDirName(version);
+    if (!parsed.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          ToAbsl(field), ": ", Quoted(spec), ": version ", Quoted(version),
+          " is not a positive integer without sign or leading zeros"));
+    }
+    reference.version = *parsed;
+  }
+  return reference;
+}
+
+absl::Status CheckMatches(const v1::SearchSpace& model_space,
+                          const v1::SearchSpace& study_space) {
+  if (std::optional<std::string> mismatch =
+          FirstMismatch(model_space, study_space)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("search spaces do not match: ", *mismatch));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckMatches(const LoadedModel& model,
+                          const v1::SearchSpace& study_space) {
+  if (std::optional<std::string> mismatch =
+          FirstMismatch(model.space.proto(), study_space)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model ", Quoted(model.reference()),
+                     " does not match the study's space: ", *mismatch));
+  }
+  return absl::OkStatus();
+}
+
+v1::Model Describe(const LoadedModel& model) {
+  v1::Model out;
+  out.set_name(model.name);
+  out.set_version(model.version);
+  out.set_kind(model.artifact.kind());
+  out.set_search_space_summary(model.space.Summary());
+  const v1::TrainingProvenance& provenance = model.artifact.provenance();
+  const int tasks = provenance.task_ids_size();
+  const std::string task_count =
+      absl::StrCat(tasks, tasks == 1 ? " task" : " tasks");
+  if (!provenance.data_name().empty()) {
+    out.set_training_data(
+        provenance.split().empty()
+            ? absl::StrCat(provenance.data_name(), " (", task_count, ")")
+            : absl::StrCat(provenance.data_name(), " (", provenance.split(),
+                           ", ", task_count, ")"));
+  }
+  *out.mutable_create_time() = provenance.has_create_time()
+                                   ? provenance.create_time()
+                                   : model.manifest.create_time();
+  out.mutable_validation_metrics()->insert(
+      provenance.validation_metrics().begin(),
+      provenance.validation_metrics().end());
+  out.set_portfolio_size(model.artifact.portfolio_size());
+  return out;
+}
+
+// ---- ModelManager ----
+
+absl::StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(
+    const Options& options) {
+  if (options.base_path.empty()) {
+    return absl::InvalidArgumentError("model registry: base_path is empty");
+  }
+  if (options.poll_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model registry: poll_interval ",
+        absl::FormatDuration(options.poll_interval), " is negative"));
+  }
+  auto manager = absl::WrapUnique(new ModelManager(options));
+  const absl::Status status = manager->PollOnce();
+  if (!status.ok()) {
+    LogWarning(absl::StrCat("model registry: no models loaded yet: ",
+                            status.message()));
+  }
+  if (options.poll_interval > absl::ZeroDuration()) {
+    {
+      absl::MutexLock lock(&manager->thread_mu_);
+      if (!status.ok())
+        manager->last_poll_error_ = std::string(status.message());
+    }
+    ModelManager* raw = manager.get();
+    manager->poll_thread_ = std::thread([raw] { raw->PollLoop(); });
+  }
+  return manager;
+}
+
+ModelManager::ModelManager(Options options) : options_(std::move(options)) {}
+
+ModelManager::~ModelManager() {
+  {
+    absl::MutexLock lock(&thread_mu_);
+    stop_ = true;
+  }
+  if (poll_thread_.joinable()) poll_thread_.join();
+}
+
+void ModelManager::PollLoop() {
+  absl::MutexLock lock(&thread_mu_);
+  while (true) {
+    // Wakes up early when the destructor sets stop_.
+    thread_mu_.AwaitWithTimeout(absl::Condition(&stop_),
+                                options_.poll_interval);
+    if (stop_) return;
+    thread_mu_.Unlock();
+    const absl::Status status = PollOnce();
+    thread_mu_.Lock();
+    // Log changes only: an outage is reported once, and so is its end.
+    const std::string error = status.ok() ? "" : std::string(status.message());
+    if (error != last_poll_error_) {
+      if (error.empty()) {
+        LogInfo(absl::StrCat("model registry ", options_.base_path,
+                             " is readable again"));
+      } else {
+        LogError(absl::StrCat(
+            "model registry poll failed (models stay loaded): ", error));
+      }
+      last_poll_error_ = error;
+    }
+  }
+}
+
+void ModelManager::WarnOnce(const std::string& key,
+                            const std::string& message) {
+  if (warned_.insert(key).second) LogWarning(message);
+}
+
+absl::Status ModelManager::PollOnce() {
+  absl::MutexLock poll_lock(&poll_mu_);
+  const std::string& base = options_.base_path;
+  std::error_code ec;
+  const fs::file_status base_status = fs::status(base, ec);
+  if (!fs::exists(base_status)) {
+    return absl::NotFoundError(
+        absl::StrCat("model registry ", base, " does not exist",
+                     ec && ec != std::errc::no_such_file_or_directory
+                         ? absl::StrCat(" or is not accessible: ", ec.message())
+                         : ""));
+  }
+  if (!fs::is_directory(base_status)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model registry ", base, " is not a directory"));
+  }
+  // List everything first, so that an unreadable base path changes nothing.
+  std::vector<std::string> names;
+  fs::directory_iterator it(base, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.front() == '.') continue;  // hidden
+    if (!IsDirectory(*it)) continue;                    // README and such
+    if (!ValidateModelName(name).ok()) {
+      WarnOnce(it->path().string(),
+               absl::StrCat(
+                   "model registry: skipping ", it->path().string(), ": ",
+                   Quoted(name),
+                   " is not a model name ([A-Za-z0-9][A-Za-z0-9._-]{0,127})"));
+      continue;
+    }
+    names.push_back(name);
+  }
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot list model registry ", base, ": ", ec.message()));
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    PollModel(name, absl::StrCat(base, "/", name));
+  }
+  return absl::OkStatus();
+}
+
+void ModelManager::PollModel(const std::string& name,
+                             const std::string& model_dir) {
+  std::vector<int64_t> versions;
+  std::error_code ec;
+  fs::directory_iterator it(model_dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string entry = it->path().filename().string();
+    if (absl::StartsWith(entry, kTempDirPrefix))
+      continue;  // a publish in progress
+    if (!IsDirectory(*it)) continue;
+    const std::optional<int64_t> version = ParseVersionDirName(entry);
+    if (!version.has_value()) {
+      WarnOnce(
+          it->path().string(),
+          absl::StrCat(
+              "model registry: skipping ", it->path().string(), ": ",
+              Quoted(entry),
+              " is not a version (a positive integer without sign or leading "
+              "zeros)"));
+      continue;
+    }
+    versions.push_back(*version);
+  }
+  if (ec) {
+    // Keep serving what we have; report once per outage of this directory.
+    WarnOnce(absl::StrCat(model_dir, " unreadable"),
+             absl::StrCat("model registry: cannot list ", model_dir, " (",
+                          ec.message(), "); its served version stays loaded"));
+    return;
+  }
+  warned_.erase(absl::StrCat(model_dir, " unreadable"));
+  std::sort(versions.begin(), versions.end(), std::greater<>());
+
+  int64_t served_version = 0;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto served = served_.find(name);
+    if (served != served_.end()) served_version = served->second->version;
+  }
+  for (const int64_t version : versions) {
+    // Never go back to an older version (and the served one is already loaded).
+    if (version <= served_version) break;
+    const std::string version_dir = absl::StrCat(model_dir, "/", version);
+    std::shared_ptr<const LoadedModel> model;
+    {
+      absl::ReaderMutexLock lock(&mu_);
+      auto versions_of = loaded_.find(name);
+      if (versions_of != loaded_.end()) {
+        auto loaded = versions_of->second.find(version);
+        if (loaded != versions_of->second.end())
+          model = loaded->second;  // loaded on demand
+      }
+    }
+    if (model == nullptr) {
+      // Taken before reading, so a change during the read makes the next poll
+      // retry.
+      const std::string fingerprint = Fingerprint(version_dir);
+      auto failed = failed_versions_.find(version_dir);
+      if (failed != failed_versions_.end() && failed->second == fingerprint)
+        continue;
+      absl::StatusOr<std::shared_ptr<const LoadedModel>> loaded =
+          ReadModelVersion(options_.base_path, name, version);
+      if (!loaded.ok()) {
+        failed_versions_[version_dir] = fingerprint;
+        if (absl::IsNotFound(loaded.status())) {
+          LogWarning(absl::StrCat("model registry: ignoring ",
+                                  loaded.status().message()));
+        } else {
+          LogError(absl::StrCat("model registry: skipping broken version: ",
+                                loaded.status().message()));
+        }
+        continue;  // fall back to the next older version
+      }
+      failed_versions_.erase(version_dir);
+      model = *std::move(loaded);
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      served_[name] = model;
+      loaded_[name].emplace(version, model);
+    }
+    LogInfo(served_version == 0
+                ? absl::StrCat("model registry: serving ", model->reference())
+                : absl::StrCat("model registry: serving ", model->reference(),
+                               " (was ", name, "@", served_version, ")"));
+    return;
+  }
+}
+
+std::shared_ptr<const LoadedModel> ModelManager::Get(
+    std::string_view name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = served_.find(name);
+  return it == served_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedModel>> ModelManager::Get(
+    std::string_view name, int64_t version) {
+  METAOPT_RETURN_IF_ERROR(ValidateModelName(name));
+  if (version <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model version: ", version, " is not a positive integer"));
+  }
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto versions_of = loaded_.find(name);
+    if (versions_of != loaded_.end()) {
+      auto it = versions_of->second.find(version);
+      if (it != versions_of->second.end()) return it->second;
+    }
+  }
+  const std::string version_dir =
+      absl::StrCat(options_.base_path, "/", ToAbsl(name), "/", version);
+  std::error_code ec;
+  if (!fs::is_directory(version_dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("model ", Quoted(name),
+                                            " has no version ", version,
+                                            " in the registry"));
+  }
+  // Loaded without holding mu_; if another thread loads the same version
+  // meanwhile, the first one stored wins, so every caller sees the same object.
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedModel> model,
+                           ReadModelVersion(options_.base_path, name, version));
+  absl::MutexLock lock(&mu_);
+  auto [it, inserted] =
+      loaded_[std::string(name)].emplace(version, std::move(model));
+  if (inserted)
+    LogInfo(absl::StrCat("model registry: loaded ", it->second->reference()));
+  return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<const LoadedModel>> ModelManager::Resolve(
+    const ModelReference& reference) {
+  if (reference.version != 0) return Get(reference.name, reference.version);
+  METAOPT_RETURN_IF_ERROR(ValidateModelName(reference.name));
+  std::shared_ptr<const LoadedModel> model = Get(reference.name);
+  if (model == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("model ", Quoted(reference.name),
+                     " is not served (no loadable version in the registry)"));
+  }
+  return model;
+}
+
+std::vector<std::shared_ptr<const LoadedModel>> ModelManager::List() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<std::shared_ptr<const LoadedModel>> models;
+  models.reserve(served_.size());
+  for (const auto& [name, model] : served_) models.push_back(model);
+  return models;
+}
+
+std::shared_ptr<const LoadedModel> ModelManager::FindMatching(
+    const v1::SearchSpace& space) const {
+  // List() is ordered by name, so the first match has the smallest name.
+  for (std::shared_ptr<const LoadedModel>& model : List()) {
+    if (CheckMatches(model->space.proto(), space).ok()) return std::move(model);
+  }
+  return nullptr;
+}
+
+}  // namespace metaopt::registry

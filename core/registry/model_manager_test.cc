@@ -1,0 +1,643 @@
+#include "core/registry/model_manager.h"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "core/registry/artifact.h"
+#include "core/registry/test_artifacts.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace metaopt::registry {
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::metaopt::registry::testing::TestArtifact;
+using ::metaopt::registry::testing::TestSearchSpace;
+using ::metaopt::registry::testing::WriteFile;
+using ::metaopt::registry::testing::WriteRawVersion;
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::ScopedTempDir;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::IsNull;
+using ::testing::NotNull;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// The marker TestArtifact(marker) put in the tensor values.
+double Marker(const LoadedModel& model) {
+  return model.artifact.tensors(0).values(0);
+}
+
+int CountOccurrences(const std::string& text, const std::string& pattern) {
+  int count = 0;
+  for (size_t pos = text.find(pattern); pos != std::string::npos;
+       pos = text.find(pattern, pos + 1)) {
+    ++count;
+  }
+  return count;
+}
+
+// A manager without a poll thread over a fresh registry directory.
+class ModelManagerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ModelManager::Options options;
+    options.base_path = registry_.path();
+    auto manager = ModelManager::Create(options);
+    ASSERT_THAT(manager, IsOk());
+    manager_ = *std::move(manager);
+  }
+
+  int64_t Publish(const std::string& name, double marker) {
+    absl::StatusOr<int64_t> version =
+        WriteModelVersion(registry_.path(), name, TestArtifact(marker));
+    EXPECT_THAT(version, IsOk());
+    return version.value_or(-1);
+  }
+
+  // Makes version `version` of `name` fail its checksum (same size, one byte
+  // changed).
+  void Corrupt(const std::string& name, int64_t version) {
+    const std::string path =
+        registry_.File(name + "/" + std::to_string(version) + "/model.pb");
+    std::string bytes = ReadFile(path);
+    bytes[bytes.size() / 2] ^= 0x01;
+    ASSERT_TRUE(WriteFile(path, bytes));
+  }
+
+  ScopedTempDir registry_;
+  std::unique_ptr<ModelManager> manager_;
+};
+
+// ---- Create ----
+
+TEST(ModelManagerCreateTest, RejectsEmptyBasePathAndNegativeInterval) {
+  EXPECT_THAT(ModelManager::Create({}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("base_path is empty")));
+  ScopedTempDir registry;
+  EXPECT_THAT(
+      ModelManager::Create({registry.path(), absl::Seconds(-1)}),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("negative")));
+}
+
+TEST(ModelManagerCreateTest, LoadsExistingModelsAtCreation) {
+  ScopedTempDir registry;
+  ASSERT_THAT(WriteModelVersion(registry.path(), "m", TestArtifact(1)), IsOk());
+  ASSERT_THAT(WriteModelVersion(registry.path(), "m", TestArtifact(2)), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto manager,
+                               ModelManager::Create({registry.path()}));
+  ASSERT_THAT(manager->Get("m"), NotNull());
+  EXPECT_EQ(manager->Get("m")->version, 2);
+}
+
+TEST(ModelManagerCreateTest, MissingBasePathServesNothingUntilItAppears) {
+  ScopedTempDir temp;
+  const std::string base = temp.File("registry");
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto manager, ModelManager::Create({base}));
+  EXPECT_THAT(manager->List(), IsEmpty());
+  EXPECT_THAT(manager->PollOnce(), StatusIs(absl::StatusCode::kNotFound,
+                                            HasSubstr("does not exist")));
+  ASSERT_THAT(WriteModelVersion(base, "m", TestArtifact()), IsOk());
+  EXPECT_THAT(manager->PollOnce(), IsOk());
+  EXPECT_THAT(manager->Get("m"), NotNull());
+}
+
+// ---- Polling ----
+
+TEST_F(ModelManagerTest, ServesNewestVersionOfEachModelListedByName) {
+  Publish("zeta", 1);
+  Publish("alpha", 1);
+  Publish("alpha", 2);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  const auto models = manager_->List();
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0]->reference(), "alpha@2");
+  EXPECT_EQ(models[1]->reference(), "zeta@1");
+  EXPECT_THAT(manager_->Get("missing"), IsNull());
+}
+
+TEST_F(ModelManagerTest, NewVersionIsSwappedInWhileOldSnapshotStaysValid) {
+  Publish("m", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  std::shared_ptr<const LoadedModel> old = manager_->Get("m");
+  ASSERT_THAT(old, NotNull());
+
+  Publish("m", 2);
+  EXPECT_EQ(manager_->Get("m"), old);  // nothing changes before the poll
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  std::shared_ptr<const LoadedModel> current = manager_->Get("m");
+  ASSERT_THAT(current, NotNull());
+  EXPECT_EQ(current->version, 2);
+  EXPECT_EQ(Marker(*current), 2);
+  // The reader's snapshot is untouched.
+  EXPECT_EQ(old->version, 1);
+  EXPECT_EQ(Marker(*old), 1);
+  EXPECT_EQ(old->artifact.tensors(0).values_size(), 6);
+}
+
+TEST_F(ModelManagerTest, IncompleteVersionIsIgnoredUntilItsManifestAppears) {
+  Publish("m", 1);
+  fs::create_directories(registry_.File("m/2"));
+  ASSERT_TRUE(WriteFile(registry_.File("m/2/model.pb"),
+                        TestArtifact(2).SerializeAsString()));
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m")->version, 1);
+
+  fs::remove_all(registry_.File("m/2"));
+  ASSERT_TRUE(WriteRawVersion(registry_.File("m/2"), TestArtifact(2)));
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m")->version, 2);
+}
+
+TEST_F(ModelManagerTest, ChecksumMismatchFallsBackToOlderVersion) {
+  Publish("m", 1);
+  Publish("m", 2);
+  Corrupt("m", 2);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  ASSERT_THAT(manager_->Get("m"), NotNull());
+  EXPECT_EQ(manager_->Get("m")->version, 1);
+}
+
+TEST_F(ModelManagerTest, BrokenNewerVersionDoesNotDisplaceServedOne) {
+  Publish("m", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  std::shared_ptr<const LoadedModel> served = manager_->Get("m");
+
+  v1::ModelArtifact invalid = TestArtifact(2);
+  invalid.mutable_tensors(0)->set_values(
+      0, std::numeric_limits<double>::quiet_NaN());
+  ASSERT_TRUE(WriteRawVersion(registry_.File("m/2"), invalid));
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m"), served);
+
+  // A good version after the broken one is picked up.
+  EXPECT_EQ(Publish("m", 3), 3);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m")->version, 3);
+}
+
+TEST_F(ModelManagerTest, BrokenVersionBetweenServedAndNewestIsSkipped) {
+  Publish("m", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  Publish("m", 2);
+  Publish("m", 3);
+  Corrupt("m", 3);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m")->version, 2);
+}
+
+TEST_F(ModelManagerTest, BrokenVersionIsLoggedOnceUntilItChanges) {
+  Publish("m", 1);
+  Publish("m", 2);
+  Corrupt("m", 2);
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) ASSERT_THAT(manager_->PollOnce(), IsOk());
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(CountOccurrences(log, "checksum mismatch"), 1) << log;
+
+  // Repairing the file makes the next poll retry it.
+  Corrupt("m", 2);  // flips the byte back
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m")->version, 2);
+}
+
+TEST_F(ModelManagerTest, MissingBasePathIsAnErrorAndUnloadsNothing) {
+  Publish("m", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  fs::remove_all(registry_.path());
+  EXPECT_THAT(manager_->PollOnce(), StatusIs(absl::StatusCode::kNotFound,
+                                             HasSubstr("does not exist")));
+  ASSERT_THAT(manager_->Get("m"), NotNull());
+  EXPECT_EQ(manager_->Get("m")->version, 1);
+  EXPECT_EQ(manager_->List().size(), 1u);
+
+  // A file where the directory was.
+  ASSERT_TRUE(WriteFile(registry_.path(), "not a directory"));
+  EXPECT_THAT(manager_->PollOnce(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is not a directory")));
+  EXPECT_THAT(manager_->Get("m"), NotNull());
+  fs::remove(registry_.path());
+}
+
+TEST_F(ModelManagerTest, RemovedModelDirectoryKeepsServing) {
+  Publish("m", 1);
+  Publish("other", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  fs::remove_all(registry_.File("m"));
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  ASSERT_THAT(manager_->Get("m"), NotNull());
+  EXPECT_EQ(manager_->List().size(), 2u);
+}
+
+TEST_F(ModelManagerTest, IgnoresDirectoriesThatAreNotVersionsOrModelNames) {
+  Publish("m", 1);
+  // Complete, valid versions under names that are not versions.
+  for (const char* name : {"0", "01", "+2", "-3", "abc", "4.0"}) {
+    ASSERT_TRUE(WriteRawVersion(registry_.File(std::string("m/") + name),
+                                TestArtifact(9)));
+  }
+  // Valid versions under directory names that are not model names.
+  ASSERT_TRUE(WriteRawVersion(registry_.File("bad name/1"), TestArtifact(9)));
+  ASSERT_TRUE(WriteRawVersion(registry_.File("_hidden/1"), TestArtifact(9)));
+  // Plain files are ignored too.
+  ASSERT_TRUE(WriteFile(registry_.File("README.md"), "models"));
+  ASSERT_TRUE(
+      WriteFile(registry_.File("m/5"), "a file, not a version directory"));
+
+  ::testing::internal::CaptureStderr();
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  const auto models = manager_->List();
+  ASSERT_EQ(models.size(), 1u);
+  EXPECT_EQ(models[0]->reference(), "m@1");
+  EXPECT_EQ(Marker(*models[0]), 1);
+  // Warned once each, not on every poll.
+  EXPECT_EQ(CountOccurrences(log, "\"01\" is not a version"), 1) << log;
+  EXPECT_EQ(CountOccurrences(log, "\"bad name\" is not a model name"), 1)
+      << log;
+}
+
+TEST_F(ModelManagerTest, IgnoresPublishInProgress) {
+  ASSERT_TRUE(
+      WriteRawVersion(registry_.File("m/.tmp-abc123"), TestArtifact(1)));
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_THAT(manager_->Get("m"), IsNull());
+}
+
+TEST_F(ModelManagerTest, NeverGoesBackToAnOlderVersion) {
+  Publish("m", 1);
+  Publish("m", 2);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  fs::remove_all(registry_.File("m/2"));
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m")->version, 2);
+}
+
+// ---- Get(name, version) and Resolve ----
+
+TEST_F(ModelManagerTest, OlderServedVersionsStayAvailable) {
+  Publish("m", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  std::shared_ptr<const LoadedModel> first = manager_->Get("m");
+  Publish("m", 2);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  // Even after its directory is gone.
+  fs::remove_all(registry_.File("m/1"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto model, manager_->Get("m", 1));
+  EXPECT_EQ(model, first);
+}
+
+TEST_F(ModelManagerTest, LoadsRequestedVersionOnDemandOnce) {
+  Publish("m", 1);
+  Publish("m", 2);
+  Publish("m", 3);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m")->version, 3);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto first, manager_->Get("m", 1));
+  EXPECT_EQ(first->version, 1);
+  EXPECT_EQ(Marker(*first), 1);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto again, manager_->Get("m", 1));
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(manager_->Get("m")->version, 3);  // the served version is unchanged
+}
+
+TEST_F(ModelManagerTest, PollReusesVersionLoadedOnDemand) {
+  Publish("m", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  Publish("m", 2);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto second, manager_->Get("m", 2));
+  EXPECT_EQ(manager_->Get("m")->version, 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  EXPECT_EQ(manager_->Get("m"), second);
+}
+
+TEST_F(ModelManagerTest, GetVersionErrors) {
+  Publish("m", 1);
+  Publish("m", 2);
+  Corrupt("m", 2);
+  EXPECT_THAT(manager_->Get("m", 9),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("model \"m\" has no version 9")));
+  EXPECT_THAT(manager_->Get("nope", 1),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+  EXPECT_THAT(manager_->Get("m", 0),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not a positive integer")));
+  EXPECT_THAT(manager_->Get("m", 2), StatusIs(absl::StatusCode::kDataLoss,
+                                              HasSubstr("checksum mismatch")));
+  EXPECT_THAT(manager_->Get("../m", 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("not a model name")));
+}
+
+TEST_F(ModelManagerTest, ResolvesReferences) {
+  Publish("m", 1);
+  Publish("m", 2);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto served, manager_->Resolve({"m", 0}));
+  EXPECT_EQ(served->version, 2);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto first, manager_->Resolve({"m", 1}));
+  EXPECT_EQ(first->version, 1);
+  EXPECT_THAT(manager_->Resolve({"other", 0}),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("model \"other\" is not served")));
+}
+
+// ---- Matching ----
+
+v1::Parameter* FindParameter(v1::SearchSpace& space, int stage, int algorithm,
+                             int parameter) {
+  return space.mutable_stages(stage)
+      ->mutable_algorithms(algorithm)
+      ->mutable_parameters(parameter);
+}
+
+TEST(CheckMatchesTest, SameStructureWithDifferentRangesMatches) {
+  v1::SearchSpace study = TestSearchSpace();
+  FindParameter(study, 0, 1, 0)
+      ->mutable_int_domain()
+      ->set_high(50);  // n_components
+  FindParameter(study, 1, 1, 0)
+      ->mutable_float_domain()
+      ->set_low(1e-5);  // learning_rate
+  FindParameter(study, 1, 1, 0)->mutable_float_domain()->set_log(false);
+  auto* criterion = FindParameter(study, 1, 0, 1)
+                        ->mutable_categorical_domain();  // order differs
+  criterion->mutable_values()->SwapElements(0, 1);
+  EXPECT_THAT(CheckMatches(TestSearchSpace(), study), IsOk());
+}
+
+TEST(CheckMatchesTest, NamesFirstMismatch) {
+  struct Case {
+    std::string description;
+    std::function<void(v1::SearchSpace&)> change;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"stage name",
+       [](v1::SearchSpace& s) { s.mutable_stages(1)->set_name("classifier"); },
+       "stage[1] is \"estimator\" in the model, \"classifier\" in the study"},
+      {"extra stage",
+       [](v1::SearchSpace& s) {
+         *s.add_stages() = s.stages(0);
+         s.mutable_stages(2)->set_name("post");
+       },
+       "stage[2] \"post\" is in the study only"},
+      {"missing stage",
+       [](v1::SearchSpace& s) { s.mutable_stages()->RemoveLast(); },
+       "stage[1] \"estimator\" is in the model only"},
+      {"algorithm name",
+       [](v1::SearchSpace& s) {
+         s.mutable_stages(1)->mutable_algorithms(1)->set_name("RF2");
+       },
+       "stage[1] \"estimator\": algorithm[1] is \"GBT\" in the model, \"RF2\" "
+       "in the study"},
+      {"algorithm order",
+       [](v1::SearchSpace& s) {
+         s.mutable_stages(1)->mutable_algorithms()->SwapElements(0, 1);
+       },
+       "stage[1] \"estimator\": algorithm[0] is \"RF\" in the model, \"GBT\" "
+       "in the study"},
+      {"missing algorithm",
+       [](v1::SearchSpace& s) {
+         s.mutable_stages(1)->mutable_algorithms()->RemoveLast();
+       },
+       "stage[1] \"estimator\": algorithm[1] \"GBT\" is in the model only"},
+      {"parameter name",
+       [](v1::SearchSpace& s) { FindParameter(s, 1, 1, 1)->set_name("depth"); },
+       "stage[1] \"estimator\": algorithm[1] \"GBT\": parameter[1] is "
+       "\"max_depth\" in the model, "
+       "\"depth\" in the study"},
+      {"extra parameter",
+       [](v1::SearchSpace& s) {
+         v1::Parameter* p =
+             s.mutable_stages(0)->mutable_algorithms(0)->add_parameters();
+         p->set_name("x");
+         p->mutable_float_domain()->set_high(1);
+       },
+       "stage[0] \"preprocessor\": algorithm[0] \"none\": parameter[0] \"x\" "
+       "is in the study only"},
+      {"domain type",
+       [](v1::SearchSpace& s) {
+         FindParameter(s, 1, 1, 1)->mutable_float_domain()->set_low(1);
+         FindParameter(s, 1, 1, 1)->mutable_float_domain()->set_high(10);
+       },
+       "stage[1] \"estimator\": algorithm[1] \"GBT\": parameter[1] "
+       "\"max_depth\": int in the "
+       "model, float in the study"},
+      {"categorical value missing",
+       [](v1::SearchSpace& s) {
+         FindParameter(s, 1, 0, 1)
+             ->mutable_categorical_domain()
+             ->mutable_values()
+             ->RemoveLast();
+       },
+       "stage[1] \"estimator\": algorithm[0] \"RF\": parameter[1] "
+       "\"criterion\": value "
+       "\"entropy\" is in the model only"},
+      {"categorical value extra",
+       [](v1::SearchSpace& s) {
+         FindParameter(s, 1, 0, 1)
+             ->mutable_categorical_domain()
+             ->add_values("log_loss");
+       },
+       "stage[1] \"estimator\": algorithm[0] \"RF\": parameter[1] "
+       "\"criterion\": value "
+       "\"log_loss\" is in the study only"},
+  };
+  for (const Case& c : cases) {
+    v1::SearchSpace study = TestSearchSpace();
+    c.change(study);
+    EXPECT_THAT(CheckMatches(TestSearchSpace(), study),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("search spaces do not match: " + c.message)))
+        << c.description;
+  }
+}
+
+TEST_F(ModelManagerTest, CheckMatchesNamesTheModel) {
+  Publish("oboe-portfolio", 1);
+  Publish("oboe-portfolio", 2);
+  Publish("oboe-portfolio", 3);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  v1::SearchSpace study = TestSearchSpace();
+  study.mutable_stages(1)->mutable_algorithms(1)->set_name("RF");
+  study.mutable_stages(1)->mutable_algorithms(0)->set_name("SVM");
+  EXPECT_THAT(CheckMatches(*manager_->Get("oboe-portfolio"), study),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "model \"oboe-portfolio@3\" does not match the study's "
+                       "space: stage[1] "
+                       "\"estimator\": algorithm[0] is \"RF\" in the model, "
+                       "\"SVM\" in the study"));
+}
+
+TEST_F(ModelManagerTest, FindMatchingPicksSmallestMatchingName) {
+  Publish("zz-match", 1);
+  Publish("aa-match", 1);
+  v1::ModelArtifact other = TestArtifact();
+  other.mutable_search_space()->mutable_stages(0)->set_name("scaler");
+  other.mutable_portfolio(0)->mutable_assignments(0)->set_stage("scaler");
+  other.mutable_portfolio(1)->mutable_assignments(0)->set_stage("scaler");
+  ASSERT_THAT(WriteModelVersion(registry_.path(), "00-other", other), IsOk());
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+
+  v1::SearchSpace study = TestSearchSpace();
+  FindParameter(study, 1, 0, 0)->mutable_int_domain()->set_high(2000);
+  std::shared_ptr<const LoadedModel> match = manager_->FindMatching(study);
+  ASSERT_THAT(match, NotNull());
+  EXPECT_EQ(match->name, "aa-match");
+
+  EXPECT_EQ(manager_->FindMatching(other.search_space())->name, "00-other");
+  study.mutable_stages()->RemoveLast();
+  EXPECT_THAT(manager_->FindMatching(study), IsNull());
+}
+
+// ---- ParseModelReference ----
+
+TEST(ParseModelReferenceTest, ParsesNameAndOptionalVersion) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(ModelReference plain,
+                               ParseModelReference("oboe-portfolio"));
+  EXPECT_EQ(plain.name, "oboe-portfolio");
+  EXPECT_EQ(plain.version, 0);
+  EXPECT_EQ(plain.ToString(), "oboe-portfolio");
+  METAOPT_ASSERT_OK_AND_ASSIGN(ModelReference pinned,
+                               ParseModelReference("oboe-portfolio@12"));
+  EXPECT_EQ(pinned.name, "oboe-portfolio");
+  EXPECT_EQ(pinned.version, 12);
+  EXPECT_EQ(pinned.ToString(), "oboe-portfolio@12");
+}
+
+TEST(ParseModelReferenceTest, RejectsMalformedReferences) {
+  EXPECT_THAT(ParseModelReference(""),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.algorithm.model: empty")));
+  for (const char* spec : {"@3", "bad name", "-m", "a/b", "m@1@2"}) {
+    EXPECT_THAT(ParseModelReference(spec),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("spec.algorithm.model")))
+        << spec;
+  }
+  for (const char* spec : {"m@", "m@0", "m@01", "m@+1", "m@-1", "m@x", "m@1.5",
+                           "m@99999999999999999999"}) {
+    EXPECT_THAT(
+        ParseModelReference(spec),
+        StatusIs(
+            absl::StatusCode::kInvalidArgument,
+            HasSubstr(
+                "is not a positive integer without sign or leading zeros")))
+        << spec;
+  }
+  EXPECT_THAT(ParseModelReference("m@0", "algorithm.model"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("algorithm.model: \"m@0\": version \"0\"")));
+}
+
+// ---- Describe ----
+
+TEST_F(ModelManagerTest, DescribesLoadedModel) {
+  Publish("oboe-portfolio", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  const v1::Model description = Describe(*manager_->Get("oboe-portfolio"));
+  EXPECT_EQ(description.name(), "oboe-portfolio");
+  EXPECT_EQ(description.version(), 1);
+  EXPECT_EQ(description.kind(), v1::MODEL_KIND_PORTFOLIO);
+  EXPECT_EQ(description.search_space_summary(),
+            "2 stages, 4 algorithms, 5 parameters");
+  EXPECT_EQ(description.training_data(), "oboe (train, 3 tasks)");
+  EXPECT_EQ(description.create_time().seconds(), 1700000000);
+  EXPECT_EQ(description.validation_metrics().at("regret@10"), 0.125);
+  EXPECT_EQ(description.portfolio_size(), 2);
+}
+
+// ---- Concurrency ----
+
+TEST_F(ModelManagerTest, ReadersAlwaysSeeCompleteModelsDuringSwaps) {
+  Publish("m", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  std::atomic<int64_t> reads{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&] {
+      int64_t last_version = 0;
+      while (!done.load()) {
+        std::shared_ptr<const LoadedModel> model = manager_->Get("m");
+        const bool complete =
+            model != nullptr && model->version >= last_version &&
+            Marker(*model) == static_cast<double>(model->version) &&
+            model->artifact.tensors(0).values_size() == 6 &&
+            model->artifact.portfolio_size() == 2 &&
+            model->space.proto().stages_size() == 2;
+        if (!complete) failures.fetch_add(1);
+        if (model != nullptr) last_version = model->version;
+        reads.fetch_add(1);
+      }
+    });
+  }
+  for (int version = 2; version <= 21; ++version) {
+    ASSERT_EQ(Publish("m", version), version);
+    ASSERT_THAT(manager_->PollOnce(), IsOk());
+  }
+  done.store(true);
+  for (std::thread& reader : readers) reader.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+  EXPECT_EQ(manager_->Get("m")->version, 21);
+  // Every version served stays available.
+  for (int version = 1; version <= 21; ++version) {
+    EXPECT_THAT(manager_->Get("m", version), IsOk());
+  }
+}
+
+// ---- Background thread ----
+
+TEST(ModelManagerThreadTest, DestructorStopsPollThreadPromptly) {
+  ScopedTempDir registry;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto manager, ModelManager::Create({registry.path(), absl::Hours(1)}));
+  const absl::Time start = absl::Now();
+  manager.reset();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST(ModelManagerThreadTest, PollThreadPicksUpNewVersions) {
+  ScopedTempDir registry;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto manager,
+      ModelManager::Create({registry.path(), absl::Milliseconds(5)}));
+  ASSERT_THAT(WriteModelVersion(registry.path(), "m", TestArtifact(1)), IsOk());
+  // Waits for the thread (no sleep: yields until the model shows up or the
+  // deadline passes).
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (manager->Get("m") == nullptr && absl::Now() < deadline)
+    std::this_thread::yield();
+  ASSERT_THAT(manager->Get("m"), NotNull());
+  EXPECT_EQ(manager->Get("m")->version, 1);
+}
+
+}  // namespace
+}  // namespace metaopt::registry
