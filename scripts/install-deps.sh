@@ -53,8 +53,11 @@ if ((node_major < 12)); then
   echo "install-deps: warning: node $(node --version 2>/dev/null || echo '(none)') is too old for" \
     "@bufbuild/buf (needs >= 12); proto lint will be skipped" >&2
 elif [[ ! -x "$root/tools/node_modules/.bin/buf" ]]; then
-  echo "install-deps: installing tools/ (npm ci)"
-  (cd "$root/tools" && { npm ci --no-audit --no-fund || npm install --no-audit --no-fund; }) </dev/null
+  # `npm install --no-save` installs the versions in package-lock.json without rewriting it.
+  # (`npm ci` insists on lock entries for every platform's optional buf binary, which a registry
+  # mirror need not carry.)
+  echo "install-deps: installing tools/ (npm install)"
+  (cd "$root/tools" && npm install --no-save --no-audit --no-fund) </dev/null
 else
   echo "install-deps: tools/ already installed ($("$root/tools/node_modules/.bin/buf" --version))"
 fi
