@@ -314,8 +314,8 @@ absl::StatusOr<FitReport> FitHyperparameters(const Eigen::MatrixXd& X,
     lbfgs.time_budget = remaining;
     lbfgs.lower = geometry.lower;
     lbfgs.upper = geometry.upper;
-    lbfgs.gradient_tolerance = 1e-5;
-    lbfgs.relative_function_tolerance = 1e-9;
+    lbfgs.gradient_tolerance = options.gradient_tolerance;
+    lbfgs.relative_function_tolerance = options.relative_function_tolerance;
     absl::StatusOr<LbfgsResult> run = MinimizeLbfgs(objective, h, lbfgs);
     ++report.starts;
     if (!run.ok()) {  // Infeasible random start: skip it.

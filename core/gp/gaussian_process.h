@@ -167,6 +167,11 @@ struct FitOptions {
   // every kernel log-parameter and on log_noise.
   int num_starts = 3;
   int max_iterations = 100;  // per start
+  // L-BFGS stopping rules: projected-gradient infinity norm, and relative
+  // objective decrease per iteration (the objective is O(n); changes of 1e-8
+  // relative do not move predictions).
+  double gradient_tolerance = 1e-4;
+  double relative_function_tolerance = 1e-8;
   // Wall time for all starts together; the best point found so far is kept.
   absl::Duration time_budget = absl::Seconds(10);
   uint64_t seed = 0;

@@ -58,12 +58,14 @@ Eigen::MatrixXd Kernel::Matrix(
   const Eigen::MatrixXd Z2 = Scaled(X2, shift);
   Eigen::ArrayXXd r2(X1.rows(), X2.rows());
   r2.matrix().noalias() = -2.0 * Z1 * Z2.transpose();
-  r2.colwise() += Z1.rowwise().squaredNorm().array();
-  r2.rowwise() += Z2.rowwise().squaredNorm().transpose().array();
-  r2 = r2.max(0.0);
-  Eigen::ArrayXXd phi;
-  Profile(r2, &phi, nullptr);
-  return output_scale() * phi.matrix();
+  const Eigen::ArrayXd sq1 = Z1.rowwise().squaredNorm().array();
+  const Eigen::ArrayXd sq2 = Z2.rowwise().squaredNorm().array();
+  for (Eigen::Index j = 0; j < r2.cols(); ++j) {
+    r2.col(j) = (r2.col(j) + sq1 + sq2[j]).max(0.0);
+  }
+  Eigen::MatrixXd k;
+  Profile(r2, output_scale(), &k, nullptr);
+  return k;
 }
 
 Eigen::ArrayXXd Kernel::SquaredDistances(
@@ -92,9 +94,9 @@ Eigen::MatrixXd Kernel::Matrix(
     const Eigen::Ref<const Eigen::MatrixXd>& X) const {
   Eigen::MatrixXd Z;
   const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
-  Eigen::ArrayXXd phi;
-  Profile(r2, &phi, nullptr);
-  return output_scale() * phi.matrix();
+  Eigen::MatrixXd k;
+  Profile(r2, output_scale(), &k, nullptr);
+  return k;
 }
 
 Eigen::VectorXd Kernel::Diagonal(
@@ -107,15 +109,14 @@ Eigen::VectorXd Kernel::GradientHyper(
     const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const {
   Eigen::MatrixXd Z;
   const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
-  Eigen::ArrayXXd phi, dphi;
-  Profile(r2, &phi, &dphi);
-  const double s = output_scale();
+  Eigen::MatrixXd k, dk;
+  Profile(r2, output_scale(), &k, &dk);
   Eigen::VectorXd grad(num_params());
   // d K_ij / d log s = K_ij.
-  grad[input_dim_] = s * (dL_dK.array() * phi).sum();
+  grad[input_dim_] = (dL_dK.array() * k.array()).sum();
   // d r2_ij / d log l_d = -2 (z_id - z_jd)^2, so with W = dL/dK o s phi'(r2):
   // dL/d log l_d = -2 sum_ij W_ij (z_id^2 + z_jd^2 - 2 z_id z_jd).
-  const Eigen::MatrixXd W = (s * dL_dK.array() * dphi).matrix();
+  const Eigen::MatrixXd W = (dL_dK.array() * dk.array()).matrix();
   const Eigen::VectorXd w_rows = W.rowwise().sum();
   const Eigen::VectorXd w_cols = W.colwise().sum().transpose();
   const Eigen::MatrixXd WZ = W * Z;
@@ -133,10 +134,10 @@ Eigen::MatrixXd Kernel::GradientInputs(
     const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const {
   Eigen::MatrixXd Z;
   const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
-  Eigen::ArrayXXd phi, dphi;
-  Profile(r2, &phi, &dphi);
+  Eigen::MatrixXd k, dk;
+  Profile(r2, output_scale(), &k, &dk);
   // x_i enters K_ij and K_ji; d r2_ij / d x_id = 2 (z_id - z_jd) / l_d.
-  Eigen::MatrixXd S = (output_scale() * dL_dK.array() * dphi).matrix();
+  Eigen::MatrixXd S = (dL_dK.array() * dk.array()).matrix();
   S += S.transpose().eval();
   const Eigen::VectorXd s_rows = S.rowwise().sum();
   Eigen::MatrixXd grad = Z.array().colwise() * s_rows.array();
@@ -151,24 +152,29 @@ std::unique_ptr<Kernel> Matern52Kernel::Clone() const {
   return std::make_unique<Matern52Kernel>(*this);
 }
 
-void Matern52Kernel::Profile(const Eigen::ArrayXXd& r2, Eigen::ArrayXXd* phi,
-                             Eigen::ArrayXXd* dphi_dr2) const {
+void Matern52Kernel::Profile(const Eigen::ArrayXXd& r2, double scale,
+                             Eigen::MatrixXd* k,
+                             Eigen::MatrixXd* dk_dr2) const {
   const Eigen::ArrayXXd sr = kSqrt5 * r2.sqrt();
-  const Eigen::ArrayXXd e = (-sr).exp();
-  *phi = (1.0 + sr + (5.0 / 3.0) * r2) * e;
+  if (dk_dr2 == nullptr) {
+    *k = (scale * (1.0 + sr + (5.0 / 3.0) * r2) * (-sr).exp()).matrix();
+    return;
+  }
+  const Eigen::ArrayXXd e = scale * (-sr).exp();
+  *k = ((1.0 + sr + (5.0 / 3.0) * r2) * e).matrix();
   // dphi/dr = -5/3 r (1 + sqrt5 r) e; divided by dr2/dr = 2r this is finite at
   // r = 0.
-  if (dphi_dr2 != nullptr) *dphi_dr2 = (-5.0 / 6.0) * (1.0 + sr) * e;
+  *dk_dr2 = ((-5.0 / 6.0) * (1.0 + sr) * e).matrix();
 }
 
 std::unique_ptr<Kernel> RbfKernel::Clone() const {
   return std::make_unique<RbfKernel>(*this);
 }
 
-void RbfKernel::Profile(const Eigen::ArrayXXd& r2, Eigen::ArrayXXd* phi,
-                        Eigen::ArrayXXd* dphi_dr2) const {
-  *phi = (-0.5 * r2).exp();
-  if (dphi_dr2 != nullptr) *dphi_dr2 = -0.5 * *phi;
+void RbfKernel::Profile(const Eigen::ArrayXXd& r2, double scale,
+                        Eigen::MatrixXd* k, Eigen::MatrixXd* dk_dr2) const {
+  *k = (scale * (-0.5 * r2).exp()).matrix();
+  if (dk_dr2 != nullptr) *dk_dr2 = -0.5 * *k;
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CreateKernel(std::string_view name,

@@ -78,11 +78,11 @@ class Kernel {
   Kernel(const Kernel&) = default;
   Kernel& operator=(const Kernel&) = default;
 
-  // The radial profile phi and its derivative w.r.t. r^2, elementwise on an
-  // array of squared scaled distances. dphi may be null. phi(0) must be 1.
+  // The kernel from squared scaled distances, elementwise: *k = scale * phi(r2)
+  // and (if dk_dr2 is not null) *dk_dr2 = scale * dphi/d(r2). phi(0) must be 1.
   // Implementations must be smooth at r2 = 0 (no division by r).
-  virtual void Profile(const Eigen::ArrayXXd& r2, Eigen::ArrayXXd* phi,
-                       Eigen::ArrayXXd* dphi_dr2) const = 0;
+  virtual void Profile(const Eigen::ArrayXXd& r2, double scale,
+                       Eigen::MatrixXd* k, Eigen::MatrixXd* dk_dr2) const = 0;
 
  private:
   // Inputs divided by the lengthscales, shifted by `shift` (a row vector
@@ -108,8 +108,8 @@ class Matern52Kernel final : public Kernel {
   std::unique_ptr<Kernel> Clone() const override;
 
  protected:
-  void Profile(const Eigen::ArrayXXd& r2, Eigen::ArrayXXd* phi,
-               Eigen::ArrayXXd* dphi_dr2) const override;
+  void Profile(const Eigen::ArrayXXd& r2, double scale, Eigen::MatrixXd* k,
+               Eigen::MatrixXd* dk_dr2) const override;
 };
 
 // Squared exponential: phi(r) = exp(-r^2 / 2). Thread-compatible.
@@ -120,8 +120,8 @@ class RbfKernel final : public Kernel {
   std::unique_ptr<Kernel> Clone() const override;
 
  protected:
-  void Profile(const Eigen::ArrayXXd& r2, Eigen::ArrayXXd* phi,
-               Eigen::ArrayXXd* dphi_dr2) const override;
+  void Profile(const Eigen::ArrayXXd& r2, double scale, Eigen::MatrixXd* k,
+               Eigen::MatrixXd* dk_dr2) const override;
 };
 
 // Creates a kernel by name with all log-hyperparameters 0 (unit lengthscales
