@@ -3,6 +3,7 @@
 #define METAOPT_CORE_POLICY_POLICY_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,14 +32,29 @@ struct FineTuneOptions {
 
 class Policy;
 
+// A policy whose internal state changed (e.g. refitted hyperparameters), with
+// that state serialized so that a restart resumes from it.
+struct PolicyUpdate {
+  std::shared_ptr<const Policy> policy;
+  std::string state;
+};
+
+struct SuggestResult {
+  std::vector<v1::Configuration> configurations;
+  // What produced them, recorded in each trial's metadata["policy"] (e.g.
+  // "gp/ei", "gp/initial-design"); empty means Policy::name().
+  std::string source;
+  // Set when the policy's state changed; the engine stores it and uses it from
+  // then on.
+  std::optional<PolicyUpdate> update;
+};
+
 struct FineTuneResult {
   double loss_before = 0;
   double loss_after = 0;
   int steps_run = 0;
-  // The fine-tuned policy, which replaces the study's current one, and its
-  // serialized state (stored so that a restart resumes from it).
-  std::shared_ptr<const Policy> tuned;
-  std::string state;
+  // The fine-tuned policy, which replaces the study's current one.
+  PolicyUpdate update;
 };
 
 // Implementations are immutable after construction and thread-safe: Suggest and
@@ -51,9 +67,10 @@ class Policy {
   // space, distinct from each other). In a catalogue study they are untried
   // catalogue entries (not held by any trial that is ACTIVE, COMPLETED, FAILED
   // or INFEASIBLE); fewer are returned once those run out. Pure with respect to
-  // `study` and `rng`.
-  virtual absl::StatusOr<std::vector<v1::Configuration>> Suggest(
-      const StudyView& study, int count, space::Rng& rng) const = 0;
+  // `study`, `rng` and the policy's own immutable state.
+  virtual absl::StatusOr<SuggestResult> Suggest(const StudyView& study,
+                                                int count,
+                                                space::Rng& rng) const = 0;
 
   // Fits the policy's surrogate further on the study's observations. Policies
   // without a surrogate answer FAILED_PRECONDITION.

@@ -2,13 +2,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
+#include "core/policy/gp_policy.h"
 #include "core/policy/random_policy.h"
+#include "metaopt/v1/policy_state.pb.h"
 
 namespace metaopt::policy {
 
 absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
   switch (algorithm.kind()) {
     case v1::ALGORITHM_KIND_RANDOM:
+    case v1::ALGORITHM_KIND_GP:
       return absl::OkStatus();
     case v1::ALGORITHM_KIND_UNSPECIFIED:
       return absl::InvalidArgumentError(
@@ -24,12 +27,20 @@ absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
 }
 
 absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
-    const v1::StudySpec& spec,
-    const std::optional<std::string>& /*stored_state*/) {
+    const v1::StudySpec& spec, const std::optional<std::string>& stored_state) {
   METAOPT_RETURN_IF_ERROR(CheckAlgorithmSupported(spec.algorithm()));
+  v1::PolicyState state;
+  if (stored_state.has_value() && !state.ParseFromString(*stored_state)) {
+    return absl::DataLossError("stored policy state does not parse");
+  }
   switch (spec.algorithm().kind()) {
     case v1::ALGORITHM_KIND_RANDOM:
       return std::make_shared<const RandomPolicy>();
+    case v1::ALGORITHM_KIND_GP: {
+      std::optional<v1::GpPolicyState> gp_state;
+      if (state.has_gp()) gp_state = state.gp();
+      return GpPolicy::Create(spec, std::move(gp_state));
+    }
     default:
       return absl::InternalError("unreachable algorithm kind");
   }

@@ -6,8 +6,9 @@
 
 namespace metaopt::policy {
 
-absl::StatusOr<std::vector<v1::Configuration>> RandomPolicy::Suggest(
-    const StudyView& study, int count, space::Rng& rng) const {
+std::vector<v1::Configuration> RandomPolicy::Sample(const StudyView& study,
+                                                    int count,
+                                                    space::Rng& rng) {
   std::vector<v1::Configuration> out;
   if (!study.spec->candidates().empty()) {
     std::vector<const v1::Configuration*> untried = UntriedCandidates(study);
@@ -15,8 +16,8 @@ absl::StatusOr<std::vector<v1::Configuration>> RandomPolicy::Suggest(
     // Partial Fisher-Yates: the first `take` entries become a uniform sample
     // without replacement.
     for (int i = 0; i < take; ++i) {
-      std::uniform_int_distribution<size_t> pick(i, untried.size() - 1);
-      std::swap(untried[i], untried[pick(rng)]);
+      const size_t pick = i + space::UniformIndex(rng, untried.size() - i);
+      std::swap(untried[i], untried[pick]);
       out.push_back(*untried[i]);
     }
     return out;
@@ -36,6 +37,14 @@ absl::StatusOr<std::vector<v1::Configuration>> RandomPolicy::Suggest(
       out.push_back(std::move(config));
   }
   return out;
+}
+
+absl::StatusOr<SuggestResult> RandomPolicy::Suggest(const StudyView& study,
+                                                    int count,
+                                                    space::Rng& rng) const {
+  SuggestResult result;
+  result.configurations = Sample(study, count, rng);
+  return result;
 }
 
 }  // namespace metaopt::policy

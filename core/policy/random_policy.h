@@ -12,8 +12,13 @@ namespace metaopt::policy {
 // (stateless).
 class RandomPolicy final : public Policy {
  public:
-  absl::StatusOr<std::vector<v1::Configuration>> Suggest(
-      const StudyView& study, int count, space::Rng& rng) const override;
+  // The sampling itself, shared with policies that fall back to random search
+  // (initial designs).
+  static std::vector<v1::Configuration> Sample(const StudyView& study,
+                                               int count, space::Rng& rng);
+
+  absl::StatusOr<SuggestResult> Suggest(const StudyView& study, int count,
+                                        space::Rng& rng) const override;
   std::string name() const override { return "random"; }
 };
 

@@ -344,10 +344,9 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
   // Runs the policy on a view of `trials` with an RNG derived from the seed and
   // the trial count, so that the same history gives the same suggestions (also
   // after a restart).
-  auto propose =
-      [&](std::shared_ptr<const policy::Policy> policy,
-          const std::vector<v1::Trial>& trials,
-          int need) -> absl::StatusOr<std::vector<v1::Configuration>> {
+  auto propose = [&](std::shared_ptr<const policy::Policy> policy,
+                     const std::vector<v1::Trial>& trials,
+                     int need) -> absl::StatusOr<policy::SuggestResult> {
     std::seed_seq seq{static_cast<uint32_t>(spec.seed()),
                       static_cast<uint32_t>(spec.seed() >> 32),
                       static_cast<uint32_t>(trials.size()), 0x6d657461u};
@@ -381,7 +380,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     need = count - response.trials_size();
     if (need == 0) return response;
 
-    absl::StatusOr<std::vector<v1::Configuration>> proposed;
+    absl::StatusOr<policy::SuggestResult> proposed;
     if (under_lock) {
       proposed = propose(entry->policy, entry->trials, need);
     } else {
@@ -406,8 +405,18 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
       return t;
     }();
     std::vector<v1::Trial> created;
-    created.reserve(proposed->size());
-    for (v1::Configuration& config : *proposed) {
+    if (proposed->update.has_value()) {
+      // The state is a function of the completed observations, so it stays
+      // valid even if storing the new trials below fails.
+      METAOPT_RETURN_IF_ERROR(storage_->PutPolicyState(
+          request.study_id(), proposed->update->state));
+      entry->policy = proposed->update->policy;
+      ++entry->version;
+    }
+    const std::string source =
+        proposed->source.empty() ? entry->policy->name() : proposed->source;
+    created.reserve(proposed->configurations.size());
+    for (v1::Configuration& config : proposed->configurations) {
       v1::Trial trial;
       trial.set_id(static_cast<int64_t>(entry->trials.size() + created.size()) +
                    1);
@@ -415,7 +424,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
       trial.set_state(v1::TRIAL_STATE_ACTIVE);
       trial.set_client_id(request.client_id());
       *trial.mutable_create_time() = now;
-      (*trial.mutable_metadata())["policy"] = entry->policy->name();
+      (*trial.mutable_metadata())["policy"] = source;
       created.push_back(std::move(trial));
     }
     if (!created.empty()) {
@@ -574,8 +583,8 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
           absl::StrCat("study \"", request.study_id(), "\" does not exist"));
     }
     METAOPT_RETURN_IF_ERROR(
-        storage_->PutPolicyState(request.study_id(), result.state));
-    entry->policy = std::move(result.tuned);
+        storage_->PutPolicyState(request.study_id(), result.update.state));
+    entry->policy = std::move(result.update.policy);
     ++entry->version;
   }
   v1::FineTuneResponse response;

@@ -424,6 +424,51 @@ TEST_F(ServiceTest, FineTuneOnRandomIsFailedPrecondition) {
       grpc::StatusCode::INVALID_ARGUMENT, "steps: -3");
 }
 
+TEST_F(ServiceTest, GpStudySuggestsFineTunesAndResumesAfterRestart) {
+  // Two identical studies get identical histories; one is asked before a
+  // restart, the other after: a correctly persisted GP state gives the same
+  // suggestion.
+  for (const char* id : {"gp", "twin"}) {
+    ASSERT_TRUE(Create(id, PipelineSpec(v1::ALGORITHM_KIND_GP)).ok());
+  }
+  v1::FineTuneRequest fine_tune;
+  fine_tune.set_study_id("gp");
+  fine_tune.set_steps(50);
+  v1::FineTuneResponse tuned;
+  ExpectCode(
+      server_.stub().FineTune(ContextWithDeadline().get(), fine_tune, &tuned),
+      grpc::StatusCode::FAILED_PRECONDITION, "at least 2");
+  for (int round = 0; round < 8; ++round) {
+    std::vector<v1::Trial> a = Suggest("gp", 2);
+    std::vector<v1::Trial> b = Suggest("twin", 2);
+    ASSERT_EQ(a.size(), 2u);
+    ASSERT_EQ(b.size(), 2u);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(a[i].metadata().at("policy").substr(0, 2), "gp");
+      EXPECT_EQ(a[i].configuration().DebugString(),
+                b[i].configuration().DebugString());
+      ASSERT_TRUE(
+          Observe("gp", a[i].id(), Evaluate(a[i].configuration())).ok());
+      ASSERT_TRUE(
+          Observe("twin", b[i].id(), Evaluate(b[i].configuration())).ok());
+    }
+  }
+  for (const char* id : {"gp", "twin"}) {
+    fine_tune.set_study_id(id);
+    ASSERT_TRUE(server_.stub()
+                    .FineTune(ContextWithDeadline().get(), fine_tune, &tuned)
+                    .ok());
+    EXPECT_LE(tuned.loss_after(), tuned.loss_before());
+    EXPECT_GT(tuned.steps_run(), 0);
+  }
+  const v1::Trial before_restart = Suggest("twin", 1)[0];
+  EXPECT_EQ(before_restart.metadata().at("policy"), "gp/ei");
+  server_.Restart();
+  const v1::Trial after_restart = Suggest("gp", 1)[0];
+  EXPECT_EQ(after_restart.configuration().DebugString(),
+            before_restart.configuration().DebugString());
+}
+
 TEST_F(ServiceTest, GetTrialAndListTrialsPageAndFilter) {
   ASSERT_TRUE(Create("list", PipelineSpec()).ok());
   std::vector<v1::Trial> trials = Suggest("list", 7);

@@ -1,0 +1,156 @@
+#include "core/policy/acquisition_search.h"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+
+#include "absl/container/flat_hash_set.h"
+#include "core/acquisition/acquisition.h"
+#include "core/common/status_macros.h"
+
+namespace metaopt::policy {
+namespace {
+
+// Candidates with their encodings; keys keep them unique.
+struct Pool {
+  std::vector<v1::Configuration> configs;
+  std::vector<std::string> keys;
+  absl::flat_hash_set<std::string> seen;
+
+  bool Add(v1::Configuration config) {
+    std::string key = space::ConfigurationKey(config);
+    if (!seen.insert(key).second) return false;
+    configs.push_back(std::move(config));
+    keys.push_back(std::move(key));
+    return true;
+  }
+};
+
+absl::StatusOr<Eigen::VectorXd> ScoreLogEi(
+    const surrogate::Surrogate& model, const space::Encoder& encoder,
+    const std::vector<v1::Configuration>& configs, double best) {
+  if (configs.empty()) return Eigen::VectorXd();
+  METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction,
+                           model.Predict(encoder.EncodeBatch(configs)));
+  return acquisition::LogExpectedImprovement(prediction.mean,
+                                             prediction.variance, best);
+}
+
+// Index of the largest score whose candidate is not excluded; -1 if none.
+int ArgMax(const Eigen::VectorXd& scores, const std::vector<bool>& excluded) {
+  int best = -1;
+  for (int i = 0; i < scores.size(); ++i) {
+    if (excluded[i]) continue;
+    // NaN-safe: a NaN score never wins.
+    if (best < 0 || scores[i] > scores[best] ||
+        (std::isnan(scores[best]) && !std::isnan(scores[i]))) {
+      best = i;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
+    const StudyView& study, const space::Encoder& encoder,
+    const surrogate::Surrogate& model, double best,
+    const std::vector<v1::Configuration>& incumbents, int count,
+    const AcquisitionSearchOptions& options, space::Rng& rng) {
+  const bool catalogue = !study.spec->candidates().empty();
+  absl::flat_hash_set<std::string> held;
+  for (const v1::Trial& trial : *study.trials) {
+    if (HoldsConfiguration(trial.state())) {
+      held.insert(space::ConfigurationKey(trial.configuration()));
+    }
+  }
+  Pool pool;
+  // Held configurations are marked seen so they never enter the pool.
+  pool.seen = held;
+  if (catalogue) {
+    for (const v1::Configuration* candidate : UntriedCandidates(study)) {
+      pool.Add(*candidate);
+    }
+  } else {
+    for (int i = 0; i < options.random_samples; ++i) {
+      pool.Add(study.space->Sample(rng));
+    }
+    const int num_incumbents =
+        std::min<int>(options.incumbents, static_cast<int>(incumbents.size()));
+    for (int i = 0; i < num_incumbents; ++i) {
+      for (int j = 0; j < options.neighbors_per_incumbent; ++j) {
+        pool.Add(
+            encoder.Neighbor(incumbents[i], options.neighbor_step_sd, rng));
+      }
+    }
+  }
+
+  std::vector<v1::Configuration> picks;
+  std::unique_ptr<const surrogate::Surrogate> fantasised;
+  const surrogate::Surrogate* current = &model;
+  std::vector<bool> taken(pool.configs.size(), false);
+  while (static_cast<int>(picks.size()) < count) {
+    METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd scores,
+                             ScoreLogEi(*current, encoder, pool.configs, best));
+    if (!catalogue && options.refine_top > 0) {
+      // Local search from the best few: keep improving neighbours, halving the
+      // step every round.
+      std::vector<int> order(scores.size());
+      std::iota(order.begin(), order.end(), 0);
+      const int top = std::min<int>(options.refine_top, scores.size());
+      std::partial_sort(order.begin(), order.begin() + top, order.end(),
+                        [&](int a, int b) { return scores[a] > scores[b]; });
+      std::vector<v1::Configuration> fresh;
+      for (int t = 0; t < top; ++t) {
+        if (taken[order[t]]) continue;
+        v1::Configuration center = pool.configs[order[t]];
+        double center_score = scores[order[t]];
+        double step = options.neighbor_step_sd;
+        for (int round = 0; round < options.refine_rounds; ++round, step /= 2) {
+          std::vector<v1::Configuration> neighbors;
+          for (int k = 0; k < options.refine_neighbors; ++k) {
+            v1::Configuration n = encoder.Neighbor(center, step, rng);
+            const std::string key = space::ConfigurationKey(n);
+            if (!pool.seen.contains(key)) neighbors.push_back(std::move(n));
+          }
+          METAOPT_ASSIGN_OR_RETURN(
+              Eigen::VectorXd neighbor_scores,
+              ScoreLogEi(*current, encoder, neighbors, best));
+          for (int k = 0; k < neighbor_scores.size(); ++k) {
+            if (neighbor_scores[k] > center_score) {
+              center_score = neighbor_scores[k];
+              center = neighbors[k];
+            }
+          }
+        }
+        fresh.push_back(std::move(center));
+      }
+      std::vector<v1::Configuration> added;
+      for (v1::Configuration& config : fresh) {
+        if (pool.Add(config)) added.push_back(std::move(config));
+      }
+      if (!added.empty()) {
+        METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd added_scores,
+                                 ScoreLogEi(*current, encoder, added, best));
+        Eigen::VectorXd all(scores.size() + added_scores.size());
+        all << scores, added_scores;
+        scores = std::move(all);
+        taken.resize(pool.configs.size(), false);
+      }
+    }
+    const int pick = ArgMax(scores, taken);
+    if (pick < 0) break;  // the catalogue ran out
+    taken[pick] = true;
+    picks.push_back(pool.configs[pick]);
+    if (static_cast<int>(picks.size()) < count) {
+      Eigen::MatrixXd x = encoder.EncodeBatch({pool.configs[pick]});
+      METAOPT_ASSIGN_OR_RETURN(fantasised, current->WithFantasies(x));
+      current = fantasised.get();
+    }
+  }
+  return picks;
+}
+
+}  // namespace metaopt::policy

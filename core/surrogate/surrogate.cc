@@ -1,0 +1,23 @@
+#include "core/surrogate/surrogate.h"
+
+#include "core/acquisition/acquisition.h"
+#include "core/common/status_macros.h"
+
+namespace metaopt::surrogate {
+
+absl::StatusOr<gp::Prediction> GpSurrogate::Predict(
+    const Eigen::MatrixXd& X) const {
+  return posterior_.Predict(X);
+}
+
+absl::StatusOr<std::unique_ptr<const Surrogate>> GpSurrogate::WithFantasies(
+    const Eigen::MatrixXd& X) const {
+  if (X.rows() == 0) return std::make_unique<const GpSurrogate>(posterior_);
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::GpPosterior conditioned,
+      acquisition::ConditionOnPending(
+          posterior_, X, acquisition::PendingStrategy::kKrigingBeliever));
+  return std::make_unique<const GpSurrogate>(std::move(conditioned));
+}
+
+}  // namespace metaopt::surrogate

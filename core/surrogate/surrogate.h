@@ -1,0 +1,52 @@
+// Surrogate: a fitted probabilistic model of the objective over encoded
+// configurations.
+#ifndef METAOPT_CORE_SURROGATE_SURROGATE_H_
+#define METAOPT_CORE_SURROGATE_SURROGATE_H_
+
+#include <memory>
+
+#include "Eigen/Core"
+#include "absl/status/statusor.h"
+#include "core/gp/gaussian_process.h"
+
+namespace metaopt::surrogate {
+
+// A fitted model of an objective to MINIMISE (callers negate maximised
+// objectives), over configurations encoded by space::Encoder (rows of X).
+// Immutable and thread-safe: every method is const and keeps no caches.
+class Surrogate {
+ public:
+  virtual ~Surrogate() = default;
+
+  // Posterior mean and latent variance at each row of X, in objective units.
+  virtual absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& X) const = 0;
+
+  // The model after also "observing" its own posterior mean at the rows of X
+  // (kriging-believer fantasies for pending trials): the mean is unchanged, the
+  // variance shrinks around X.
+  virtual absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& X) const = 0;
+};
+
+// A Surrogate backed by an exact GP posterior over the encoded inputs (or over
+// any fixed feature map applied before Predict).
+class GpSurrogate final : public Surrogate {
+ public:
+  explicit GpSurrogate(gp::GpPosterior posterior)
+      : posterior_(std::move(posterior)) {}
+
+  absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& X) const override;
+  absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& X) const override;
+
+  const gp::GpPosterior& posterior() const { return posterior_; }
+
+ private:
+  gp::GpPosterior posterior_;
+};
+
+}  // namespace metaopt::surrogate
+
+#endif  // METAOPT_CORE_SURROGATE_SURROGATE_H_
