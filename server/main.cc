@@ -41,6 +41,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--models", options.models_dir, "model registry directory")
       ->capture_default_str();
+  double poll_seconds = 30;
+  app.add_option("--models-poll-interval", poll_seconds,
+                 "seconds between polls of the model registry (0: no polling)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--max-message-bytes", options.max_message_bytes,
                  "largest message accepted")
       ->capture_default_str()
@@ -55,6 +60,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
   CLI11_PARSE(app, argc, argv);
+  options.models_poll_interval = absl::Seconds(poll_seconds);
 
   metaopt::SetMinLogSeverity(
       log_level == "debug"     ? metaopt::LogSeverity::kDebug
@@ -82,7 +88,8 @@ int main(int argc, char** argv) {
       absl::StrCat(HostOf(options.listen), ":", (*server)->port());
   metaopt::LogInfo(absl::StrCat("metaopt-server listening on ", address,
                                 " (database ", options.db_path, ", models ",
-                                options.models_dir, ")"));
+                                options.models_dir, ": ",
+                                (*server)->models().List().size(), " loaded)"));
   if (!IsLoopback(options.listen)) {
     metaopt::LogWarning(absl::StrCat("listening beyond loopback (",
                                      options.listen,

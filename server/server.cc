@@ -23,8 +23,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
                                      storage.status().message()));
   }
   server->storage_ = *std::move(storage);
-  server->engine_ =
-      std::make_unique<study::StudyEngine>(server->storage_.get(), nullptr);
+  auto models = registry::ModelManager::Create(
+      {options.models_dir, options.models_poll_interval});
+  if (!models.ok()) {
+    return absl::Status(
+        models.status().code(),
+        absl::StrCat("opening model registry ", options.models_dir, ": ",
+                     models.status().message()));
+  }
+  server->models_ = *std::move(models);
+  server->engine_ = std::make_unique<study::StudyEngine>(server->storage_.get(),
+                                                         server->models_.get());
   server->service_ =
       std::make_unique<OptimizerServiceImpl>(server->engine_.get());
 

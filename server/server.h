@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/registry/model_manager.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
 #include "grpcpp/server.h"
@@ -20,6 +21,9 @@ struct ServerOptions {
   std::string db_path = "./metaopt.db";
   // Model registry directory (may be absent: no models).
   std::string models_dir = "./models";
+  // How often the registry is polled for new model versions; 0 disables
+  // polling (models are then loaded once at start).
+  absl::Duration models_poll_interval = absl::Seconds(30);
   // Largest request or response message accepted.
   int max_message_bytes = 64 << 20;
   // Upper bound on threads serving RPCs.
@@ -45,11 +49,15 @@ class Server {
   // Blocks until the server has shut down.
   void Wait();
 
+  // The model registry (for tests that drive polling by hand).
+  registry::ModelManager& models() { return *models_; }
+
  private:
   Server() = default;
 
   ServerOptions options_;
   std::unique_ptr<storage::Storage> storage_;
+  std::unique_ptr<registry::ModelManager> models_;
   std::unique_ptr<study::StudyEngine> engine_;
   std::unique_ptr<OptimizerServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

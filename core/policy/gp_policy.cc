@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "core/policy/random_policy.h"
@@ -50,9 +51,12 @@ Eigen::MatrixXd PendingInputs(const StudyView& study,
 
 absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
     const v1::StudySpec& spec, std::optional<v1::GpPolicyState> state,
+    std::shared_ptr<const registry::LoadedModel> model,
     GpPolicyOptions options) {
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
+  std::vector<v1::Configuration> portfolio = PortfolioForStudy(
+      model == nullptr ? nullptr : &model->artifact, spec, space);
   space::Encoder encoder(space);
   const std::string kernel = state.has_value() && !state->kernel().empty()
                                  ? state->kernel()
@@ -77,15 +81,18 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
                                  ? spec.algorithm().initial_trials()
                                  : options.initial_trials;
   return std::shared_ptr<const GpPolicy>(
-      new GpPolicy(spec.objective().goal(), initial_trials, std::move(encoder),
-                   std::move(prior), *std::move(state), std::move(options)));
+      new GpPolicy(spec.objective().goal(), initial_trials,
+                   std::move(portfolio), std::move(encoder), std::move(prior),
+                   *std::move(state), std::move(options)));
 }
 
-GpPolicy::GpPolicy(v1::Goal goal, int initial_trials, space::Encoder encoder,
-                   gp::GaussianProcess prior, v1::GpPolicyState state,
-                   GpPolicyOptions options)
+GpPolicy::GpPolicy(v1::Goal goal, int initial_trials,
+                   std::vector<v1::Configuration> portfolio,
+                   space::Encoder encoder, gp::GaussianProcess prior,
+                   v1::GpPolicyState state, GpPolicyOptions options)
     : goal_(goal),
       initial_trials_(initial_trials),
+      portfolio_(std::move(portfolio)),
       encoder_(std::move(encoder)),
       prior_(std::move(prior)),
       state_(std::move(state)),
@@ -101,35 +108,81 @@ PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted, int64_t n,
   v1::PolicyState wrapper;
   *wrapper.mutable_gp() = state;
   PolicyUpdate update;
-  update.policy = std::shared_ptr<const GpPolicy>(
-      new GpPolicy(goal_, initial_trials_, encoder_, fitted, state, options_));
+  update.policy = std::shared_ptr<const GpPolicy>(new GpPolicy(
+      goal_, initial_trials_, portfolio_, encoder_, fitted, state, options_));
   update.state = wrapper.SerializeAsString();
   return update;
 }
+
+namespace {
+
+// `study` as seen with `extra` configurations also held (ACTIVE): this call's
+// earlier picks, so that later picks neither repeat nor ignore them.
+struct AugmentedView {
+  AugmentedView(const StudyView& study,
+                const std::vector<v1::Configuration>& extra)
+      : trials(*study.trials), view(study) {
+    for (const v1::Configuration& c : extra) {
+      v1::Trial t;
+      *t.mutable_configuration() = c;
+      t.set_state(v1::TRIAL_STATE_ACTIVE);
+      trials.push_back(std::move(t));
+    }
+    view.trials = &trials;
+  }
+  std::vector<v1::Trial> trials;
+  StudyView view;
+};
+
+void Append(std::vector<v1::Configuration> more,
+            std::vector<v1::Configuration>& out) {
+  for (v1::Configuration& c : more) out.push_back(std::move(c));
+}
+
+}  // namespace
 
 absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
                                                 int count,
                                                 space::Rng& rng) const {
   SuggestResult result;
-  // Initial design: random until `initial_trials_` trials have been handed
-  // out (failed and infeasible ones count; abandoned and stale ones do not),
-  // and whenever fewer than two observations exist.
+  std::vector<std::string> sources;
+  // Zero-shot start: the bound model's portfolio comes first.
+  result.configurations = NextPortfolioEntries(study, portfolio_, count);
+  if (!result.configurations.empty()) sources.push_back("portfolio");
+  auto finish = [&] {
+    result.source = "gp/" + absl::StrJoin(sources, "+");
+    return result;
+  };
+  int remaining = count - static_cast<int>(result.configurations.size());
+  if (remaining == 0) return finish();
+
+  // Initial design: without a portfolio, random until `initial_trials_`
+  // trials have been handed out (failed and infeasible ones count; abandoned
+  // and stale ones do not); and random whenever fewer than two observations
+  // exist.
   int64_t started = 0;
   for (const v1::Trial& trial : *study.trials) {
     if (HoldsConfiguration(trial.state())) ++started;
   }
   TrainingData data = CollectTrainingData(study, encoder_);
   const int64_t n = data.y.size();
-  const int design =
-      n < 2 ? count : std::clamp<int>(initial_trials_ - started, 0, count);
-  if (design > 0) {
-    result.configurations = RandomPolicy::Sample(study, design, rng);
-    result.source = "gp/initial-design";
-    if (design == count) return result;
+  int design = 0;
+  if (n < 2) {
+    design = remaining;
+  } else if (portfolio_.empty()) {
+    design = std::clamp<int>(initial_trials_ - started, 0, remaining);
   }
+  if (design > 0) {
+    AugmentedView augmented(study, result.configurations);
+    Append(RandomPolicy::Sample(augmented.view, design, rng),
+           result.configurations);
+    sources.push_back("initial-design");
+    remaining = count - static_cast<int>(result.configurations.size());
+  }
+  // (A catalogue that ran out leaves `remaining` > 0 with nothing to add.)
+  if (remaining == 0 || n < 2) return finish();
 
   // Hyperparameters: refit on the schedule described in the class comment.
-  gp::GaussianProcess model = prior_;
   const bool full = state_.full_fit_observations() == 0 ||
                     n >= 2 * state_.full_fit_observations();
   const bool quick =
@@ -143,55 +196,36 @@ absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
   if (full || quick) {
     gp::FitOptions fit = full ? options_.full_fit : options_.quick_fit;
     fit.seed = rng();
-    posterior = gp::Fit(model, data.X, data.y, fit);
-    if (posterior.ok()) {
-      result.update = WithFit(posterior->model(), n, full);
-    }
+    posterior = gp::Fit(prior_, data.X, data.y, fit);
+    if (posterior.ok()) result.update = WithFit(posterior->model(), n, full);
   } else {
-    posterior = gp::Condition(model, data.X, data.y);
+    posterior = gp::Condition(prior_, data.X, data.y);
   }
+  AugmentedView augmented(study, result.configurations);
   if (!posterior.ok()) {
     // A numerically hopeless model must not stall the study: fall back to
     // random search for this call and say so in the trials' metadata.
     LogWarning(absl::StrCat("GP fit failed (", posterior.status().ToString(),
                             "); suggesting at random"));
-    std::vector<v1::Configuration> more =
-        RandomPolicy::Sample(study, count - design, rng);
-    for (auto& c : more) result.configurations.push_back(std::move(c));
-    result.source = "gp/random-fallback";
-    return result;
+    Append(RandomPolicy::Sample(augmented.view, remaining, rng),
+           result.configurations);
+    sources.push_back("random-fallback");
+    return finish();
   }
 
-  // Pending trials (and this call's design points) as fantasies.
+  // Pending trials and this call's earlier picks enter as fantasies.
   surrogate::GpSurrogate base(*std::move(posterior));
-  Eigen::MatrixXd pending = PendingInputs(study, encoder_);
-  if (!result.configurations.empty()) {
-    Eigen::MatrixXd design_x = encoder_.EncodeBatch(result.configurations);
-    Eigen::MatrixXd all(pending.rows() + design_x.rows(), encoder_.dimension());
-    all << pending, design_x;
-    pending = std::move(all);
-  }
   METAOPT_ASSIGN_OR_RETURN(
       std::unique_ptr<const surrogate::Surrogate> model_now,
-      base.WithFantasies(pending));
-  // The study view for the search also excludes this call's design points.
-  std::vector<v1::Trial> trials = *study.trials;
-  for (const v1::Configuration& c : result.configurations) {
-    v1::Trial t;
-    *t.mutable_configuration() = c;
-    t.set_state(v1::TRIAL_STATE_ACTIVE);
-    trials.push_back(std::move(t));
-  }
-  StudyView view = study;
-  view.trials = &trials;
+      base.WithFantasies(PendingInputs(augmented.view, encoder_)));
   METAOPT_ASSIGN_OR_RETURN(
       std::vector<v1::Configuration> picks,
-      ProposeByExpectedImprovement(view, encoder_, *model_now,
+      ProposeByExpectedImprovement(augmented.view, encoder_, *model_now,
                                    data.y.minCoeff(), data.best_first,
-                                   count - design, options_.search, rng));
-  for (auto& c : picks) result.configurations.push_back(std::move(c));
-  result.source = design > 0 ? "gp/initial-design+ei" : "gp/ei";
-  return result;
+                                   remaining, options_.search, rng));
+  Append(std::move(picks), result.configurations);
+  sources.push_back("ei");
+  return finish();
 }
 
 absl::StatusOr<FineTuneResult> GpPolicy::FineTune(

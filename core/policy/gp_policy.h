@@ -11,6 +11,7 @@
 #include "core/gp/gaussian_process.h"
 #include "core/policy/acquisition_search.h"
 #include "core/policy/policy.h"
+#include "core/registry/artifact.h"
 #include "core/space/encoding.h"
 #include "metaopt/v1/policy_state.pb.h"
 
@@ -43,6 +44,10 @@ struct GpPolicyOptions {
   AcquisitionSearchOptions search;
 };
 
+// With a bound registry model, the model's portfolio entries (those inside the
+// study's space or catalogue) are the first suggestions, in place of the
+// random initial design.
+//
 // Matérn-5/2 ARD GP on the encoded configuration (space::Encoder), constant
 // mean, learned noise, MAP hyperparameters by L-BFGS; EI maximised over the
 // catalogue or by sampling plus local search; pending trials as
@@ -58,6 +63,7 @@ class GpPolicy final : public Policy {
   // `state` is the stored GpPolicyState (absent for a new study).
   static absl::StatusOr<std::shared_ptr<const GpPolicy>> Create(
       const v1::StudySpec& spec, std::optional<v1::GpPolicyState> state,
+      std::shared_ptr<const registry::LoadedModel> model = nullptr,
       GpPolicyOptions options = {});
 
   absl::StatusOr<SuggestResult> Suggest(const StudyView& study, int count,
@@ -69,7 +75,8 @@ class GpPolicy final : public Policy {
   const v1::GpPolicyState& state() const { return state_; }
 
  private:
-  GpPolicy(v1::Goal goal, int initial_trials, space::Encoder encoder,
+  GpPolicy(v1::Goal goal, int initial_trials,
+           std::vector<v1::Configuration> portfolio, space::Encoder encoder,
            gp::GaussianProcess prior, v1::GpPolicyState state,
            GpPolicyOptions options);
 
@@ -79,6 +86,8 @@ class GpPolicy final : public Policy {
 
   const v1::Goal goal_;
   const int initial_trials_;
+  // The bound model's zero-shot portfolio (in the study's space), tried first.
+  const std::vector<v1::Configuration> portfolio_;
   const space::Encoder encoder_;
   const gp::GaussianProcess prior_;  // with the current hyperparameters
   const v1::GpPolicyState state_;

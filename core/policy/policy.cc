@@ -42,4 +42,43 @@ std::vector<const v1::Configuration*> UntriedCandidates(
   return untried;
 }
 
+std::vector<v1::Configuration> PortfolioForStudy(
+    const v1::ModelArtifact* model, const v1::StudySpec& spec,
+    const space::SearchSpace& space) {
+  std::vector<v1::Configuration> portfolio;
+  if (model == nullptr) return portfolio;
+  absl::flat_hash_set<std::string> catalogue;
+  for (const v1::Configuration& candidate : spec.candidates()) {
+    catalogue.insert(space::ConfigurationKey(candidate));
+  }
+  absl::flat_hash_set<std::string> seen;
+  for (const v1::Configuration& entry : model->portfolio()) {
+    auto canonical = space.Canonicalize(entry, "portfolio");
+    if (!canonical.ok()) continue;
+    std::string key = space::ConfigurationKey(*canonical);
+    if (!catalogue.empty() && !catalogue.contains(key)) continue;
+    if (!seen.insert(std::move(key)).second) continue;
+    portfolio.push_back(*std::move(canonical));
+  }
+  return portfolio;
+}
+
+std::vector<v1::Configuration> NextPortfolioEntries(
+    const StudyView& study, const std::vector<v1::Configuration>& portfolio,
+    int count) {
+  std::vector<v1::Configuration> next;
+  if (portfolio.empty() || count <= 0) return next;
+  absl::flat_hash_set<std::string> held;
+  for (const v1::Trial& trial : *study.trials) {
+    if (HoldsConfiguration(trial.state())) {
+      held.insert(space::ConfigurationKey(trial.configuration()));
+    }
+  }
+  for (const v1::Configuration& entry : portfolio) {
+    if (static_cast<int>(next.size()) >= count) break;
+    if (!held.contains(space::ConfigurationKey(entry))) next.push_back(entry);
+  }
+  return next;
+}
+
 }  // namespace metaopt::policy

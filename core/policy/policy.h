@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/space/search_space.h"
+#include "metaopt/v1/model.pb.h"
 #include "metaopt/v1/optimizer_service.pb.h"
 #include "metaopt/v1/study.pb.h"
 
@@ -89,6 +90,19 @@ bool HoldsConfiguration(v1::TrialState state);
 // Untried catalogue entries of `study` (empty if the study has no catalogue),
 // in catalogue order.
 std::vector<const v1::Configuration*> UntriedCandidates(const StudyView& study);
+
+// The zero-shot portfolio of a registry model as configurations of the study:
+// each entry canonicalized in the study's space (entries outside it, e.g.
+// beyond narrower ranges, are dropped) and, for catalogue studies, kept only if
+// it is a catalogue entry. In portfolio order. Empty without a model.
+std::vector<v1::Configuration> PortfolioForStudy(
+    const v1::ModelArtifact* model, const v1::StudySpec& spec,
+    const space::SearchSpace& space);
+
+// The first `count` entries of `portfolio` that no trial of `study` holds.
+std::vector<v1::Configuration> NextPortfolioEntries(
+    const StudyView& study, const std::vector<v1::Configuration>& portfolio,
+    int count);
 
 }  // namespace metaopt::policy
 

@@ -27,7 +27,8 @@ absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
 }
 
 absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
-    const v1::StudySpec& spec, const std::optional<std::string>& stored_state) {
+    const v1::StudySpec& spec, const std::optional<std::string>& stored_state,
+    std::shared_ptr<const registry::LoadedModel> model) {
   METAOPT_RETURN_IF_ERROR(CheckAlgorithmSupported(spec.algorithm()));
   v1::PolicyState state;
   if (stored_state.has_value() && !state.ParseFromString(*stored_state)) {
@@ -39,7 +40,7 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
     case v1::ALGORITHM_KIND_GP: {
       std::optional<v1::GpPolicyState> gp_state;
       if (state.has_gp()) gp_state = state.gp();
-      return GpPolicy::Create(spec, std::move(gp_state));
+      return GpPolicy::Create(spec, std::move(gp_state), std::move(model));
     }
     default:
       return absl::InternalError("unreachable algorithm kind");

@@ -7,14 +7,17 @@
 
 #include "absl/status/statusor.h"
 #include "core/policy/policy.h"
+#include "core/registry/artifact.h"
 
 namespace metaopt::policy {
 
-// Builds the policy of a study from its canonical spec and, when the study was
-// fine-tuned before, the stored policy state. Algorithm kinds this build does
-// not implement are UNIMPLEMENTED naming the kind. Thread-safe.
+// Builds the policy of a study from its canonical spec, the stored policy state
+// (absent for a new study) and the registry model the study is bound to (null
+// for none). Algorithm kinds this build does not implement are UNIMPLEMENTED
+// naming the kind. Thread-safe.
 absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
-    const v1::StudySpec& spec, const std::optional<std::string>& stored_state);
+    const v1::StudySpec& spec, const std::optional<std::string>& stored_state,
+    std::shared_ptr<const registry::LoadedModel> model = nullptr);
 
 // OK if CreatePolicy can build a policy of this kind; UNIMPLEMENTED naming the
 // kind otherwise.

@@ -131,8 +131,8 @@ struct StudyEngine::Entry {
   bool deleted ABSL_GUARDED_BY(mu) = false;
 };
 
-StudyEngine::StudyEngine(storage::Storage* storage, const ModelLister* models,
-                         EngineOptions options)
+StudyEngine::StudyEngine(storage::Storage* storage,
+                         registry::ModelManager* models, EngineOptions options)
     : storage_(storage), models_(models), options_(std::move(options)) {}
 
 StudyEngine::~StudyEngine() = default;
@@ -171,9 +171,27 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
   }
   METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
                            storage_->GetPolicyState(study_id));
+  // A study keeps the model version it was bound to, even after newer ones
+  // are published.
+  std::shared_ptr<const registry::LoadedModel> model;
+  if (!entry->stored.bound_model().empty()) {
+    auto bound = registry::ParseModelReference(entry->stored.bound_model(),
+                                               "study.bound_model");
+    if (bound.ok() && models_ != nullptr) {
+      auto loaded = models_->Resolve(*bound);
+      if (loaded.ok()) model = *std::move(loaded);
+    }
+    if (model == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "study \"", study_id, "\" is bound to model ",
+          entry->stored.bound_model(),
+          ", which the registry can no longer load; restore that version or "
+          "delete the study"));
+    }
+  }
   METAOPT_ASSIGN_OR_RETURN(
       std::shared_ptr<const policy::Policy> policy,
-      policy::CreatePolicy(entry->stored.spec(), policy_state));
+      policy::CreatePolicy(entry->stored.spec(), policy_state, model));
   {
     absl::MutexLock lock(&entry->mu);
     entry->trials = std::move(trials);
@@ -211,6 +229,34 @@ v1::Study StudyEngine::DescribeStudy(const Entry& entry) const
   return study;
 }
 
+absl::StatusOr<std::shared_ptr<const registry::LoadedModel>>
+StudyEngine::BindModel(const v1::StudySpec& spec) {
+  const std::string& named = spec.algorithm().model();
+  if (named.empty()) {
+    if (models_ == nullptr) return nullptr;
+    return models_->FindMatching(spec.search_space());
+  }
+  METAOPT_ASSIGN_OR_RETURN(registry::ModelReference reference,
+                           registry::ParseModelReference(named));
+  if (models_ == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("spec.algorithm.model: \"", named,
+                     "\" cannot be used: the server has no model registry"));
+  }
+  auto model = models_->Resolve(reference);
+  if (!model.ok()) {
+    return absl::Status(
+        model.status().code(),
+        absl::StrCat("spec.algorithm.model: ", model.status().message()));
+  }
+  absl::Status matches = registry::CheckMatches(**model, spec.search_space());
+  if (!matches.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.algorithm.model: ", matches.message()));
+  }
+  return *std::move(model);
+}
+
 absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
     const v1::CreateStudyRequest& request) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
@@ -220,10 +266,17 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
       v1::StudySpec spec,
       space::ValidateAndCanonicalizeStudySpec(request.spec()));
   METAOPT_RETURN_IF_ERROR(policy::CheckAlgorithmSupported(spec.algorithm()));
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const registry::LoadedModel> model,
+                           BindModel(spec));
+  // Build the policy once so that a spec it cannot serve fails here, with
+  // nothing stored.
+  METAOPT_RETURN_IF_ERROR(
+      policy::CreatePolicy(spec, std::nullopt, model).status());
 
   v1::Study study;
   study.set_study_id(request.study_id());
   *study.mutable_spec() = spec;
+  if (model != nullptr) study.set_bound_model(model->reference());
   SetTimestamp(options_.clock(), study.mutable_create_time());
   study.set_state(v1::STUDY_STATE_ACTIVE);
 
@@ -670,8 +723,9 @@ absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
     const v1::ListModelsRequest&) {
   v1::ListModelsResponse response;
   if (models_ != nullptr) {
-    for (v1::Model& model : models_->ListModels())
-      *response.add_models() = std::move(model);
+    for (const auto& model : models_->List()) {
+      *response.add_models() = registry::Describe(*model);
+    }
   }
   return response;
 }

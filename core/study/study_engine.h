@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/policy/policy.h"
+#include "core/registry/model_manager.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "metaopt/v1/optimizer_service.pb.h"
@@ -53,8 +54,9 @@ class ModelLister {
 // visible or is acknowledged.
 class StudyEngine {
  public:
-  // `storage` must outlive the engine. `models` may be null.
-  StudyEngine(storage::Storage* storage, const ModelLister* models,
+  // `storage` and `models` must outlive the engine; `models` may be null (no
+  // registry: studies bind to no model).
+  StudyEngine(storage::Storage* storage, registry::ModelManager* models,
               EngineOptions options = {});
   ~StudyEngine();
 
@@ -90,9 +92,14 @@ class StudyEngine {
   absl::StatusOr<std::shared_ptr<Entry>> FindStudy(const std::string& study_id)
       ABSL_LOCKS_EXCLUDED(map_mu_);
   v1::Study DescribeStudy(const Entry& entry) const;
+  // The registry model a new study binds to: the one `spec.algorithm.model`
+  // names (which must match the study's space), else the served model whose
+  // space matches, else none (nullptr).
+  absl::StatusOr<std::shared_ptr<const registry::LoadedModel>> BindModel(
+      const v1::StudySpec& spec);
 
   storage::Storage* const storage_;
-  const ModelLister* const models_;
+  registry::ModelManager* const models_;
   const EngineOptions options_;
 
   absl::Mutex map_mu_;

@@ -26,6 +26,7 @@ class TestServer {
   std::string address() const;
   v1::OptimizerService::Stub& stub() { return *stub_; }
   std::shared_ptr<grpc::Channel> channel() { return channel_; }
+  server::Server& server() { return *server_; }
 
  private:
   void Start();

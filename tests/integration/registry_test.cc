@@ -1,0 +1,154 @@
+// The model registry seen through the service: ListModels, study <-> model
+// binding, zero-shot portfolios and hot reload of new versions.
+#include "core/registry/artifact.h"
+#include "core/registry/test_artifacts.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/temp_dir.h"
+#include "tests/testutil/test_server.h"
+
+namespace metaopt::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RegistryServiceTest : public ::testing::Test {
+ protected:
+  RegistryServiceTest()
+      : server_([this] {
+          server::ServerOptions options;
+          options.db_path = dir_.File("metaopt.db");
+          options.models_dir = dir_.File("models");
+          options.models_poll_interval =
+              absl::ZeroDuration();  // polled by hand
+          return options;
+        }()) {}
+
+  v1::ListModelsResponse ListModels() {
+    v1::ListModelsResponse response;
+    grpc::Status status = server_.stub().ListModels(
+        ContextWithDeadline().get(), v1::ListModelsRequest(), &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response;
+  }
+
+  int64_t Publish(double marker) {
+    auto version =
+        registry::WriteModelVersion(dir_.File("models"), "pipelines",
+                                    registry::testing::TestArtifact(marker));
+    EXPECT_TRUE(version.ok()) << version.status();
+    EXPECT_TRUE(server_.server().models().PollOnce().ok());
+    return version.ok() ? *version : 0;
+  }
+
+  grpc::Status CreateGpStudy(const std::string& id, const std::string& model,
+                             v1::CreateStudyResponse* response) {
+    v1::CreateStudyRequest request;
+    request.set_study_id(id);
+    *request.mutable_spec()->mutable_search_space() =
+        registry::testing::TestSearchSpace();
+    request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+    request.mutable_spec()->mutable_algorithm()->set_kind(
+        v1::ALGORITHM_KIND_GP);
+    request.mutable_spec()->mutable_algorithm()->set_model(model);
+    return server_.stub().CreateStudy(ContextWithDeadline().get(), request,
+                                      response);
+  }
+
+  ScopedTempDir dir_;
+  TestServer server_;
+};
+
+TEST_F(RegistryServiceTest, ListsPublishedModelsAndSkipsBrokenVersions) {
+  EXPECT_EQ(ListModels().models_size(), 0);
+  EXPECT_EQ(Publish(1.0), 1);
+  v1::ListModelsResponse listed = ListModels();
+  ASSERT_EQ(listed.models_size(), 1);
+  const v1::Model& model = listed.models(0);
+  EXPECT_EQ(model.name(), "pipelines");
+  EXPECT_EQ(model.version(), 1);
+  EXPECT_EQ(model.kind(), v1::MODEL_KIND_PORTFOLIO);
+  EXPECT_THAT(model.search_space_summary(), HasSubstr("2 stages"));
+  EXPECT_THAT(model.training_data(), HasSubstr("oboe"));
+  EXPECT_EQ(model.portfolio_size(), 2);
+  // A broken newer version is reported and skipped: version 1 stays served.
+  ASSERT_TRUE(registry::testing::WriteRawVersion(
+      dir_.File("models/pipelines/2"), std::string("not a model")));
+  EXPECT_TRUE(server_.server().models().PollOnce().ok());
+  listed = ListModels();
+  ASSERT_EQ(listed.models_size(), 1);
+  EXPECT_EQ(listed.models(0).version(), 1);
+}
+
+TEST_F(RegistryServiceTest,
+       StudiesBindToTheMatchingModelAndStartFromItsPortfolio) {
+  Publish(1.0);
+  v1::CreateStudyResponse created;
+  ASSERT_TRUE(CreateGpStudy("auto", "", &created).ok());
+  EXPECT_EQ(created.study().bound_model(), "pipelines@1");
+  // The first suggestions are the portfolio's, in order.
+  const v1::ModelArtifact artifact = registry::testing::TestArtifact(1.0);
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("auto");
+  suggest.set_count(3);
+  v1::SuggestResponse suggested;
+  ASSERT_TRUE(server_.stub()
+                  .Suggest(ContextWithDeadline().get(), suggest, &suggested)
+                  .ok());
+  ASSERT_EQ(suggested.trials_size(), 3);
+  for (int i = 0; i < artifact.portfolio_size(); ++i) {
+    EXPECT_EQ(suggested.trials(i).metadata().at("policy"),
+              "gp/portfolio+initial-design");
+    EXPECT_EQ(suggested.trials(i).configuration().assignments(1).algorithm(),
+              artifact.portfolio(i).assignments(1).algorithm());
+  }
+
+  // A new version: the old study stays on @1, a new study gets @2.
+  EXPECT_EQ(Publish(2.0), 2);
+  v1::CreateStudyResponse newer;
+  ASSERT_TRUE(CreateGpStudy("newer", "", &newer).ok());
+  EXPECT_EQ(newer.study().bound_model(), "pipelines@2");
+  server_.Restart();
+  v1::GetStudyRequest get;
+  get.set_study_id("auto");
+  v1::GetStudyResponse got;
+  ASSERT_TRUE(
+      server_.stub().GetStudy(ContextWithDeadline().get(), get, &got).ok());
+  EXPECT_EQ(got.study().bound_model(), "pipelines@1");
+  v1::CreateStudyResponse pinned;
+  ASSERT_TRUE(CreateGpStudy("pinned", "pipelines@1", &pinned).ok());
+  EXPECT_EQ(pinned.study().bound_model(), "pipelines@1");
+}
+
+TEST_F(RegistryServiceTest, NamedModelsMustExistAndMatch) {
+  Publish(1.0);
+  v1::CreateStudyResponse created;
+  grpc::Status status = CreateGpStudy("missing", "nope", &created);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("spec.algorithm.model"));
+  status = CreateGpStudy("bad", "pipelines@x", &created);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::CreateStudyRequest request;
+  request.set_study_id("mismatch");
+  v1::SearchSpace space = registry::testing::TestSearchSpace();
+  space.mutable_stages(1)->mutable_algorithms(0)->set_name("ExtraTrees");
+  *request.mutable_spec()->mutable_search_space() = space;
+  request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+  request.mutable_spec()->mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
+  request.mutable_spec()->mutable_algorithm()->set_model("pipelines");
+  status = server_.stub().CreateStudy(ContextWithDeadline().get(), request,
+                                      &created);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("ExtraTrees"));
+  // Without naming a model, a non-matching space binds to none.
+  request.mutable_spec()->mutable_algorithm()->clear_model();
+  ASSERT_TRUE(server_.stub()
+                  .CreateStudy(ContextWithDeadline().get(), request, &created)
+                  .ok());
+  EXPECT_EQ(created.study().bound_model(), "");
+}
+
+}  // namespace
+}  // namespace metaopt::testing
