@@ -1,0 +1,88 @@
+// A multilayer perceptron: a sequence of Dense layers, ReLU after every layer
+// except (optionally) the last, batched over rows, with a hand-written
+// backward pass and (de)serialization as named tensors.
+//
+//   METAOPT_ASSIGN_OR_RETURN(nn::Mlp mlp, nn::Mlp::Create(8, {64, 64, 20}));
+//   mlp.Initialize(nn::InitScheme::kAuto, rng);
+//   nn::Mlp::Trace trace;
+//   Eigen::MatrixXd Z = mlp.Forward(X, &trace);
+//   Eigen::VectorXd grad = Eigen::VectorXd::Zero(mlp.num_parameters());
+//   mlp.Backward(trace, dL_dZ, grad, /*dX=*/nullptr);
+//
+// Flat parameters are the layers' flat parameters (nn::Dense) in layer order.
+// Serialized tensors: "<prefix>.layer<k>.weight" of shape [out, in] (PyTorch
+// nn.Linear layout) and "<prefix>.layer<k>.bias" of shape [out].
+#ifndef METAOPT_CORE_NN_MLP_H_
+#define METAOPT_CORE_NN_MLP_H_
+
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/nn/dense.h"
+#include "core/nn/tensor_io.h"
+#include "core/space/random.h"
+#include "metaopt/v1/model.pb.h"
+
+namespace metaopt::nn {
+
+// Thread-compatible: const methods (Forward, Backward, serialization) may run
+// concurrently; Initialize/SetParameters need external synchronisation. A
+// plain copyable value.
+class Mlp {
+ public:
+  // The activations of one forward pass, kept for Backward: outputs[0] is the
+  // input, outputs[k + 1] the output of layer k.
+  struct Trace {
+    std::vector<Eigen::MatrixXd> outputs;
+  };
+
+  // Layers input_dim -> widths[0] -> ... -> widths.back(); ReLU after every
+  // layer, and after the last too iff relu_on_output. No layers (empty widths)
+  // is the identity. INVALID_ARGUMENT for input_dim < 0 or a width < 1.
+  static absl::StatusOr<Mlp> Create(int input_dim,
+                                    const std::vector<int>& widths,
+                                    bool relu_on_output = false);
+
+  int input_dim() const { return input_dim_; }
+  int output_dim() const;
+  int num_layers() const { return static_cast<int>(layers_.size()); }
+  int num_parameters() const;
+  const std::vector<Dense>& layers() const { return layers_; }
+
+  void Initialize(InitScheme scheme, space::Rng& rng);
+
+  // The output for X (n x input_dim()); fills `trace` if not null.
+  Eigen::MatrixXd Forward(const Eigen::Ref<const Eigen::MatrixXd>& X,
+                          Trace* trace = nullptr) const;
+
+  // Adds dL/d(parameters) to `grad` (num_parameters() entries) given the trace
+  // of the forward pass and dL/d(output); sets *dX = dL/dX if dX is not null.
+  void Backward(const Trace& trace, const Eigen::Ref<const Eigen::MatrixXd>& dY,
+                Eigen::Ref<Eigen::VectorXd> grad, Eigen::MatrixXd* dX) const;
+
+  void GetParameters(Eigen::Ref<Eigen::VectorXd> out) const;
+  // `params` must have num_parameters() entries (checked by the caller).
+  void SetParameters(const Eigen::Ref<const Eigen::VectorXd>& params);
+
+  // Appends this network's tensors named "<prefix>.layer<k>.{weight,bias}".
+  void AppendTensors(const std::string& prefix,
+                     std::vector<v1::Tensor>* out) const;
+  // Reads parameters from tensors written by AppendTensors for a network of
+  // this shape. INVALID_ARGUMENT naming the tensor for a missing tensor, a
+  // shape mismatch or a non-finite value; on error this network is unchanged.
+  absl::Status ReadTensors(const std::string& prefix, const TensorMap& tensors);
+
+ private:
+  Mlp(int input_dim, std::vector<Dense> layers)
+      : input_dim_(input_dim), layers_(std::move(layers)) {}
+
+  int input_dim_;
+  std::vector<Dense> layers_;
+};
+
+}  // namespace metaopt::nn
+
+#endif  // METAOPT_CORE_NN_MLP_H_
