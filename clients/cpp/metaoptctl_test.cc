@@ -276,12 +276,9 @@ TEST_F(MetaoptctlTest, ServerErrorsGoToStderrWithExitCode1) {
 
   Result twice = Ctl({"observe", "errors", "--trial", id, "--value", "0.5"});
   EXPECT_EQ(twice.exit_code, 1);
-  // The style guide's code table says ALREADY_EXISTS; the server currently
-  // answers FAILED_PRECONDITION. Either way it must be a clean error, not a
-  // second completion.
-  EXPECT_THAT(twice.err, ::testing::AnyOf(
-                             StartsWith("metaoptctl: ALREADY_EXISTS: "),
-                             StartsWith("metaoptctl: FAILED_PRECONDITION: ")));
+  // A trial is observed once: the second Observe is FAILED_PRECONDITION (the
+  // trial's state, not a duplicate resource, is what forbids it).
+  EXPECT_THAT(twice.err, StartsWith("metaoptctl: FAILED_PRECONDITION: "));
   EXPECT_THAT(twice.err, HasSubstr(id));
 
   Result not_finite = Ctl({"observe", "errors", "--configuration",
