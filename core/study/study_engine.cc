@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/logging.h"
+#include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -23,18 +24,6 @@ constexpr int kMaxClientIdLength = 128;
 constexpr int kMaxFailureReasonLength = 4096;
 constexpr int kMaxMetrics = 256;
 constexpr int kMaxFineTuneSteps = 10000;
-
-void SetTimestamp(absl::Time time, google::protobuf::Timestamp* out) {
-  const int64_t micros = absl::ToUnixMicros(time);
-  int64_t seconds = micros / 1000000;
-  int64_t rem = micros % 1000000;
-  if (rem < 0) {
-    rem += 1000000;
-    --seconds;
-  }
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(rem * 1000));
-}
 
 // Page tokens are opaque to clients: web-safe base64 of "<kind>:<cursor>".
 std::string EncodePageToken(const std::string& kind,
@@ -89,6 +78,11 @@ absl::Status ValidateMetrics(
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status StudyNotFound(const std::string& study_id) {
+  return absl::NotFoundError(
+      absl::StrCat("study \"", study_id, "\" does not exist"));
 }
 
 }  // namespace
@@ -147,8 +141,7 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
   // Load outside the map lock; if two threads race, the first insert wins.
   auto stored = storage_->GetStudy(study_id);
   if (absl::IsNotFound(stored.status())) {
-    return absl::NotFoundError(
-        absl::StrCat("study \"", study_id, "\" does not exist"));
+    return StudyNotFound(study_id);
   }
   METAOPT_RETURN_IF_ERROR(stored.status());
   auto entry = std::make_shared<Entry>();
@@ -277,7 +270,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   study.set_study_id(request.study_id());
   *study.mutable_spec() = spec;
   if (model != nullptr) study.set_bound_model(model->reference());
-  SetTimestamp(options_.clock(), study.mutable_create_time());
+  *study.mutable_create_time() = ToProtoTimestamp(options_.clock());
   study.set_state(v1::STUDY_STATE_ACTIVE);
 
   absl::Status created = storage_->CreateStudy(study);
@@ -316,8 +309,7 @@ absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
                            FindStudy(request.study_id()));
   absl::MutexLock lock(&entry->mu);
   if (entry->deleted) {
-    return absl::NotFoundError(
-        absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+    return StudyNotFound(request.study_id());
   }
   v1::GetStudyResponse response;
   *response.mutable_study() = DescribeStudy(*entry);
@@ -361,8 +353,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
   {
     absl::MutexLock lock(&entry->mu);
     if (entry->deleted) {
-      return absl::NotFoundError(
-          absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+      return StudyNotFound(request.study_id());
     }
     METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(request.study_id()));
     entry->deleted = true;
@@ -417,8 +408,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     v1::SuggestResponse response;
     absl::MutexLock lock(&entry->mu);
     if (entry->deleted) {
-      return absl::NotFoundError(
-          absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+      return StudyNotFound(request.study_id());
     }
     // Idempotent retries: the client's ACTIVE trials come back first.
     if (!request.client_id().empty()) {
@@ -444,19 +434,14 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
       proposed = propose(policy, snapshot, need);
       entry->mu.Lock();
       if (entry->deleted) {
-        return absl::NotFoundError(
-            absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+        return StudyNotFound(request.study_id());
       }
       if (entry->version != version)
         continue;  // the study changed meanwhile: recompute
     }
     METAOPT_RETURN_IF_ERROR(proposed.status());
 
-    const google::protobuf::Timestamp now = [&] {
-      google::protobuf::Timestamp t;
-      SetTimestamp(options_.clock(), &t);
-      return t;
-    }();
+    const google::protobuf::Timestamp now = ToProtoTimestamp(options_.clock());
     std::vector<v1::Trial> created;
     if (proposed->update.has_value()) {
       // The state is a function of the completed observations, so it stays
@@ -548,14 +533,13 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
 
   absl::MutexLock lock(&entry->mu);
   if (entry->deleted) {
-    return absl::NotFoundError(
-        absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+    return StudyNotFound(request.study_id());
   }
   v1::Trial trial;
   if (external.has_value()) {
     trial.set_id(static_cast<int64_t>(entry->trials.size()) + 1);
     *trial.mutable_configuration() = *std::move(external);
-    SetTimestamp(options_.clock(), trial.mutable_create_time());
+    *trial.mutable_create_time() = ToProtoTimestamp(options_.clock());
     (*trial.mutable_metadata())["source"] = "external";
   } else {
     if (request.trial_id() > static_cast<int64_t>(entry->trials.size())) {
@@ -580,7 +564,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
     trial.set_failure_reason(request.failure().reason());
   }
   *trial.mutable_metrics() = request.metrics();
-  SetTimestamp(options_.clock(), trial.mutable_complete_time());
+  *trial.mutable_complete_time() = ToProtoTimestamp(options_.clock());
   METAOPT_RETURN_IF_ERROR(storage_->PutTrials(request.study_id(), {trial}));
   ++entry->version;
   if (trial.id() > static_cast<int64_t>(entry->trials.size())) {
@@ -613,8 +597,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
   {
     absl::MutexLock lock(&entry->mu);
     if (entry->deleted) {
-      return absl::NotFoundError(
-          absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+      return StudyNotFound(request.study_id());
     }
     snapshot = entry->trials;
     policy = entry->policy;
@@ -632,8 +615,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
   {
     absl::MutexLock lock(&entry->mu);
     if (entry->deleted) {
-      return absl::NotFoundError(
-          absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+      return StudyNotFound(request.study_id());
     }
     METAOPT_RETURN_IF_ERROR(
         storage_->PutPolicyState(request.study_id(), result.update.state));
@@ -644,10 +626,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
   response.set_loss_before(result.loss_before);
   response.set_loss_after(result.loss_after);
   response.set_steps_run(result.steps_run);
-  const int64_t nanos = absl::ToInt64Nanoseconds(elapsed);
-  response.mutable_elapsed()->set_seconds(nanos / 1000000000);
-  response.mutable_elapsed()->set_nanos(
-      static_cast<int32_t>(nanos % 1000000000));
+  *response.mutable_elapsed() = ToProtoDuration(elapsed);
   return response;
 }
 
@@ -663,8 +642,7 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
                            FindStudy(request.study_id()));
   absl::MutexLock lock(&entry->mu);
   if (entry->deleted) {
-    return absl::NotFoundError(
-        absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+    return StudyNotFound(request.study_id());
   }
   if (request.trial_id() > static_cast<int64_t>(entry->trials.size())) {
     return absl::NotFoundError(absl::StrCat("study \"", request.study_id(),
@@ -699,8 +677,7 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
                            FindStudy(request.study_id()));
   absl::MutexLock lock(&entry->mu);
   if (entry->deleted) {
-    return absl::NotFoundError(
-        absl::StrCat("study \"", request.study_id(), "\" does not exist"));
+    return StudyNotFound(request.study_id());
   }
   v1::ListTrialsResponse response;
   for (size_t i = static_cast<size_t>(after); i < entry->trials.size(); ++i) {
