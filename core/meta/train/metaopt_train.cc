@@ -1,0 +1,9 @@
+// metaopt-train: meta-trains a model on a meta-dataset folder and publishes it
+// as a new version of a model registry (DESIGN.md §4). See train_main.h.
+#include <iostream>
+
+#include "core/meta/train/train_main.h"
+
+int main(int argc, char** argv) {
+  return metaopt::train::MetaoptTrainMain(argc, argv, std::cout, std::cerr);
+}

@@ -1,0 +1,119 @@
+#include "core/meta/train/train_main.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/meta/train/portfolio_train.h"
+#include "core/meta/train/train_common.h"
+
+namespace metaopt::train {
+
+// The kind table: one entry per model kind built into metaopt-train.
+std::vector<TrainerKind> BuiltinTrainerKinds() {
+  return {
+      PortfolioTrainerKind(),
+  };
+}
+
+namespace {
+
+std::string KindHelp(const std::vector<TrainerKind>& kinds) {
+  std::string help = "model kind:";
+  for (const std::string& name : KnownKinds()) {
+    std::string description = "not available in this build";
+    for (const TrainerKind& kind : kinds) {
+      if (kind.name == name) description = kind.description;
+    }
+    absl::StrAppend(&help, "\n  ", name, ": ", description);
+  }
+  return help;
+}
+
+}  // namespace
+
+int MetaoptTrainMain(int argc, const char* const* argv, std::ostream& out,
+                     std::ostream& err) {
+  const std::vector<TrainerKind> kinds = BuiltinTrainerKinds();
+  CommonTrainOptions options;
+  CLI::App app{
+      "metaopt-train: meta-train a model on the train split of a meta-dataset "
+      "folder and publish it as a new version of a model registry"};
+  app.set_version_flag("--version", MetaoptVersion());
+  app.add_option("--kind", options.kind, KindHelp(kinds))
+      ->required()
+      ->check(CLI::IsMember(KnownKinds()));
+  app.add_option("--data", options.data_dir,
+                 "meta-dataset folder (space.json, evaluations.csv, tasks.csv)")
+      ->required();
+  app.add_option("--registry", options.registry_dir,
+                 "model registry directory (created if needed); the model is "
+                 "written to <registry>/<name>/<next version>/")
+      ->required();
+  app.add_option("--name", options.name,
+                 "model name (default: <data folder name>-<kind>)");
+  app.add_option("--seed", options.seed, "random seed")->capture_default_str();
+  app.add_option("--size", options.portfolio_size,
+                 "size K of the warm-start portfolio")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--split-train", options.split_train, "split to train on")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"train", "valid", "test", "holdout", "all"}));
+  app.add_option("--split-valid", options.split_valid,
+                 "split for validation metrics (none: no validation)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"train", "valid", "test", "holdout", "none"}));
+  app.add_flag("--quiet", options.quiet, "no progress lines on stderr");
+
+  std::map<std::string, Trainer> trainers;
+  std::map<std::string, CLI::App*> groups;
+  for (const TrainerKind& kind : kinds) {
+    CLI::App* group =
+        app.add_option_group(absl::StrCat("--kind ", kind.name),
+                             absl::StrCat("flags of --kind ", kind.name));
+    trainers[kind.name] = kind.add_flags(*group);
+    groups[kind.name] = group;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out, err);
+  }
+
+  if (trainers.count(options.kind) == 0) {
+    std::vector<std::string> built_in;
+    for (const TrainerKind& kind : kinds) built_in.push_back(kind.name);
+    err << "metaopt-train: --kind " << options.kind
+        << " is not available in this build (built-in kinds: "
+        << absl::StrJoin(built_in, ", ") << ")" << std::endl;
+    return 2;
+  }
+  for (const auto& [name, group] : groups) {
+    if (name == options.kind) continue;
+    for (const CLI::Option* option : group->get_options()) {
+      if (option->count() > 0) {
+        err << "metaopt-train: " << option->get_name()
+            << " is a flag of --kind " << name << ", not of --kind "
+            << options.kind << std::endl;
+        return 2;
+      }
+    }
+  }
+
+  options.command_line = JoinCommandLine(argc, argv);
+  Progress progress(options.quiet ? nullptr : &err);
+  absl::StatusOr<TrainResult> result =
+      RunTraining(options, trainers[options.kind], progress);
+  if (!result.ok()) {
+    err << "metaopt-train: error: " << result.status().message() << std::endl;
+    return 1;
+  }
+  out << DescribeTrainResult(*result);
+  return 0;
+}
+
+}  // namespace metaopt::train
