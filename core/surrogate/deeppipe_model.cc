@@ -1,0 +1,586 @@
+#include "core/surrogate/deeppipe_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "core/acquisition/acquisition.h"
+#include "core/common/status_macros.h"
+#include "core/nn/optimizer.h"
+#include "core/nn/tensor_io.h"
+#include "core/space/search_space.h"
+
+namespace metaopt::surrogate {
+
+// Limits that keep a (possibly hostile) artifact from allocating absurd
+// networks.
+namespace {
+constexpr int kMaxEncoderLayers = 8;
+constexpr int kMaxAggregationLayers = 16;
+constexpr int kMaxWidthFactor = 256;
+constexpr int kMaxHidden = 8192;
+constexpr int kMaxEmbedding = 1024;
+constexpr int64_t kMaxNetworkParameters = int64_t{1} << 26;
+
+constexpr char kKernelName[] = "matern52";
+
+// Tensor and option names (see ToArtifact).
+constexpr char kAggregatorPrefix[] = "aggregator";
+constexpr char kLogLengthscales[] = "gp.log_lengthscales";
+constexpr char kLogOutputScale[] = "gp.log_output_scale";
+constexpr char kLogNoise[] = "gp.log_noise";
+constexpr char kMean[] = "gp.mean";
+
+absl::StatusOr<int> ReadIntOption(const v1::ModelArtifact& artifact,
+                                  const std::string& key, int low, int high) {
+  auto it = artifact.int_options().find(key);
+  if (it == artifact.int_options().end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact.int_options[\"", key, "\"]: missing"));
+  }
+  if (it->second < low || it->second > high) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact.int_options[\"", key, "\"]: ", it->second,
+                     " is outside [", low, ", ", high, "]"));
+  }
+  return static_cast<int>(it->second);
+}
+
+}  // namespace
+
+struct DeepPipeModel::Structure {
+  Structure(v1::SearchSpace proto_in, const space::SearchSpace& space)
+      : proto(std::move(proto_in)), encoder(space) {}
+
+  v1::SearchSpace proto;
+  space::Encoder encoder;
+};
+
+struct DeepPipeModel::EmbedTrace {
+  // Per layout block: the rows whose stage chose that algorithm, and the
+  // trace of its encoder on them.
+  std::vector<std::vector<Eigen::Index>> rows;
+  std::vector<nn::Mlp::Trace> encoder_traces;
+  nn::Mlp::Trace aggregator_trace;
+};
+
+DeepPipeModel::DeepPipeModel(std::shared_ptr<const Structure> structure,
+                             DeepPipeArchitecture architecture,
+                             std::vector<nn::Mlp> encoders,
+                             std::vector<int> slot_offsets,
+                             std::vector<int> slot_widths, nn::Mlp aggregator,
+                             gp::GaussianProcess gp)
+    : structure_(std::move(structure)),
+      architecture_(architecture),
+      encoders_(std::move(encoders)),
+      slot_offsets_(std::move(slot_offsets)),
+      slot_widths_(std::move(slot_widths)),
+      aggregator_(std::move(aggregator)),
+      gp_(std::move(gp)) {}
+
+const space::Encoder& DeepPipeModel::encoder() const {
+  return structure_->encoder;
+}
+
+const v1::SearchSpace& DeepPipeModel::search_space() const {
+  return structure_->proto;
+}
+
+int DeepPipeModel::input_dim() const { return structure_->encoder.dimension(); }
+
+absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
+    const v1::SearchSpace& space_proto, DeepPipeArchitecture arch,
+    double noise_floor) {
+  METAOPT_ASSIGN_OR_RETURN(
+      space::SearchSpace space,
+      space::SearchSpace::Create(space_proto, "deeppipe.search_space"));
+  auto check = [](const char* name, int value, int low,
+                  int high) -> absl::Status {
+    if (value < low || value > high) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("DeepPipe architecture: ", name, " ", value,
+                       " is outside [", low, ", ", high, "]"));
+    }
+    return absl::OkStatus();
+  };
+  METAOPT_RETURN_IF_ERROR(
+      check("encoder_layers", arch.encoder_layers, 0, kMaxEncoderLayers));
+  METAOPT_RETURN_IF_ERROR(check("aggregation_layers", arch.aggregation_layers,
+                                0, kMaxAggregationLayers));
+  METAOPT_RETURN_IF_ERROR(
+      check("width_factor", arch.width_factor, 1, kMaxWidthFactor));
+  METAOPT_RETURN_IF_ERROR(check("hidden", arch.hidden, 0, kMaxHidden));
+  METAOPT_RETURN_IF_ERROR(check("embedding", arch.embedding, 1, kMaxEmbedding));
+  if (arch.aggregation_layers == 0) {
+    arch.aggregation_layers = std::max(1, 4 - arch.encoder_layers);
+  }
+
+  auto structure = std::make_shared<const Structure>(space_proto, space);
+  const space::EncodingLayout& layout = structure->encoder.layout();
+  const int num_stages = static_cast<int>(layout.stages.size());
+
+  // L_i = max_j max(1, |block_ij|); stage slots of width F * L_i.
+  std::vector<int> slot_offsets(num_stages), slot_widths(num_stages);
+  int sum_l = 0;
+  int slot_total = 0;
+  for (int s = 0; s < num_stages; ++s) {
+    int l = 1;
+    for (int a = 0; a < layout.stages[s].size; ++a) {
+      l = std::max(l, layout.block(s, a).size);
+    }
+    sum_l += l;
+    slot_offsets[s] = slot_total;
+    slot_widths[s] = arch.width_factor * l;
+    slot_total += slot_widths[s];
+  }
+  if (arch.hidden == 0) arch.hidden = std::max(arch.width_factor * sum_l, 24);
+  METAOPT_RETURN_IF_ERROR(check("hidden", arch.hidden, 1, kMaxHidden));
+
+  int64_t num_params = 0;
+  std::vector<nn::Mlp> encoders;
+  int aggregator_input = layout.dimension;
+  if (arch.encoder_layers > 0) {
+    encoders.reserve(layout.blocks.size());
+    for (const space::BlockLayout& block : layout.blocks) {
+      const int width = slot_widths[block.stage];
+      METAOPT_ASSIGN_OR_RETURN(
+          nn::Mlp mlp,
+          nn::Mlp::Create(std::max(1, block.size),
+                          std::vector<int>(arch.encoder_layers, width),
+                          /*relu_on_output=*/true));
+      num_params += mlp.num_parameters();
+      encoders.push_back(std::move(mlp));
+    }
+    aggregator_input = slot_total;
+  }
+  std::vector<int> widths(arch.aggregation_layers - 1, arch.hidden);
+  widths.push_back(arch.embedding);
+  METAOPT_ASSIGN_OR_RETURN(nn::Mlp aggregator,
+                           nn::Mlp::Create(aggregator_input, widths));
+  num_params += aggregator.num_parameters();
+  if (num_params > kMaxNetworkParameters) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DeepPipe architecture: ", num_params,
+        " network parameters exceed the limit of ", kMaxNetworkParameters));
+  }
+  if (!(noise_floor > 0.0) || !std::isfinite(noise_floor)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DeepPipe: noise floor ", noise_floor, " is not positive and finite"));
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::GaussianProcess gp,
+      gp::GaussianProcess::Create(kKernelName, arch.embedding, noise_floor));
+  return DeepPipeModel(std::move(structure), arch, std::move(encoders),
+                       std::move(slot_offsets), std::move(slot_widths),
+                       std::move(aggregator), std::move(gp));
+}
+
+absl::StatusOr<DeepPipeModel> DeepPipeModel::Create(
+    const v1::SearchSpace& space, const DeepPipeArchitecture& architecture,
+    uint64_t seed) {
+  METAOPT_ASSIGN_OR_RETURN(DeepPipeModel model,
+                           Build(space, architecture, kNoiseFloor));
+  space::Rng rng(seed);
+  for (nn::Mlp& mlp : model.encoders_)
+    mlp.Initialize(nn::InitScheme::kAuto, rng);
+  model.aggregator_.Initialize(nn::InitScheme::kAuto, rng);
+  return model;
+}
+
+int DeepPipeModel::num_network_parameters() const {
+  int n = aggregator_.num_parameters();
+  for (const nn::Mlp& mlp : encoders_) n += mlp.num_parameters();
+  return n;
+}
+
+int DeepPipeModel::num_parameters() const {
+  return num_network_parameters() + num_kernel_parameters();
+}
+
+Eigen::VectorXd DeepPipeModel::parameters() const {
+  Eigen::VectorXd p(num_parameters());
+  int offset = 0;
+  for (const nn::Mlp& mlp : encoders_) {
+    mlp.GetParameters(p.segment(offset, mlp.num_parameters()));
+    offset += mlp.num_parameters();
+  }
+  aggregator_.GetParameters(p.segment(offset, aggregator_.num_parameters()));
+  offset += aggregator_.num_parameters();
+  p.tail(num_kernel_parameters()) = gp_.hyperparameters();
+  return p;
+}
+
+absl::Status DeepPipeModel::set_parameters(
+    const Eigen::Ref<const Eigen::VectorXd>& params) {
+  if (params.size() != num_parameters()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe parameters: ", params.size(),
+                     " entries, expected ", num_parameters()));
+  }
+  if (!params.allFinite()) {
+    return absl::InvalidArgumentError(
+        "DeepPipe parameters: non-finite entries");
+  }
+  METAOPT_RETURN_IF_ERROR(
+      gp_.set_hyperparameters(params.tail(num_kernel_parameters())));
+  int offset = 0;
+  for (nn::Mlp& mlp : encoders_) {
+    mlp.SetParameters(params.segment(offset, mlp.num_parameters()));
+    offset += mlp.num_parameters();
+  }
+  aggregator_.SetParameters(
+      params.segment(offset, aggregator_.num_parameters()));
+  return absl::OkStatus();
+}
+
+void DeepPipeModel::ClampKernelParameters(
+    Eigen::Ref<Eigen::VectorXd> kernel_params) const {
+  const int kp = gp_.kernel().num_params();
+  kernel_params.head(kp) =
+      kernel_params.head(kp).cwiseMax(-10.0).cwiseMin(10.0);
+  double& log_noise = kernel_params[gp_.noise_index()];
+  log_noise = std::clamp(log_noise, -30.0, 5.0);
+  double& mean = kernel_params[gp_.mean_index()];
+  mean = std::clamp(mean, -10.0, 10.0);
+}
+
+absl::Status DeepPipeModel::ValidateInputs(const Eigen::MatrixXd& X,
+                                           const char* what) const {
+  if (X.cols() != input_dim()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe ", what, ": inputs have ", X.cols(),
+                     " columns, expected ", input_dim()));
+  }
+  if (!X.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe ", what, ": non-finite inputs"));
+  }
+  return absl::OkStatus();
+}
+
+Eigen::MatrixXd DeepPipeModel::EmbedImpl(const Eigen::MatrixXd& X,
+                                         EmbedTrace* trace) const {
+  nn::Mlp::Trace* aggregator_trace =
+      trace != nullptr ? &trace->aggregator_trace : nullptr;
+  if (encoders_.empty()) return aggregator_.Forward(X, aggregator_trace);
+
+  const space::EncodingLayout& layout = structure_->encoder.layout();
+  const Eigen::Index n = X.rows();
+  const int num_blocks = static_cast<int>(layout.blocks.size());
+  std::vector<std::vector<Eigen::Index>> rows(num_blocks);
+  for (size_t s = 0; s < layout.stages.size(); ++s) {
+    const space::StageLayout& stage = layout.stages[s];
+    const int first = layout.block_start[s];
+    for (Eigen::Index r = 0; r < n; ++r) {
+      int active = 0;
+      if (stage.size > 1) {
+        X.row(r).segment(stage.offset, stage.size).maxCoeff(&active);
+      }
+      rows[first + active].push_back(r);
+    }
+  }
+
+  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n, aggregator_.input_dim());
+  if (trace != nullptr) trace->encoder_traces.assign(num_blocks, {});
+  for (int b = 0; b < num_blocks; ++b) {
+    if (rows[b].empty()) continue;
+    const space::BlockLayout& block = layout.blocks[b];
+    const Eigen::Index m = static_cast<Eigen::Index>(rows[b].size());
+    Eigen::MatrixXd input;
+    if (block.size > 0) {
+      input = X(rows[b], Eigen::seqN(block.offset, block.size));
+    } else {
+      input = Eigen::MatrixXd::Ones(m, 1);  // The dummy column.
+    }
+    const Eigen::MatrixXd out = encoders_[b].Forward(
+        input, trace != nullptr ? &trace->encoder_traces[b] : nullptr);
+    A(rows[b],
+      Eigen::seqN(slot_offsets_[block.stage], slot_widths_[block.stage])) = out;
+  }
+  if (trace != nullptr) trace->rows = std::move(rows);
+  return aggregator_.Forward(A, aggregator_trace);
+}
+
+void DeepPipeModel::BackwardNetwork(const EmbedTrace& trace,
+                                    const Eigen::MatrixXd& dZ,
+                                    Eigen::Ref<Eigen::VectorXd> grad) const {
+  int offset = 0;
+  std::vector<int> encoder_offsets(encoders_.size());
+  for (size_t b = 0; b < encoders_.size(); ++b) {
+    encoder_offsets[b] = offset;
+    offset += encoders_[b].num_parameters();
+  }
+  Eigen::MatrixXd dA;
+  aggregator_.Backward(trace.aggregator_trace, dZ,
+                       grad.segment(offset, aggregator_.num_parameters()),
+                       encoders_.empty() ? nullptr : &dA);
+  if (encoders_.empty()) return;
+  const space::EncodingLayout& layout = structure_->encoder.layout();
+  for (size_t b = 0; b < encoders_.size(); ++b) {
+    if (trace.rows[b].empty()) continue;
+    const space::BlockLayout& block = layout.blocks[b];
+    const Eigen::MatrixXd dOut =
+        dA(trace.rows[b],
+           Eigen::seqN(slot_offsets_[block.stage], slot_widths_[block.stage]));
+    encoders_[b].Backward(
+        trace.encoder_traces[b], dOut,
+        grad.segment(encoder_offsets[b], encoders_[b].num_parameters()),
+        nullptr);
+  }
+}
+
+absl::StatusOr<Eigen::MatrixXd> DeepPipeModel::Embed(
+    const Eigen::MatrixXd& X) const {
+  METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Embed"));
+  return EmbedImpl(X, nullptr);
+}
+
+absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
+    const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const {
+  METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Loss"));
+  if (y.size() != X.rows() || X.rows() == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe Loss: ", X.rows(), " inputs and ", y.size(),
+                     " targets (need the same number, at least 1)"));
+  }
+  EmbedTrace trace;
+  const Eigen::MatrixXd Z = EmbedImpl(X, &trace);
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::NllResult nll,
+      gp_.NegativeLogMarginalLikelihood(Z, y, /*with_input_gradient=*/true));
+  const double inv_n = 1.0 / static_cast<double>(X.rows());
+  DeepPipeLoss loss;
+  loss.value = nll.value * inv_n;
+  loss.gradient = Eigen::VectorXd::Zero(num_parameters());
+  loss.gradient.tail(num_kernel_parameters()) = nll.grad_hyper * inv_n;
+  BackwardNetwork(trace, nll.grad_inputs * inv_n, loss.gradient);
+  return loss;
+}
+
+absl::StatusOr<std::shared_ptr<const Surrogate>> DeepPipeModel::Posterior(
+    const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const {
+  METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Posterior"));
+  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, Embed(X));
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::GpPosterior posterior,
+      gp::GpPosterior::Create(gp_, std::move(Z), y,
+                              gp::Standardization::FromTargets(y)));
+  return std::make_shared<const DeepPipeSurrogate>(
+      std::make_shared<const DeepPipeModel>(*this), std::move(posterior));
+}
+
+absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
+    const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
+    const DeepPipeFineTuneOptions& options) const {
+  const absl::Time start = absl::Now();
+  METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "FineTune"));
+  if (y.size() != X.rows() || X.rows() == 0 || !y.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe FineTune: ", X.rows(), " inputs and ", y.size(),
+                     " targets (need the same number, at least 1, finite)"));
+  }
+  if (options.max_steps < 0 || options.patience < 0 ||
+      !(options.learning_rate > 0.0) || !std::isfinite(options.learning_rate) ||
+      !(options.tolerance >= 0.0) || !(options.max_gradient_norm >= 0.0)) {
+    return absl::InvalidArgumentError(
+        "DeepPipe FineTune: need max_steps >= 0, patience >= 0, a positive "
+        "finite learning rate, tolerance >= 0 and max_gradient_norm >= 0");
+  }
+  const Eigen::VectorXd ys = gp::Standardization::FromTargets(y).Apply(y);
+  const bool full = options.scope == FineTuneScope::kFull;
+  const int kp = num_kernel_parameters();
+  const double inv_n = 1.0 / static_cast<double>(X.rows());
+
+  Eigen::VectorXd all = parameters();
+  Eigen::VectorXd p = full ? all : Eigen::VectorXd(all.tail(kp));
+  DeepPipeModel work = *this;
+  gp::GaussianProcess kernel_work = gp_;
+  Eigen::MatrixXd Z;
+  if (!full) Z = EmbedImpl(X, nullptr);
+
+  // Loss and gradient w.r.t. p.
+  auto evaluate =
+      [&](const Eigen::VectorXd& q) -> absl::StatusOr<DeepPipeLoss> {
+    if (full) {
+      METAOPT_RETURN_IF_ERROR(work.set_parameters(q));
+      return work.Loss(X, ys);
+    }
+    METAOPT_RETURN_IF_ERROR(kernel_work.set_hyperparameters(q));
+    METAOPT_ASSIGN_OR_RETURN(gp::NllResult nll,
+                             kernel_work.NegativeLogMarginalLikelihood(Z, ys));
+    return DeepPipeLoss{nll.value * inv_n, nll.grad_hyper * inv_n};
+  };
+
+  METAOPT_ASSIGN_OR_RETURN(DeepPipeLoss current, evaluate(p));
+  DeepPipeFineTuneResult result{*this};
+  result.loss_before = current.value;
+  double best = current.value;
+  Eigen::VectorXd best_p = p;
+  double previous = current.value;
+  int calm = 0;
+  nn::Adam adam(static_cast<int>(p.size()));
+  while (result.steps_run < options.max_steps) {
+    if (absl::Now() - start >= options.time_budget) break;
+    nn::ClipGradientNorm(current.gradient, options.max_gradient_norm);
+    adam.Step(current.gradient, options.learning_rate, p);
+    ClampKernelParameters(p.tail(kp));
+    ++result.steps_run;
+    absl::StatusOr<DeepPipeLoss> next = evaluate(p);
+    if (!next.ok() || !std::isfinite(next->value)) break;
+    current = *std::move(next);
+    if (current.value < best) {
+      best = current.value;
+      best_p = p;
+    }
+    if (options.patience > 0) {
+      calm =
+          std::abs(current.value - previous) < options.tolerance ? calm + 1 : 0;
+      if (calm > options.patience) {
+        result.early_stopped = true;
+        break;
+      }
+    }
+    previous = current.value;
+  }
+  if (full) {
+    all = best_p;
+  } else {
+    all.tail(kp) = best_p;
+  }
+  METAOPT_RETURN_IF_ERROR(result.model.set_parameters(all));
+  result.loss_after = best;
+  result.elapsed = absl::Now() - start;
+  return result;
+}
+
+std::string DeepPipeModel::EncoderPrefix(int block) const {
+  const space::BlockLayout& b = structure_->encoder.layout().blocks[block];
+  const v1::Stage& stage = structure_->proto.stages(b.stage);
+  return absl::StrCat("encoder.", stage.name(), ".",
+                      stage.algorithms(b.algorithm).name());
+}
+
+std::vector<v1::Tensor> DeepPipeModel::ToArtifactTensors() const {
+  std::vector<v1::Tensor> tensors;
+  for (size_t b = 0; b < encoders_.size(); ++b) {
+    encoders_[b].AppendTensors(EncoderPrefix(static_cast<int>(b)), &tensors);
+  }
+  aggregator_.AppendTensors(kAggregatorPrefix, &tensors);
+  const Eigen::VectorXd h = gp_.hyperparameters();
+  const int z = architecture_.embedding;
+  tensors.push_back(nn::MakeTensor(kLogLengthscales, {z}, h.head(z)));
+  tensors.push_back(nn::MakeTensor(kLogOutputScale, {1}, h.segment(z, 1)));
+  tensors.push_back(
+      nn::MakeTensor(kLogNoise, {1}, h.segment(gp_.noise_index(), 1)));
+  tensors.push_back(nn::MakeTensor(kMean, {1}, h.segment(gp_.mean_index(), 1)));
+  return tensors;
+}
+
+void DeepPipeModel::ToArtifact(v1::ModelArtifact* artifact) const {
+  artifact->set_kind(v1::MODEL_KIND_DEEPPIPE);
+  *artifact->mutable_search_space() = structure_->proto;
+  artifact->clear_tensors();
+  for (v1::Tensor& t : ToArtifactTensors()) {
+    *artifact->add_tensors() = std::move(t);
+  }
+  auto& ints = *artifact->mutable_int_options();
+  ints.clear();
+  ints["encoder_layers"] = architecture_.encoder_layers;
+  ints["aggregation_layers"] = architecture_.aggregation_layers;
+  ints["width_factor"] = architecture_.width_factor;
+  ints["hidden"] = architecture_.hidden;
+  ints["embedding"] = architecture_.embedding;
+  ints["input_dim"] = input_dim();
+  auto& norm = *artifact->mutable_normalization();
+  norm.clear();
+  norm["noise_floor"] = gp_.noise_floor();
+  norm["target_standardization"] = 1.0;
+}
+
+absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
+    const v1::ModelArtifact& artifact) {
+  if (artifact.kind() != v1::MODEL_KIND_DEEPPIPE) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact.kind: ", v1::ModelKind_Name(artifact.kind()),
+                     ", expected MODEL_KIND_DEEPPIPE"));
+  }
+  DeepPipeArchitecture arch;
+  METAOPT_ASSIGN_OR_RETURN(
+      arch.encoder_layers,
+      ReadIntOption(artifact, "encoder_layers", 0, kMaxEncoderLayers));
+  METAOPT_ASSIGN_OR_RETURN(
+      arch.aggregation_layers,
+      ReadIntOption(artifact, "aggregation_layers", 1, kMaxAggregationLayers));
+  METAOPT_ASSIGN_OR_RETURN(
+      arch.width_factor,
+      ReadIntOption(artifact, "width_factor", 1, kMaxWidthFactor));
+  METAOPT_ASSIGN_OR_RETURN(arch.hidden,
+                           ReadIntOption(artifact, "hidden", 1, kMaxHidden));
+  METAOPT_ASSIGN_OR_RETURN(
+      arch.embedding, ReadIntOption(artifact, "embedding", 1, kMaxEmbedding));
+  double noise_floor = kNoiseFloor;
+  if (auto it = artifact.normalization().find("noise_floor");
+      it != artifact.normalization().end()) {
+    noise_floor = it->second;
+  }
+  METAOPT_ASSIGN_OR_RETURN(DeepPipeModel model,
+                           Build(artifact.search_space(), arch, noise_floor));
+  METAOPT_ASSIGN_OR_RETURN(
+      int input_dim, ReadIntOption(artifact, "input_dim", model.input_dim(),
+                                   model.input_dim()));
+  (void)input_dim;
+
+  METAOPT_ASSIGN_OR_RETURN(nn::TensorMap tensors,
+                           nn::IndexTensors(artifact.tensors()));
+  const std::vector<v1::Tensor> expected = model.ToArtifactTensors();
+  absl::flat_hash_set<std::string> expected_names;
+  for (const v1::Tensor& t : expected) expected_names.insert(t.name());
+  for (const v1::Tensor& t : artifact.tensors()) {
+    if (!expected_names.contains(t.name())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "artifact.tensors: unexpected tensor \"", t.name(), "\""));
+    }
+  }
+  for (size_t b = 0; b < model.encoders_.size(); ++b) {
+    METAOPT_RETURN_IF_ERROR(model.encoders_[b].ReadTensors(
+        model.EncoderPrefix(static_cast<int>(b)), tensors));
+  }
+  METAOPT_RETURN_IF_ERROR(
+      model.aggregator_.ReadTensors(kAggregatorPrefix, tensors));
+  const int z = arch.embedding;
+  Eigen::VectorXd h(model.num_kernel_parameters());
+  METAOPT_ASSIGN_OR_RETURN(h.head(z),
+                           nn::ReadTensor(tensors, kLogLengthscales, {z}));
+  METAOPT_ASSIGN_OR_RETURN(h.segment(z, 1),
+                           nn::ReadTensor(tensors, kLogOutputScale, {1}));
+  METAOPT_ASSIGN_OR_RETURN(h.segment(model.gp_.noise_index(), 1),
+                           nn::ReadTensor(tensors, kLogNoise, {1}));
+  METAOPT_ASSIGN_OR_RETURN(h.segment(model.gp_.mean_index(), 1),
+                           nn::ReadTensor(tensors, kMean, {1}));
+  METAOPT_RETURN_IF_ERROR(model.gp_.set_hyperparameters(h));
+  return model;
+}
+
+absl::StatusOr<gp::Prediction> DeepPipeSurrogate::Predict(
+    const Eigen::MatrixXd& X) const {
+  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
+  return posterior_.Predict(Z);
+}
+
+absl::StatusOr<std::unique_ptr<const Surrogate>>
+DeepPipeSurrogate::WithFantasies(const Eigen::MatrixXd& X) const {
+  if (X.rows() == 0) {
+    return std::make_unique<const DeepPipeSurrogate>(model_, posterior_);
+  }
+  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::GpPosterior conditioned,
+      acquisition::ConditionOnPending(
+          posterior_, Z, acquisition::PendingStrategy::kKrigingBeliever));
+  return std::make_unique<const DeepPipeSurrogate>(model_,
+                                                   std::move(conditioned));
+}
+
+}  // namespace metaopt::surrogate

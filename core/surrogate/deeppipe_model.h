@@ -1,0 +1,246 @@
+// DeepPipe (Pineda Arango & Grabocka, KDD 2023; research/deeppipe.md): a deep
+// kernel GP over pipeline configurations whose feature network mirrors the
+// pipeline's structure.
+//
+//   x (space::Encoder row) --per stage i, per algorithm j--> encoder MLP
+//   xi_ij over the block of algorithm j (ReLU after every layer, width F*L_i,
+//   L_i = max_j max(1, block size)); only the stage's chosen algorithm's
+//   output is kept (the others are masked to exactly zero, so they get zero
+//   gradient) --concatenate over stages--> aggregator MLP (ReLU hidden
+//   layers of width H = max(F * sum_i L_i, 24), linear output) --> z in R^Z
+//   --> GP with a Matérn-5/2 ARD kernel (Z lengthscales, output scale),
+//   constant mean and Gaussian noise (floor 1e-4, research/deeppipe.md §1.4).
+//
+// With 0 encoder layers (the authors' transfer models, research/deeppipe.md
+// §1.2 and gotcha 7) there are no encoders: the aggregator reads the whole
+// encoded vector, i.e. the flat hyperparameter blocks of all algorithms (the
+// inactive ones are exactly 0 in space::Encoder) followed by each stage's
+// one-hot of its chosen algorithm. (We keep the one-hot of single-algorithm
+// stages, a constant column the authors drop; it only shifts the first bias.)
+// Depth: encoder_layers + aggregation_layers = 4 by default, counting the
+// output projection as an aggregation layer. An algorithm without parameters
+// reads one constant 1 column (the paper's dummy column).
+//
+// Parameters, as one flat vector (parameters(), Loss gradients, FineTune):
+//   [encoder (stage 0, algorithm 0) MLP, encoder (0, 1), ..., aggregator MLP,
+//    GP hyperparameters = log l_1..log l_Z, log s, log noise excess, mean]
+// (nn::Mlp flat layouts; the GP part is gp::GaussianProcess's). The kernel
+// parameters are the last num_kernel_parameters() entries.
+//
+// Targets: meta-training standardises each task's targets by their mean and
+// standard deviation; Posterior and FineTune standardise a study's targets the
+// same way (gp::Standardization::FromTargets), so the meta-learned kernel
+// parameters keep their meaning. Loss works on targets as given.
+#ifndef METAOPT_CORE_SURROGATE_DEEPPIPE_MODEL_H_
+#define METAOPT_CORE_SURROGATE_DEEPPIPE_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/gp/gaussian_process.h"
+#include "core/nn/mlp.h"
+#include "core/space/encoding.h"
+#include "core/surrogate/surrogate.h"
+#include "metaopt/v1/model.pb.h"
+#include "metaopt/v1/study.pb.h"
+
+namespace metaopt::surrogate {
+
+// The network shape. Zeros mean "the authors' default"; DeepPipeModel stores
+// the resolved values.
+struct DeepPipeArchitecture {
+  int encoder_layers = 0;  // l_e >= 0.
+  // l_a >= 1, including the linear output layer; 0: max(1, 4 - l_e).
+  int aggregation_layers = 0;
+  int width_factor = 8;  // F >= 1 (the authors' best, App. E).
+  // Aggregator hidden width H >= 1; 0: max(F * sum_i L_i, 24).
+  int hidden = 0;
+  int embedding = 20;  // Z >= 1.
+};
+
+enum class FineTuneScope {
+  kKernel,  // GP hyperparameters only (the authors' transfer setting).
+  kFull,    // Network and GP hyperparameters.
+};
+
+// Adam on the per-point NLL of the standardised targets (research/deeppipe.md
+// §2.2 and gotcha 5): starts from the model's parameters, stops after
+// max_steps, when the time budget runs out, or when the loss changed by less
+// than `tolerance` for more than `patience` consecutive steps, and returns the
+// lowest-loss parameters seen.
+struct DeepPipeFineTuneOptions {
+  FineTuneScope scope = FineTuneScope::kKernel;
+  int max_steps = 100;
+  double learning_rate = 1e-3;
+  absl::Duration time_budget = absl::InfiniteDuration();
+  int patience = 16;  // 0: no early stopping.
+  double tolerance = 1e-4;
+  double max_gradient_norm = 0.0;  // 0: no clipping.
+};
+
+class DeepPipeModel;
+struct DeepPipeFineTuneResult;
+
+// Per-point negative log marginal likelihood and its gradient w.r.t.
+// parameters() (same layout).
+struct DeepPipeLoss {
+  double value = 0.0;
+  Eigen::VectorXd gradient;
+};
+
+// A DeepPipe network plus GP hyperparameters. Thread-compatible: const methods
+// may run concurrently (they keep no caches); set_parameters needs external
+// synchronisation. A copyable value (copies share the immutable encoder).
+class DeepPipeModel {
+ public:
+  static constexpr double kNoiseFloor = 1e-4;
+
+  // A randomly initialised model for `space` (nn::InitScheme::kAuto: He for
+  // ReLU layers, Glorot for the output; GP defaults of gp::GaussianProcess).
+  // INVALID_ARGUMENT for an invalid space or architecture.
+  static absl::StatusOr<DeepPipeModel> Create(
+      const v1::SearchSpace& space, const DeepPipeArchitecture& architecture,
+      uint64_t seed);
+
+  // The model stored in `artifact` by ToArtifact. INVALID_ARGUMENT naming the
+  // field for a wrong kind, an invalid space, missing or out-of-range
+  // int_options, or missing, misshapen, non-finite or unexpected tensors.
+  static absl::StatusOr<DeepPipeModel> FromArtifact(
+      const v1::ModelArtifact& artifact);
+
+  // Writes kind (MODEL_KIND_DEEPPIPE), search_space, tensors
+  // ("encoder.<stage>.<algorithm>.layer<k>.{weight,bias}",
+  // "aggregator.layer<k>.{weight,bias}", "gp.log_lengthscales",
+  // "gp.log_output_scale", "gp.log_noise", "gp.mean"), int_options
+  // (encoder_layers, aggregation_layers, width_factor, hidden, embedding,
+  // input_dim) and normalization (noise_floor, target_standardization = 1).
+  // Replaces existing tensors, int_options and normalization; leaves
+  // format_version, objective, portfolio and provenance to the caller.
+  void ToArtifact(v1::ModelArtifact* artifact) const;
+  // Just the tensors, in the order above.
+  std::vector<v1::Tensor> ToArtifactTensors() const;
+
+  const DeepPipeArchitecture& architecture() const { return architecture_; }
+  const space::Encoder& encoder() const;
+  const v1::SearchSpace& search_space() const;
+  int input_dim() const;
+  int embedding_dim() const { return architecture_.embedding; }
+
+  int num_parameters() const;
+  int num_network_parameters() const;
+  int num_kernel_parameters() const { return gp_.num_hyperparameters(); }
+  Eigen::VectorXd parameters() const;
+  // INVALID_ARGUMENT for a size mismatch or non-finite entries (then nothing
+  // changes).
+  absl::Status set_parameters(const Eigen::Ref<const Eigen::VectorXd>& params);
+  const gp::GaussianProcess& gp() const { return gp_; }
+  // Clamps a GP hyperparameter vector (num_kernel_parameters() entries, the
+  // tail of parameters()) into the box the optimisers keep it in: log
+  // lengthscales and log output scale in [-10, 10], log noise excess in
+  // [-30, 5], mean in [-10, 10] (targets are standardised).
+  void ClampKernelParameters(Eigen::Ref<Eigen::VectorXd> kernel_params) const;
+
+  // The embeddings (n x Z) of encoded configurations X (n x input_dim()).
+  // INVALID_ARGUMENT for a column mismatch or non-finite entries.
+  absl::StatusOr<Eigen::MatrixXd> Embed(const Eigen::MatrixXd& X) const;
+
+  // The GP negative log marginal likelihood of y (as given) at Embed(X),
+  // divided by n, and its gradient w.r.t. every parameter (through the
+  // kernel's input gradient into the aggregator and the encoders). n >= 1.
+  // INTERNAL if the Cholesky factorisation fails.
+  absl::StatusOr<DeepPipeLoss> Loss(const Eigen::MatrixXd& X,
+                                    const Eigen::VectorXd& y) const;
+
+  // The GP posterior given observations (X, y) (y standardised by its own mean
+  // and standard deviation; n may be 0), as an immutable Surrogate that embeds
+  // its queries with a copy of this model.
+  absl::StatusOr<std::shared_ptr<const Surrogate>> Posterior(
+      const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const;
+
+  // Fine-tunes a copy on (X, y) (y standardised as in Posterior; n >= 1).
+  // INVALID_ARGUMENT for bad data or options; INTERNAL if the loss cannot be
+  // evaluated at the starting point. A failure later on stops early and keeps
+  // the best parameters so far.
+  absl::StatusOr<DeepPipeFineTuneResult> FineTune(
+      const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
+      const DeepPipeFineTuneOptions& options) const;
+
+ private:
+  struct EmbedTrace;
+  struct Structure;
+
+  DeepPipeModel(std::shared_ptr<const Structure> structure,
+                DeepPipeArchitecture architecture,
+                std::vector<nn::Mlp> encoders, std::vector<int> slot_offsets,
+                std::vector<int> slot_widths, nn::Mlp aggregator,
+                gp::GaussianProcess gp);
+
+  static absl::StatusOr<DeepPipeModel> Build(const v1::SearchSpace& space,
+                                             DeepPipeArchitecture architecture,
+                                             double noise_floor);
+  absl::Status ValidateInputs(const Eigen::MatrixXd& X, const char* what) const;
+  Eigen::MatrixXd EmbedImpl(const Eigen::MatrixXd& X, EmbedTrace* trace) const;
+  // Adds dL/d(network parameters) to grad.head(num_network_parameters()).
+  void BackwardNetwork(const EmbedTrace& trace, const Eigen::MatrixXd& dZ,
+                       Eigen::Ref<Eigen::VectorXd> grad) const;
+  std::string EncoderPrefix(int block) const;
+
+  // The search space, its encoder and names: immutable, shared by copies.
+  std::shared_ptr<const Structure> structure_;
+  DeepPipeArchitecture architecture_;
+  // One per space::EncodingLayout block (empty without encoder layers).
+  std::vector<nn::Mlp> encoders_;
+  // Per stage: where its encoder output goes in the aggregator input.
+  std::vector<int> slot_offsets_;
+  std::vector<int> slot_widths_;
+  nn::Mlp aggregator_;
+  gp::GaussianProcess gp_;
+};
+
+// What DeepPipeModel::FineTune returns.
+struct DeepPipeFineTuneResult {
+  DeepPipeModel model;  // With the lowest-loss parameters seen.
+  double loss_before = 0.0;
+  double loss_after = 0.0;
+  int steps_run = 0;  // Adam steps taken.
+  absl::Duration elapsed;
+  bool early_stopped = false;
+};
+
+// The Surrogate that DeepPipeModel::Posterior returns: a GP posterior over
+// embeddings plus the network that embeds queries. Immutable; thread-safe.
+class DeepPipeSurrogate final : public Surrogate {
+ public:
+  DeepPipeSurrogate(std::shared_ptr<const DeepPipeModel> model,
+                    gp::GpPosterior posterior)
+      : model_(std::move(model)), posterior_(std::move(posterior)) {}
+
+  absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& X) const override;
+  absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& X) const override;
+
+  // Predict for rows that are already embeddings (model().Embed(X)), so a
+  // caller can embed a fixed candidate set once per network.
+  absl::StatusOr<gp::Prediction> PredictEmbedded(
+      const Eigen::MatrixXd& Z) const {
+    return posterior_.Predict(Z);
+  }
+
+  const DeepPipeModel& model() const { return *model_; }
+  const gp::GpPosterior& posterior() const { return posterior_; }
+
+ private:
+  std::shared_ptr<const DeepPipeModel> model_;
+  gp::GpPosterior posterior_;
+};
+
+}  // namespace metaopt::surrogate
+
+#endif  // METAOPT_CORE_SURROGATE_DEEPPIPE_MODEL_H_

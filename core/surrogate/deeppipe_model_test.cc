@@ -1,0 +1,381 @@
+#include "core/surrogate/deeppipe_model.h"
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/time/time.h"
+#include "core/registry/artifact.h"
+#include "core/registry/test_artifacts.h"
+#include "core/space/search_space.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::surrogate {
+namespace {
+
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// Two stages ("preprocessor": none | pca, "estimator": RF | GBT); "none" has
+// no parameters, so its encoder reads the dummy column.
+v1::SearchSpace TestSpace() { return registry::testing::TestSearchSpace(); }
+
+// n random configurations of the test space, encoded, and a smooth target.
+struct Data {
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+};
+
+Data Sample(const DeepPipeModel& model, int n, uint64_t seed) {
+  absl::StatusOr<space::SearchSpace> space =
+      space::SearchSpace::Create(model.search_space());
+  EXPECT_TRUE(space.ok()) << space.status();
+  space::Rng rng(seed);
+  std::vector<v1::Configuration> configs;
+  for (int i = 0; i < n; ++i) configs.push_back(space->Sample(rng));
+  Data d;
+  d.X = model.encoder().EncodeBatch(configs);
+  d.y.resize(n);
+  for (int i = 0; i < n; ++i) {
+    d.y[i] =
+        std::sin(3.0 * d.X.row(i).sum()) + 0.1 * space::StandardNormal(rng);
+  }
+  return d;
+}
+
+DeepPipeArchitecture SmallArchitecture(int encoder_layers) {
+  DeepPipeArchitecture arch;
+  arch.encoder_layers = encoder_layers;
+  arch.width_factor = 2;
+  arch.hidden = 6;
+  arch.embedding = 3;
+  return arch;
+}
+
+// Every parameter group, checked by central differences of Loss.
+class DeepPipeGradientTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeepPipeGradientTest, LossGradientMatchesFiniteDifferences) {
+  const int encoder_layers = GetParam();
+  auto data_model = DeepPipeModel::Create(
+      TestSpace(), SmallArchitecture(encoder_layers), /*seed=*/3);
+  METAOPT_ASSERT_OK(data_model.status());
+  DeepPipeModel model = *std::move(data_model);
+  // Away from ReLU kinks: zero biases and inputs that are exactly 0 (the
+  // lowest value of a parameter) put pre-activations exactly at the kink,
+  // where central differences see half a one-sided derivative.
+  Eigen::VectorXd params = model.parameters();
+  space::Rng rng(17);
+  for (int i = 0; i < model.num_network_parameters(); ++i) {
+    params[i] += 0.05 * space::StandardNormal(rng);
+  }
+  // Kernel hyperparameters away from their defaults (non-zero mean, ARD).
+  const int kp = model.num_kernel_parameters();
+  params.tail(kp) << 0.3, -0.2, 0.1, 0.4, std::log(0.05), 0.2;
+  METAOPT_ASSERT_OK(model.set_parameters(params));
+  ASSERT_EQ(kp, 6);  // 3 lengthscales, scale, noise, mean.
+
+  const Data data = Sample(model, 14, 9);
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss loss, model.Loss(data.X, data.y));
+  ASSERT_EQ(loss.gradient.size(), model.num_parameters());
+
+  const double h = 1e-6;
+  int checked = 0;
+  for (int i = 0; i < params.size(); ++i) {
+    DeepPipeModel probe = model;
+    Eigen::VectorXd p = params;
+    p[i] += h;
+    METAOPT_ASSERT_OK(probe.set_parameters(p));
+    METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss up, probe.Loss(data.X, data.y));
+    p[i] -= 2 * h;
+    METAOPT_ASSERT_OK(probe.set_parameters(p));
+    METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss down, probe.Loss(data.X, data.y));
+    const double numeric = (up.value - down.value) / (2 * h);
+    EXPECT_NEAR(loss.gradient[i], numeric, 1e-6 + 1e-4 * std::abs(numeric))
+        << "parameter " << i << " of " << params.size() << " ("
+        << (i >= params.size() - kp ? "kernel" : "network") << ")";
+    ++checked;
+  }
+  EXPECT_EQ(checked, model.num_parameters());
+  // Every network group actually receives gradient (a broken backward pass
+  // that returns zeros would pass the check above only for dead units).
+  EXPECT_GT(loss.gradient.head(model.num_network_parameters()).norm(), 1e-6);
+}
+
+INSTANTIATE_TEST_SUITE_P(EncoderLayers, DeepPipeGradientTest,
+                         ::testing::Values(0, 1, 2));
+
+TEST(DeepPipeModelTest, ResolvesTheAuthorsDefaultShapes) {
+  // Test space: L = (1, 3) (pca has 1 parameter, RF 3 encoded dimensions).
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel flat,
+                               DeepPipeModel::Create(TestSpace(), {}, 1));
+  EXPECT_EQ(flat.architecture().aggregation_layers, 4);
+  EXPECT_EQ(flat.architecture().hidden, 32);  // max(8 * (1 + 3), 24).
+  EXPECT_EQ(flat.embedding_dim(), 20);
+  const int d = flat.input_dim();
+  EXPECT_EQ(flat.num_network_parameters(),
+            (d + 1) * 32 + 2 * 33 * 32 + 33 * 20);
+  EXPECT_EQ(flat.num_kernel_parameters(), 23);
+
+  DeepPipeArchitecture one;
+  one.encoder_layers = 1;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel enc,
+                               DeepPipeModel::Create(TestSpace(), one, 1));
+  EXPECT_EQ(enc.architecture().aggregation_layers, 3);
+  // Encoders: none (dummy 1 -> 8), pca (1 -> 8), RF (3 -> 24), GBT (2 -> 24);
+  // aggregator 32 -> 32 -> 32 -> 20.
+  EXPECT_EQ(enc.num_network_parameters(),
+            2 * 8 + 2 * 8 + 4 * 24 + 3 * 24 + 33 * 32 + 33 * 32 + 33 * 20);
+}
+
+TEST(DeepPipeModelTest, CreateRejectsBadArchitectures) {
+  DeepPipeArchitecture arch;
+  arch.embedding = 0;
+  EXPECT_THAT(
+      DeepPipeModel::Create(TestSpace(), arch, 1).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("embedding 0")));
+  arch = {};
+  arch.encoder_layers = -1;
+  EXPECT_THAT(DeepPipeModel::Create(TestSpace(), arch, 1).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("encoder_layers -1")));
+  EXPECT_THAT(DeepPipeModel::Create(v1::SearchSpace(), {}, 1).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("stage")));
+}
+
+TEST(DeepPipeModelTest, EncodersSeeOnlyTheActiveAlgorithm) {
+  DeepPipeArchitecture arch;
+  arch.encoder_layers = 1;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
+                               DeepPipeModel::Create(TestSpace(), arch, 4));
+  const Data data = Sample(model, 20, 2);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd Z, model.Embed(data.X));
+  // Junk in the blocks of the algorithms that are not chosen changes nothing.
+  const space::EncodingLayout& layout = model.encoder().layout();
+  Eigen::MatrixXd junk = data.X;
+  for (int r = 0; r < junk.rows(); ++r) {
+    for (const space::BlockLayout& block : layout.blocks) {
+      const space::StageLayout& stage = layout.stages[block.stage];
+      if (junk(r, stage.offset + block.algorithm) > 0.5) continue;  // Active.
+      junk.row(r).segment(block.offset, block.size).setConstant(0.77);
+    }
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd Zj, model.Embed(junk));
+  EXPECT_TRUE(Zj.isApprox(Z, 1e-14));
+  EXPECT_THAT(
+      model.Embed(Eigen::MatrixXd::Zero(2, 3)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 columns")));
+}
+
+TEST(DeepPipeModelTest, PosteriorInterpolatesAndFantasiesShrinkVariance) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), SmallArchitecture(1), 5));
+  const Data data = Sample(model, 12, 3);
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const Surrogate> posterior,
+                               model.Posterior(data.X, data.y));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction at_data,
+                               posterior->Predict(data.X));
+  const double sd = std::sqrt((data.y.array() - data.y.mean()).square().sum() /
+                              (data.y.size() - 1));
+  for (int i = 0; i < data.y.size(); ++i) {
+    EXPECT_LT(at_data.variance[i], 0.5 * sd * sd) << i;
+  }
+  const Data query = Sample(model, 5, 77);
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction before,
+                               posterior->Predict(query.X));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<const Surrogate> fantasy,
+                               posterior->WithFantasies(query.X.topRows(1)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction after, fantasy->Predict(query.X));
+  EXPECT_LT(after.variance[0], before.variance[0]);
+  EXPECT_NEAR(after.mean[0], before.mean[0],
+              1e-6 * (1 + std::abs(before.mean[0])));
+
+  // No observations: the prior.
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const Surrogate> prior,
+      model.Posterior(Eigen::MatrixXd(0, model.input_dim()),
+                      Eigen::VectorXd()));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction p, prior->Predict(query.X));
+  EXPECT_EQ(p.mean.size(), 5);
+}
+
+TEST(DeepPipeModelTest, KernelFineTuneLowersTheLossAndKeepsTheNetwork) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), SmallArchitecture(1), 6));
+  const Data data = Sample(model, 25, 4);
+  DeepPipeFineTuneOptions options;
+  options.max_steps = 60;
+  options.learning_rate = 0.05;
+  options.patience = 0;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeFineTuneResult tuned,
+                               model.FineTune(data.X, data.y, options));
+  EXPECT_EQ(tuned.steps_run, 60);
+  EXPECT_LT(tuned.loss_after, tuned.loss_before);
+  const int net = model.num_network_parameters();
+  EXPECT_EQ(tuned.model.parameters().head(net), model.parameters().head(net));
+  EXPECT_NE(tuned.model.parameters().tail(model.num_kernel_parameters()),
+            model.parameters().tail(model.num_kernel_parameters()));
+  // loss_after is the reported model's loss on the standardised targets.
+  const Eigen::VectorXd ys =
+      gp::Standardization::FromTargets(data.y).Apply(data.y);
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss check,
+                               tuned.model.Loss(data.X, ys));
+  EXPECT_NEAR(check.value, tuned.loss_after, 1e-9);
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss start, model.Loss(data.X, ys));
+  EXPECT_NEAR(start.value, tuned.loss_before, 1e-9);
+}
+
+TEST(DeepPipeModelTest, FullFineTuneTrainsTheNetwork) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), SmallArchitecture(1), 6));
+  const Data data = Sample(model, 25, 4);
+  DeepPipeFineTuneOptions options;
+  options.scope = FineTuneScope::kFull;
+  options.max_steps = 100;
+  options.learning_rate = 0.01;
+  options.max_gradient_norm = 10.0;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeFineTuneResult tuned,
+                               model.FineTune(data.X, data.y, options));
+  EXPECT_GT(tuned.steps_run, 0);
+  EXPECT_LT(tuned.loss_after, tuned.loss_before);
+  const int net = model.num_network_parameters();
+  EXPECT_NE(tuned.model.parameters().head(net), model.parameters().head(net));
+}
+
+TEST(DeepPipeModelTest, FineTuneStopsEarlyAndHonoursItsBudget) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), SmallArchitecture(0), 6));
+  const Data data = Sample(model, 10, 4);
+  DeepPipeFineTuneOptions options;
+  options.max_steps = 1000;
+  options.learning_rate = 1e-9;  // The loss barely moves: early stop.
+  options.patience = 5;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeFineTuneResult calm,
+                               model.FineTune(data.X, data.y, options));
+  EXPECT_TRUE(calm.early_stopped);
+  EXPECT_EQ(calm.steps_run, 6);
+
+  options.time_budget = absl::ZeroDuration();
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeFineTuneResult none,
+                               model.FineTune(data.X, data.y, options));
+  EXPECT_EQ(none.steps_run, 0);
+  EXPECT_EQ(none.loss_after, none.loss_before);
+
+  options.learning_rate = 0.0;
+  EXPECT_THAT(
+      model.FineTune(data.X, data.y, options).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("learning rate")));
+  EXPECT_THAT(
+      model.FineTune(data.X, Eigen::VectorXd(3), DeepPipeFineTuneOptions())
+          .status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("3 targets")));
+}
+
+TEST(DeepPipeModelTest, SetParametersValidates) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), SmallArchitecture(1), 6));
+  EXPECT_THAT(
+      model.set_parameters(Eigen::VectorXd::Zero(3)),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("expected")));
+  Eigen::VectorXd p = model.parameters();
+  p[0] = std::nan("");
+  EXPECT_THAT(
+      model.set_parameters(p),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("non-finite")));
+}
+
+v1::ModelArtifact ArtifactOf(const DeepPipeModel& model) {
+  v1::ModelArtifact artifact;
+  artifact.set_format_version(registry::kCurrentFormatVersion);
+  artifact.mutable_objective()->set_name("accuracy");
+  artifact.mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+  model.ToArtifact(&artifact);
+  return artifact;
+}
+
+class DeepPipeArtifactTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeepPipeArtifactTest, RoundTripGivesIdenticalPredictions) {
+  DeepPipeArchitecture arch;
+  arch.encoder_layers = GetParam();
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
+                               DeepPipeModel::Create(TestSpace(), arch, 8));
+  // Non-default kernel parameters.
+  Eigen::VectorXd p = model.parameters();
+  p.tail(model.num_kernel_parameters()).array() += 0.25;
+  METAOPT_ASSERT_OK(model.set_parameters(p));
+
+  const v1::ModelArtifact artifact = ArtifactOf(model);
+  METAOPT_ASSERT_OK(registry::ValidateArtifact(artifact));
+  EXPECT_EQ(artifact.kind(), v1::MODEL_KIND_DEEPPIPE);
+  EXPECT_EQ(artifact.int_options().at("encoder_layers"), GetParam());
+  // Through the wire format.
+  v1::ModelArtifact parsed;
+  ASSERT_TRUE(parsed.ParseFromString(artifact.SerializeAsString()));
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel loaded,
+                               DeepPipeModel::FromArtifact(parsed));
+  EXPECT_EQ(loaded.parameters(), model.parameters());
+  EXPECT_EQ(loaded.architecture().hidden, model.architecture().hidden);
+
+  const Data data = Sample(model, 15, 12);
+  const Data query = Sample(model, 30, 13);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto a, model.Posterior(data.X, data.y));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto b, loaded.Posterior(data.X, data.y));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction pa, a->Predict(query.X));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction pb, b->Predict(query.X));
+  EXPECT_EQ(pa.mean, pb.mean);
+  EXPECT_EQ(pa.variance, pb.variance);
+}
+
+INSTANTIATE_TEST_SUITE_P(EncoderLayers, DeepPipeArtifactTest,
+                         ::testing::Values(0, 1));
+
+TEST(DeepPipeArtifactTest, FromArtifactRejectsBrokenArtifacts) {
+  DeepPipeArchitecture arch;
+  arch.encoder_layers = 1;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
+                               DeepPipeModel::Create(TestSpace(), arch, 8));
+  const v1::ModelArtifact good = ArtifactOf(model);
+
+  v1::ModelArtifact a = good;
+  a.set_kind(v1::MODEL_KIND_PMF);
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("artifact.kind: MODEL_KIND_PMF")));
+  a = good;
+  a.mutable_int_options()->erase("embedding");
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("int_options[\"embedding\"]: missing")));
+  a = good;
+  (*a.mutable_int_options())["input_dim"] = 3;
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("int_options[\"input_dim\"]: 3")));
+  a = good;
+  a.mutable_tensors()->RemoveLast();  // gp.mean
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"gp.mean\": missing")));
+  a = good;
+  a.mutable_tensors(0)->set_shape(0, 7);
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("encoder.preprocessor.none.layer0.weight")));
+  a = good;
+  a.add_tensors()->set_name("extra");
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("unexpected tensor \"extra\"")));
+}
+
+}  // namespace
+}  // namespace metaopt::surrogate
