@@ -54,10 +54,63 @@ int ArgMax(const Eigen::VectorXd& scores, const std::vector<bool>& excluded) {
 
 }  // namespace
 
+std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
+    const v1::StudySpec& spec, const space::Encoder& encoder) {
+  if (spec.candidates().empty()) return nullptr;
+  auto catalogue = std::make_shared<EncodedCatalogue>();
+  std::vector<v1::Configuration> candidates(spec.candidates().begin(),
+                                            spec.candidates().end());
+  catalogue->X = encoder.EncodeBatch(candidates);
+  catalogue->keys.reserve(candidates.size());
+  for (const v1::Configuration& c : candidates) {
+    catalogue->keys.push_back(space::ConfigurationKey(c));
+  }
+  return catalogue;
+}
+
+namespace {
+
+// Greedy batch EI over the untried rows of an encoded catalogue: no protos are
+// built or encoded per call, only the picks are copied out.
+absl::StatusOr<std::vector<v1::Configuration>> ProposeFromCatalogue(
+    const StudyView& study, const EncodedCatalogue& catalogue,
+    const absl::flat_hash_set<std::string>& held,
+    const surrogate::Surrogate& model, double best, int count) {
+  std::vector<int> rows;
+  rows.reserve(catalogue.keys.size());
+  for (size_t i = 0; i < catalogue.keys.size(); ++i) {
+    if (!held.contains(catalogue.keys[i])) rows.push_back(static_cast<int>(i));
+  }
+  std::vector<v1::Configuration> picks;
+  if (rows.empty()) return picks;
+  Eigen::MatrixXd X(rows.size(), catalogue.X.cols());
+  for (size_t r = 0; r < rows.size(); ++r) X.row(r) = catalogue.X.row(rows[r]);
+  std::vector<bool> taken(rows.size(), false);
+  std::unique_ptr<const surrogate::Surrogate> fantasised;
+  const surrogate::Surrogate* current = &model;
+  while (static_cast<int>(picks.size()) < count) {
+    METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction, current->Predict(X));
+    METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd scores,
+                             acquisition::LogExpectedImprovement(
+                                 prediction.mean, prediction.variance, best));
+    const int pick = ArgMax(scores, taken);
+    if (pick < 0) break;
+    taken[pick] = true;
+    picks.push_back(study.spec->candidates(rows[pick]));
+    if (static_cast<int>(picks.size()) < count) {
+      METAOPT_ASSIGN_OR_RETURN(fantasised, current->WithFantasies(X.row(pick)));
+      current = fantasised.get();
+    }
+  }
+  return picks;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
     const StudyView& study, const space::Encoder& encoder,
-    const surrogate::Surrogate& model, double best,
-    const std::vector<v1::Configuration>& incumbents, int count,
+    const EncodedCatalogue* catalogue_index, const surrogate::Surrogate& model,
+    double best, const std::vector<v1::Configuration>& incumbents, int count,
     const AcquisitionSearchOptions& options, space::Rng& rng) {
   const bool catalogue = !study.spec->candidates().empty();
   absl::flat_hash_set<std::string> held;
@@ -65,6 +118,10 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
     if (HoldsConfiguration(trial.state())) {
       held.insert(space::ConfigurationKey(trial.configuration()));
     }
+  }
+  if (catalogue && catalogue_index != nullptr) {
+    return ProposeFromCatalogue(study, *catalogue_index, held, model, best,
+                                count);
   }
   Pool pool;
   // Held configurations are marked seen so they never enter the pool.

@@ -2,6 +2,8 @@
 #ifndef METAOPT_CORE_POLICY_ACQUISITION_SEARCH_H_
 #define METAOPT_CORE_POLICY_ACQUISITION_SEARCH_H_
 
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,21 +31,33 @@ struct AcquisitionSearchOptions {
   int refine_neighbors = 30;
 };
 
+// A study's candidate catalogue, encoded once (immutable, shared by the
+// successive policies of a study). Row i of X encodes spec.candidates(i).
+struct EncodedCatalogue {
+  std::vector<std::string> keys;  // space::ConfigurationKey per candidate
+  Eigen::MatrixXd X;
+};
+
+// Null for a study without a catalogue.
+std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
+    const v1::StudySpec& spec, const space::Encoder& encoder);
+
 // Chooses up to `count` configurations by expected improvement (ranked by
 // log-EI, stable far in the tail) under `model`, an objective to MINIMISE with
 // incumbent value `best`. Batches are greedy: after each pick the model is
 // conditioned on a kriging-believer fantasy at that pick, so the picks spread
 // out. Pending trials should already be fantasised in `model`.
 //
-// Catalogue studies score every untried catalogue entry; other studies score
+// Catalogue studies score every untried catalogue entry (`catalogue` must be
+// the study's EncodedCatalogue); other studies score
 // uniform samples plus neighbours of `incumbents` (best first) and refine the
 // best few by local search. Configurations already held by a trial are never
 // returned; neither are duplicates. Fewer than `count` are returned only when
 // the catalogue runs out.
 absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
     const StudyView& study, const space::Encoder& encoder,
-    const surrogate::Surrogate& model, double best,
-    const std::vector<v1::Configuration>& incumbents, int count,
+    const EncodedCatalogue* catalogue, const surrogate::Surrogate& model,
+    double best, const std::vector<v1::Configuration>& incumbents, int count,
     const AcquisitionSearchOptions& options, space::Rng& rng);
 
 }  // namespace metaopt::policy

@@ -80,20 +80,25 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
   const int initial_trials = spec.algorithm().initial_trials() > 0
                                  ? spec.algorithm().initial_trials()
                                  : options.initial_trials;
-  return std::shared_ptr<const GpPolicy>(
-      new GpPolicy(spec.objective().goal(), initial_trials,
-                   std::move(portfolio), std::move(encoder), std::move(prior),
-                   *std::move(state), std::move(options)));
+  std::shared_ptr<const EncodedCatalogue> catalogue =
+      EncodeCatalogue(spec, encoder);
+  return std::shared_ptr<const GpPolicy>(new GpPolicy(
+      spec.objective().goal(), initial_trials, std::move(portfolio),
+      std::move(encoder), std::move(catalogue), std::move(prior),
+      *std::move(state), std::move(options)));
 }
 
 GpPolicy::GpPolicy(v1::Goal goal, int initial_trials,
                    std::vector<v1::Configuration> portfolio,
-                   space::Encoder encoder, gp::GaussianProcess prior,
-                   v1::GpPolicyState state, GpPolicyOptions options)
+                   space::Encoder encoder,
+                   std::shared_ptr<const EncodedCatalogue> catalogue,
+                   gp::GaussianProcess prior, v1::GpPolicyState state,
+                   GpPolicyOptions options)
     : goal_(goal),
       initial_trials_(initial_trials),
       portfolio_(std::move(portfolio)),
       encoder_(std::move(encoder)),
+      catalogue_(std::move(catalogue)),
       prior_(std::move(prior)),
       state_(std::move(state)),
       options_(std::move(options)) {}
@@ -108,8 +113,9 @@ PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted, int64_t n,
   v1::PolicyState wrapper;
   *wrapper.mutable_gp() = state;
   PolicyUpdate update;
-  update.policy = std::shared_ptr<const GpPolicy>(new GpPolicy(
-      goal_, initial_trials_, portfolio_, encoder_, fitted, state, options_));
+  update.policy = std::shared_ptr<const GpPolicy>(
+      new GpPolicy(goal_, initial_trials_, portfolio_, encoder_, catalogue_,
+                   fitted, state, options_));
   update.state = wrapper.SerializeAsString();
   return update;
 }
@@ -220,9 +226,9 @@ absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
       base.WithFantasies(PendingInputs(augmented.view, encoder_)));
   METAOPT_ASSIGN_OR_RETURN(
       std::vector<v1::Configuration> picks,
-      ProposeByExpectedImprovement(augmented.view, encoder_, *model_now,
-                                   data.y.minCoeff(), data.best_first,
-                                   remaining, options_.search, rng));
+      ProposeByExpectedImprovement(
+          augmented.view, encoder_, catalogue_.get(), *model_now,
+          data.y.minCoeff(), data.best_first, remaining, options_.search, rng));
   Append(std::move(picks), result.configurations);
   sources.push_back("ei");
   return finish();

@@ -77,6 +77,7 @@ class GpPolicy final : public Policy {
  private:
   GpPolicy(v1::Goal goal, int initial_trials,
            std::vector<v1::Configuration> portfolio, space::Encoder encoder,
+           std::shared_ptr<const EncodedCatalogue> catalogue,
            gp::GaussianProcess prior, v1::GpPolicyState state,
            GpPolicyOptions options);
 
@@ -89,6 +90,8 @@ class GpPolicy final : public Policy {
   // The bound model's zero-shot portfolio (in the study's space), tried first.
   const std::vector<v1::Configuration> portfolio_;
   const space::Encoder encoder_;
+  // The study's catalogue, encoded once (null without a catalogue).
+  const std::shared_ptr<const EncodedCatalogue> catalogue_;
   const gp::GaussianProcess prior_;  // with the current hyperparameters
   const v1::GpPolicyState state_;
   const GpPolicyOptions options_;

@@ -3,6 +3,8 @@
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
 #include "core/policy/gp_policy.h"
+#include "core/policy/mosaic_policy.h"
+#include "core/policy/pmf_policy.h"
 #include "core/policy/random_policy.h"
 #include "metaopt/v1/policy_state.pb.h"
 
@@ -12,6 +14,8 @@ absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
   switch (algorithm.kind()) {
     case v1::ALGORITHM_KIND_RANDOM:
     case v1::ALGORITHM_KIND_GP:
+    case v1::ALGORITHM_KIND_MOSAIC:
+    case v1::ALGORITHM_KIND_PMF:
       return absl::OkStatus();
     case v1::ALGORITHM_KIND_UNSPECIFIED:
       return absl::InvalidArgumentError(
@@ -41,6 +45,17 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
       std::optional<v1::GpPolicyState> gp_state;
       if (state.has_gp()) gp_state = state.gp();
       return GpPolicy::Create(spec, std::move(gp_state), std::move(model));
+    }
+    case v1::ALGORITHM_KIND_MOSAIC: {
+      std::optional<v1::MosaicPolicyState> mosaic_state;
+      if (state.has_mosaic()) mosaic_state = state.mosaic();
+      return MosaicPolicy::Create(spec, std::move(mosaic_state),
+                                  std::move(model));
+    }
+    case v1::ALGORITHM_KIND_PMF: {
+      std::optional<v1::PmfPolicyState> pmf_state;
+      if (state.has_pmf()) pmf_state = state.pmf();
+      return PmfPolicy::Create(spec, std::move(pmf_state), std::move(model));
     }
     default:
       return absl::InternalError("unreachable algorithm kind");
