@@ -1,0 +1,289 @@
+// metaopt-bench: replays the tasks of a meta-dataset through the study engine
+// (in-process, or a running server over gRPC) and reports normalised regret,
+// average ranks and Suggest latency per method (DESIGN.md §5, issue 4).
+//
+//   bench::BenchOptions options;
+//   options.data_dir = "../shared/data/oboe";
+//   options.methods = {"random", "gp"};
+//   METAOPT_ASSIGN_OR_RETURN(bench::BenchResult result,
+//                            bench::RunBenchmark(options));
+//   METAOPT_RETURN_IF_ERROR(bench::WriteOutputs(result, info, "/tmp/out"));
+//
+// Every (task, method, seed) run is an independent study, so results do not
+// depend on --jobs or on whether the engine runs in-process or in a server.
+#ifndef METAOPT_BENCH_BENCH_LIB_H_
+#define METAOPT_BENCH_BENCH_LIB_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/meta/meta_dataset.h"
+#include "core/registry/model_manager.h"
+#include "metaopt/v1/optimizer_service.pb.h"
+#include "metaopt/v1/study.pb.h"
+
+namespace metaopt::bench {
+
+// ---------------------------------------------------------------------------
+// Methods
+
+// A method name on the command line and the study spec it maps to. A plain
+// value; thread-compatible.
+struct MethodDefinition {
+  std::string name;
+  // The study's spec.algorithm.
+  v1::AlgorithmSpec algorithm;
+  // Whether the task's meta-features go into spec.dataset_features.
+  bool dataset_features = true;
+  std::string description;
+};
+
+// The methods metaopt-bench knows, in table order (random, gp, deeppipe, pmf,
+// mosaic, ...). Whether the engine implements a method's kind is only known
+// when a study is created (UNIMPLEMENTED otherwise).
+const std::vector<MethodDefinition>& KnownMethods();
+
+// Looks up each comma-separated name (surrounding spaces ignored) in
+// KnownMethods(). INVALID_ARGUMENT for an empty list, an unknown name (listing
+// the known ones) or a duplicate.
+absl::StatusOr<std::vector<MethodDefinition>> ParseMethods(
+    std::string_view comma_list);
+
+// ---------------------------------------------------------------------------
+// Metrics
+
+// Normalised regret `(best_so_far - best) / (worst - best)`, where `best` and
+// `worst` are the task's extreme values in the goal's direction; the formula
+// holds for both goals (for maximize both numerator and denominator are
+// negative). 0 means the optimum was found, 1 the worst value. Requires
+// best != worst. Clamped to [0, 1] against rounding.
+double NormalizedRegret(double best_so_far, double best, double worst);
+
+// Regret after each of `trials` trials, given the values observed in trial
+// order: best-so-far in the direction of `goal`, normalised; once `observed`
+// runs out (an exhausted catalogue) the last value is carried forward. With no
+// observation at all the regret is 1.
+std::vector<double> RegretCurve(const std::vector<double>& observed,
+                                double best, double worst, v1::Goal goal,
+                                int trials);
+
+// Ranks 1..n of `values` in increasing order (rank 1 = smallest = best
+// regret); equal values share the average of the ranks they span.
+std::vector<double> AverageRanks(const std::vector<double>& values);
+
+// ---------------------------------------------------------------------------
+// Tasks
+
+// A task prepared for replay. A plain value; thread-compatible (read-only
+// sharing across worker threads is safe).
+struct ReplayTask {
+  std::string id;
+  // Distinct canonical configurations in file order (the study's candidates)
+  // and their objective values; of a configuration listed twice, the first row
+  // counts.
+  std::vector<v1::Configuration> catalogue;
+  std::vector<double> y;
+  // space::ConfigurationKey of each catalogue entry -> its index.
+  absl::flat_hash_map<std::string, int> index_by_key;
+  std::map<std::string, double> metafeatures;
+  // The best and worst y in the goal's direction.
+  double best = 0;
+  double worst = 0;
+  // Rows dropped because their configuration occurred before in the task.
+  int duplicate_rows = 0;
+};
+
+// Builds the replay form of `task`. INVALID_ARGUMENT if it has no
+// configurations or y is not aligned with them.
+absl::StatusOr<ReplayTask> PrepareTask(const meta::Task& task, v1::Goal goal);
+
+// The study seed of run (task, seed): FNV-1a-64 of the task id plus `seed`,
+// so tasks differ, and a task gets the same seeds whatever split, task cap or
+// method list the run uses.
+uint64_t StudySeed(std::string_view task_id, int seed);
+
+// ---------------------------------------------------------------------------
+// Backends
+
+// The four engine calls a replay makes. Implementations are thread-safe: the
+// worker threads share one backend.
+class StudyBackend {
+ public:
+  virtual ~StudyBackend() = default;
+  virtual absl::StatusOr<v1::CreateStudyResponse> CreateStudy(
+      const v1::CreateStudyRequest& request) = 0;
+  virtual absl::StatusOr<v1::SuggestResponse> Suggest(
+      const v1::SuggestRequest& request) = 0;
+  virtual absl::StatusOr<v1::ObserveResponse> Observe(
+      const v1::ObserveRequest& request) = 0;
+  virtual absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
+      const v1::DeleteStudyRequest& request) = 0;
+  virtual absl::StatusOr<v1::ListModelsResponse> ListModels() = 0;
+  // "in-process" or "server HOST:PORT".
+  virtual std::string Describe() const = 0;
+};
+
+// Opens the model registry at a directory for an in-process engine (the hook
+// through which the engine gets its models; tests inject their own). The
+// manager stays alive as long as the engine.
+using RegistryOpener =
+    std::function<absl::StatusOr<std::shared_ptr<registry::ModelManager>>(
+        const std::string& dir)>;
+
+// A registry::ModelManager over `dir` without a poll thread (the registry is
+// read once: a benchmark must not see models change mid-run). NOT_FOUND if
+// `dir` is not a directory.
+RegistryOpener DefaultRegistryOpener();
+
+// A StudyEngine over in-memory storage, as the server runs it. With a
+// non-empty `registry_dir` the engine gets the registry `opener` opens;
+// FAILED_PRECONDITION if `opener` is empty (no registry support).
+absl::StatusOr<std::unique_ptr<StudyBackend>> OpenInProcessBackend(
+    const std::string& registry_dir, const RegistryOpener& opener);
+
+// A metaopt::MetaoptClient for the server at `address` (HOST:PORT).
+absl::StatusOr<std::unique_ptr<StudyBackend>> OpenServerBackend(
+    const std::string& address);
+
+// ---------------------------------------------------------------------------
+// Running
+
+struct BenchOptions {
+  std::string data_dir;
+  // "train", "valid", "test", "holdout" or "all".
+  std::string split = "test";
+  std::vector<std::string> methods = {"random"};
+  int trials = 50;
+  int seeds = 5;  // seeds 0 .. seeds-1
+  // Model registry for the in-process engine (empty: none).
+  std::string registry_dir;
+  RegistryOpener registry_opener = DefaultRegistryOpener();
+  // HOST:PORT of a running metaopt-server; empty: in-process engine.
+  std::string server;
+  int jobs = 1;
+  // If > 0, only the first this many tasks of the split with a non-zero y
+  // spread.
+  int max_tasks = 0;
+  // Methods whose studies cannot be created (UNIMPLEMENTED kinds, missing
+  // models) are dropped and listed instead of failing the whole run.
+  bool skip_unavailable = false;
+  // Progress line destination (null: none).
+  std::FILE* progress = stderr;
+};
+
+// One (method, task, seed) replay.
+struct RunResult {
+  std::vector<double> regret;      // one per trial 1..T
+  std::vector<double> suggest_ms;  // wall time of each Suggest call
+  int trials_observed = 0;         // < T when the catalogue ran out
+};
+
+struct BenchResult {
+  std::string dataset_name;  // space.json `name`
+  std::string data_dir;
+  std::string split;
+  std::string objective_name;
+  v1::Goal goal = v1::GOAL_UNSPECIFIED;
+  std::string backend;  // StudyBackend::Describe()
+  // The models the engine serves ("name@version (KIND)"), from ListModels.
+  std::vector<std::string> models;
+  int trials = 0;
+  int seeds = 0;
+  int jobs = 1;
+  std::vector<MethodDefinition> methods;  // those that ran
+  // Methods dropped with --skip-unavailable: name -> reason.
+  std::vector<std::pair<std::string, std::string>> unavailable_methods;
+  std::vector<std::string> task_ids;  // the evaluated tasks, in tasks.csv order
+  int split_task_count = 0;           // tasks in the split
+  std::vector<std::string> skipped_tasks;  // zero y spread
+  // Evaluated tasks with fewer than `trials` distinct configurations.
+  std::vector<std::pair<std::string, int>> short_tasks;
+  int duplicate_rows = 0;
+  // runs[RunIndex(m, t, s)].
+  std::vector<RunResult> runs;
+  absl::Duration wall_time;
+
+  size_t RunIndex(size_t method, size_t task, size_t seed) const {
+    return (method * task_ids.size() + task) * static_cast<size_t>(seeds) +
+           seed;
+  }
+};
+
+// Reads the data, replays every (task, method, seed) on `options.jobs` threads
+// and collects the regret curves and Suggest timings. Errors: those of the
+// reader; INVALID_ARGUMENT for bad options; FAILED_PRECONDITION when a method
+// cannot run (its study cannot be created: the message names the method and
+// the engine's answer) unless skip_unavailable; else the first error a run
+// hits, annotated with method, task and seed.
+absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options);
+
+// ---------------------------------------------------------------------------
+// Aggregation and outputs
+
+// One row of summary.csv (plus the rank's standard error, for the plot band).
+struct SummaryRow {
+  std::string method;
+  int trials = 0;
+  double regret_mean = 0;
+  double regret_sem = 0;  // standard error over tasks x seeds
+  double rank_mean = 0;
+  double rank_sem = 0;
+};
+
+// Rows by method (table order of result.methods), then trials 1..T. Ranks are
+// computed per (task, seed, trial) across the methods on regret, ties
+// averaged, then averaged over tasks x seeds.
+std::vector<SummaryRow> Summarize(const BenchResult& result);
+
+struct TimingRow {
+  std::string method;
+  int64_t calls = 0;
+  double mean_ms = 0;
+  double p50_ms = 0;
+  double p95_ms = 0;
+};
+std::vector<TimingRow> SummarizeTiming(const BenchResult& result);
+
+// Where and how the run happened, for report.md.
+struct ReportInfo {
+  std::string command_line;
+  std::string version;   // git describe or "unknown"
+  std::string compiler;  // e.g. "GCC 12.2.0"
+  absl::Time start_time = absl::UnixEpoch();
+};
+
+// The file contents, exposed for tests.
+std::string SummaryCsv(const std::vector<SummaryRow>& rows);
+std::string PerTaskCsv(const BenchResult& result);
+std::string TimingCsv(const std::vector<TimingRow>& rows);
+std::string ReportMarkdown(const BenchResult& result,
+                           const std::vector<SummaryRow>& summary,
+                           const std::vector<TimingRow>& timing,
+                           const ReportInfo& info);
+
+// The trial counts report.md tabulates: those of 5, 10, 25, 50 that are <= T,
+// and T itself.
+std::vector<int> ReportCheckpoints(int trials);
+
+// Writes summary.csv, per_task.csv, timing.csv, report.md,
+// regret_vs_trials.svg, rank_vs_trials.svg and log_regret_vs_trials.svg into
+// `out_dir` (created if needed).
+absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
+                          const std::string& out_dir);
+
+// `args` joined by spaces, each quoted for a POSIX shell where needed.
+std::string ShellCommandLine(const std::vector<std::string>& args);
+
+}  // namespace metaopt::bench
+
+#endif  // METAOPT_BENCH_BENCH_LIB_H_
