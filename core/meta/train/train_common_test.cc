@@ -219,12 +219,12 @@ TEST_F(TrainTest, BadFlagsGiveClearErrors) {
   EXPECT_THAT(err_.str(), HasSubstr("--kind"));
   EXPECT_THAT(err_.str(), HasSubstr("magic"));
 
-  EXPECT_EQ(Run({"--kind", "deeppipe", "--data", data_dir_, "--registry",
-                 registry_dir_}),
-            2);
-  EXPECT_THAT(err_.str(),
-              HasSubstr("--kind deeppipe is not available in this build "
-                        "(built-in kinds: portfolio)"));
+  std::vector<std::string> other_kind = PortfolioArgs();
+  other_kind.push_back("--encoder-layers");
+  other_kind.push_back("1");
+  EXPECT_EQ(Run(other_kind), 2);
+  EXPECT_THAT(err_.str(), HasSubstr("--encoder-layers is a flag of --kind "
+                                    "deeppipe, not of --kind portfolio"));
 
   std::vector<std::string> args = PortfolioArgs();
   args.push_back("--size");
@@ -265,7 +265,7 @@ TEST_F(TrainTest, BadFlagsGiveClearErrors) {
   EXPECT_FALSE(std::filesystem::exists(registry_dir_));
 
   EXPECT_EQ(Run({"--help"}), 0);
-  EXPECT_THAT(out_.str(), HasSubstr("deeppipe: not available in this build"));
+  EXPECT_THAT(out_.str(), HasSubstr("deeppipe: DeepPipe deep-kernel GP"));
   EXPECT_THAT(out_.str(), HasSubstr("--candidates-per-task"));
 }
 

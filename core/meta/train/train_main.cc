@@ -1,5 +1,6 @@
 #include "core/meta/train/train_main.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/meta/train/deeppipe_train.h"
 #include "core/meta/train/portfolio_train.h"
 #include "core/meta/train/train_common.h"
 
@@ -16,6 +18,7 @@ namespace metaopt::train {
 std::vector<TrainerKind> BuiltinTrainerKinds() {
   return {
       PortfolioTrainerKind(),
+      DeepPipeTrainerKind(),
   };
 }
 
@@ -33,11 +36,28 @@ std::string KindHelp(const std::vector<TrainerKind>& kinds) {
   return help;
 }
 
+// The value of --kind on the command line ("--kind x" or "--kind=x"), or "".
+std::string KindArgument(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--kind" && i + 1 < argc) return argv[i + 1];
+    if (arg.rfind("--kind=", 0) == 0) return arg.substr(7);
+  }
+  return "";
+}
+
 }  // namespace
 
 int MetaoptTrainMain(int argc, const char* const* argv, std::ostream& out,
                      std::ostream& err) {
-  const std::vector<TrainerKind> kinds = BuiltinTrainerKinds();
+  // Kinds may declare flags of the same name (--epochs): CLI11 gives the
+  // value to the first option group that declares it, so the kind named by
+  // --kind registers its flags first.
+  std::vector<TrainerKind> kinds = BuiltinTrainerKinds();
+  const std::string selected = KindArgument(argc, argv);
+  std::stable_partition(
+      kinds.begin(), kinds.end(),
+      [&](const TrainerKind& kind) { return kind.name == selected; });
   CommonTrainOptions options;
   CLI::App app{
       "metaopt-train: meta-train a model on the train split of a meta-dataset "

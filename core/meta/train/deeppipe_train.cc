@@ -1,0 +1,488 @@
+#include "core/meta/train/deeppipe_train.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "CLI/CLI.hpp"
+#include "Eigen/Core"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/common/status_macros.h"
+#include "core/gp/gaussian_process.h"
+#include "core/meta/train/portfolio.h"
+#include "core/nn/optimizer.h"
+#include "core/space/random.h"
+
+namespace metaopt::train {
+namespace {
+
+using surrogate::DeepPipeLoss;
+using surrogate::DeepPipeModel;
+
+constexpr double kLog2Pi = 1.8378770664093454836;
+
+// SplitMix64 finaliser: decorrelates seeds derived from small integers.
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+uint64_t Mix(uint64_t a, uint64_t b) {
+  return Mix(Mix(a) ^ (b + 0x632be59bd9b4e019ULL));
+}
+uint64_t Mix(uint64_t a, uint64_t b, uint64_t c) { return Mix(Mix(a, b), c); }
+
+// Generator streams.
+constexpr uint64_t kBatchStream = 1;
+constexpr uint64_t kOrderStream = 2;
+constexpr uint64_t kValidStream = 3;
+
+struct TaskData {
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;  // Losses (negated for maximised objectives).
+};
+
+struct ValidTask {
+  Eigen::MatrixXd X_support;
+  Eigen::VectorXd y_support;
+  Eigen::MatrixXd X_query;
+  Eigen::VectorXd y_query;
+};
+
+// The first k entries of a uniformly random permutation of 0..n-1.
+std::vector<Eigen::Index> SampleWithoutReplacement(Eigen::Index n,
+                                                   Eigen::Index k,
+                                                   space::Rng& rng) {
+  std::vector<Eigen::Index> idx(n);
+  std::iota(idx.begin(), idx.end(), Eigen::Index{0});
+  for (Eigen::Index i = 0; i < k; ++i) {
+    const Eigen::Index j =
+        i + static_cast<Eigen::Index>(space::UniformIndex(rng, n - i));
+    std::swap(idx[i], idx[j]);
+  }
+  idx.resize(k);
+  return idx;
+}
+
+absl::StatusOr<TaskData> PrepareTask(const DeepPipeModel& model,
+                                     const meta::Task& task, double sign,
+                                     int min_rows) {
+  if (static_cast<int>(task.configurations.size()) < min_rows ||
+      task.configurations.size() != task.y.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task \"", task.id, "\" (split ", task.split, ") has ",
+                     task.configurations.size(),
+                     " evaluations; DeepPipe needs at least ", min_rows));
+  }
+  TaskData d;
+  d.X = model.encoder().EncodeBatch(task.configurations);
+  d.y = sign * Eigen::Map<const Eigen::VectorXd>(
+                   task.y.data(), static_cast<Eigen::Index>(task.y.size()));
+  if (!d.y.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task \"", task.id, "\": non-finite objective values"));
+  }
+  return d;
+}
+
+// Mean predictive NLL of the query targets given the support set, in units
+// of the support's standard deviation.
+double ValidationNll(const DeepPipeModel& model, const ValidTask& task) {
+  absl::StatusOr<Eigen::MatrixXd> Zs = model.Embed(task.X_support);
+  absl::StatusOr<Eigen::MatrixXd> Zq = model.Embed(task.X_query);
+  if (!Zs.ok() || !Zq.ok()) return std::numeric_limits<double>::infinity();
+  const gp::Standardization standardization =
+      gp::Standardization::FromTargets(task.y_support);
+  absl::StatusOr<gp::GpPosterior> posterior = gp::GpPosterior::Create(
+      model.gp(), *std::move(Zs), task.y_support, standardization);
+  if (!posterior.ok()) return std::numeric_limits<double>::infinity();
+  absl::StatusOr<gp::Prediction> prediction = posterior->Predict(*Zq);
+  if (!prediction.ok()) return std::numeric_limits<double>::infinity();
+  const double noise = posterior->noise_variance();
+  double nll = 0.0;
+  for (Eigen::Index i = 0; i < task.y_query.size(); ++i) {
+    const double v = prediction->variance[i] + noise;
+    const double r = task.y_query[i] - prediction->mean[i];
+    nll += 0.5 * (kLog2Pi + std::log(v) + r * r / v);
+  }
+  nll /= static_cast<double>(task.y_query.size());
+  return nll - std::log(standardization.scale);
+}
+
+// Runs fn(i) for i in [0, n) on up to `threads` threads (the caller's
+// included). fn must be safe to run concurrently for different i.
+template <typename Fn>
+void ParallelFor(int n, int threads, const Fn& fn) {
+  threads = std::max(1, std::min(threads, n));
+  if (threads == 1) {
+    for (int i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  std::vector<std::thread> workers;
+  workers.reserve(threads - 1);
+  for (int t = 1; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (int i = t; i < n; i += threads) fn(i);
+    });
+  }
+  for (int i = 0; i < n; i += threads) fn(i);
+  for (std::thread& w : workers) w.join();
+}
+
+double MeanValidationNll(const DeepPipeModel& model,
+                         const std::vector<ValidTask>& valid, int threads) {
+  if (valid.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> nll(valid.size());
+  ParallelFor(static_cast<int>(valid.size()), threads,
+              [&](int i) { nll[i] = ValidationNll(model, valid[i]); });
+  double sum = 0.0;
+  for (double v : nll) sum += v;  // Fixed order: deterministic.
+  return sum / static_cast<double>(valid.size());
+}
+
+absl::Status ValidateOptions(const DeepPipeTrainOptions& o) {
+  if (o.epochs < 0 || o.batch_size < 2 || !(o.lr > 0.0) ||
+      !std::isfinite(o.lr) || !(o.min_lr >= 0.0) || o.min_lr > o.lr ||
+      !(o.max_gradient_norm >= 0.0) || o.valid_support < 1 ||
+      o.valid_query < 1 || o.threads < 1 || o.threads > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe training options: need epochs >= 0 (got ",
+                     o.epochs, "), batch_size >= 2 (", o.batch_size,
+                     "), 0 <= min_lr <= lr, lr > 0 (", o.lr, ", ", o.min_lr,
+                     "), max_gradient_norm >= 0, valid_support and "
+                     "valid_query >= 1, threads in [1, 256] (",
+                     o.threads, ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
+    const meta::MetaDataset& data, const std::vector<const meta::Task*>& train,
+    const std::vector<const meta::Task*>& valid,
+    const DeepPipeTrainOptions& options,
+    const DeepPipeProgressCallback& progress) {
+  const absl::Time start = absl::Now();
+  METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
+  if (train.empty()) {
+    return absl::InvalidArgumentError("DeepPipe training: no training tasks");
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(data.space, options.architecture, options.seed));
+  const double sign = data.objective.goal() == v1::GOAL_MAXIMIZE ? -1.0 : 1.0;
+
+  std::vector<TaskData> tasks;
+  tasks.reserve(train.size());
+  double y_min = std::numeric_limits<double>::infinity();
+  double y_max = -y_min;
+  for (const meta::Task* task : train) {
+    METAOPT_ASSIGN_OR_RETURN(TaskData d, PrepareTask(model, *task, sign, 2));
+    y_min = std::min(y_min, d.y.minCoeff());
+    y_max = std::max(y_max, d.y.maxCoeff());
+    tasks.push_back(std::move(d));
+  }
+  std::vector<ValidTask> valid_tasks;
+  valid_tasks.reserve(valid.size());
+  for (size_t t = 0; t < valid.size(); ++t) {
+    METAOPT_ASSIGN_OR_RETURN(TaskData d,
+                             PrepareTask(model, *valid[t], sign, 3));
+    const Eigen::Index n = d.y.size();
+    const Eigen::Index support =
+        std::min<Eigen::Index>(options.valid_support, n / 2);
+    const Eigen::Index query =
+        std::min<Eigen::Index>(options.valid_query, n - support);
+    space::Rng rng(Mix(options.seed, kValidStream, t));
+    const std::vector<Eigen::Index> idx =
+        SampleWithoutReplacement(n, support + query, rng);
+    const std::vector<Eigen::Index> s(idx.begin(), idx.begin() + support);
+    const std::vector<Eigen::Index> q(idx.begin() + support, idx.end());
+    ValidTask v;
+    v.X_support = d.X(s, Eigen::all);
+    v.y_support = d.y(s);
+    v.X_query = d.X(q, Eigen::all);
+    v.y_query = d.y(q);
+    valid_tasks.push_back(std::move(v));
+  }
+
+  DeepPipeTrainResult result{model};
+  const int kp = model.num_kernel_parameters();
+  Eigen::VectorXd params = model.parameters();
+  nn::Adam adam(static_cast<int>(params.size()));
+
+  DeepPipeEpochStats initial;
+  initial.epochs = options.epochs;
+  initial.valid_nll = MeanValidationNll(model, valid_tasks, options.threads);
+  initial.learning_rate = options.lr;
+  initial.best = true;
+  initial.elapsed = absl::Now() - start;
+  double best_valid = std::isnan(initial.valid_nll)
+                          ? std::numeric_limits<double>::infinity()
+                          : initial.valid_nll;
+  result.history.push_back(initial);
+  if (progress) progress(initial);
+
+  const int num_tasks = static_cast<int>(tasks.size());
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    const absl::Time epoch_start = absl::Now();
+    DeepPipeEpochStats stats;
+    stats.epoch = epoch;
+    stats.epochs = options.epochs;
+    stats.learning_rate = nn::CosineLearningRate(options.lr, options.min_lr,
+                                                 epoch - 1, options.epochs);
+    std::vector<int> order(num_tasks);
+    std::iota(order.begin(), order.end(), 0);
+    {
+      space::Rng rng(Mix(options.seed, kOrderStream, epoch));
+      for (int i = num_tasks - 1; i > 0; --i) {
+        std::swap(order[i], order[space::UniformIndex(rng, i + 1)]);
+      }
+    }
+    double train_sum = 0.0;
+    int train_count = 0;
+    std::vector<absl::StatusOr<DeepPipeLoss>> losses(options.threads);
+    for (int g = 0; g < num_tasks; g += options.threads) {
+      const int k = std::min(options.threads, num_tasks - g);
+      ParallelFor(k, k, [&](int i) {
+        const int t = order[g + i];
+        const TaskData& task = tasks[t];
+        space::Rng rng(Mix(options.seed, Mix(kBatchStream, epoch), t));
+        const Eigen::Index n = task.y.size();
+        const std::vector<Eigen::Index> rows = SampleWithoutReplacement(
+            n, std::min<Eigen::Index>(options.batch_size, n), rng);
+        Eigen::VectorXd y = task.y(rows);
+        if (options.augmentation && y_max > y_min) {
+          double l = y_min + (y_max - y_min) * space::Uniform01(rng);
+          double u = y_min + (y_max - y_min) * space::Uniform01(rng);
+          if (l > u) std::swap(l, u);
+          if (u > l) y = (y.array() - l) / (u - l);
+        } else {
+          y = gp::Standardization::FromTargets(y).Apply(y);
+        }
+        losses[i] = model.Loss(task.X(rows, Eigen::all), y);
+      });
+      for (int i = 0; i < k; ++i) {
+        if (!losses[i].ok() || !std::isfinite(losses[i]->value) ||
+            !losses[i]->gradient.allFinite()) {
+          ++stats.failed_steps;
+          continue;
+        }
+        train_sum += losses[i]->value;
+        ++train_count;
+        nn::ClipGradientNorm(losses[i]->gradient, options.max_gradient_norm);
+        Eigen::VectorXd next = params;
+        adam.Step(losses[i]->gradient, stats.learning_rate, next);
+        model.ClampKernelParameters(next.tail(kp));
+        if (model.set_parameters(next).ok()) {
+          params = std::move(next);
+        } else {
+          ++stats.failed_steps;
+        }
+      }
+    }
+    if (train_count > 0) stats.train_nll = train_sum / train_count;
+    stats.valid_nll = MeanValidationNll(model, valid_tasks, options.threads);
+    if (valid_tasks.empty() || stats.valid_nll < best_valid) {
+      if (!valid_tasks.empty()) best_valid = stats.valid_nll;
+      stats.best = true;
+      result.best = model;
+      result.best_epoch = epoch;
+    }
+    const absl::Time now = absl::Now();
+    stats.epoch_time = now - epoch_start;
+    stats.elapsed = now - start;
+    result.history.push_back(stats);
+    if (progress) progress(stats);
+    if (stats.elapsed >= options.time_budget) break;
+  }
+  result.wall_time = absl::Now() - start;
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// metaopt-train --kind deeppipe.
+
+namespace {
+
+struct DeepPipeFlags {
+  DeepPipeTrainOptions train;
+  double max_minutes = 0.0;
+};
+
+std::string FormatNll(double v) {
+  return std::isnan(v) ? std::string("-") : absl::StrFormat("%.4f", v);
+}
+
+absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
+    const DeepPipeFlags& flags, const CommonTrainOptions& options,
+    const TrainingData& data, Progress& progress) {
+  DeepPipeTrainOptions train = flags.train;
+  train.seed = options.seed;
+  if (flags.max_minutes > 0) {
+    train.time_budget = absl::Seconds(60.0 * flags.max_minutes);
+  }
+  progress.Log(absl::StrFormat(
+      "deeppipe: %d train / %d valid tasks, %d epochs, batch %d, lr %g, "
+      "encoder layers %d, %d threads%s",
+      data.train.size(), data.valid.size(), train.epochs, train.batch_size,
+      train.lr, train.architecture.encoder_layers, train.threads,
+      train.augmentation ? ", task augmentation" : ""));
+  METAOPT_ASSIGN_OR_RETURN(
+      DeepPipeTrainResult trained,
+      TrainDeepPipe(
+          data.dataset, data.train, data.valid, train,
+          [&](const DeepPipeEpochStats& s) {
+            progress.Log(absl::StrFormat(
+                "epoch %d/%d  train NLL %s  valid NLL %s%s  lr %.3g  %.2fs%s",
+                s.epoch, s.epochs, FormatNll(s.train_nll),
+                FormatNll(s.valid_nll), s.best ? " *" : "", s.learning_rate,
+                absl::ToDoubleSeconds(s.epoch_time),
+                s.failed_steps > 0
+                    ? absl::StrCat("  (", s.failed_steps, " failed steps)")
+                    : std::string()));
+          }));
+  const DeepPipeEpochStats& best = trained.history[trained.best_epoch];
+  const int epochs_run = static_cast<int>(trained.history.size()) - 1;
+  double epoch_seconds = 0.0;
+  for (size_t e = 1; e < trained.history.size(); ++e) {
+    epoch_seconds += absl::ToDoubleSeconds(trained.history[e].epoch_time);
+  }
+  if (epochs_run > 0) epoch_seconds /= epochs_run;
+  progress.Log(absl::StrFormat(
+      "deeppipe: best epoch %d (valid NLL %s), %d parameters, %.2fs/epoch",
+      trained.best_epoch, FormatNll(best.valid_nll),
+      trained.best.num_parameters(), epoch_seconds));
+
+  PortfolioOptions portfolio_options;
+  portfolio_options.size = options.portfolio_size;
+  portfolio_options.seed = options.seed;
+  METAOPT_ASSIGN_OR_RETURN(
+      PortfolioResult portfolio,
+      BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
+  progress.Log(absl::StrFormat(
+      "portfolio: %d picks (match %s)", portfolio.configurations.size(),
+      std::string(PortfolioMatchName(portfolio.match))));
+
+  v1::ModelArtifact artifact;
+  trained.best.ToArtifact(&artifact);
+  *artifact.mutable_objective() = data.dataset.objective;
+  for (v1::Configuration& c : portfolio.configurations) {
+    *artifact.add_portfolio() = std::move(c);
+  }
+  auto& ints = *artifact.mutable_int_options();
+  ints["train_epochs"] = train.epochs;
+  ints["train_batch_size"] = train.batch_size;
+  ints["train_augmentation"] = train.augmentation ? 1 : 0;
+  auto* metrics = artifact.mutable_provenance()->mutable_validation_metrics();
+  if (!std::isnan(best.valid_nll)) (*metrics)["valid_nll"] = best.valid_nll;
+  if (!std::isnan(best.train_nll)) (*metrics)["train_nll"] = best.train_nll;
+  if (!std::isnan(trained.history[0].valid_nll)) {
+    (*metrics)["initial_valid_nll"] = trained.history[0].valid_nll;
+  }
+  (*metrics)["best_epoch"] = trained.best_epoch;
+  (*metrics)["epochs_run"] = epochs_run;
+  (*metrics)["seconds_per_epoch"] = epoch_seconds;
+  AddCurveMetrics("valid_regret", portfolio.valid_regret, metrics);
+  return artifact;
+}
+
+}  // namespace
+
+TrainerKind DeepPipeTrainerKind() {
+  TrainerKind kind;
+  kind.name = "deeppipe";
+  kind.description =
+      "DeepPipe deep-kernel GP meta-learned on the training tasks (one Adam "
+      "step per task per epoch), best epoch by validation NLL, plus a "
+      "warm-start portfolio";
+  kind.add_flags = [](CLI::App& flags) -> Trainer {
+    auto state = std::make_shared<DeepPipeFlags>();
+    DeepPipeTrainOptions& t = state->train;
+    surrogate::DeepPipeArchitecture& a = t.architecture;
+    flags
+        .add_option("--epochs", t.epochs,
+                    "meta-training epochs (the authors: 10000)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    flags
+        .add_option("--batch-size", t.batch_size,
+                    "evaluations per task batch (capped at the task's count)")
+        ->capture_default_str()
+        ->check(CLI::Range(2, 100000));
+    flags.add_option("--lr", t.lr, "Adam learning rate (cosine-decayed)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    flags.add_option("--min-lr", t.min_lr, "final learning rate of the cosine")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    flags
+        .add_option("--encoder-layers", a.encoder_layers,
+                    "per-algorithm encoder layers (0: flat vector plus "
+                    "algorithm one-hot, the authors' transfer models)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 8));
+    flags
+        .add_option("--aggregation-layers", a.aggregation_layers,
+                    "aggregator layers including the output (0: 4 - encoder "
+                    "layers)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 16));
+    flags
+        .add_option("--width-factor", a.width_factor,
+                    "F: encoder width F * L_i, aggregator width F * sum L_i")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    flags
+        .add_option("--hidden", a.hidden,
+                    "aggregator hidden width (0: max(F * sum L_i, 24))")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 8192));
+    flags.add_option("--embedding", a.embedding, "embedding dimension Z")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    flags
+        .add_option("--threads", t.threads,
+                    "threads for per-task gradients (deterministic per "
+                    "thread count)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    flags.add_flag("--augmentation", t.augmentation,
+                   "FSBO task augmentation instead of per-batch "
+                   "standardisation");
+    flags
+        .add_option("--max-grad-norm", t.max_gradient_norm,
+                    "gradient-norm clipping (0: none)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    flags
+        .add_option("--valid-support", t.valid_support,
+                    "validation: support evaluations per task")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    flags
+        .add_option("--valid-query", t.valid_query,
+                    "validation: query evaluations per task")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    flags
+        .add_option("--max-minutes", state->max_minutes,
+                    "stop after the epoch that exceeds this wall time (0: "
+                    "no limit)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    return [state](const CommonTrainOptions& options, const TrainingData& data,
+                   Progress& progress) {
+      return TrainDeepPipeArtifact(*state, options, data, progress);
+    };
+  };
+  return kind;
+}
+
+}  // namespace metaopt::train
