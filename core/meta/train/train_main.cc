@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/meta/train/deeppipe_train.h"
+#include "core/meta/train/pmf_train.h"
 #include "core/meta/train/portfolio_train.h"
 #include "core/meta/train/train_common.h"
 
@@ -18,6 +19,7 @@ namespace metaopt::train {
 std::vector<TrainerKind> BuiltinTrainerKinds() {
   return {
       PortfolioTrainerKind(),
+      PmfTrainerKind(),
       DeepPipeTrainerKind(),
   };
 }
