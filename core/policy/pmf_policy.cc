@@ -95,38 +95,34 @@ std::vector<int> NearestTrainingDatasets(
 
 absl::StatusOr<std::vector<int>> RankOrder(const v1::ModelArtifact& artifact,
                                            const std::vector<int>& tasks) {
-  const v1::Tensor* ranks = FindTensor(artifact, "training_ranks");
+  const v1::Tensor* top = FindTensor(artifact, "training_top_entries");
+  const v1::Tensor* mean_ranks = FindTensor(artifact, "mean_ranks");
   const int T = artifact.training_features_size();
   const int N = artifact.catalogue_size();
-  if (ranks == nullptr || ranks->shape_size() != 2 || ranks->shape(0) != T ||
-      ranks->shape(1) != N) {
+  if (top == nullptr || top->shape_size() != 2 || top->shape(0) != T ||
+      top->shape(1) < 1 || mean_ranks == nullptr ||
+      mean_ranks->values_size() != N) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "PMF artifact: tensor \"training_ranks\" must be [", T, ", ", N, "]"));
+        "PMF artifact: tensors \"training_top_entries\" [", T,
+        ", depth] and \"mean_ranks\" [", N, "] are required"));
   }
-  auto mean_over = [&](const std::vector<int>& rows) {
-    std::vector<double> mean(N, std::numeric_limits<double>::infinity());
-    for (int n = 0; n < N; ++n) {
-      double sum = 0.0;
-      int count = 0;
-      for (int t : rows) {
-        const double r = ranks->values(static_cast<int64_t>(t) * N + n);
-        if (r < 0) continue;
-        sum += r;
-        ++count;
-      }
-      if (count > 0) mean[n] = sum / count;
+  const int64_t M = top->shape(1);
+  // Position of each entry in each task's list (M when absent), averaged.
+  std::vector<double> local(N, 0.0);
+  for (int t : tasks) {
+    if (t < 0 || t >= T) continue;
+    std::vector<double> position(N, static_cast<double>(M));
+    for (int64_t k = 0; k < M; ++k) {
+      const double v = top->values(t * M + k);
+      if (v >= 0 && v < N) position[static_cast<int>(v)] = static_cast<double>(k);
     }
-    return mean;
-  };
-  std::vector<int> all(T);
-  std::iota(all.begin(), all.end(), 0);
-  const std::vector<double> local = mean_over(tasks);
-  const std::vector<double> global = mean_over(all);
+    for (int n = 0; n < N; ++n) local[n] += position[n];
+  }
   std::vector<int> order(N);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     if (local[a] != local[b]) return local[a] < local[b];
-    return global[a] < global[b];
+    return mean_ranks->values(a) < mean_ranks->values(b);
   });
   return order;
 }

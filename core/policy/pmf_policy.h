@@ -47,11 +47,12 @@ std::vector<int> NearestTrainingDatasets(
     const v1::ModelArtifact& artifact,
     const google::protobuf::Map<std::string, double>& features, int k);
 
-// Catalogue indices ordered by mean normalised rank over `tasks` (rows of the
-// artifact's "training_ranks"; each entry averaged over the tasks it was
-// evaluated on, entries evaluated on none last), ties by the mean rank over
-// every training task, then by index. INVALID_ARGUMENT if the artifact's
-// "training_ranks" is missing or not [training_features_size, catalogue size].
+// Catalogue indices ordered by their mean position in the best-entry lists of
+// `tasks` (rows of the artifact's "training_top_entries"; an entry missing
+// from a list counts as its length), ties by "mean_ranks" over all training
+// tasks, then by index. With no tasks: the mean-rank order. INVALID_ARGUMENT if
+// the tensors are missing or do not fit the artifact
+// (train::AddPmfWarmStartData writes them).
 absl::StatusOr<std::vector<int>> RankOrder(const v1::ModelArtifact& artifact,
                                            const std::vector<int>& tasks);
 

@@ -101,7 +101,7 @@ absl::StatusOr<v1::ModelArtifact> TrainSyntheticPmfArtifact(
     *artifact.add_catalogue() = c;
   }
   model.ToArtifact(&artifact);
-  AddPmfWarmStartData(problem, train, &artifact);
+  AddPmfWarmStartData(problem, train, /*depth=*/8, &artifact);
   for (int n : AverageRankOrder(problem)) {
     if (artifact.portfolio_size() >= 4) break;
     *artifact.add_portfolio() = problem.catalogue[n];

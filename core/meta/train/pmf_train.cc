@@ -364,7 +364,7 @@ absl::StatusOr<surrogate::PmfModel> TrainPmfModel(
 
 void AddPmfWarmStartData(const PmfProblem& problem,
                          const std::vector<const meta::Task*>& train,
-                         v1::ModelArtifact* artifact) {
+                         int depth, v1::ModelArtifact* artifact) {
   std::map<std::string, std::vector<double>> by_name;
   for (const meta::Task* task : train) {
     v1::DatasetFeatures* features = artifact->add_training_features();
@@ -387,17 +387,35 @@ void AddPmfWarmStartData(const PmfProblem& problem,
   }
   const int N = static_cast<int>(problem.catalogue.size());
   const int T = static_cast<int>(problem.train.size());
-  v1::Tensor* ranks = artifact->add_tensors();
-  ranks->set_name("training_ranks");
-  ranks->add_shape(T);
-  ranks->add_shape(N);
-  ranks->mutable_values()->Resize(T * N, -1.0);
+  const int M = std::max(1, depth);
+  v1::Tensor* top = artifact->add_tensors();
+  top->set_name("training_top_entries");
+  top->add_shape(T);
+  top->add_shape(M);
+  top->mutable_values()->Resize(T * M, -1.0);
+  std::vector<double> sum(N, 0.0);
+  std::vector<int> count(N, 0);
   for (int t = 0; t < T; ++t) {
     const PmfColumn& column = problem.train[t];
     const std::vector<double> r = NormalisedRanks(column.targets);
-    for (size_t i = 0; i < column.entries.size(); ++i) {
-      ranks->set_values(t * N + column.entries[i], r[i]);
+    std::vector<int> order = Iota(static_cast<int>(column.entries.size()));
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      if (r[a] != r[b]) return r[a] < r[b];
+      return column.entries[a] < column.entries[b];
+    });
+    for (int k = 0; k < std::min<int>(M, static_cast<int>(order.size())); ++k) {
+      top->set_values(t * M + k, column.entries[order[k]]);
     }
+    for (size_t i = 0; i < column.entries.size(); ++i) {
+      sum[column.entries[i]] += r[i];
+      ++count[column.entries[i]];
+    }
+  }
+  v1::Tensor* mean_ranks = artifact->add_tensors();
+  mean_ranks->set_name("mean_ranks");
+  mean_ranks->add_shape(N);
+  for (int n = 0; n < N; ++n) {
+    mean_ranks->add_values(count[n] > 0 ? sum[n] / count[n] : 1.0);
   }
 }
 
@@ -425,6 +443,7 @@ namespace {
 struct PmfFlags {
   PmfTrainOptions train;
   std::string portfolio = "greedy";
+  int warm_start_depth = 32;
 };
 
 absl::StatusOr<v1::ModelArtifact> TrainPmf(const PmfFlags& flags,
@@ -450,7 +469,7 @@ absl::StatusOr<v1::ModelArtifact> TrainPmf(const PmfFlags& flags,
     *artifact.add_catalogue() = config;
   }
   model.ToArtifact(&artifact);
-  AddPmfWarmStartData(problem, data.train, &artifact);
+  AddPmfWarmStartData(problem, data.train, flags.warm_start_depth, &artifact);
 
   auto* metrics = artifact.mutable_provenance()->mutable_validation_metrics();
   std::vector<v1::Configuration> portfolio;
@@ -497,6 +516,7 @@ absl::StatusOr<v1::ModelArtifact> TrainPmf(const PmfFlags& flags,
   int_options["best_epoch"] = report.best_epoch;
   int_options["batch_datasets"] = train_options.batch_datasets;
   int_options["max_pipelines"] = train_options.max_pipelines;
+  int_options["warm_start_depth"] = flags.warm_start_depth;
   return artifact;
 }
 
@@ -529,6 +549,11 @@ TrainerKind PmfTrainerKind() {
                      "Adam learning rate (cosine-decayed to a tenth)")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
+    flags.add_option("--warm-start-depth", state->warm_start_depth,
+                     "best entries stored per training task for the "
+                     "meta-feature warm start")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
     flags.add_option("--portfolio", state->portfolio,
                      "warm-start portfolio without meta-features: greedy "
                      "(minimum summed regret) or average-rank")

@@ -107,11 +107,14 @@ absl::StatusOr<surrogate::PmfModel> TrainPmfModel(
 //     (every training task, in training order; the map may be empty);
 //   normalization["feature_mean/<name>"], ["feature_std/<name>"]: over the
 //     training tasks that have the feature (std with n - 1; 0 when constant);
-//   tensor "training_ranks" [T, N]: the normalised rank of entry n on task t,
-//     (rank - 1) / (n_t - 1) in [0, 1] with 0 the best and ties averaged
-//     (0 when the task has one entry), -1 where n was not evaluated on t.
+//   tensor "training_top_entries" [T, depth]: row t lists the catalogue
+//     indices of task t's best `depth` entries, best first (ties by index),
+//     padded with -1;
+//   tensor "mean_ranks" [N]: each entry's normalised rank (rank - 1) /
+//     (n_t - 1) in [0, 1] (0 best, ties averaged) averaged over the training
+//     tasks that evaluated it.
 void AddPmfWarmStartData(const PmfProblem& problem,
-                         const std::vector<const meta::Task*>& train,
+                         const std::vector<const meta::Task*>& train, int depth,
                          v1::ModelArtifact* artifact);
 
 // Catalogue indices by increasing mean normalised rank over the training
@@ -120,7 +123,8 @@ void AddPmfWarmStartData(const PmfProblem& problem,
 std::vector<int> AverageRankOrder(const PmfProblem& problem);
 
 // Flags: --latent-dim, --epochs, --batch-datasets, --max-pipelines,
-// --learning-rate, --portfolio greedy|average-rank. Artifact: MODEL_KIND_PMF
+// --learning-rate, --warm-start-depth (32), --portfolio greedy|average-rank.
+// Artifact: MODEL_KIND_PMF
 // with the catalogue, the tensors of surrogate::PmfModel::ToArtifact, the
 // warm-start data (AddPmfWarmStartData), the portfolio (greedy: train's
 // BuildPortfolio with exact matching; average-rank: the first --size entries

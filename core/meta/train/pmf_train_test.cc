@@ -137,12 +137,12 @@ TEST(TrainPmfModelTest, IsDeterministicForASeedAndRejectsBadOptions) {
                        HasSubstr("--latent-dim")));
 }
 
-TEST(AddPmfWarmStartDataTest, StoresFeaturesStatisticsAndRanks) {
+TEST(AddPmfWarmStartDataTest, StoresFeaturesStatisticsAndBestEntries) {
   std::unique_ptr<Split> s = MakeSplit();
   METAOPT_ASSERT_OK_AND_ASSIGN(PmfProblem problem,
                                BuildPmfProblem(s->data, s->train, s->valid));
   v1::ModelArtifact artifact;
-  AddPmfWarmStartData(problem, s->train, &artifact);
+  AddPmfWarmStartData(problem, s->train, /*depth=*/50, &artifact);
   ASSERT_EQ(artifact.training_features_size(), 30);
   EXPECT_EQ(artifact.training_features(3).task_id(), "t3");
   EXPECT_EQ(artifact.training_features(3).features().at("w1"),
@@ -151,22 +151,30 @@ TEST(AddPmfWarmStartDataTest, StoresFeaturesStatisticsAndRanks) {
   for (const meta::Task* task : s->train) mean += task->metafeatures.at("n");
   EXPECT_NEAR(artifact.normalization().at("feature_mean/n"), mean / 30, 1e-9);
   EXPECT_GT(artifact.normalization().at("feature_std/n"), 100);
-  ASSERT_EQ(artifact.tensors_size(), 1);
-  const v1::Tensor& ranks = artifact.tensors(0);
-  EXPECT_EQ(ranks.name(), "training_ranks");
-  ASSERT_EQ(ranks.shape_size(), 2);
-  EXPECT_EQ(ranks.shape(0), 30);
-  EXPECT_EQ(ranks.shape(1), 40);
-  // Task 0: the best entry has rank 0, the worst 1, missing ones -1.
+  ASSERT_EQ(artifact.tensors_size(), 2);
+  const v1::Tensor& top = artifact.tensors(0);
+  EXPECT_EQ(top.name(), "training_top_entries");
+  ASSERT_EQ(top.shape_size(), 2);
+  EXPECT_EQ(top.shape(0), 30);
+  EXPECT_EQ(top.shape(1), 50);
+  // Task 0: its entries best first, then -1 padding.
   const PmfColumn& column = problem.train[0];
+  const int n0 = static_cast<int>(column.entries.size());
+  ASSERT_LT(n0, 50);
   Eigen::Index best, worst;
   column.targets.minCoeff(&best);
   column.targets.maxCoeff(&worst);
-  EXPECT_EQ(ranks.values(column.entries[best]), 0.0);
-  EXPECT_EQ(ranks.values(column.entries[worst]), 1.0);
-  int missing = 0;
-  for (int n = 0; n < 40; ++n) missing += ranks.values(n) == -1.0 ? 1 : 0;
-  EXPECT_EQ(missing, 40 - static_cast<int>(column.entries.size()));
+  EXPECT_EQ(top.values(0), column.entries[best]);
+  EXPECT_EQ(top.values(n0 - 1), column.entries[worst]);
+  EXPECT_EQ(top.values(n0), -1.0);
+  EXPECT_EQ(top.values(49), -1.0);
+  const v1::Tensor& mean_ranks = artifact.tensors(1);
+  EXPECT_EQ(mean_ranks.name(), "mean_ranks");
+  ASSERT_EQ(mean_ranks.values_size(), 40);
+  for (double r : mean_ranks.values()) {
+    EXPECT_GE(r, 0.0);
+    EXPECT_LE(r, 1.0);
+  }
 }
 
 TEST(PmfTrainerKindTest, MetaoptTrainWritesAPmfVersion) {
