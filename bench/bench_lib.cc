@@ -57,6 +57,8 @@ constexpr MethodRow kMethodTable[] = {
     {"pmf", "kind: ALGORITHM_KIND_PMF", true,
      "probabilistic matrix factorisation over the catalogue, warm start by "
      "meta-features"},
+    {"pmf-nofeatures", "kind: ALGORITHM_KIND_PMF", false,
+     "PMF without meta-features: warm start from the model's portfolio"},
     {"mosaic", "kind: ALGORITHM_KIND_MOSAIC", true,
      "MCTS over pipeline structure with BO playouts"},
 };
