@@ -396,18 +396,26 @@ class MosaicPolicy::Search final : public MctsEnvironment {
       }
     }
     y_ = Eigen::Map<const Eigen::VectorXd>(ys.data(), ys.size());
+    sorted_ = ys;
+    std::sort(sorted_.begin(), sorted_.end());
+    targets_ = y_;
     if (!ys.empty()) {
       best_ = y_.minCoeff();
       worst_ = y_.maxCoeff();
       scale_ = worst_ > best_ ? worst_ - best_ : 1.0;
+      if (shared.options.rank_scale) {
+        for (Eigen::Index i = 0; i < y_.size(); ++i) targets_[i] = Quantile(y_[i]);
+      }
+      best_target_ = targets_.minCoeff();
     }
     if (!spec_.candidates().empty()) {
       const int n = spec_.candidates_size();
       catalogue_structure_.reserve(n);
       std::vector<v1::Configuration> all(spec_.candidates().begin(),
                                          spec_.candidates().end());
-      for (const v1::Configuration& c : all) {
-        catalogue_structure_.push_back(shared.Structure(c));
+      for (int i = 0; i < n; ++i) {
+        catalogue_structure_.push_back(shared.Structure(all[i]));
+        catalogue_index_[&spec_.candidates(i)] = i;
       }
       catalogue_X_ = shared.encoder.EncodeBatch(all);
     }
@@ -418,7 +426,7 @@ class MosaicPolicy::Search final : public MctsEnvironment {
   // Fits the shared surrogate on the completed trials.
   absl::Status FitSurrogate() {
     Eigen::MatrixXd X = shared_.encoder.EncodeBatch(completed_);
-    METAOPT_ASSIGN_OR_RETURN(model_, shared_.fitter(X, y_, rng_()));
+    METAOPT_ASSIGN_OR_RETURN(model_, shared_.fitter(X, targets_, rng_()));
     return absl::OkStatus();
   }
 
@@ -450,7 +458,7 @@ class MosaicPolicy::Search final : public MctsEnvironment {
     untried_prefixes_.clear();
     if (!spec_.candidates().empty()) {
       for (const v1::Configuration* c : UntriedCandidates(study)) {
-        const int i = static_cast<int>(c - &spec_.candidates(0));
+        const int i = catalogue_index_.at(c);
         untried_.push_back(i);
         const MctsPath& structure = catalogue_structure_[i];
         for (size_t k = 0; k <= structure.size(); ++k) {
@@ -504,7 +512,7 @@ class MosaicPolicy::Search final : public MctsEnvironment {
     double estimate = 0;
     if (X.rows() > 0) {
       absl::StatusOr<gp::Prediction> p = model_->Predict(X);
-      if (p.ok()) estimate = (worst_ - p->mean.mean()) / scale_;
+      if (p.ok()) estimate = RewardOfMean(p->mean.mean());
     }
     estimates_[path] = estimate;
     return estimate;
@@ -583,11 +591,30 @@ class MosaicPolicy::Search final : public MctsEnvironment {
     std::vector<double> rewards;
   };
 
+  // The mid-rank quantile of y (to minimise) among the completed values: 0
+  // for the best, 1 for the worst, ties averaged; 0.5 for a single value.
+  double Quantile(double y) const {
+    const double n = static_cast<double>(sorted_.size());
+    if (n < 2) return 0.5;
+    const auto lower = std::lower_bound(sorted_.begin(), sorted_.end(), y);
+    const auto upper = std::upper_bound(sorted_.begin(), sorted_.end(), y);
+    const double less = static_cast<double>(lower - sorted_.begin());
+    const double equal = static_cast<double>(upper - lower);
+    return (less + std::max(0.0, equal - 1) / 2) / (n - 1);
+  }
+
   // Reward in [0, 1] of an objective value (1: the best observed).
   double Reward(double value) const {
     const double y = shared_.goal == v1::GOAL_MAXIMIZE ? -value : value;
+    if (shared_.options.rank_scale) return 1.0 - Quantile(y);
     if (!(worst_ > best_)) return 0.5;
     return (worst_ - y) / scale_;
+  }
+
+  // The reward scale of a surrogate mean.
+  double RewardOfMean(double mean) const {
+    if (shared_.options.rank_scale) return 1.0 - mean;
+    return (worst_ - mean) / scale_;
   }
 
   std::vector<int> CompatibleUntried(const MctsPath& path) const {
@@ -621,7 +648,7 @@ class MosaicPolicy::Search final : public MctsEnvironment {
     std::vector<Score> scores(X.rows());
     for (Eigen::Index i = 0; i < X.rows(); ++i) {
       scores[i].log_ei = acquisition::LogExpectedImprovement(
-          p.mean[i], p.variance[i], best_);
+          p.mean[i], p.variance[i], best_target_);
       scores[i].mean = p.mean[i];
       if (std::isnan(scores[i].log_ei)) {
         scores[i].log_ei = -std::numeric_limits<double>::infinity();
@@ -715,11 +742,14 @@ class MosaicPolicy::Search final : public MctsEnvironment {
   space::Rng& rng_;
   std::vector<v1::Configuration> completed_;
   Eigen::VectorXd y_;  // to minimise
-  double best_ = 0, worst_ = 0, scale_ = 1;
+  std::vector<double> sorted_;  // y_ ascending
+  Eigen::VectorXd targets_;  // the surrogate's: y_ or its quantiles
+  double best_ = 0, worst_ = 0, scale_ = 1, best_target_ = 0;
   std::shared_ptr<const surrogate::Surrogate> model_;
   // Catalogue: structure and encoding of every entry; the untried ones.
   std::vector<MctsPath> catalogue_structure_;
   Eigen::MatrixXd catalogue_X_;
+  absl::flat_hash_map<const v1::Configuration*, int> catalogue_index_;
   std::vector<int> untried_;
   absl::flat_hash_set<MctsPath> untried_prefixes_;
   absl::flat_hash_map<MctsPath, NodeStats> stats_;
@@ -807,8 +837,8 @@ const std::vector<int>& MosaicPolicy::levels() const {
 namespace {
 
 // `study` with `extra` configurations also held (ACTIVE).
-struct AugmentedView {
-  AugmentedView(const StudyView& study,
+struct PicksView {
+  PicksView(const StudyView& study,
                 const std::vector<v1::Configuration>& extra)
       : trials(*study.trials), view(study) {
     for (const v1::Configuration& c : extra) {
@@ -852,7 +882,7 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
   }
   bool designed = false;
   for (int64_t i = started; i < shared.design_size && remaining() > 0; ++i) {
-    AugmentedView augmented(study, result.configurations);
+    PicksView augmented(study, result.configurations);
     search.SetView(augmented.view);
     std::optional<v1::Configuration> item =
         search.DesignItem(static_cast<int>(i));
@@ -862,7 +892,7 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
   }
   if (designed) sources.push_back("initial-design");
   if (remaining() > 0 && search.completed() < 2) {
-    AugmentedView augmented(study, result.configurations);
+    PicksView augmented(study, result.configurations);
     for (v1::Configuration& c :
          RandomPolicy::Sample(augmented.view, remaining(), rng)) {
       result.configurations.push_back(std::move(c));
@@ -875,7 +905,7 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
   if (absl::Status fitted = search.FitSurrogate(); !fitted.ok()) {
     LogWarning(absl::StrCat("Mosaic surrogate fit failed (", fitted.ToString(),
                             "); suggesting at random"));
-    AugmentedView augmented(study, result.configurations);
+    PicksView augmented(study, result.configurations);
     for (v1::Configuration& c :
          RandomPolicy::Sample(augmented.view, remaining(), rng)) {
       result.configurations.push_back(std::move(c));
@@ -886,7 +916,7 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
   MctsTree tree = tree_;
   bool walked = false;
   while (remaining() > 0) {
-    AugmentedView augmented(study, result.configurations);
+    PicksView augmented(study, result.configurations);
     search.SetView(augmented.view);
     absl::StatusOr<MctsWalk> walk = tree.Walk(search, shared.options.mcts);
     if (absl::IsNotFound(walk.status())) break;  // the catalogue ran out

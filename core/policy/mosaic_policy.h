@@ -63,6 +63,17 @@ struct MosaicPolicyOptions {
   // Catalogue studies whose node has more untried entries than n_r score n_r
   // random ones plus this many nearest (in the encoding) to the incumbent.
   int catalogue_neighbors = 50;
+  // Rewards and surrogate targets by rank: the mid-rank quantile of each
+  // value among the completed ones (tree reward 1 - quantile; the surrogate
+  // models the quantile, EI against the best one's). Otherwise min-max
+  // normalised rewards and raw targets. research/mosaic.md gotcha 4: the
+  // thesis's rewards are accuracies in [0, 1], which C_ucb = 1.3 and the
+  // softmax assume; ranks give that scale to any objective and keep one
+  // outlier from squashing every other reward (and from inflating the
+  // forest's within-leaf variances). On the validation splits (oboe valid,
+  // sklearn-pipelines train) ranks and min-max tie; on heavy-tailed
+  // synthetic functions ranks win clearly.
+  bool rank_scale = true;
   // MOSAIC_SURROGATE_RANDOM_FOREST (the default): SMAC's forest.
   surrogate::RandomForestOptions forest;
   // MOSAIC_SURROGATE_DEEPPIPE: Adam steps fine-tuning the GP hyperparameters
