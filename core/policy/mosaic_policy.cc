@@ -33,7 +33,8 @@ class SentinelForest final : public surrogate::Surrogate {
       if (block.size == 0) continue;
       const int hot = layout.stages[block.stage].offset + block.algorithm;
       for (Eigen::Index i = 0; i < X.rows(); ++i) {
-        if (X(i, hot) < 0.5) out.row(i).segment(block.offset, block.size).setConstant(-1.0);
+        if (X(i, hot) < 0.5)
+          out.row(i).segment(block.offset, block.size).setConstant(-1.0);
       }
     }
     return out;
@@ -96,8 +97,8 @@ absl::StatusOr<MosaicPolicyOptions> MosaicOptionsFromSpec(
     const v1::StudySpec& spec, MosaicPolicyOptions base) {
   const v1::MosaicOptions& m = spec.algorithm().mosaic();
   auto bad = [](const char* field, double value, const char* rule) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "spec.algorithm.mosaic.", field, ": ", value, " ", rule));
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.algorithm.mosaic.", field, ": ", value, " ", rule));
   };
   if (m.exploration() < 0 || !std::isfinite(m.exploration())) {
     return bad("exploration", m.exploration(), "must be finite and >= 0");
@@ -107,19 +108,23 @@ absl::StatusOr<MosaicPolicyOptions> MosaicOptionsFromSpec(
     return bad("widening_exponent", m.widening_exponent(),
                "is outside (0, 1] (0: the default 0.6)");
   }
-  if (m.prior_samples() < 0) return bad("prior_samples", m.prior_samples(), "is negative");
+  if (m.prior_samples() < 0)
+    return bad("prior_samples", m.prior_samples(), "is negative");
   if (m.playout_samples() < 0) {
     return bad("playout_samples", m.playout_samples(), "is negative");
   }
   if (m.random_per_algorithm() < 0) {
     return bad("random_per_algorithm", m.random_per_algorithm(), "is negative");
   }
-  if (m.forest_trees() < 0) return bad("forest_trees", m.forest_trees(), "is negative");
+  if (m.forest_trees() < 0)
+    return bad("forest_trees", m.forest_trees(), "is negative");
   if (m.exploration() > 0) base.mcts.exploration = m.exploration();
-  if (m.widening_exponent() > 0) base.mcts.widening_exponent = m.widening_exponent();
+  if (m.widening_exponent() > 0)
+    base.mcts.widening_exponent = m.widening_exponent();
   if (m.prior_samples() > 0) base.prior_samples = m.prior_samples();
   if (m.playout_samples() > 0) base.playout_samples = m.playout_samples();
-  if (m.has_random_per_algorithm()) base.random_per_algorithm = m.random_per_algorithm();
+  if (m.has_random_per_algorithm())
+    base.random_per_algorithm = m.random_per_algorithm();
   if (m.forest_trees() > 0) base.forest.num_trees = m.forest_trees();
   return base;
 }
@@ -151,7 +156,8 @@ absl::StatusOr<std::vector<int>> MosaicLevels(const v1::StudySpec& spec) {
     }
   }
   for (int s = space.stages_size() - 1; s >= 0; --s) {
-    if (!placed[s] && space.stages(s).algorithms_size() > 1) levels.push_back(s);
+    if (!placed[s] && space.stages(s).algorithms_size() > 1)
+      levels.push_back(s);
   }
   return levels;
 }
@@ -176,7 +182,8 @@ MosaicSurrogateFitter RandomForestFitter(
 
 MosaicSurrogateFitter DeepPipeFitter(surrogate::DeepPipeModel model,
                                      int fine_tune_steps) {
-  auto shared = std::make_shared<const surrogate::DeepPipeModel>(std::move(model));
+  auto shared =
+      std::make_shared<const surrogate::DeepPipeModel>(std::move(model));
   return [shared, fine_tune_steps](const Eigen::MatrixXd& X,
                                    const Eigen::VectorXd& y, uint64_t)
              -> absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> {
@@ -235,9 +242,9 @@ struct MosaicPolicy::Shared {
     } else if (initial_trials > 0) {
       design_size = initial_trials;
     } else {
-      design_size = std::min(
-          first_level_actions * (1 + options.random_per_algorithm),
-          std::max(first_level_actions, options.design_cap));
+      design_size =
+          std::min(first_level_actions * (1 + options.random_per_algorithm),
+                   std::max(first_level_actions, options.design_cap));
     }
   }
 
@@ -344,17 +351,16 @@ struct MosaicPolicy::Shared {
         } else {
           for (int j = 0; j < options.neighbors_per_numeric; ++j) {
             Eigen::VectorXd y = x;
-            y[p.offset] = std::clamp(
-                x[p.offset] +
-                    options.local_search_step * space::StandardNormal(rng),
-                0.0, 1.0);
+            y[p.offset] =
+                std::clamp(x[p.offset] + options.local_search_step *
+                                             space::StandardNormal(rng),
+                           0.0, 1.0);
             push(y);
           }
         }
       }
       const int level = level_of_stage[s];
-      const bool frozen =
-          level >= 0 && level < static_cast<int>(path.size());
+      const bool frozen = level >= 0 && level < static_cast<int>(path.size());
       if (frozen) continue;
       for (int b = 0; b < stage.size; ++b) {
         if (b == chosen) continue;
@@ -404,7 +410,8 @@ class MosaicPolicy::Search final : public MctsEnvironment {
       worst_ = y_.maxCoeff();
       scale_ = worst_ > best_ ? worst_ - best_ : 1.0;
       if (shared.options.rank_scale) {
-        for (Eigen::Index i = 0; i < y_.size(); ++i) targets_[i] = Quantile(y_[i]);
+        for (Eigen::Index i = 0; i < y_.size(); ++i)
+          targets_[i] = Quantile(y_[i]);
       }
       best_target_ = targets_.minCoeff();
     }
@@ -449,7 +456,8 @@ class MosaicPolicy::Search final : public MctsEnvironment {
       }
       MctsPath structure = shared_.Structure(trial.configuration());
       for (size_t k = 0; k <= structure.size(); ++k) {
-        NodeStats& s = stats_[MctsPath(structure.begin(), structure.begin() + k)];
+        NodeStats& s =
+            stats_[MctsPath(structure.begin(), structure.begin() + k)];
         ++s.visits;
         if (reward.has_value()) s.rewards.push_back(*reward);
       }
@@ -528,8 +536,7 @@ class MosaicPolicy::Search final : public MctsEnvironment {
       model = std::make_unique<const SharedSurrogate>(model_);
     } else {
       METAOPT_ASSIGN_OR_RETURN(
-          model,
-          model_->WithFantasies(shared_.encoder.EncodeBatch(pending_)));
+          model, model_->WithFantasies(shared_.encoder.EncodeBatch(pending_)));
     }
     // The incumbent below `path`: the best evaluated compatible configuration.
     std::optional<v1::Configuration> incumbent;
@@ -541,13 +548,15 @@ class MosaicPolicy::Search final : public MctsEnvironment {
         incumbent = completed_[i];
       }
     }
-    if (!spec_.candidates().empty()) return CataloguePlayout(path, incumbent, *model);
+    if (!spec_.candidates().empty())
+      return CataloguePlayout(path, incumbent, *model);
 
     std::vector<v1::Configuration> candidates;
     absl::flat_hash_set<std::string> seen;
     auto add = [&](v1::Configuration c) {
       std::string key = space::ConfigurationKey(c);
-      if (held_.contains(key) || !seen.insert(std::move(key)).second) return false;
+      if (held_.contains(key) || !seen.insert(std::move(key)).second)
+        return false;
       candidates.push_back(std::move(c));
       return true;
     };
@@ -630,7 +639,8 @@ class MosaicPolicy::Search final : public MctsEnvironment {
   void Subsample(std::vector<int>& rows, int n) {
     if (static_cast<int>(rows.size()) <= n) return;
     for (int i = 0; i < n; ++i) {
-      const int j = i + static_cast<int>(space::UniformIndex(rng_, rows.size() - i));
+      const int j =
+          i + static_cast<int>(space::UniformIndex(rng_, rows.size() - i));
       std::swap(rows[i], rows[j]);
     }
     rows.resize(n);
@@ -638,7 +648,8 @@ class MosaicPolicy::Search final : public MctsEnvironment {
 
   Eigen::MatrixXd Rows(const std::vector<int>& rows) const {
     Eigen::MatrixXd X(rows.size(), catalogue_X_.cols());
-    for (size_t i = 0; i < rows.size(); ++i) X.row(i) = catalogue_X_.row(rows[i]);
+    for (size_t i = 0; i < rows.size(); ++i)
+      X.row(i) = catalogue_X_.row(rows[i]);
     return X;
   }
 
@@ -675,10 +686,11 @@ class MosaicPolicy::Search final : public MctsEnvironment {
       const Eigen::VectorXd center = shared_.encoder.Encode(
           incumbent.has_value() ? *incumbent : shared_.DefaultCompletion(path));
       std::vector<int> by_distance = rows;
-      std::stable_sort(by_distance.begin(), by_distance.end(), [&](int a, int b) {
-        return (catalogue_X_.row(a).transpose() - center).squaredNorm() <
-               (catalogue_X_.row(b).transpose() - center).squaredNorm();
-      });
+      std::stable_sort(
+          by_distance.begin(), by_distance.end(), [&](int a, int b) {
+            return (catalogue_X_.row(a).transpose() - center).squaredNorm() <
+                   (catalogue_X_.row(b).transpose() - center).squaredNorm();
+          });
       const int near = std::min<int>(shared_.options.catalogue_neighbors,
                                      static_cast<int>(by_distance.size()));
       absl::flat_hash_set<int> chosen(by_distance.begin(),
@@ -691,7 +703,8 @@ class MosaicPolicy::Search final : public MctsEnvironment {
       rows.assign(by_distance.begin(), by_distance.begin() + near);
       rows.insert(rows.end(), others.begin(), others.end());
     }
-    METAOPT_ASSIGN_OR_RETURN(std::vector<Score> scores, ScoreRows(Rows(rows), model));
+    METAOPT_ASSIGN_OR_RETURN(std::vector<Score> scores,
+                             ScoreRows(Rows(rows), model));
     int best = 0;
     for (size_t i = 1; i < scores.size(); ++i) {
       if (scores[i].BetterThan(scores[best])) best = static_cast<int>(i);
@@ -704,8 +717,7 @@ class MosaicPolicy::Search final : public MctsEnvironment {
   // first-level algorithm i mod |A_1|; none if nothing untried is left there.
   std::optional<v1::Configuration> DesignItem(int i) {
     const int a = i % shared_.first_level_actions;
-    const MctsPath path =
-        shared_.levels.empty() ? MctsPath() : MctsPath{a};
+    const MctsPath path = shared_.levels.empty() ? MctsPath() : MctsPath{a};
     const bool default_item = i < shared_.first_level_actions;
     if (!spec_.candidates().empty()) {
       std::vector<int> rows = CompatibleUntried(path);
@@ -716,7 +728,8 @@ class MosaicPolicy::Search final : public MctsEnvironment {
             shared_.encoder.Encode(shared_.DefaultCompletion(path));
         double nearest = std::numeric_limits<double>::infinity();
         for (int r : rows) {
-          const double d = (catalogue_X_.row(r).transpose() - center).squaredNorm();
+          const double d =
+              (catalogue_X_.row(r).transpose() - center).squaredNorm();
           if (d < nearest) {
             nearest = d;
             pick = r;
@@ -741,9 +754,9 @@ class MosaicPolicy::Search final : public MctsEnvironment {
   const v1::StudySpec& spec_;
   space::Rng& rng_;
   std::vector<v1::Configuration> completed_;
-  Eigen::VectorXd y_;  // to minimise
+  Eigen::VectorXd y_;           // to minimise
   std::vector<double> sorted_;  // y_ ascending
-  Eigen::VectorXd targets_;  // the surrogate's: y_ or its quantiles
+  Eigen::VectorXd targets_;     // the surrogate's: y_ or its quantiles
   double best_ = 0, worst_ = 0, scale_ = 1, best_target_ = 0;
   std::shared_ptr<const surrogate::Surrogate> model_;
   // Catalogue: structure and encoding of every entry; the untried ones.
@@ -776,8 +789,7 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
   if (fitter == nullptr &&
       spec.algorithm().mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE) {
     absl::StatusOr<surrogate::DeepPipeModel> network =
-        model != nullptr &&
-                model->artifact.kind() == v1::MODEL_KIND_DEEPPIPE
+        model != nullptr && model->artifact.kind() == v1::MODEL_KIND_DEEPPIPE
             ? surrogate::DeepPipeModel::FromArtifact(model->artifact)
             : surrogate::DeepPipeModel::Create(
                   spec.search_space(), surrogate::DeepPipeArchitecture(),
@@ -792,15 +804,16 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
       return absl::FailedPreconditionError(absl::StrCat(
           "spec.algorithm.mosaic.surrogate: MOSAIC_SURROGATE_DEEPPIPE: the "
           "bound model ",
-          model != nullptr ? model->reference() : "", " encodes ", network->input_dim(),
-          " dimensions; the study's space encodes ",
+          model != nullptr ? model->reference() : "", " encodes ",
+          network->input_dim(), " dimensions; the study's space encodes ",
           space::Encoder(space).dimension()));
     }
-    fitter = DeepPipeFitter(*std::move(network),
-                            resolved.deeppipe_fine_tune_steps);
+    fitter =
+        DeepPipeFitter(*std::move(network), resolved.deeppipe_fine_tune_steps);
   }
   if (fitter == nullptr) {
-    fitter = RandomForestFitter(space::Encoder(space).layout(), resolved.forest);
+    fitter =
+        RandomForestFitter(space::Encoder(space).layout(), resolved.forest);
   }
   auto shared = std::make_shared<const Shared>(
       spec.objective().goal(), std::move(space), std::move(levels),
@@ -815,9 +828,9 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
       fits = path[k] >= 0 && path[k] < shared->Actions(static_cast<int>(k));
     }
     if (!fits || !tree.Add(path).ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "stored Mosaic tree node [", absl::StrJoin(path, ","),
-          "] does not fit the study's space"));
+      return absl::DataLossError(
+          absl::StrCat("stored Mosaic tree node [", absl::StrJoin(path, ","),
+                       "] does not fit the study's space"));
     }
   }
   return std::shared_ptr<const MosaicPolicy>(
@@ -830,16 +843,13 @@ MosaicPolicy::MosaicPolicy(std::shared_ptr<const Shared> shared, MctsTree tree,
       tree_(std::move(tree)),
       state_(std::move(state)) {}
 
-const std::vector<int>& MosaicPolicy::levels() const {
-  return shared_->levels;
-}
+const std::vector<int>& MosaicPolicy::levels() const { return shared_->levels; }
 
 namespace {
 
 // `study` with `extra` configurations also held (ACTIVE).
 struct PicksView {
-  PicksView(const StudyView& study,
-                const std::vector<v1::Configuration>& extra)
+  PicksView(const StudyView& study, const std::vector<v1::Configuration>& extra)
       : trials(*study.trials), view(study) {
     for (const v1::Configuration& c : extra) {
       v1::Trial t;

@@ -91,8 +91,9 @@ absl::StatusOr<MosaicPolicyOptions> MosaicOptionsFromSpec(
 // The random-forest surrogate of Mosaic: RandomForest on the encoding with the
 // parameters of inactive algorithms set to -1 instead of 0 (research/mosaic.md
 // gotcha 10: a 0 would collide with real values at the bottom of a range).
-MosaicSurrogateFitter RandomForestFitter(const space::EncodingLayout& layout,
-                                         surrogate::RandomForestOptions options);
+MosaicSurrogateFitter RandomForestFitter(
+    const space::EncodingLayout& layout,
+    surrogate::RandomForestOptions options);
 
 // The study's DeepPipe network as Mosaic's surrogate: at each fit, the GP
 // hyperparameters are fine-tuned from the model's values for `fine_tune_steps`
@@ -123,8 +124,9 @@ MosaicSurrogateFitter DeepPipeFitter(surrogate::DeepPipeModel model,
 //      default completion if none). Catalogue studies score untried
 //      compatible entries only.
 //
-// Rewards: objective values turned to "larger is better" and min-max
-// normalised to [0, 1] over the completed trials; FAILED and INFEASIBLE
+// Rewards: objective values turned to "larger is better" and mapped to
+// [0, 1] over the completed trials (by rank, or min-max: see
+// MosaicPolicyOptions::rank_scale); FAILED and INFEASIBLE
 // trials count as reward 0 in the tree (the public code's convention) and are
 // left out of the surrogate. Node statistics are those of every trial
 // compatible with the node, as Eq. 4.4 defines them ("the median of F(x) for

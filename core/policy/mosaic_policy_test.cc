@@ -110,10 +110,10 @@ double PipelineLike(const v1::Configuration& c) {
   if (c.assignments(1).algorithm() == "linear") {
     value += 0.05 + 0.05 * std::pow(Number(c, 1, "a") - 0.7, 2);
   } else {
-    value += 0.25 + 0.01 * std::abs(Number(c, 1, "depth") - 8) +
-             (c.assignments(1).parameters().at("split").category() == "gini"
-                  ? 0.0
-                  : 0.1);
+    value +=
+        0.25 + 0.01 * std::abs(Number(c, 1, "depth") - 8) +
+        (c.assignments(1).parameters().at("split").category() == "gini" ? 0.0
+                                                                        : 0.1);
   }
   return value;
 }
@@ -179,9 +179,10 @@ TEST(MosaicPolicyTest, LevelsStartFromTheLastStageUnlessOrdered) {
   METAOPT_ASSERT_OK_AND_ASSIGN(levels, MosaicLevels(spec));
   EXPECT_THAT(levels, ElementsAre(0, 1));
   spec.mutable_algorithm()->mutable_mosaic()->add_stage_order("pre");
-  EXPECT_THAT(MosaicLevels(spec),
-              testing::StatusIs(absl::StatusCode::kInvalidArgument,
-                                HasSubstr("stage_order[1]: \"pre\" is listed twice")));
+  EXPECT_THAT(
+      MosaicLevels(spec),
+      testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                        HasSubstr("stage_order[1]: \"pre\" is listed twice")));
   spec.mutable_algorithm()->mutable_mosaic()->set_stage_order(1, "nope");
   EXPECT_THAT(CreatePolicy(spec, std::nullopt),
               testing::StatusIs(absl::StatusCode::kInvalidArgument,
@@ -210,9 +211,10 @@ TEST(MosaicPolicyTest, OptionsComeFromTheSpec) {
   EXPECT_EQ(o.random_per_algorithm, 0);
   EXPECT_EQ(o.forest.num_trees, 30);
   m->set_widening_exponent(1.5);
-  EXPECT_THAT(CreatePolicy(spec, std::nullopt),
-              testing::StatusIs(absl::StatusCode::kInvalidArgument,
-                                HasSubstr("spec.algorithm.mosaic.widening_exponent")));
+  EXPECT_THAT(
+      CreatePolicy(spec, std::nullopt),
+      testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                        HasSubstr("spec.algorithm.mosaic.widening_exponent")));
 }
 
 TEST(MosaicPolicyTest, InitialDesignIsDefaultsThenRandomPerAlgorithm) {
@@ -249,8 +251,8 @@ TEST(MosaicPolicyTest, InitialDesignIsDefaultsThenRandomPerAlgorithm) {
 }
 
 // Observes 10 random configurations of the conditional function.
-std::vector<v1::Trial> RandomHistory(const space::SearchSpace& space,
-                                     int n, uint64_t seed) {
+std::vector<v1::Trial> RandomHistory(const space::SearchSpace& space, int n,
+                                     uint64_t seed) {
   std::vector<v1::Trial> trials;
   space::Rng rng(seed);
   for (int t = 0; t < n; ++t) {
@@ -318,7 +320,8 @@ TEST(MosaicPolicyTest, RestoredPolicySuggestsTheSame) {
   for (int t = 0; t < 16; ++t) {
     space::Rng rng(t);
     StudyView view{&spec, &*space, &trials};
-    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r, policy->Suggest(view, 1, rng));
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r,
+                                 policy->Suggest(view, 1, rng));
     ASSERT_EQ(r.configurations.size(), 1u);
     if (r.update.has_value()) {
       policy = r.update->policy;
@@ -331,8 +334,10 @@ TEST(MosaicPolicyTest, RestoredPolicySuggestsTheSame) {
   METAOPT_ASSERT_OK_AND_ASSIGN(auto restored, CreatePolicy(spec, state));
   StudyView view{&spec, &*space, &trials};
   space::Rng rng_a(77), rng_b(77);
-  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult a, policy->Suggest(view, 3, rng_a));
-  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult b, restored->Suggest(view, 3, rng_b));
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult a,
+                               policy->Suggest(view, 3, rng_a));
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult b,
+                               restored->Suggest(view, 3, rng_b));
   ASSERT_EQ(a.configurations.size(), 3u);
   ASSERT_EQ(b.configurations.size(), 3u);
   for (int i = 0; i < 3; ++i) {
@@ -369,14 +374,15 @@ TEST(MosaicPolicyTest, CatalogueStudiesPickUntriedEntriesUntilExhausted) {
   for (int t = 0; t < 30; ++t) {
     space::Rng rng(t);
     StudyView view{&spec, &*space, &trials};
-    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r, policy->Suggest(view, 1, rng));
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r,
+                                 policy->Suggest(view, 1, rng));
     ASSERT_EQ(r.configurations.size(), 1u) << "step " << t;
     if (r.update.has_value()) policy = r.update->policy;
     const std::string key = space::ConfigurationKey(r.configurations[0]);
     EXPECT_TRUE(catalogue.contains(key)) << "step " << t;
     EXPECT_TRUE(seen.insert(key).second) << "step " << t;
-    v1::Trial trial = Completed(t + 1, r.configurations[0],
-                                Conditional(r.configurations[0]));
+    v1::Trial trial =
+        Completed(t + 1, r.configurations[0], Conditional(r.configurations[0]));
     // A failed trial holds its entry too.
     if (t == 12) {
       trial.clear_value();
@@ -415,7 +421,8 @@ TEST(MosaicPolicyTest, PlainHyperparameterOptimizationHasNoTreeLevels) {
   for (int t = 0; t < 8; ++t) {
     space::Rng rng(t);
     StudyView view{&spec, &*space, &trials};
-    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r, policy->Suggest(view, 1, rng));
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r,
+                                 policy->Suggest(view, 1, rng));
     ASSERT_EQ(r.configurations.size(), 1u);
     EXPECT_EQ(r.source, t < 4 ? "mosaic/initial-design" : "mosaic/mcts") << t;
     EXPECT_FALSE(r.update.has_value());
@@ -434,10 +441,10 @@ TEST(MosaicPolicyTest, PlainHyperparameterOptimizationHasNoTreeLevels) {
 // median regret is at most half of random's.
 TEST(MosaicPolicyTest, BeatsRandomSearchOnAConditionalFunctionAfter40Trials) {
   constexpr double kOptimum = 0.05;
-  const double mosaic = MedianBest(ConditionalSpec(0), v1::ALGORITHM_KIND_MOSAIC,
-                                   PipelineLike, 40, 5);
-  const double random = MedianBest(ConditionalSpec(0), v1::ALGORITHM_KIND_RANDOM,
-                                   PipelineLike, 40, 5);
+  const double mosaic = MedianBest(
+      ConditionalSpec(0), v1::ALGORITHM_KIND_MOSAIC, PipelineLike, 40, 5);
+  const double random = MedianBest(
+      ConditionalSpec(0), v1::ALGORITHM_KIND_RANDOM, PipelineLike, 40, 5);
   RecordProperty("mosaic_median_regret", std::to_string(mosaic - kOptimum));
   RecordProperty("random_median_regret", std::to_string(random - kOptimum));
   EXPECT_LT(mosaic - kOptimum, 0.5 * (random - kOptimum))

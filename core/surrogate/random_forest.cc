@@ -18,16 +18,16 @@ absl::Status CheckOptions(const RandomForestOptions& o) {
   }
   if (!(o.max_features_ratio > 0 && o.max_features_ratio <= 1)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("random forest: max_features_ratio ",
-                     o.max_features_ratio, " is outside (0, 1]"));
+        absl::StrCat("random forest: max_features_ratio ", o.max_features_ratio,
+                     " is outside (0, 1]"));
   }
   if (o.min_samples_leaf < 1 || o.min_samples_split < 2 || o.max_depth < 0 ||
       !(o.min_impurity >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "random forest: need min_samples_leaf >= 1 (", o.min_samples_leaf,
-        "), min_samples_split >= 2 (", o.min_samples_split,
-        "), max_depth >= 0 (", o.max_depth, "), min_impurity >= 0 (",
-        o.min_impurity, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("random forest: need min_samples_leaf >= 1 (",
+                     o.min_samples_leaf, "), min_samples_split >= 2 (",
+                     o.min_samples_split, "), max_depth >= 0 (", o.max_depth,
+                     "), min_impurity >= 0 (", o.min_impurity, ")"));
   }
   return absl::OkStatus();
 }

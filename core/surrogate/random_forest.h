@@ -36,8 +36,8 @@ struct RandomForestOptions {
 // A fitted forest. Predict gives, at each row, the mean over trees of the leaf
 // means and the variance by the law of total variance over the trees' leaves:
 //
-//   mean = (1/T) sum_t m_t,   variance = (1/T) sum_t v_t + (1/T) sum_t (m_t -
-//   mean)^2,
+//   mean     = (1/T) sum_t m_t,
+//   variance = (1/T) sum_t v_t + (1/T) sum_t (m_t - mean)^2,
 //
 // where m_t and v_t are the mean and (population) variance of the training
 // targets in the leaf of tree t that holds the row (bootstrap duplicates
@@ -83,8 +83,8 @@ class RandomForest final : public Surrogate {
   };
   using Tree = std::vector<Node>;
 
-  RandomForest(Eigen::MatrixXd X, Eigen::VectorXd y, RandomForestOptions options,
-               std::vector<Tree> trees);
+  RandomForest(Eigen::MatrixXd X, Eigen::VectorXd y,
+               RandomForestOptions options, std::vector<Tree> trees);
 
   // Grows one tree on the rows `rows` of X (bootstrap duplicates repeated).
   static Tree Grow(const Eigen::MatrixXd& X, const Eigen::VectorXd& y,

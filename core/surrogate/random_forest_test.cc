@@ -111,8 +111,7 @@ TEST(RandomForestTest, FantasiesShrinkTheVarianceThere) {
                                RandomForest::Fit(X, y, RandomForestOptions()));
   Eigen::MatrixXd pending(4, 1);
   pending << 0.49, 0.5, 0.5, 0.51;
-  METAOPT_ASSERT_OK_AND_ASSIGN(auto fantasised,
-                               forest->WithFantasies(pending));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto fantasised, forest->WithFantasies(pending));
   Eigen::MatrixXd Q(1, 1);
   Q << 0.5;
   METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction before, forest->Predict(Q));

@@ -65,8 +65,9 @@ class MosaicTest : public ::testing::Test {
     double value = config.assignments(0).algorithm() == "standard" ? 0.1 : 0.0;
     const v1::Assignment& estimator = config.assignments(1);
     if (estimator.algorithm() == "svm") {
-      value += 0.8 - 0.05 * std::abs(std::log10(
-                                estimator.parameters().at("C").number()));
+      value +=
+          0.8 -
+          0.05 * std::abs(std::log10(estimator.parameters().at("C").number()));
     } else {
       value += 0.7 - 0.001 * estimator.parameters().at("n_neighbors").number();
     }
