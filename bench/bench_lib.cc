@@ -50,17 +50,30 @@ struct MethodRow {
 constexpr MethodRow kMethodTable[] = {
     {"random", "kind: ALGORITHM_KIND_RANDOM", true,
      "uniform sampling without replacement from the task's catalogue"},
-    {"gp", "kind: ALGORITHM_KIND_GP", true,
+    {"portfolio", "kind: ALGORITHM_KIND_RANDOM model: \"{data}-portfolio\"",
+     true, "the bundled zero-shot portfolio first, then random search"},
+    {"gp", "kind: ALGORITHM_KIND_GP model: \"none\"", true,
      "GP (Matern-5/2 ARD) + EI over the catalogue, no transfer"},
+    {"gp+portfolio", "kind: ALGORITHM_KIND_GP model: \"{data}-portfolio\"",
+     true, "GP + EI after the zero-shot portfolio of the registry model"},
     {"deeppipe", "kind: ALGORITHM_KIND_DEEPPIPE", true,
      "meta-learned deep-kernel GP (registry model matching the space)"},
+    {"deeppipe-scratch", "kind: ALGORITHM_KIND_DEEPPIPE model: \"none\"", true,
+     "DeepPipe trained on the study's own data only (no transfer)"},
     {"pmf", "kind: ALGORITHM_KIND_PMF", true,
      "probabilistic matrix factorisation over the catalogue, warm start by "
      "meta-features"},
     {"pmf-nofeatures", "kind: ALGORITHM_KIND_PMF", false,
      "PMF without meta-features: warm start from the model's portfolio"},
-    {"mosaic", "kind: ALGORITHM_KIND_MOSAIC", true,
-     "MCTS over pipeline structure with BO playouts"},
+    {"mosaic", "kind: ALGORITHM_KIND_MOSAIC model: \"none\"", true,
+     "Mosaic: MCTS over pipeline structure, EI playouts under a random "
+     "forest (no transfer)"},
+    {"mosaic-deeppipe",
+     "kind: ALGORITHM_KIND_MOSAIC model: \"{data}-deeppipe\" "
+     "mosaic { surrogate: MOSAIC_SURROGATE_DEEPPIPE }",
+     true,
+     "Mosaic with the meta-learned DeepPipe model as its surrogate (and its "
+     "portfolio as the initial design)"},
 };
 
 // ---------------------------------------------------------------------------
@@ -600,6 +613,13 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
                            meta::ReadMetaDataset(options.data_dir, read));
   METAOPT_ASSIGN_OR_RETURN(std::vector<const meta::Task*> split_tasks,
                            data.TasksOfSplit(options.split));
+
+  // A method's model may name the meta-dataset: "{data}-portfolio".
+  for (MethodDefinition& method : methods) {
+    std::string* model = method.algorithm.mutable_model();
+    const size_t at = model->find("{data}");
+    if (at != std::string::npos) model->replace(at, 6, data.name);
+  }
 
   BenchResult result;
   result.dataset_name = data.name;

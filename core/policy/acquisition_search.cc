@@ -4,6 +4,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
@@ -36,6 +37,16 @@ absl::StatusOr<Eigen::VectorXd> ScoreLogEi(
                            model.Predict(encoder.EncodeBatch(configs)));
   return acquisition::LogExpectedImprovement(prediction.mean,
                                              prediction.variance, best);
+}
+
+// `config` canonical in the study's space, or nothing if it lies outside. (A
+// model's encoder may span other ranges than the study: its neighbours can
+// step beyond the study's bounds.)
+std::optional<v1::Configuration> InStudySpace(const StudyView& study,
+                                              const v1::Configuration& config) {
+  auto canonical = study.space->Canonicalize(config, "neighbor");
+  if (!canonical.ok()) return std::nullopt;
+  return *std::move(canonical);
 }
 
 // Index of the largest score whose candidate is not excluded; -1 if none.
@@ -138,8 +149,10 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
         std::min<int>(options.incumbents, static_cast<int>(incumbents.size()));
     for (int i = 0; i < num_incumbents; ++i) {
       for (int j = 0; j < options.neighbors_per_incumbent; ++j) {
-        pool.Add(
+        auto neighbor = InStudySpace(
+            study,
             encoder.Neighbor(incumbents[i], options.neighbor_step_sd, rng));
+        if (neighbor.has_value()) pool.Add(*std::move(neighbor));
       }
     }
   }
@@ -168,9 +181,10 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
         for (int round = 0; round < options.refine_rounds; ++round, step /= 2) {
           std::vector<v1::Configuration> neighbors;
           for (int k = 0; k < options.refine_neighbors; ++k) {
-            v1::Configuration n = encoder.Neighbor(center, step, rng);
-            const std::string key = space::ConfigurationKey(n);
-            if (!pool.seen.contains(key)) neighbors.push_back(std::move(n));
+            auto n = InStudySpace(study, encoder.Neighbor(center, step, rng));
+            if (!n.has_value()) continue;
+            const std::string key = space::ConfigurationKey(*n);
+            if (!pool.seen.contains(key)) neighbors.push_back(*std::move(n));
           }
           METAOPT_ASSIGN_OR_RETURN(
               Eigen::VectorXd neighbor_scores,

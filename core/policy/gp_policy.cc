@@ -122,24 +122,6 @@ PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted, int64_t n,
 
 namespace {
 
-// `study` as seen with `extra` configurations also held (ACTIVE): this call's
-// earlier picks, so that later picks neither repeat nor ignore them.
-struct AugmentedView {
-  AugmentedView(const StudyView& study,
-                const std::vector<v1::Configuration>& extra)
-      : trials(*study.trials), view(study) {
-    for (const v1::Configuration& c : extra) {
-      v1::Trial t;
-      *t.mutable_configuration() = c;
-      t.set_state(v1::TRIAL_STATE_ACTIVE);
-      trials.push_back(std::move(t));
-    }
-    view.trials = &trials;
-  }
-  std::vector<v1::Trial> trials;
-  StudyView view;
-};
-
 void Append(std::vector<v1::Configuration> more,
             std::vector<v1::Configuration>& out) {
   for (v1::Configuration& c : more) out.push_back(std::move(c));

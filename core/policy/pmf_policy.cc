@@ -102,9 +102,9 @@ absl::StatusOr<std::vector<int>> RankOrder(const v1::ModelArtifact& artifact,
   if (top == nullptr || top->shape_size() != 2 || top->shape(0) != T ||
       top->shape(1) < 1 || mean_ranks == nullptr ||
       mean_ranks->values_size() != N) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "PMF artifact: tensors \"training_top_entries\" [", T,
-        ", depth] and \"mean_ranks\" [", N, "] are required"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("PMF artifact: tensors \"training_top_entries\" [", T,
+                     ", depth] and \"mean_ranks\" [", N, "] are required"));
   }
   const int64_t M = top->shape(1);
   // Position of each entry in each task's list (M when absent), averaged.
@@ -114,7 +114,8 @@ absl::StatusOr<std::vector<int>> RankOrder(const v1::ModelArtifact& artifact,
     std::vector<double> position(N, static_cast<double>(M));
     for (int64_t k = 0; k < M; ++k) {
       const double v = top->values(t * M + k);
-      if (v >= 0 && v < N) position[static_cast<int>(v)] = static_cast<double>(k);
+      if (v >= 0 && v < N)
+        position[static_cast<int>(v)] = static_cast<double>(k);
     }
     for (int n = 0; n < N; ++n) local[n] += position[n];
   }
@@ -163,10 +164,9 @@ absl::StatusOr<std::shared_ptr<const PmfPolicy>> PmfPolicy::Create(
   for (int n = 0; n < artifact.catalogue_size(); ++n) {
     auto canonical = space.Canonicalize(artifact.catalogue(n), "catalogue");
     if (!canonical.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("model ", ModelName(*model), ": catalogue[", n,
-                       "] does not fit the study's space: ",
-                       canonical.status().message()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model ", ModelName(*model), ": catalogue[", n,
+          "] does not fit the study's space: ", canonical.status().message()));
     }
     shared->index_by_key.emplace(space::ConfigurationKey(*canonical), n);
     shared->catalogue.push_back(*std::move(canonical));
@@ -179,11 +179,12 @@ absl::StatusOr<std::shared_ptr<const PmfPolicy>> PmfPolicy::Create(
   } else {
     absl::flat_hash_set<int> seen;
     for (int i = 0; i < spec.candidates_size(); ++i) {
-      const auto it =
-          shared->index_by_key.find(space::ConfigurationKey(spec.candidates(i)));
+      const auto it = shared->index_by_key.find(
+          space::ConfigurationKey(spec.candidates(i)));
       if (it == shared->index_by_key.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "spec.candidates[", i, "]: {", spec.candidates(i).ShortDebugString(),
+            "spec.candidates[", i, "]: {",
+            spec.candidates(i).ShortDebugString(),
             "} is not in the catalogue of model ", ModelName(*model), " (",
             shared->catalogue.size(),
             " entries); a PMF study runs over its model's catalogue (omit "
@@ -242,8 +243,8 @@ absl::StatusOr<std::shared_ptr<const PmfPolicy>> PmfPolicy::Create(
         state->log_kernel_params().data(), expected);
     auto tuned = current->WithParams(FromLog(stored));
     if (!tuned.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "stored PMF policy state: ", tuned.status().message()));
+      return absl::DataLossError(
+          absl::StrCat("stored PMF policy state: ", tuned.status().message()));
     }
     current = std::make_shared<const surrogate::PmfModel>(*std::move(tuned));
   } else {
@@ -325,12 +326,12 @@ absl::StatusOr<SuggestResult> PmfPolicy::Suggest(const StudyView& study,
     return result;
   };
 
-  const int warm = entries.empty()
-                       ? count
-                       : std::clamp<int>(
-                             static_cast<int>(std::min<int64_t>(
-                                 shared_->initial_trials - started, count)),
-                             0, count);
+  const int warm =
+      entries.empty()
+          ? count
+          : std::clamp<int>(static_cast<int>(std::min<int64_t>(
+                                shared_->initial_trials - started, count)),
+                            0, count);
   if (warm > 0 && take_warm_start(warm) > 0) {
     sources.push_back(warm_start_source_);
   }
@@ -394,8 +395,7 @@ absl::StatusOr<FineTuneResult> PmfPolicy::FineTune(
         entries.size()));
   }
   const Eigen::MatrixXd X = pmf_->Rows(entries);
-  const Eigen::VectorXd t =
-      (losses.array() - pmf_->y_mean()) / pmf_->y_std();
+  const Eigen::VectorXd t = (losses.array() - pmf_->y_mean()) / pmf_->y_std();
   const Eigen::VectorXd centre = shared_->trained->params().LogPositive();
   const double s2 = shared_->options.fine_tune_prior_log_std *
                     shared_->options.fine_tune_prior_log_std;

@@ -87,7 +87,7 @@ struct Replay {
 };
 
 Replay ReplayOf(const Policy& policy, const v1::StudySpec& spec,
-           const meta::Task& task, int trials, int batch) {
+                const meta::Task& task, int trials, int batch) {
   auto space = space::SearchSpace::Create(spec.search_space());
   Replay replay;
   space::Rng rng(3);
@@ -181,7 +181,8 @@ TEST_F(PmfPolicyTest, NearestTrainingDatasetsByStandardisedL1) {
     expected.emplace_back(d, t);
   }
   std::sort(expected.begin(), expected.end());
-  const std::vector<int> nearest = NearestTrainingDatasets(artifact(), query, 5);
+  const std::vector<int> nearest =
+      NearestTrainingDatasets(artifact(), query, 5);
   ASSERT_EQ(nearest.size(), 5u);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(nearest[i], expected[i].second);
   // Only an unknown feature: no neighbours.
@@ -215,13 +216,14 @@ TEST_F(PmfPolicyTest, WarmStartFromTheNearestDatasetsOrThePortfolio) {
   EXPECT_TRUE(on_a_list);
 
   // Without features: the portfolio first.
-  METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const PmfPolicy> without,
-                               PmfPolicy::Create(Spec(), std::nullopt, *model_));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const PmfPolicy> without,
+      PmfPolicy::Create(Spec(), std::nullopt, *model_));
   EXPECT_EQ(without->warm_start_source(), "portfolio");
   for (int i = 0; i < artifact().portfolio_size(); ++i) {
-    EXPECT_EQ(space::ConfigurationKey(
-                  artifact().catalogue(without->warm_start()[i])),
-              space::ConfigurationKey(artifact().portfolio(i)));
+    EXPECT_EQ(
+        space::ConfigurationKey(artifact().catalogue(without->warm_start()[i])),
+        space::ConfigurationKey(artifact().portfolio(i)));
   }
 
   const Replay replay = ReplayOf(*with_features, Spec(&test0), test0, 8, 1);
@@ -236,12 +238,14 @@ TEST_F(PmfPolicyTest, WarmStartFromTheNearestDatasetsOrThePortfolio) {
   EXPECT_EQ(replay.sources[7], "pmf/ei");
 }
 
-TEST_F(PmfPolicyTest, SuggestionsAreUntriedCatalogueEntriesUnderBatchesAndPending) {
+TEST_F(PmfPolicyTest,
+       SuggestionsAreUntriedCatalogueEntriesUnderBatchesAndPending) {
   const meta::Task& task = TestTask(1);
   for (int batch : {1, 3, 7}) {
     v1::StudySpec spec = Spec(&task);
-    METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const PmfPolicy> policy,
-                                 PmfPolicy::Create(spec, std::nullopt, *model_));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::shared_ptr<const PmfPolicy> policy,
+        PmfPolicy::Create(spec, std::nullopt, *model_));
     const Replay replay = ReplayOf(*policy, spec, task, 100, batch);
     // Every catalogue entry exactly once, then nothing.
     ASSERT_EQ(replay.trials.size(), 40u) << "batch " << batch;
@@ -260,7 +264,7 @@ TEST_F(PmfPolicyTest, SuggestionsAreUntriedCatalogueEntriesUnderBatchesAndPendin
   for (int n : {0, 1, 2, 3, 4, 5}) {
     v1::Trial trial;
     *trial.mutable_configuration() = artifact().catalogue(n);
-    trial.set_state(n < 3 ? v1::TRIAL_STATE_COMPLETED
+    trial.set_state(n < 3   ? v1::TRIAL_STATE_COMPLETED
                     : n < 5 ? v1::TRIAL_STATE_ACTIVE
                             : v1::TRIAL_STATE_FAILED);
     if (n < 3) trial.set_value(ValueOn(task, trial.configuration()));
@@ -284,8 +288,8 @@ TEST_F(PmfPolicyTest, SuggestionsAreUntriedCatalogueEntriesUnderBatchesAndPendin
   // A candidate subset: only those are suggested.
   v1::StudySpec subset = Spec();
   for (int n : {10, 20, 30}) *subset.add_candidates() = artifact().catalogue(n);
-  METAOPT_ASSERT_OK_AND_ASSIGN(policy,
-                               PmfPolicy::Create(subset, std::nullopt, *model_));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      policy, PmfPolicy::Create(subset, std::nullopt, *model_));
   const Replay replay = ReplayOf(*policy, subset, task, 10, 2);
   ASSERT_EQ(replay.trials.size(), 3u);
 }
@@ -298,8 +302,9 @@ TEST_F(PmfPolicyTest, FindsGoodEntriesFasterThanTheirAverage) {
   const std::vector<const meta::Task*> test = *data_->TasksOfSplit("test");
   for (const meta::Task* task : test) {
     v1::StudySpec spec = Spec(task);
-    METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const PmfPolicy> policy,
-                                 PmfPolicy::Create(spec, std::nullopt, *model_));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::shared_ptr<const PmfPolicy> policy,
+        PmfPolicy::Create(spec, std::nullopt, *model_));
     const Replay replay = ReplayOf(*policy, spec, *task, 8, 1);
     std::vector<double> y = task->y;
     std::sort(y.begin(), y.end());
@@ -314,7 +319,8 @@ TEST_F(PmfPolicyTest, FindsGoodEntriesFasterThanTheirAverage) {
       // P(min is y[i]) = P(all 8 from [i, n)) - P(all 8 from [i + 1, n)).
       auto all_from = [&](int j) {
         double p = 1;
-        for (int k = 0; k < 8; ++k) p *= std::max(0.0, double(n - j - k) / (n - k));
+        for (int k = 0; k < 8; ++k)
+          p *= std::max(0.0, double(n - j - k) / (n - k));
         return p;
       };
       expected += (all_from(i) - all_from(i + 1)) * y[i];
@@ -349,9 +355,8 @@ TEST_F(PmfPolicyTest, FineTuneRefitsTheKernelAndIsPersisted) {
   EXPECT_EQ(state.pmf().log_kernel_params_size(), 3 + 2);
   EXPECT_EQ(state.pmf().fitted_observations(), 12);
   // The stored state restores the fine-tuned policy (through the factory).
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      std::shared_ptr<const Policy> restored,
-      CreatePolicy(spec, tuned.update.state, *model_));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const Policy> restored,
+                               CreatePolicy(spec, tuned.update.state, *model_));
   const auto* pmf = dynamic_cast<const PmfPolicy*>(restored.get());
   ASSERT_NE(pmf, nullptr);
   EXPECT_EQ(pmf->state().log_kernel_params_size(), 5);

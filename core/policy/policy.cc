@@ -63,6 +63,18 @@ std::vector<v1::Configuration> PortfolioForStudy(
   return portfolio;
 }
 
+AugmentedView::AugmentedView(const StudyView& study,
+                             const std::vector<v1::Configuration>& extra)
+    : trials(*study.trials), view(study) {
+  for (const v1::Configuration& c : extra) {
+    v1::Trial t;
+    *t.mutable_configuration() = c;
+    t.set_state(v1::TRIAL_STATE_ACTIVE);
+    trials.push_back(std::move(t));
+  }
+  view.trials = &trials;
+}
+
 std::vector<v1::Configuration> NextPortfolioEntries(
     const StudyView& study, const std::vector<v1::Configuration>& portfolio,
     int count) {

@@ -99,6 +99,19 @@ std::vector<v1::Configuration> PortfolioForStudy(
     const v1::ModelArtifact* model, const v1::StudySpec& spec,
     const space::SearchSpace& space);
 
+// `study` as seen with `extra` configurations also held (as ACTIVE trials):
+// a call's earlier picks, so that later picks neither repeat nor ignore them.
+// Not copyable (view points into trials).
+struct AugmentedView {
+  AugmentedView(const StudyView& study,
+                const std::vector<v1::Configuration>& extra);
+  AugmentedView(const AugmentedView&) = delete;
+  AugmentedView& operator=(const AugmentedView&) = delete;
+
+  std::vector<v1::Trial> trials;
+  StudyView view;
+};
+
 // The first `count` entries of `portfolio` that no trial of `study` holds.
 std::vector<v1::Configuration> NextPortfolioEntries(
     const StudyView& study, const std::vector<v1::Configuration>& portfolio,

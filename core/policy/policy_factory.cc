@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
+#include "core/policy/deeppipe_policy.h"
 #include "core/policy/gp_policy.h"
 #include "core/policy/mosaic_policy.h"
 #include "core/policy/pmf_policy.h"
@@ -14,6 +15,7 @@ absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
   switch (algorithm.kind()) {
     case v1::ALGORITHM_KIND_RANDOM:
     case v1::ALGORITHM_KIND_GP:
+    case v1::ALGORITHM_KIND_DEEPPIPE:
     case v1::ALGORITHM_KIND_MOSAIC:
     case v1::ALGORITHM_KIND_PMF:
       return absl::OkStatus();
@@ -30,6 +32,41 @@ absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
   }
 }
 
+absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
+                            v1::ModelKind kind) {
+  const bool ok = [&] {
+    switch (algorithm.kind()) {
+      case v1::ALGORITHM_KIND_DEEPPIPE:
+        // A portfolio-only model gives a scratch DeepPipe its warm start.
+        return kind == v1::MODEL_KIND_DEEPPIPE ||
+               kind == v1::MODEL_KIND_PORTFOLIO;
+      case v1::ALGORITHM_KIND_PMF:
+        return kind == v1::MODEL_KIND_PMF;
+      default:
+        return true;  // every model kind carries a portfolio
+    }
+  }();
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "spec.algorithm.model: a ", v1::ModelKind_Name(kind),
+      " model cannot serve ", v1::AlgorithmKind_Name(algorithm.kind())));
+}
+
+bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind) {
+  switch (algorithm.kind()) {
+    case v1::ALGORITHM_KIND_RANDOM:
+      return false;
+    case v1::ALGORITHM_KIND_DEEPPIPE:
+      return kind == v1::MODEL_KIND_DEEPPIPE;
+    case v1::ALGORITHM_KIND_MOSAIC:
+      return algorithm.mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE
+                 ? kind == v1::MODEL_KIND_DEEPPIPE
+                 : true;
+    default:
+      return CheckModelKind(algorithm, kind).ok();
+  }
+}
+
 absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
     const v1::StudySpec& spec, const std::optional<std::string>& stored_state,
     std::shared_ptr<const registry::LoadedModel> model) {
@@ -39,8 +76,19 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
     return absl::DataLossError("stored policy state does not parse");
   }
   switch (spec.algorithm().kind()) {
-    case v1::ALGORITHM_KIND_RANDOM:
-      return std::make_shared<const RandomPolicy>();
+    case v1::ALGORITHM_KIND_RANDOM: {
+      if (model == nullptr) return std::make_shared<const RandomPolicy>();
+      METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
+                               space::SearchSpace::Create(spec.search_space()));
+      return std::make_shared<const RandomPolicy>(
+          PortfolioForStudy(&model->artifact, spec, space));
+    }
+    case v1::ALGORITHM_KIND_DEEPPIPE: {
+      std::optional<v1::DeepPipePolicyState> deeppipe_state;
+      if (state.has_deeppipe()) deeppipe_state = state.deeppipe();
+      return DeepPipePolicy::Create(spec, std::move(deeppipe_state),
+                                    std::move(model));
+    }
     case v1::ALGORITHM_KIND_GP: {
       std::optional<v1::GpPolicyState> gp_state;
       if (state.has_gp()) gp_state = state.gp();

@@ -43,7 +43,19 @@ absl::StatusOr<SuggestResult> RandomPolicy::Suggest(const StudyView& study,
                                                     int count,
                                                     space::Rng& rng) const {
   SuggestResult result;
-  result.configurations = Sample(study, count, rng);
+  result.configurations = NextPortfolioEntries(study, portfolio_, count);
+  if (result.configurations.empty()) {
+    result.configurations = Sample(study, count, rng);
+    return result;
+  }
+  result.source = "random/portfolio";
+  const int remaining = count - static_cast<int>(result.configurations.size());
+  if (remaining > 0) {
+    AugmentedView augmented(study, result.configurations);
+    for (v1::Configuration& c : Sample(augmented.view, remaining, rng)) {
+      result.configurations.push_back(std::move(c));
+    }
+  }
   return result;
 }
 

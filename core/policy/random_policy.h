@@ -10,8 +10,14 @@ namespace metaopt::policy {
 // uniform samples of the space (log-uniform where declared), distinct from each
 // other and from every configuration already held by a trial. Thread-safe
 // (stateless).
+//
+// With a portfolio (from a registry model the study names), its entries come
+// first.
 class RandomPolicy final : public Policy {
  public:
+  explicit RandomPolicy(std::vector<v1::Configuration> portfolio = {})
+      : portfolio_(std::move(portfolio)) {}
+
   // The sampling itself, shared with policies that fall back to random search
   // (initial designs).
   static std::vector<v1::Configuration> Sample(const StudyView& study,
@@ -20,6 +26,9 @@ class RandomPolicy final : public Policy {
   absl::StatusOr<SuggestResult> Suggest(const StudyView& study, int count,
                                         space::Rng& rng) const override;
   std::string name() const override { return "random"; }
+
+ private:
+  const std::vector<v1::Configuration> portfolio_;
 };
 
 }  // namespace metaopt::policy

@@ -225,9 +225,18 @@ v1::Study StudyEngine::DescribeStudy(const Entry& entry) const
 absl::StatusOr<std::shared_ptr<const registry::LoadedModel>>
 StudyEngine::BindModel(const v1::StudySpec& spec) {
   const std::string& named = spec.algorithm().model();
+  if (named == "none") return nullptr;
   if (named.empty()) {
     if (models_ == nullptr) return nullptr;
-    return models_->FindMatching(spec.search_space());
+    // Served models by name: the first whose kind the algorithm takes and
+    // whose space matches.
+    for (auto& model : models_->List()) {
+      if (policy::AutoBindsModel(spec.algorithm(), model->artifact.kind()) &&
+          registry::CheckMatches(*model, spec.search_space()).ok()) {
+        return model;
+      }
+    }
+    return nullptr;
   }
   METAOPT_ASSIGN_OR_RETURN(registry::ModelReference reference,
                            registry::ParseModelReference(named));
@@ -242,6 +251,8 @@ StudyEngine::BindModel(const v1::StudySpec& spec) {
         model.status().code(),
         absl::StrCat("spec.algorithm.model: ", model.status().message()));
   }
+  METAOPT_RETURN_IF_ERROR(
+      policy::CheckModelKind(spec.algorithm(), (*model)->artifact.kind()));
   absl::Status matches = registry::CheckMatches(**model, spec.search_space());
   if (!matches.ok()) {
     return absl::InvalidArgumentError(
@@ -261,6 +272,18 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   METAOPT_RETURN_IF_ERROR(policy::CheckAlgorithmSupported(spec.algorithm()));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const registry::LoadedModel> model,
                            BindModel(spec));
+  // A PMF study without candidates runs over its model's whole catalogue:
+  // storing it as the study's catalogue keeps exhaustion, duplicate checks and
+  // external observations exact.
+  if (spec.algorithm().kind() == v1::ALGORITHM_KIND_PMF &&
+      spec.candidates().empty() && model != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
+                             space::SearchSpace::Create(spec.search_space()));
+    for (const v1::Configuration& entry : model->artifact.catalogue()) {
+      auto canonical = space.Canonicalize(entry, "catalogue");
+      if (canonical.ok()) *spec.add_candidates() = *std::move(canonical);
+    }
+  }
   // Build the policy once so that a spec it cannot serve fails here, with
   // nothing stored.
   METAOPT_RETURN_IF_ERROR(

@@ -1,0 +1,220 @@
+#include "core/policy/deeppipe_policy.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "core/policy/policy_factory.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::policy {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+// Two stages over a 60-entry catalogue.
+v1::StudySpec CatalogueSpec() {
+  v1::StudySpec spec;
+  google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        search_space {
+          stages {
+            name: "scaler"
+            algorithms { name: "none" }
+            algorithms { name: "standard" }
+          }
+          stages {
+            name: "model"
+            algorithms {
+              name: "svm"
+              parameters {
+                name: "C"
+                float_domain { low: 0.01 high: 100 log: true }
+              }
+            }
+            algorithms {
+              name: "knn"
+              parameters {
+                name: "k"
+                int_domain { low: 1 high: 30 }
+              }
+            }
+          }
+        }
+        objective { goal: GOAL_MINIMIZE }
+        algorithm { kind: ALGORITHM_KIND_DEEPPIPE }
+        seed: 3
+      )pb",
+      &spec);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(1);
+  absl::flat_hash_set<std::string> keys;
+  while (spec.candidates_size() < 60) {
+    v1::Configuration c = space->Sample(rng);
+    if (keys.insert(space::ConfigurationKey(c)).second) {
+      *spec.add_candidates() = c;
+    }
+  }
+  return spec;
+}
+
+double Objective(const v1::Configuration& c) {
+  double v = c.assignments(0).algorithm() == "standard" ? 0.0 : 0.3;
+  const auto& m = c.assignments(1);
+  if (m.algorithm() == "svm") {
+    v += std::pow(std::log10(m.parameters().at("C").number()) - 0.5, 2);
+  } else {
+    v += 0.5 + 0.01 * m.parameters().at("k").number();
+  }
+  return v;
+}
+
+v1::Trial Completed(int64_t id, const v1::Configuration& c) {
+  v1::Trial t;
+  t.set_id(id);
+  *t.mutable_configuration() = c;
+  t.set_state(v1::TRIAL_STATE_COMPLETED);
+  t.set_value(Objective(c));
+  return t;
+}
+
+// A "meta-learned" registry model: a seeded network with a portfolio of the
+// first three catalogue entries.
+std::shared_ptr<const registry::LoadedModel> MetaModel(
+    const v1::StudySpec& spec) {
+  auto network = surrogate::DeepPipeModel::Create(
+      spec.search_space(), surrogate::DeepPipeArchitecture(), 11);
+  EXPECT_TRUE(network.ok()) << network.status();
+  v1::ModelArtifact artifact;
+  artifact.set_format_version(1);
+  *artifact.mutable_search_space() = spec.search_space();
+  network->ToArtifact(&artifact);
+  for (int i = 0; i < 3; ++i) *artifact.add_portfolio() = spec.candidates(i);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  return std::make_shared<const registry::LoadedModel>(
+      "dp", 1, artifact, v1::ModelManifest(), *std::move(space),
+      absl::UnixEpoch());
+}
+
+TEST(DeepPipePolicyTest, MetaLearnedStartsFromThePortfolioThenUsesTheModel) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  auto model = MetaModel(spec);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy,
+                               CreatePolicy(spec, std::nullopt, model));
+  std::vector<v1::Trial> trials;
+  StudyView view{&spec, &*space, &trials};
+  space::Rng rng(5);
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult first,
+                               policy->Suggest(view, 3, rng));
+  ASSERT_EQ(first.configurations.size(), 3u);
+  EXPECT_EQ(first.source, "deeppipe/portfolio");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(space::ConfigurationKey(first.configurations[i]),
+              space::ConfigurationKey(spec.candidates(i)));
+    trials.push_back(Completed(i + 1, first.configurations[i]));
+  }
+  // After the portfolio (3 < initial_trials 5, but the portfolio ran out),
+  // EI under the kernel fine-tuned on the three observations.
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult next,
+                               policy->Suggest(view, 2, rng));
+  ASSERT_EQ(next.configurations.size(), 2u);
+  EXPECT_THAT(next.source, HasSubstr("ei"));
+  // Suggest-time fine-tuning restarts from the base: pure, no state change.
+  EXPECT_FALSE(next.update.has_value());
+  space::Rng a(9), b(9);
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult again_a,
+                               policy->Suggest(view, 1, a));
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult again_b,
+                               policy->Suggest(view, 1, b));
+  EXPECT_EQ(space::ConfigurationKey(again_a.configurations[0]),
+            space::ConfigurationKey(again_b.configurations[0]));
+}
+
+TEST(DeepPipePolicyTest, FineTuneLowersTheLossAndPersists) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  auto model = MetaModel(spec);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy,
+                               CreatePolicy(spec, std::nullopt, model));
+  std::vector<v1::Trial> trials;
+  StudyView view{&spec, &*space, &trials};
+  EXPECT_THAT(policy->FineTune(view, FineTuneOptions()),
+              testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                HasSubstr("at least 1")));
+  for (int i = 0; i < 12; ++i)
+    trials.push_back(Completed(i + 1, spec.candidates(i)));
+  for (v1::FineTuneScope scope :
+       {v1::FINE_TUNE_SCOPE_KERNEL, v1::FINE_TUNE_SCOPE_FULL}) {
+    FineTuneOptions options;
+    options.scope = scope;
+    options.steps = 50;
+    METAOPT_ASSERT_OK_AND_ASSIGN(FineTuneResult tuned,
+                                 policy->FineTune(view, options));
+    EXPECT_LT(tuned.loss_after, tuned.loss_before);
+    EXPECT_GT(tuned.steps_run, 0);
+    v1::PolicyState stored;
+    ASSERT_TRUE(stored.ParseFromString(tuned.update.state));
+    ASSERT_TRUE(stored.has_deeppipe());
+    EXPECT_GT(stored.deeppipe().kernel_parameters_size(), 0);
+    EXPECT_EQ(stored.deeppipe().network_parameters_size() > 0,
+              scope == v1::FINE_TUNE_SCOPE_FULL);
+    // Restoring the stored state reproduces the tuned policy's suggestions.
+    METAOPT_ASSERT_OK_AND_ASSIGN(auto restored,
+                                 CreatePolicy(spec, tuned.update.state, model));
+    space::Rng a(4), b(4);
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult from_tuned,
+                                 tuned.update.policy->Suggest(view, 2, a));
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult from_restored,
+                                 restored->Suggest(view, 2, b));
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(space::ConfigurationKey(from_tuned.configurations[i]),
+                space::ConfigurationKey(from_restored.configurations[i]));
+    }
+  }
+}
+
+TEST(DeepPipePolicyTest, ScratchTrainsOnTheStudyAndNeverRepeats) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const Policy> policy,
+                               CreatePolicy(spec, std::nullopt, nullptr));
+  std::vector<v1::Trial> trials;
+  StudyView view{&spec, &*space, &trials};
+  space::Rng rng(2);
+  absl::flat_hash_set<std::string> seen;
+  bool saw_model = false;
+  for (int t = 0; t < 12; ++t) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r,
+                                 policy->Suggest(view, 1, rng));
+    ASSERT_EQ(r.configurations.size(), 1u);
+    if (t < 5) EXPECT_EQ(r.source, "deeppipe/initial-design");
+    if (r.source == "deeppipe/ei") {
+      saw_model = true;
+      ASSERT_TRUE(r.update.has_value());  // the trained network is persisted
+      policy = r.update->policy;
+    }
+    EXPECT_TRUE(
+        seen.insert(space::ConfigurationKey(r.configurations[0])).second);
+    trials.push_back(Completed(t + 1, r.configurations[0]));
+  }
+  EXPECT_TRUE(saw_model);
+}
+
+TEST(DeepPipePolicyTest, NamedPmfModelIsRejected) {
+  v1::AlgorithmSpec algorithm;
+  algorithm.set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
+  EXPECT_THAT(CheckModelKind(algorithm, v1::MODEL_KIND_PMF),
+              testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("MODEL_KIND_PMF")));
+  EXPECT_TRUE(CheckModelKind(algorithm, v1::MODEL_KIND_DEEPPIPE).ok());
+  EXPECT_TRUE(AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
+  EXPECT_FALSE(AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
+}
+
+}  // namespace
+}  // namespace metaopt::policy
