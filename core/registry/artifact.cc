@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
 #include "core/registry/sha256.h"
 
@@ -57,13 +58,6 @@ bool IsLowerHex(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) {
     return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
   });
-}
-
-void SetTimestamp(absl::Time time, google::protobuf::Timestamp* out) {
-  const int64_t seconds = absl::ToUnixSeconds(time);
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>((time - absl::FromUnixSeconds(seconds)) /
-                                      absl::Nanoseconds(1)));
 }
 
 // ---- Artifact validation ----
@@ -463,7 +457,7 @@ absl::StatusOr<int64_t> WriteModelVersion(const std::string& registry_dir,
   manifest.set_artifact(kArtifactFileName);
   manifest.set_artifact_bytes(static_cast<int64_t>(bytes.size()));
   manifest.set_artifact_sha256(Sha256Hex(bytes));
-  SetTimestamp(absl::Now(), manifest.mutable_create_time());
+  *manifest.mutable_create_time() = ToProtoTimestamp(absl::Now());
   std::string manifest_bytes;
   if (!manifest.SerializeToString(&manifest_bytes)) {
     return absl::InternalError("manifest does not serialize");

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
 #include "core/registry/artifact.h"
 #include "core/space/search_space.h"
@@ -53,18 +54,6 @@ std::string ShellQuote(std::string_view arg) {
   }
   quoted += "'";
   return quoted;
-}
-
-void SetTimestamp(absl::Time time, google::protobuf::Timestamp* out) {
-  const int64_t micros = absl::ToUnixMicros(time);
-  int64_t seconds = micros / 1000000;
-  int64_t rest = micros % 1000000;
-  if (rest < 0) {
-    rest += 1000000;
-    --seconds;
-  }
-  out->set_seconds(seconds);
-  out->set_nanos(static_cast<int32_t>(rest * 1000));
 }
 
 std::string KindName(v1::ModelKind kind) {
@@ -237,7 +226,7 @@ absl::StatusOr<TrainResult> RunTraining(const CommonTrainOptions& options,
   provenance.set_command_line(options.command_line);
   provenance.set_seed(options.seed);
   const absl::Time now = absl::Now();
-  SetTimestamp(now, provenance.mutable_create_time());
+  *provenance.mutable_create_time() = ToProtoTimestamp(now);
   provenance.set_wall_time_seconds(absl::ToDoubleSeconds(now - start));
   provenance.set_metaopt_version(MetaoptVersion());
   METAOPT_RETURN_IF_ERROR(Annotate(registry::ValidateArtifact(artifact),
