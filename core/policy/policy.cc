@@ -1,7 +1,11 @@
 #include "core/policy/policy.h"
 
+#include <optional>
+
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "core/space/encoding.h"
 
 namespace metaopt::policy {
 
@@ -47,16 +51,32 @@ std::vector<v1::Configuration> PortfolioForStudy(
     const space::SearchSpace& space) {
   std::vector<v1::Configuration> portfolio;
   if (model == nullptr) return portfolio;
-  absl::flat_hash_set<std::string> catalogue;
-  for (const v1::Configuration& candidate : spec.candidates()) {
-    catalogue.insert(space::ConfigurationKey(candidate));
+  absl::flat_hash_map<std::string, int> catalogue;
+  for (int i = 0; i < spec.candidates_size(); ++i) {
+    catalogue.emplace(space::ConfigurationKey(spec.candidates(i)), i);
   }
+  // Encoded catalogue, built only if an entry must be matched by distance.
+  std::optional<space::Encoder> encoder;
+  Eigen::MatrixXd encoded;
   absl::flat_hash_set<std::string> seen;
   for (const v1::Configuration& entry : model->portfolio()) {
     auto canonical = space.Canonicalize(entry, "portfolio");
     if (!canonical.ok()) continue;
     std::string key = space::ConfigurationKey(*canonical);
-    if (!catalogue.empty() && !catalogue.contains(key)) continue;
+    if (!catalogue.empty() && !catalogue.contains(key)) {
+      // Not in this study's catalogue (e.g. meta-datasets sampled at random
+      // per task): take the nearest catalogue entry in the encoded space.
+      if (!encoder.has_value()) {
+        encoder.emplace(space);
+        encoded = encoder->EncodeBatch(std::vector<v1::Configuration>(
+            spec.candidates().begin(), spec.candidates().end()));
+      }
+      const Eigen::RowVectorXd x = encoder->Encode(*canonical).transpose();
+      Eigen::Index nearest = 0;
+      (encoded.rowwise() - x).rowwise().squaredNorm().minCoeff(&nearest);
+      *canonical = spec.candidates(static_cast<int>(nearest));
+      key = space::ConfigurationKey(*canonical);
+    }
     if (!seen.insert(std::move(key)).second) continue;
     portfolio.push_back(*std::move(canonical));
   }

@@ -93,8 +93,9 @@ std::vector<const v1::Configuration*> UntriedCandidates(const StudyView& study);
 
 // The zero-shot portfolio of a registry model as configurations of the study:
 // each entry canonicalized in the study's space (entries outside it, e.g.
-// beyond narrower ranges, are dropped) and, for catalogue studies, kept only if
-// it is a catalogue entry. In portfolio order. Empty without a model.
+// beyond narrower ranges, are dropped); in a catalogue study an entry that is
+// not a catalogue entry is replaced by the nearest one in the encoded space
+// (Euclidean). Duplicates dropped; portfolio order. Empty without a model.
 std::vector<v1::Configuration> PortfolioForStudy(
     const v1::ModelArtifact* model, const v1::StudySpec& spec,
     const space::SearchSpace& space);

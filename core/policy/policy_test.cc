@@ -1,0 +1,58 @@
+#include "core/policy/policy.h"
+
+#include "gtest/gtest.h"
+
+namespace metaopt::policy {
+namespace {
+
+v1::Configuration Point(double x) {
+  v1::Configuration c;
+  v1::Assignment* a = c.add_assignments();
+  a->set_stage("model");
+  a->set_algorithm("f");
+  (*a->mutable_parameters())["x"].set_number(x);
+  return c;
+}
+
+class PortfolioForStudyTest : public ::testing::Test {
+ protected:
+  PortfolioForStudyTest() {
+    auto* p = spec_.mutable_search_space()->add_stages();
+    p->set_name("model");
+    auto* f = p->add_algorithms();
+    f->set_name("f");
+    auto* x = f->add_parameters();
+    x->set_name("x");
+    x->mutable_float_domain()->set_low(0);
+    x->mutable_float_domain()->set_high(1);
+  }
+  space::SearchSpace Space() {
+    return *space::SearchSpace::Create(spec_.search_space());
+  }
+  v1::StudySpec spec_;
+  v1::ModelArtifact model_;
+};
+
+TEST_F(PortfolioForStudyTest, KeepsOrderAndDropsEntriesOutsideTheSpace) {
+  for (double x : {0.7, 1.5, 0.2, 0.7}) *model_.add_portfolio() = Point(x);
+  std::vector<v1::Configuration> portfolio =
+      PortfolioForStudy(&model_, spec_, Space());
+  ASSERT_EQ(portfolio.size(), 2u);  // 1.5 is out of range, 0.7 repeats
+  EXPECT_EQ(portfolio[0].assignments(0).parameters().at("x").number(), 0.7);
+  EXPECT_EQ(portfolio[1].assignments(0).parameters().at("x").number(), 0.2);
+  EXPECT_TRUE(PortfolioForStudy(nullptr, spec_, Space()).empty());
+}
+
+TEST_F(PortfolioForStudyTest, MapsEntriesToTheNearestCatalogueEntry) {
+  for (double x : {0.0, 0.5, 1.0}) *spec_.add_candidates() = Point(x);
+  for (double x : {0.45, 0.9, 1.0, 0.55}) *model_.add_portfolio() = Point(x);
+  std::vector<v1::Configuration> portfolio =
+      PortfolioForStudy(&model_, spec_, Space());
+  // 0.45 -> 0.5, 0.9 -> 1.0, 1.0 (already taken), 0.55 -> 0.5 (taken).
+  ASSERT_EQ(portfolio.size(), 2u);
+  EXPECT_EQ(portfolio[0].assignments(0).parameters().at("x").number(), 0.5);
+  EXPECT_EQ(portfolio[1].assignments(0).parameters().at("x").number(), 1.0);
+}
+
+}  // namespace
+}  // namespace metaopt::policy
