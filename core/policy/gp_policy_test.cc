@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "core/policy/conditional_test_function.h"
 #include "core/policy/policy_factory.h"
 #include "core/policy/random_policy.h"
 #include "core/space/encoding.h"
@@ -18,11 +19,11 @@
 namespace metaopt::policy {
 namespace {
 
-using Objective = std::function<double(const v1::Configuration&)>;
+using ::metaopt::policy::conditional_test::Conditional;
+using ::metaopt::policy::conditional_test::ConditionalSpec;
+using ::metaopt::policy::conditional_test::Number;
 
-double Number(const v1::Configuration& c, int stage, const std::string& name) {
-  return c.assignments(stage).parameters().at(name).number();
-}
+using Objective = std::function<double(const v1::Configuration&)>;
 
 v1::StudySpec BoxSpec(int dim, double low, double high, uint64_t seed) {
   v1::StudySpec spec;
@@ -72,78 +73,6 @@ double Hartmann6(const v1::Configuration& c) {
     total -= kAlpha[i] * std::exp(-inner);
   }
   return total;
-}
-
-// A 2-stage conditional space: preprocessor {none, scale(s in [0.1, 10] log)}
-// then model {linear(a in [-2, 2]), tree(depth int 1..20, split cat)}.
-v1::StudySpec ConditionalSpec(uint64_t seed) {
-  v1::StudySpec spec;
-  google::protobuf::TextFormat::ParseFromString(
-      R"pb(
-        search_space {
-          stages {
-            name: "pre"
-            algorithms { name: "none" }
-            algorithms {
-              name: "scale"
-              parameters {
-                name: "s"
-                float_domain { low: 0.1 high: 10 log: true }
-              }
-            }
-          }
-          stages {
-            name: "model"
-            algorithms {
-              name: "linear"
-              parameters {
-                name: "a"
-                float_domain { low: -2 high: 2 }
-              }
-            }
-            algorithms {
-              name: "tree"
-              parameters {
-                name: "depth"
-                int_domain { low: 1 high: 20 }
-              }
-              parameters {
-                name: "split"
-                categorical_domain {
-                  values: "gini"
-                  values: "entropy"
-                  values: "log"
-                }
-              }
-            }
-          }
-        }
-        objective { goal: GOAL_MINIMIZE }
-        algorithm { kind: ALGORITHM_KIND_GP }
-      )pb",
-      &spec);
-  spec.set_seed(seed);
-  return spec;
-}
-
-// Best: scale with s = 2 and linear with a = 0.7 (value 0).
-double Conditional(const v1::Configuration& c) {
-  double value = 0;
-  if (c.assignments(0).algorithm() == "scale") {
-    value += std::pow(std::log10(Number(c, 0, "s")) - std::log10(2.0), 2);
-  } else {
-    value += 0.5;
-  }
-  if (c.assignments(1).algorithm() == "linear") {
-    value += std::pow(Number(c, 1, "a") - 0.7, 2);
-  } else {
-    const double depth = Number(c, 1, "depth");
-    value +=
-        0.3 + 0.01 * std::abs(depth - 8) +
-        (c.assignments(1).parameters().at("split").category() == "gini" ? 0.0
-                                                                        : 0.2);
-  }
-  return value;
 }
 
 // Runs `budget` sequential suggest/observe steps; returns the best value.
@@ -213,14 +142,14 @@ TEST_P(GpQualityTest, BeatsRandomSearchAfter40Trials) {
 
 INSTANTIATE_TEST_SUITE_P(
     Functions, GpQualityTest,
-    ::testing::Values(QualityCase{"branin", [] { return BoxSpec(2, 0, 1, 0); },
-                                  Branin, 0.397887},
-                      QualityCase{"hartmann6",
-                                  [] { return BoxSpec(6, 0, 1, 0); }, Hartmann6,
-                                  -3.32237},
-                      QualityCase{"conditional",
-                                  [] { return ConditionalSpec(0); },
-                                  Conditional, 0.0}),
+    ::testing::Values(
+        QualityCase{"branin", [] { return BoxSpec(2, 0, 1, 0); }, Branin,
+                    0.397887},
+        QualityCase{"hartmann6", [] { return BoxSpec(6, 0, 1, 0); }, Hartmann6,
+                    -3.32237},
+        QualityCase{"conditional",
+                    [] { return ConditionalSpec(v1::ALGORITHM_KIND_GP, 0); },
+                    Conditional, 0.0}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(GpPolicyTest, BatchOfEightIsDistinctAndSpread) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "core/policy/conditional_test_function.h"
 #include "core/policy/policy_factory.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -16,85 +17,13 @@
 namespace metaopt::policy {
 namespace {
 
+using ::metaopt::policy::conditional_test::Conditional;
+using ::metaopt::policy::conditional_test::ConditionalSpec;
+using ::metaopt::policy::conditional_test::Number;
+
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using Objective = std::function<double(const v1::Configuration&)>;
-
-double Number(const v1::Configuration& c, int stage, const std::string& name) {
-  return c.assignments(stage).parameters().at(name).number();
-}
-
-// Two stages: pre {none, scale(s in [0.1, 10] log)} then model {linear(a in
-// [-2, 2]), tree(depth int 1..20, split categorical)}.
-v1::StudySpec ConditionalSpec(uint64_t seed) {
-  v1::StudySpec spec;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(
-      R"pb(
-        search_space {
-          stages {
-            name: "pre"
-            algorithms { name: "none" }
-            algorithms {
-              name: "scale"
-              parameters {
-                name: "s"
-                float_domain { low: 0.1 high: 10 log: true }
-              }
-            }
-          }
-          stages {
-            name: "model"
-            algorithms {
-              name: "linear"
-              parameters {
-                name: "a"
-                float_domain { low: -2 high: 2 }
-              }
-            }
-            algorithms {
-              name: "tree"
-              parameters {
-                name: "depth"
-                int_domain { low: 1 high: 20 }
-              }
-              parameters {
-                name: "split"
-                categorical_domain {
-                  values: "gini"
-                  values: "entropy"
-                  values: "log"
-                }
-              }
-            }
-          }
-        }
-        objective { goal: GOAL_MINIMIZE }
-        algorithm { kind: ALGORITHM_KIND_MOSAIC }
-      )pb",
-      &spec));
-  spec.set_seed(seed);
-  return spec;
-}
-
-// Best: scale with s = 2 and linear with a = 0.7 (value 0).
-double Conditional(const v1::Configuration& c) {
-  double value = 0;
-  if (c.assignments(0).algorithm() == "scale") {
-    value += std::pow(std::log10(Number(c, 0, "s")) - std::log10(2.0), 2);
-  } else {
-    value += 0.5;
-  }
-  if (c.assignments(1).algorithm() == "linear") {
-    value += std::pow(Number(c, 1, "a") - 0.7, 2);
-  } else {
-    const double depth = Number(c, 1, "depth");
-    value +=
-        0.3 + 0.01 * std::abs(depth - 8) +
-        (c.assignments(1).parameters().at("split").category() == "gini" ? 0.0
-                                                                        : 0.2);
-  }
-  return value;
-}
 
 // A pipeline-like function: the better model family (linear) is also better
 // over most of its range, as good algorithms usually are; its optimum needs
@@ -168,7 +97,7 @@ double MedianBest(v1::StudySpec spec, v1::AlgorithmKind kind,
 }
 
 TEST(MosaicPolicyTest, LevelsStartFromTheLastStageUnlessOrdered) {
-  v1::StudySpec spec = ConditionalSpec(0);
+  v1::StudySpec spec = ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 0);
   auto* single = spec.mutable_search_space()->add_stages();
   single->set_name("post");
   single->add_algorithms()->set_name("only");
@@ -190,7 +119,7 @@ TEST(MosaicPolicyTest, LevelsStartFromTheLastStageUnlessOrdered) {
 }
 
 TEST(MosaicPolicyTest, OptionsComeFromTheSpec) {
-  v1::StudySpec spec = ConditionalSpec(0);
+  v1::StudySpec spec = ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 0);
   METAOPT_ASSERT_OK_AND_ASSIGN(MosaicPolicyOptions defaults,
                                MosaicOptionsFromSpec(spec));
   EXPECT_DOUBLE_EQ(defaults.mcts.exploration, 1.3);
@@ -218,7 +147,7 @@ TEST(MosaicPolicyTest, OptionsComeFromTheSpec) {
 }
 
 TEST(MosaicPolicyTest, InitialDesignIsDefaultsThenRandomPerAlgorithm) {
-  v1::StudySpec spec = ConditionalSpec(3);
+  v1::StudySpec spec = ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 3);
   auto space = space::SearchSpace::Create(spec.search_space());
   ASSERT_TRUE(space.ok());
   METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
@@ -263,7 +192,7 @@ std::vector<v1::Trial> RandomHistory(const space::SearchSpace& space, int n,
 }
 
 TEST(MosaicPolicyTest, BatchesAreValidDistinctAndAvoidPendingTrials) {
-  v1::StudySpec spec = ConditionalSpec(5);
+  v1::StudySpec spec = ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 5);
   spec.mutable_algorithm()->set_initial_trials(4);
   auto space = space::SearchSpace::Create(spec.search_space());
   ASSERT_TRUE(space.ok());
@@ -309,7 +238,7 @@ TEST(MosaicPolicyTest, BatchesAreValidDistinctAndAvoidPendingTrials) {
 }
 
 TEST(MosaicPolicyTest, RestoredPolicySuggestsTheSame) {
-  v1::StudySpec spec = ConditionalSpec(9);
+  v1::StudySpec spec = ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 9);
   spec.mutable_algorithm()->set_initial_trials(4);
   auto space = space::SearchSpace::Create(spec.search_space());
   ASSERT_TRUE(space.ok());
@@ -356,7 +285,7 @@ TEST(MosaicPolicyTest, RestoredPolicySuggestsTheSame) {
 }
 
 TEST(MosaicPolicyTest, CatalogueStudiesPickUntriedEntriesUntilExhausted) {
-  v1::StudySpec spec = ConditionalSpec(4);
+  v1::StudySpec spec = ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 4);
   spec.mutable_algorithm()->set_initial_trials(4);
   auto space = space::SearchSpace::Create(spec.search_space());
   ASSERT_TRUE(space.ok());
@@ -441,16 +370,18 @@ TEST(MosaicPolicyTest, PlainHyperparameterOptimizationHasNoTreeLevels) {
 // median regret is at most half of random's.
 TEST(MosaicPolicyTest, BeatsRandomSearchOnAConditionalFunctionAfter40Trials) {
   constexpr double kOptimum = 0.05;
-  const double mosaic = MedianBest(
-      ConditionalSpec(0), v1::ALGORITHM_KIND_MOSAIC, PipelineLike, 40, 5);
-  const double random = MedianBest(
-      ConditionalSpec(0), v1::ALGORITHM_KIND_RANDOM, PipelineLike, 40, 5);
+  const double mosaic =
+      MedianBest(ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 0),
+                 v1::ALGORITHM_KIND_MOSAIC, PipelineLike, 40, 5);
+  const double random =
+      MedianBest(ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 0),
+                 v1::ALGORITHM_KIND_RANDOM, PipelineLike, 40, 5);
   RecordProperty("mosaic_median_regret", std::to_string(mosaic - kOptimum));
   RecordProperty("random_median_regret", std::to_string(random - kOptimum));
   EXPECT_LT(mosaic - kOptimum, 0.5 * (random - kOptimum))
       << "mosaic " << mosaic << ", random " << random;
 
-  v1::StudySpec maximize = ConditionalSpec(0);
+  v1::StudySpec maximize = ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 0);
   maximize.mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
   const Objective negated = [](const v1::Configuration& c) {
     return -PipelineLike(c);
@@ -464,7 +395,7 @@ TEST(MosaicPolicyTest, BeatsRandomSearchOnAConditionalFunctionAfter40Trials) {
 }
 
 TEST(MosaicPolicyTest, DeepPipeSurrogateWithoutAModelFitsTheStudysData) {
-  v1::StudySpec spec = ConditionalSpec(6);
+  v1::StudySpec spec = ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 6);
   spec.mutable_algorithm()->mutable_mosaic()->set_surrogate(
       v1::MOSAIC_SURROGATE_DEEPPIPE);
   auto space = space::SearchSpace::Create(spec.search_space());
