@@ -1,5 +1,4 @@
-// Helpers shared by the storage tests: a scoped temporary directory, proto
-// matchers, fixtures.
+// Helpers shared by the storage tests: proto matchers, fixtures.
 #ifndef METAOPT_CORE_STORAGE_STORAGE_TEST_UTIL_H_
 #define METAOPT_CORE_STORAGE_STORAGE_TEST_UTIL_H_
 
@@ -15,37 +14,11 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "metaopt/v1/study.pb.h"
+#include "tests/testutil/temp_dir.h"
 
 namespace metaopt::storage {
 
-// A fresh directory under ::testing::TempDir(), removed with its contents on
-// destruction. Not thread-safe to construct concurrently with its own
-// destruction; otherwise immutable.
-class ScopedTempDir {
- public:
-  ScopedTempDir() {
-    std::string tmpl = ::testing::TempDir();
-    if (!tmpl.empty() && tmpl.back() != '/') tmpl += '/';
-    tmpl += "metaopt_storage_XXXXXX";
-    std::vector<char> buffer(tmpl.begin(), tmpl.end());
-    buffer.push_back('\0');
-    const char* dir = mkdtemp(buffer.data());
-    EXPECT_NE(dir, nullptr) << "mkdtemp failed for " << tmpl;
-    if (dir != nullptr) path_ = dir;
-  }
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  ~ScopedTempDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::metaopt::testing::ScopedTempDir;
 
 MATCHER_P(EqualsProto, expected, "equals " + expected.ShortDebugString()) {
   return google::protobuf::util::MessageDifferencer::Equals(arg, expected);
