@@ -38,10 +38,16 @@ std::vector<const v1::Configuration*> UntriedCandidates(
       tried.insert(space::ConfigurationKey(trial.configuration()));
     }
   }
+  const bool keyed = study.candidate_keys != nullptr &&
+                     study.candidate_keys->size() ==
+                         static_cast<size_t>(study.spec->candidates_size());
   untried.reserve(study.spec->candidates_size());
-  for (const v1::Configuration& candidate : study.spec->candidates()) {
-    if (!tried.contains(space::ConfigurationKey(candidate)))
-      untried.push_back(&candidate);
+  for (int i = 0; i < study.spec->candidates_size(); ++i) {
+    const v1::Configuration& candidate = study.spec->candidates(i);
+    const bool held = keyed
+                          ? tried.contains((*study.candidate_keys)[i])
+                          : tried.contains(space::ConfigurationKey(candidate));
+    if (!held) untried.push_back(&candidate);
   }
   return untried;
 }

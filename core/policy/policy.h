@@ -23,6 +23,10 @@ struct StudyView {
   const space::SearchSpace* space = nullptr;  // built from spec->search_space
   const std::vector<v1::Trial>* trials =
       nullptr;  // every trial, by increasing id, canonical configs
+  // Optional: space::ConfigurationKey of each spec->candidates entry, in
+  // order, computed once per study (saves re-keying a large catalogue on every
+  // Suggest). Null: computed on demand.
+  const std::vector<std::string>* candidate_keys = nullptr;
 };
 
 struct FineTuneOptions {

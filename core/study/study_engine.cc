@@ -115,6 +115,8 @@ struct StudyEngine::Entry {
   v1::Study stored;  // id, canonical spec, create_time, bound_model
   std::unique_ptr<const space::SearchSpace> space;
   absl::flat_hash_set<std::string> candidate_keys;
+  // The same keys in catalogue order (policy::StudyView::candidate_keys).
+  std::vector<std::string> candidate_key_list;
 
   absl::Mutex mu;
   // Trial i has id i + 1: ids are assigned densely and never reused.
@@ -151,7 +153,8 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
       space::SearchSpace::Create(entry->stored.spec().search_space()));
   entry->space = std::make_unique<const space::SearchSpace>(std::move(space));
   for (const v1::Configuration& candidate : entry->stored.spec().candidates()) {
-    entry->candidate_keys.insert(space::ConfigurationKey(candidate));
+    entry->candidate_key_list.push_back(space::ConfigurationKey(candidate));
+    entry->candidate_keys.insert(entry->candidate_key_list.back());
   }
   METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> trials,
                            storage_->LoadTrials(study_id));
@@ -418,7 +421,8 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
                       static_cast<uint32_t>(spec.seed() >> 32),
                       static_cast<uint32_t>(trials.size()), 0x6d657461u};
     space::Rng rng(seq);
-    policy::StudyView view{&spec, entry->space.get(), &trials};
+    policy::StudyView view{&spec, entry->space.get(), &trials,
+                           &entry->candidate_key_list};
     return policy->Suggest(view, need, rng);
   };
 
@@ -631,7 +635,8 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
                       ? v1::FINE_TUNE_SCOPE_KERNEL
                       : request.scope();
   const absl::Time start = absl::Now();
-  policy::StudyView view{&entry->stored.spec(), entry->space.get(), &snapshot};
+  policy::StudyView view{&entry->stored.spec(), entry->space.get(), &snapshot,
+                         &entry->candidate_key_list};
   METAOPT_ASSIGN_OR_RETURN(policy::FineTuneResult result,
                            policy->FineTune(view, options));
   const absl::Duration elapsed = absl::Now() - start;
