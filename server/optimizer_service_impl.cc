@@ -1,15 +1,36 @@
 #include "server/optimizer_service_impl.h"
 
+#include <grpc/support/time.h>
+
+#include <cstdint>
+
+#include "absl/time/time.h"
+#include "core/study/call_context.h"
 #include "server/grpc_status_util.h"
 
 namespace metaopt::server {
 namespace {
 
+// What the engine needs to know about the call: its deadline (and, with
+// authentication, its owner).
+study::CallContext ContextOf(const grpc::ServerContext& context) {
+  study::CallContext call;
+  const gpr_timespec deadline =
+      gpr_convert_clock_type(context.raw_deadline(), GPR_CLOCK_REALTIME);
+  if (gpr_time_cmp(deadline, gpr_inf_future(GPR_CLOCK_REALTIME)) != 0) {
+    call.deadline = absl::FromUnixNanos(
+        static_cast<int64_t>(deadline.tv_sec) * 1000000000 + deadline.tv_nsec);
+  }
+  return call;
+}
+
 // Calls `method` on the engine and moves its result into `response`.
 template <typename Request, typename Response, typename Method>
 grpc::Status Forward(study::StudyEngine* engine, Method method,
-                     const Request& request, Response* response) {
-  absl::StatusOr<Response> result = (engine->*method)(request);
+                     const grpc::ServerContext& context, const Request& request,
+                     Response* response) {
+  absl::StatusOr<Response> result =
+      (engine->*method)(request, ContextOf(context));
   if (!result.ok()) return ToGrpcStatus(result.status());
   *response = *std::move(result);
   return grpc::Status::OK;
@@ -18,10 +39,11 @@ grpc::Status Forward(study::StudyEngine* engine, Method method,
 }  // namespace
 
 #define METAOPT_FORWARD_RPC(Name)                                           \
-  grpc::Status OptimizerServiceImpl::Name(grpc::ServerContext*,             \
+  grpc::Status OptimizerServiceImpl::Name(grpc::ServerContext* context,     \
                                           const v1::Name##Request* request, \
                                           v1::Name##Response* response) {   \
-    return Forward(engine_, &study::StudyEngine::Name, *request, response); \
+    return Forward(engine_, &study::StudyEngine::Name, *context, *request,  \
+                   response);                                               \
   }
 
 METAOPT_FORWARD_RPC(CreateStudy)

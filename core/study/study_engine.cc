@@ -265,7 +265,7 @@ StudyEngine::BindModel(const v1::StudySpec& spec) {
 }
 
 absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
-    const v1::CreateStudyRequest& request) {
+    const v1::CreateStudyRequest& request, const CallContext& /*context*/) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (!request.has_spec())
     return absl::InvalidArgumentError("spec: is required");
@@ -329,7 +329,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
 }
 
 absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
-    const v1::GetStudyRequest& request) {
+    const v1::GetStudyRequest& request, const CallContext& /*context*/) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                            FindStudy(request.study_id()));
@@ -343,7 +343,7 @@ absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
 }
 
 absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
-    const v1::ListStudiesRequest& request) {
+    const v1::ListStudiesRequest& request, const CallContext& /*context*/) {
   METAOPT_ASSIGN_OR_RETURN(const int page_size,
                            ResolvePageSize(request.page_size(), options_));
   std::string after;
@@ -372,7 +372,7 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
 }
 
 absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
-    const v1::DeleteStudyRequest& request) {
+    const v1::DeleteStudyRequest& request, const CallContext& /*context*/) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                            FindStudy(request.study_id()));
@@ -395,7 +395,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
 }
 
 absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
-    const v1::SuggestRequest& request) {
+    const v1::SuggestRequest& request, const CallContext& /*context*/) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.count() < 0 || request.count() > options_.max_suggest_count) {
     return absl::InvalidArgumentError(
@@ -505,7 +505,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
 }
 
 absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
-    const v1::ObserveRequest& request) {
+    const v1::ObserveRequest& request, const CallContext& /*context*/) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.target_case() == v1::ObserveRequest::TARGET_NOT_SET) {
     return absl::InvalidArgumentError(
@@ -605,7 +605,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
 }
 
 absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
-    const v1::FineTuneRequest& request) {
+    const v1::FineTuneRequest& request, const CallContext& /*context*/) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.steps() < 0 || request.steps() > kMaxFineTuneSteps) {
     return absl::InvalidArgumentError(
@@ -659,7 +659,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
 }
 
 absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
-    const v1::GetTrialRequest& request) {
+    const v1::GetTrialRequest& request, const CallContext& /*context*/) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.trial_id() <= 0) {
     return absl::InvalidArgumentError(
@@ -683,7 +683,7 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
 }
 
 absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
-    const v1::ListTrialsRequest& request) {
+    const v1::ListTrialsRequest& request, const CallContext& /*context*/) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   METAOPT_ASSIGN_OR_RETURN(const int page_size,
                            ResolvePageSize(request.page_size(), options_));
@@ -725,7 +725,7 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
 }
 
 absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
-    const v1::ListModelsRequest&) {
+    const v1::ListModelsRequest&, const CallContext& /*context*/) {
   v1::ListModelsResponse response;
   if (models_ != nullptr) {
     for (const auto& model : models_->List()) {

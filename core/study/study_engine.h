@@ -20,6 +20,7 @@
 #include "core/registry/model_manager.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
+#include "core/study/call_context.h"
 #include "metaopt/v1/optimizer_service.pb.h"
 
 namespace metaopt::study {
@@ -64,25 +65,25 @@ class StudyEngine {
   StudyEngine& operator=(const StudyEngine&) = delete;
 
   absl::StatusOr<v1::CreateStudyResponse> CreateStudy(
-      const v1::CreateStudyRequest& request);
+      const v1::CreateStudyRequest& request, const CallContext& context = {});
   absl::StatusOr<v1::GetStudyResponse> GetStudy(
-      const v1::GetStudyRequest& request);
+      const v1::GetStudyRequest& request, const CallContext& context = {});
   absl::StatusOr<v1::ListStudiesResponse> ListStudies(
-      const v1::ListStudiesRequest& request);
+      const v1::ListStudiesRequest& request, const CallContext& context = {});
   absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
-      const v1::DeleteStudyRequest& request);
-  absl::StatusOr<v1::SuggestResponse> Suggest(
-      const v1::SuggestRequest& request);
-  absl::StatusOr<v1::ObserveResponse> Observe(
-      const v1::ObserveRequest& request);
+      const v1::DeleteStudyRequest& request, const CallContext& context = {});
+  absl::StatusOr<v1::SuggestResponse> Suggest(const v1::SuggestRequest& request,
+                                              const CallContext& context = {});
+  absl::StatusOr<v1::ObserveResponse> Observe(const v1::ObserveRequest& request,
+                                              const CallContext& context = {});
   absl::StatusOr<v1::FineTuneResponse> FineTune(
-      const v1::FineTuneRequest& request);
+      const v1::FineTuneRequest& request, const CallContext& context = {});
   absl::StatusOr<v1::GetTrialResponse> GetTrial(
-      const v1::GetTrialRequest& request);
+      const v1::GetTrialRequest& request, const CallContext& context = {});
   absl::StatusOr<v1::ListTrialsResponse> ListTrials(
-      const v1::ListTrialsRequest& request);
+      const v1::ListTrialsRequest& request, const CallContext& context = {});
   absl::StatusOr<v1::ListModelsResponse> ListModels(
-      const v1::ListModelsRequest& request);
+      const v1::ListModelsRequest& request, const CallContext& context = {});
 
  private:
   struct Entry;
