@@ -61,3 +61,16 @@ elif [[ ! -x "$root/tools/node_modules/.bin/buf" ]]; then
 else
   echo "install-deps: tools/ already installed ($("$root/tools/node_modules/.bin/buf" --version))"
 fi
+
+# The Node client's packages (@grpc/grpc-js, @grpc/proto-loader), pinned by
+# clients/node/package-lock.json; reinstalled when the lock file is newer than the install.
+node_lock="$root/clients/node/package-lock.json"
+node_installed="$root/clients/node/node_modules/.package-lock.json"
+if ((node_major < 12)); then
+  echo "install-deps: warning: node is too old for clients/node (needs >= 12; its tests need >= 18)" >&2
+elif [[ ! -f "$node_installed" || "$node_lock" -nt "$node_installed" ]]; then
+  echo "install-deps: installing clients/node (npm ci)"
+  (cd "$root/clients/node" && npm ci --no-audit --no-fund) </dev/null
+else
+  echo "install-deps: clients/node already installed"
+fi

@@ -1,0 +1,380 @@
+// The Node client against the real metaopt-server on 127.0.0.1 (port 0).
+
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+
+import { Client, MetaoptError, Status, algorithms, codeName, parameters, toDate } from '../src/index.js';
+import { ServerProcess, serverBinary, tempDir } from './server_process.js';
+
+const run = promisify(execFile);
+const repoRoot = new URL('../../../', import.meta.url).pathname;
+
+const quadraticSpec = {
+  search_space: {
+    stages: [
+      {
+        name: 'f',
+        algorithms: [
+          {
+            name: 'f',
+            parameters: [
+              { name: 'x', float_domain: { low: -5, high: 5 } },
+              { name: 'n', int_domain: { low: '1', high: '10' } },
+              { name: 'kind', categorical_domain: { values: ['a', 'b'] } },
+            ],
+          },
+        ],
+      },
+    ],
+  },
+  objective: { name: 'loss', goal: 'GOAL_MINIMIZE' },
+  algorithm: { kind: 'ALGORITHM_KIND_RANDOM' },
+  seed: 7,
+};
+
+/** Asserts that `promise` rejects with a MetaoptError of `code` whose message contains `text`. */
+async function rejectsWith(promise, code, text) {
+  await assert.rejects(promise, (error) => {
+    assert.ok(error instanceof MetaoptError, `expected MetaoptError, got ${error}`);
+    assert.equal(error.codeName, codeName(code));
+    assert.equal(error.code, code);
+    assert.ok(error.message.includes(text), `"${error.message}" lacks "${text}"`);
+    return true;
+  });
+}
+
+/** A port nothing listens on (bound, read, released). */
+async function freePort() {
+  const probe = net.createServer();
+  await new Promise((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address();
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+/** Whether metaopt-server's --help lists `flag`. */
+async function serverHasFlag(flag) {
+  const { stdout } = await run(serverBinary(), ['--help']);
+  return stdout.includes(flag);
+}
+
+describe('against one server', () => {
+  const temp = tempDir();
+  const server = new ServerProcess({ db: path.join(temp.dir, 'metaopt.db') });
+  let client;
+
+  before(async () => {
+    await server.start();
+    client = new Client({ target: server.address, timeoutMs: 20_000 });
+  });
+
+  after(async () => {
+    client?.close();
+    await server.stop();
+    temp.cleanup();
+  });
+
+  test('ask/tell loop: create, suggest, observe, best trial, list', async () => {
+    const study = await client.createStudy('loop', quadraticSpec);
+    assert.equal(study.created, true);
+    assert.equal(study.info.studyId, 'loop');
+    assert.equal(study.info.spec.algorithm.kind, 'ALGORITHM_KIND_RANDOM');
+
+    const trials = await study.suggest(3);
+    assert.equal(trials.length, 3);
+    assert.deepEqual(new Set(trials.map((t) => t.id)).size, 3);
+    const values = new Map();
+    for (const trial of trials) {
+      assert.equal(trial.state, 'TRIAL_STATE_ACTIVE');
+      assert.equal(trial.clientId, study.clientId);
+      assert.ok(toDate(trial.createTime) instanceof Date);
+      const { x, n, kind } = parameters(trial);
+      assert.ok(x >= -5 && x <= 5, `x = ${x}`);
+      assert.ok(Number.isInteger(n) && n >= 1 && n <= 10, `n = ${n}`);
+      assert.ok(kind === 'a' || kind === 'b', `kind = ${kind}`);
+      assert.deepEqual(algorithms(trial), { f: 'f' });
+      values.set(trial.id, (x - 1) ** 2 + n);
+    }
+    const [first, second, third] = trials;
+    const done = await study.observe(first, { value: values.get(first.id), metrics: { seconds: 0.5 } });
+    assert.equal(done.state, 'TRIAL_STATE_COMPLETED');
+    assert.equal(done.value, values.get(first.id));
+    assert.deepEqual(done.metrics, { seconds: 0.5 });
+    await study.observe(second.id, values.get(second.id));
+    const failed = await study.observe(BigInt(third.id), { failed: 'out of memory' });
+    assert.equal(failed.state, 'TRIAL_STATE_FAILED');
+    assert.equal(failed.failureReason, 'out of memory');
+
+    const info = await study.get();
+    assert.equal(info.trialCount, '3');
+    const bestId = values.get(first.id) <= values.get(second.id) ? first.id : second.id;
+    assert.equal(info.bestTrial.id, bestId);
+    assert.equal(study.info, info);
+
+    const completed = await study.trials({ state: 'completed' });
+    assert.deepEqual(completed.map((t) => t.id).sort(), [first.id, second.id].sort());
+    const page = await study.listTrials({ pageSize: 2 });
+    assert.deepEqual(page.trials.map((t) => t.id), [first.id, second.id]);
+    assert.notEqual(page.nextPageToken, '');
+    const rest = await study.listTrials({ pageSize: 2, pageToken: page.nextPageToken });
+    assert.deepEqual(rest.trials.map((t) => t.id), [third.id]);
+    assert.equal(rest.nextPageToken, '');
+    assert.equal((await study.getTrial(first)).value, values.get(first.id));
+
+    const again = await client.createStudy('loop', quadraticSpec);
+    assert.equal(again.created, false);
+    const listed = await client.listStudies();
+    assert.ok(listed.studies.some((s) => s.studyId === 'loop'));
+    assert.deepEqual(await client.listModels(), []);
+  });
+
+  test('a retried Suggest with the same client id gets the same trials; another client new ones', async () => {
+    await client.createStudy('retry-same-id', quadraticSpec);
+    const worker = client.study('retry-same-id', { clientId: 'worker-1' });
+    const firstIds = (await worker.suggest(2)).map((t) => t.id);
+    const secondIds = (await client.study('retry-same-id', { clientId: 'worker-1' }).suggest(2)).map((t) => t.id);
+    assert.deepEqual(secondIds, firstIds);
+    const otherIds = (await client.study('retry-same-id', { clientId: 'worker-2' }).suggest(2)).map((t) => t.id);
+    assert.equal(otherIds.filter((id) => firstIds.includes(id)).length, 0);
+  });
+
+  test('an externally evaluated configuration becomes a completed trial', async () => {
+    const spec = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs/examples/study_spec.json'), 'utf8'));
+    const configuration = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs/examples/configuration.json'), 'utf8'));
+    const study = await client.createStudy('svm-knn', spec);
+    const trial = await study.observeConfiguration(configuration, 0.91);
+    assert.equal(trial.state, 'TRIAL_STATE_COMPLETED');
+    assert.equal(trial.metadata.source, 'external');
+    assert.equal(trial.value, 0.91);
+  });
+
+  test('server errors arrive as MetaoptError with code and message', async () => {
+    await rejectsWith(client.getStudy('no-such-study'), Status.NOT_FOUND, 'no-such-study');
+    const study = await client.createStudy('errors', quadraticSpec);
+    const other = { ...quadraticSpec, seed: 8 };
+    await rejectsWith(client.createStudy('errors', other), Status.ALREADY_EXISTS, 'errors');
+    const [trial] = await study.suggest();
+    await study.observe(trial, 1);
+    await rejectsWith(study.observe(trial, 2), Status.FAILED_PRECONDITION, 'observed once');
+    await rejectsWith(study.observe('999', 2), Status.NOT_FOUND, '999');
+    await rejectsWith(study.fineTune({ steps: 5 }), Status.FAILED_PRECONDITION, 'ALGORITHM_KIND_RANDOM');
+    const badSpace = structuredClone(quadraticSpec);
+    badSpace.search_space.stages[0].algorithms[0].parameters[0].float_domain = { low: 5, high: 1 };
+    await rejectsWith(client.createStudy('bad-space', badSpace), Status.INVALID_ARGUMENT, 'parameters[0]');
+    await rejectsWith(client.createStudy('bad id!', quadraticSpec), Status.INVALID_ARGUMENT, 'bad id!');
+    await study.delete();
+    await rejectsWith(study.get(), Status.NOT_FOUND, 'errors');
+    await rejectsWith(client.deleteStudy('errors'), Status.NOT_FOUND, 'errors');
+  });
+
+  test('malformed requests are rejected before sending, naming field, value and rule', async () => {
+    const study = client.study('never-created');
+    await rejectsWith(study.suggest(0), Status.INVALID_ARGUMENT, 'count: 0 is not an integer in [1, 1000]');
+    await rejectsWith(study.observe('1', Number.NaN), Status.INVALID_ARGUMENT, 'value: NaN is not a finite number');
+    await rejectsWith(study.observe('1', { value: 1, failed: 'x' }), Status.INVALID_ARGUMENT, 'exactly one of');
+    await rejectsWith(study.observe('1', { value: 1, metrics: { t: Infinity } }), Status.INVALID_ARGUMENT,
+      'metrics["t"]: Infinity is not a finite number');
+    await rejectsWith(study.observe('x1', 1), Status.INVALID_ARGUMENT, 'trial_id: "x1" is not an int64');
+    const typo = structuredClone(quadraticSpec);
+    typo.search_space.stages[0].nmae = 'f';
+    await rejectsWith(client.createStudy('typo', typo), Status.INVALID_ARGUMENT,
+      'spec.search_space.stages[0].nmae: unknown field of metaopt.v1.Stage');
+    const wrongEnum = { ...quadraticSpec, objective: { name: 'loss', goal: 'MINIMIZE' } };
+    await rejectsWith(client.createStudy('enum', wrongEnum), Status.INVALID_ARGUMENT, 'spec.objective.goal: "MINIMIZE"');
+    const wrongType = { ...quadraticSpec, seed: 1.5 };
+    await rejectsWith(client.createStudy('seed', wrongType), Status.INVALID_ARGUMENT, 'spec.seed: 1.5 is not a uint64');
+    await rejectsWith(client.call('NoSuchRpc', {}), Status.INVALID_ARGUMENT, 'NoSuchRpc');
+    // None of these reached the server.
+    await rejectsWith(client.getStudy('typo'), Status.NOT_FOUND, 'typo');
+  });
+
+  test('camelCase requests work as snake_case ones do', async () => {
+    const camel = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs/examples/study_spec.json'), 'utf8'));
+    assert.ok('searchSpace' in camel);
+    const study = await client.createStudy('camel', camel);
+    const [trial] = await study.suggest();
+    assert.equal(algorithms(trial).scaler === 'none' || algorithms(trial).scaler === 'standard', true);
+    const response = await client.call('GetTrial', { studyId: 'camel', trialId: trial.id }, { idempotent: true });
+    assert.equal(response.trial.id, trial.id);
+  });
+
+  test('heartbeat extends leases (when the server implements it)', async (t) => {
+    const study = await client.createStudy('heartbeat', quadraticSpec);
+    const [trial] = await study.suggest();
+    let beaten;
+    try {
+      beaten = await study.heartbeat([trial]);
+    } catch (error) {
+      if (error.code === Status.UNIMPLEMENTED) {
+        t.skip('this server does not implement Heartbeat yet');
+        return;
+      }
+      throw error;
+    }
+    assert.deepEqual(beaten.map((b) => b.id), [trial.id]);
+    assert.ok(toDate(beaten[0].leaseExpireTime) > new Date());
+  });
+
+  test('the example optimizes Branin with a GP study', async () => {
+    const { stdout } = await run(process.execPath, [
+      path.join(repoRoot, 'clients/node/examples/ask_tell.mjs'),
+      '--target', server.address, '--trials', '16', '--study-id', 'branin-example',
+    ]);
+    const best = /best: trial [0-9]+ x1=\S+ x2=\S+ value=([0-9.]+)/.exec(stdout);
+    assert.ok(best, stdout);
+    assert.ok(Number(best[1]) < 5, `best Branin value ${best[1]} after 16 trials`);
+    const study = await client.getStudy('branin-example');
+    assert.equal(study.info.trialCount, '16');
+  });
+});
+
+describe('client options', () => {
+  test('bad options are INVALID_ARGUMENT naming the option', () => {
+    const cases = [
+      [{ target: '' }, 'options.target'],
+      [{ timeoutMs: 0 }, 'options.timeoutMs: 0 is not a positive finite number'],
+      [{ maxAttempts: 0 }, 'options.maxAttempts: 0'],
+      [{ token: 'two words' }, 'options.token: must not contain whitespace'],
+      [{ tls: { certChain: '-----BEGIN CERTIFICATE-----' } }, 'certChain and privateKey must be given together'],
+      [{ tls: { rootCerts: '/no/such/ca.pem' } }, 'tls.rootCerts: cannot read'],
+      [{ tlss: true }, 'options.tlss: unknown option'],
+      [{ protoDir: '/no/such/dir' }, 'protoDir: cannot load'],
+    ];
+    for (const [options, text] of cases) {
+      assert.throws(() => new Client(options), (error) => {
+        assert.ok(error instanceof MetaoptError);
+        assert.equal(error.code, Status.INVALID_ARGUMENT);
+        assert.ok(error.message.includes(text), `"${error.message}" lacks "${text}"`);
+        return true;
+      });
+    }
+  });
+});
+
+describe('retries and deadlines', () => {
+  test('UNAVAILABLE is retried with the same client id until the server is back', async () => {
+    const temp = tempDir();
+    const port = await freePort();
+    const db = path.join(temp.dir, 'metaopt.db');
+    const server = new ServerProcess({ db, listen: `127.0.0.1:${port}` });
+    const retries = [];
+    const client = new Client({
+      target: `127.0.0.1:${port}`,
+      maxAttempts: 100,
+      initialBackoffMs: 50,
+      maxBackoffMs: 200,
+      timeoutMs: 30_000,
+      onRetry: (info) => retries.push(info),
+    });
+    try {
+      await server.start();
+      const study = await client.createStudy('restart', quadraticSpec);
+      const [trial] = await study.suggest();
+      await server.stop('SIGKILL');
+
+      // Observe is not idempotent: one attempt, then the error.
+      await rejectsWith(study.observe(trial, 1), Status.UNAVAILABLE, '');
+      assert.equal(retries.length, 0);
+
+      // Suggest carries the study's client id; while the server is down it is retried, and once
+      // the server is back (same port, same database) it returns the same ACTIVE trial.
+      const pending = study.suggest();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await server.start();
+      const [again] = await pending;
+      assert.equal(again.id, trial.id);
+      assert.ok(retries.length >= 1, 'no retry happened');
+      assert.ok(retries.every((r) => r.method === 'Suggest' && r.error.code === Status.UNAVAILABLE));
+    } finally {
+      client.close();
+      await server.stop();
+      temp.cleanup();
+    }
+  });
+
+  test('a call to a server that never answers ends at its deadline', async () => {
+    // Accepts TCP connections and says nothing.
+    const sockets = new Set();
+    const silent = net.createServer((socket) => sockets.add(socket));
+    await new Promise((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const client = new Client({ target: `127.0.0.1:${silent.address().port}`, timeoutMs: 500 });
+    try {
+      const start = Date.now();
+      await rejectsWith(client.getStudy('any'), Status.DEADLINE_EXCEEDED, '');
+      const elapsed = Date.now() - start;
+      assert.ok(elapsed >= 400 && elapsed < 5_000, `took ${elapsed} ms`);
+    } finally {
+      client.close();
+      for (const socket of sockets) socket.destroy();
+      silent.close();
+    }
+  });
+});
+
+describe('security', () => {
+  test('bearer token: calls without it are UNAUTHENTICATED (when the server has --tokens)', async (t) => {
+    if (!(await serverHasFlag('--tokens'))) {
+      t.skip('this metaopt-server has no --tokens flag yet');
+      return;
+    }
+    const temp = tempDir();
+    const tokens = path.join(temp.dir, 'tokens');
+    fs.writeFileSync(tokens, '# owner:token\nteam-a:secret-a\n');
+    const server = new ServerProcess({ db: path.join(temp.dir, 'metaopt.db'), args: ['--tokens', tokens] });
+    await server.start();
+    const anonymous = new Client({ target: server.address });
+    const wrong = new Client({ target: server.address, token: 'nope' });
+    const owner = new Client({ target: server.address, token: 'secret-a' });
+    try {
+      await rejectsWith(anonymous.listStudies(), Status.UNAUTHENTICATED, '');
+      await rejectsWith(wrong.listStudies(), Status.UNAUTHENTICATED, '');
+      const study = await owner.createStudy('private', quadraticSpec);
+      assert.equal((await study.suggest()).length, 1);
+    } finally {
+      for (const c of [anonymous, wrong, owner]) c.close();
+      await server.stop();
+      temp.cleanup();
+    }
+  });
+
+  test('TLS with a private CA (when the server has --tls-cert)', async (t) => {
+    if (!(await serverHasFlag('--tls-cert'))) {
+      t.skip('this metaopt-server has no --tls-cert flag yet');
+      return;
+    }
+    const temp = tempDir();
+    const cert = path.join(temp.dir, 'server.pem');
+    const key = path.join(temp.dir, 'server.key');
+    try {
+      await run('openssl', [
+        'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
+        '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', key, '-out', cert,
+      ]);
+    } catch (error) {
+      temp.cleanup();
+      t.skip(`openssl could not make a certificate: ${error.message}`);
+      return;
+    }
+    const server = new ServerProcess({
+      db: path.join(temp.dir, 'metaopt.db'), args: ['--tls-cert', cert, '--tls-key', key],
+    });
+    await server.start();
+    const secure = new Client({ target: `localhost:${server.port}`, tls: { rootCerts: cert } });
+    const plain = new Client({ target: server.address, maxAttempts: 1, timeoutMs: 5_000 });
+    try {
+      const study = await secure.createStudy('over-tls', quadraticSpec);
+      assert.equal((await study.suggest()).length, 1);
+      await assert.rejects(plain.listStudies(), (error) => error instanceof MetaoptError);
+    } finally {
+      secure.close();
+      plain.close();
+      await server.stop();
+      temp.cleanup();
+    }
+  });
+});
