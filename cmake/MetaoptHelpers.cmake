@@ -18,7 +18,9 @@ function(metaopt_cc_library)
 endfunction()
 
 # metaopt_cc_test(NAME n SRCS ... DEPS ... [LABELS ...])
-# One binary per test file; discovered by ctest (label defaults to "unit").
+# One binary per test file; discovered by ctest (label defaults to "unit"). Binaries labelled
+# "concurrency" (multi-threaded tests, run under ThreadSanitizer by scripts/sanitize.sh) are also
+# built by the target metaopt_concurrency_tests.
 function(metaopt_cc_test)
   if(NOT METAOPT_BUILD_TESTS)
     return()
@@ -34,4 +36,10 @@ function(metaopt_cc_test)
     PROPERTIES LABELS "${ARG_LABELS}"
     ENVIRONMENT "METAOPT_SOURCE_DIR=${PROJECT_SOURCE_DIR};METAOPT_BINARY_DIR=${PROJECT_BINARY_DIR}"
     DISCOVERY_TIMEOUT 60)
+  if("concurrency" IN_LIST ARG_LABELS)
+    if(NOT TARGET metaopt_concurrency_tests)
+      add_custom_target(metaopt_concurrency_tests)
+    endif()
+    add_dependencies(metaopt_concurrency_tests ${ARG_NAME})
+  endif()
 endfunction()

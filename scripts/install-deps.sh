@@ -13,6 +13,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev sqlite3
   python3-grpcio python3-protobuf
+  clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer) and scripts/sanitize.sh
 )
 # node and npm only when the machine has none (a newer one from elsewhere is fine).
 if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi

@@ -112,7 +112,7 @@ double Encoder::ToUnit(const ParameterInfo& p, double x) {
 
 double Encoder::FromUnit(const ParameterInfo& p, double u) {
   u = ClampUnit(u);
-  if (p.low == p.high) return p.low;
+  if (p.low == p.high) return p.low + 0.0;  // A domain [-0, 0] decodes to +0.
   double x;
   if (p.log) {
     const double a = std::log10(p.low);

@@ -229,6 +229,35 @@ TEST(EncoderTest, SinglePointDomainEncodesAsHalf) {
       0.9);
 }
 
+// Found by the study_spec_text fuzzer: a single-point domain written as low
+// -0 decoded to -0, whose key differs from the canonical +0.
+TEST(EncoderTest, DecodeOfANegativeZeroPointDomainIsCanonical) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(const SearchSpace space,
+                               SearchSpace::Create(Parse<v1::SearchSpace>(R"pb(
+                                 stages {
+                                   name: "s"
+                                   algorithms {
+                                     name: "a"
+                                     parameters {
+                                       name: "x"
+                                       float_domain { low: -0.0 high: 0 }
+                                     }
+                                   }
+                                 }
+                               )pb")));
+  const Encoder encoder(space);
+  Rng rng(1);
+  const v1::Configuration sample = space.Sample(rng);
+  const v1::Configuration decoded = encoder.Decode(encoder.Encode(sample));
+  const double x = decoded.assignments(0).parameters().at("x").number();
+  EXPECT_EQ(x, 0.0);
+  EXPECT_FALSE(std::signbit(x));
+  EXPECT_EQ(ConfigurationKey(decoded), ConfigurationKey(sample));
+  METAOPT_ASSERT_OK_AND_ASSIGN(const v1::Configuration canonical,
+                               space.Canonicalize(decoded, "configuration"));
+  EXPECT_EQ(ConfigurationKey(canonical), ConfigurationKey(decoded));
+}
+
 TEST(EncoderTest, RoundTripsSampledConfigurations) {
   const SearchSpace space = PipelineSpace();
   const Encoder encoder(space);
