@@ -324,12 +324,12 @@ describe('security', () => {
     }
     const temp = tempDir();
     const tokens = path.join(temp.dir, 'tokens');
-    fs.writeFileSync(tokens, '# owner:token\nteam-a:secret-a\n');
+    fs.writeFileSync(tokens, '# owner:token\nteam-a:secret-a-0123456789abcdef\n');
     const server = new ServerProcess({ db: path.join(temp.dir, 'metaopt.db'), args: ['--tokens', tokens] });
     await server.start();
     const anonymous = new Client({ target: server.address });
-    const wrong = new Client({ target: server.address, token: 'nope' });
-    const owner = new Client({ target: server.address, token: 'secret-a' });
+    const wrong = new Client({ target: server.address, token: 'nope-0123456789abcdef' });
+    const owner = new Client({ target: server.address, token: 'secret-a-0123456789abcdef' });
     try {
       await rejectsWith(anonymous.listStudies(), Status.UNAUTHENTICATED, '');
       await rejectsWith(wrong.listStudies(), Status.UNAUTHENTICATED, '');
