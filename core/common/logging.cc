@@ -1,6 +1,7 @@
 #include "core/common/logging.h"
 
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -56,6 +57,71 @@ void AppendJsonEscaped(std::string_view text, std::string& out) {
   }
 }
 
+bool NeedsQuotes(std::string_view text) {
+  if (text.empty()) return true;
+  for (char c : text) {
+    if (c == ' ' || c == '"' || c == '=' || c == '\\' ||
+        static_cast<unsigned char>(c) < 0x20) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string FormatNumber(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.6g", value);
+  return buf;
+}
+
+void AppendTextField(const LogField& field, std::string& out) {
+  out += ' ';
+  out += field.key;
+  out += '=';
+  if (const auto* text = std::get_if<std::string>(&field.value)) {
+    if (NeedsQuotes(*text)) {
+      out += '"';
+      AppendJsonEscaped(*text, out);
+      out += '"';
+    } else {
+      out += *text;
+    }
+  } else if (const auto* integer = std::get_if<int64_t>(&field.value)) {
+    out += std::to_string(*integer);
+  } else if (const auto* number = std::get_if<double>(&field.value)) {
+    out += FormatNumber(*number);
+  } else {
+    const auto& list = std::get<std::vector<int64_t>>(field.value);
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i > 0) out += ',';
+      out += std::to_string(list[i]);
+    }
+  }
+}
+
+void AppendJsonField(const LogField& field, std::string& out) {
+  out += ",\"";
+  AppendJsonEscaped(field.key, out);
+  out += "\":";
+  if (const auto* text = std::get_if<std::string>(&field.value)) {
+    out += '"';
+    AppendJsonEscaped(*text, out);
+    out += '"';
+  } else if (const auto* integer = std::get_if<int64_t>(&field.value)) {
+    out += std::to_string(*integer);
+  } else if (const auto* number = std::get_if<double>(&field.value)) {
+    out += std::isfinite(*number) ? FormatNumber(*number) : "null";
+  } else {
+    const auto& list = std::get<std::vector<int64_t>>(field.value);
+    out += '[';
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i > 0) out += ',';
+      out += std::to_string(list[i]);
+    }
+    out += ']';
+  }
+}
+
 }  // namespace
 
 void SetMinLogSeverity(LogSeverity severity) {
@@ -67,6 +133,11 @@ bool LogEnabled(LogSeverity severity) {
 }
 
 void Log(LogSeverity severity, std::string_view message) {
+  Log(severity, message, {});
+}
+
+void Log(LogSeverity severity, std::string_view message,
+         const std::vector<LogField>& fields) {
   if (!LogEnabled(severity)) return;
   const std::string time = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(),
                                             absl::UTCTimeZone());
@@ -75,10 +146,13 @@ void Log(LogSeverity severity, std::string_view message) {
     line = "{\"time\":\"" + time + "\",\"level\":\"" + SeverityName(severity) +
            "\",\"msg\":\"";
     AppendJsonEscaped(message, line);
-    line += "\"}\n";
+    line += '"';
+    for (const LogField& field : fields) AppendJsonField(field, line);
+    line += "}\n";
   } else {
     line = time + " " + SeverityName(severity) + " ";
     line.append(message.data(), message.size());
+    for (const LogField& field : fields) AppendTextField(field, line);
     line += '\n';
   }
   absl::MutexLock lock(&log_mutex);

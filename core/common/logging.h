@@ -3,7 +3,11 @@
 #ifndef METAOPT_CORE_COMMON_LOGGING_H_
 #define METAOPT_CORE_COMMON_LOGGING_H_
 
+#include <cstdint>
+#include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 namespace metaopt {
 
@@ -18,6 +22,21 @@ bool LogEnabled(LogSeverity severity);
 // Writes one line: "<UTC time> <LEVEL> <message>" (text) or a JSON object
 // (json).
 void Log(LogSeverity severity, std::string_view message);
+
+// A named value of a structured log line. Keys are fixed by the code
+// (snake_case); values come from requests and are escaped.
+struct LogField {
+  std::string key;
+  std::variant<std::string, int64_t, double, std::vector<int64_t>> value;
+};
+
+// Writes one line with `fields` after the message. Text: `message key=value
+// ...`, a string value in double quotes (JSON escapes) when it is empty or
+// holds a space, '"', '=', '\\' or a control character, a list as
+// comma-separated numbers. JSON: each field is a member of the object beside
+// "time", "level" and "msg" (a list is an array; a non-finite number is null).
+void Log(LogSeverity severity, std::string_view message,
+         const std::vector<LogField>& fields);
 
 inline void LogInfo(std::string_view message) {
   Log(LogSeverity::kInfo, message);
