@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -32,23 +33,25 @@ class InMemoryStorage : public Storage {
 
   absl::Status CreateStudy(const v1::Study& study) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<v1::Study> GetStudy(std::string_view study_id) override
+  absl::StatusOr<v1::Study> GetStudy(const StudyKey& key) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Study>> ListStudies(
-      std::string_view after_study_id, int limit) override
+      std::string_view owner, std::string_view after_study_id,
+      int limit) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int64_t> CountStudies(std::string_view owner) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status DeleteStudy(std::string_view study_id) override
+  absl::Status DeleteStudy(const StudyKey& key) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status PutTrials(std::string_view study_id,
+  absl::Status PutTrials(const StudyKey& key,
                          const std::vector<v1::Trial>& trials) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
-      std::string_view study_id) override ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status PutPolicyState(std::string_view study_id,
+      const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status PutPolicyState(const StudyKey& key,
                               std::string_view blob) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
-      std::string_view study_id) override ABSL_LOCKS_EXCLUDED(mu_);
+      const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct StudyRecord {
@@ -56,15 +59,16 @@ class InMemoryStorage : public Storage {
     std::map<int64_t, v1::Trial> trials;  // By trial id.
     std::optional<std::string> policy_state;
   };
-  using StudyMap = std::map<std::string, StudyRecord, std::less<>>;
+  // By (owner, study_id); std::string order is byte order.
+  using StudyMap =
+      std::map<std::pair<std::string, std::string>, StudyRecord, std::less<>>;
 
   // The study's record, or NOT_FOUND.
-  absl::StatusOr<StudyRecord*> Find(std::string_view study_id)
+  absl::StatusOr<StudyRecord*> Find(const StudyKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;
-  StudyMap studies_
-      ABSL_GUARDED_BY(mu_);  // By study_id; std::string order is byte order.
+  StudyMap studies_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace metaopt::storage

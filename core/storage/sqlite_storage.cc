@@ -36,8 +36,53 @@ CREATE TABLE policy_state (
 );
 )sql";
 
+// Version 2: studies are keyed by (owner, study_id). Existing studies move to
+// the empty owner (a server without authentication). SQLite cannot change a
+// primary key in place, so the tables are rebuilt; renaming the new studies
+// table rewrites the children's foreign keys to the final name.
+constexpr char kSchemaV2[] = R"sql(
+CREATE TABLE studies_v2 (
+  owner TEXT NOT NULL,
+  study_id TEXT NOT NULL,
+  create_time_micros INTEGER NOT NULL,
+  study BLOB NOT NULL,
+  PRIMARY KEY (owner, study_id)
+);
+INSERT INTO studies_v2 (owner, study_id, create_time_micros, study)
+  SELECT '', study_id, create_time_micros, study FROM studies;
+CREATE TABLE trials_v2 (
+  owner TEXT NOT NULL,
+  study_id TEXT NOT NULL,
+  trial_id INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  client_id TEXT NOT NULL,
+  trial BLOB NOT NULL,
+  PRIMARY KEY (owner, study_id, trial_id),
+  FOREIGN KEY (owner, study_id) REFERENCES studies_v2 (owner, study_id)
+);
+INSERT INTO trials_v2 (owner, study_id, trial_id, state, client_id, trial)
+  SELECT '', study_id, trial_id, state, client_id, trial FROM trials;
+CREATE TABLE policy_state_v2 (
+  owner TEXT NOT NULL,
+  study_id TEXT NOT NULL,
+  state BLOB NOT NULL,
+  PRIMARY KEY (owner, study_id),
+  FOREIGN KEY (owner, study_id) REFERENCES studies_v2 (owner, study_id)
+);
+INSERT INTO policy_state_v2 (owner, study_id, state)
+  SELECT '', study_id, state FROM policy_state;
+DROP TABLE policy_state;
+DROP TABLE trials;
+DROP TABLE studies;
+ALTER TABLE studies_v2 RENAME TO studies;
+ALTER TABLE trials_v2 RENAME TO trials;
+ALTER TABLE policy_state_v2 RENAME TO policy_state;
+CREATE INDEX trials_by_state ON trials (owner, study_id, state);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
+    {2, kSchemaV2},
 };
 
 absl::Status WriteSchemaVersion(Database& db, int version) {
@@ -120,49 +165,49 @@ absl::Status Annotate(const absl::Status& status, std::string_view context) {
                                                   status.message()));
 }
 
-std::string Quoted(std::string_view study_id) {
-  return absl::StrCat("\"", std::string(study_id), "\"");
-}
-
-absl::Status StudyNotFound(std::string_view study_id) {
-  return absl::NotFoundError(
-      absl::StrCat("study ", Quoted(study_id), " not found"));
+absl::Status StudyNotFound(const StudyKey& key) {
+  return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));
 }
 
 int64_t ToMicros(const google::protobuf::Timestamp& t) {
   return t.seconds() * 1000000 + t.nanos() / 1000;
 }
 
-absl::StatusOr<v1::Study> ParseStudy(std::string_view study_id,
+absl::StatusOr<v1::Study> ParseStudy(const StudyKey& key,
                                      const std::string& blob) {
   v1::Study study;
   if (!study.ParseFromString(blob)) {
-    return absl::DataLossError(absl::StrCat(
-        "study ", Quoted(study_id), ": stored study record does not parse"));
-  }
-  if (study.study_id() != study_id) {
     return absl::DataLossError(
-        absl::StrCat("study ", Quoted(study_id),
-                     ": stored study record has a different study_id"));
+        absl::StrCat(Describe(key), ": stored study record does not parse"));
+  }
+  if (study.study_id() != key.study_id || study.owner() != key.owner) {
+    return absl::DataLossError(absl::StrCat(
+        Describe(key),
+        ": stored study record has a different study_id or owner"));
   }
   return study;
 }
 
-absl::StatusOr<v1::Trial> ParseTrial(std::string_view study_id,
-                                     int64_t trial_id,
+absl::StatusOr<v1::Trial> ParseTrial(const StudyKey& key, int64_t trial_id,
                                      const std::string& blob) {
   v1::Trial trial;
   if (!trial.ParseFromString(blob)) {
     return absl::DataLossError(
-        absl::StrCat("study ", Quoted(study_id), " trial ", trial_id,
+        absl::StrCat(Describe(key), " trial ", trial_id,
                      ": stored trial record does not parse"));
   }
   if (trial.id() != trial_id) {
-    return absl::DataLossError(
-        absl::StrCat("study ", Quoted(study_id), " trial ", trial_id,
-                     ": stored trial record has id ", trial.id()));
+    return absl::DataLossError(absl::StrCat(Describe(key), " trial ", trial_id,
+                                            ": stored trial record has id ",
+                                            trial.id()));
   }
   return trial;
+}
+
+// Binds the key to parameters `first` (owner) and `first + 1` (study_id).
+absl::Status BindKey(Statement& statement, int first, const StudyKey& key) {
+  METAOPT_RETURN_IF_ERROR(statement.BindText(first, key.owner));
+  return statement.BindText(first + 1, key.study_id);
 }
 
 }  // namespace
@@ -215,58 +260,61 @@ absl::StatusOr<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(
   return std::unique_ptr<SqliteStorage>(new SqliteStorage(std::move(db)));
 }
 
-absl::Status SqliteStorage::CheckStudyExists(std::string_view study_id) {
+absl::Status SqliteStorage::CheckStudyExists(const StudyKey& key) {
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
-      Statement::Prepare(db_, "SELECT 1 FROM studies WHERE study_id = ?"));
-  METAOPT_RETURN_IF_ERROR(query.BindText(1, study_id));
+      Statement::Prepare(
+          db_, "SELECT 1 FROM studies WHERE owner = ? AND study_id = ?"));
+  METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
   METAOPT_ASSIGN_OR_RETURN(bool exists, query.Step());
-  if (!exists) return StudyNotFound(study_id);
+  if (!exists) return StudyNotFound(key);
   return absl::OkStatus();
 }
 
 absl::Status SqliteStorage::CreateStudy(const v1::Study& study) {
   if (study.study_id().empty())
     return absl::InvalidArgumentError("study_id must not be empty");
+  const StudyKey key{study.owner(), study.study_id()};
   std::string blob;
   if (!StoredStudy(study).SerializeToString(&blob)) {
-    return absl::InternalError(absl::StrCat("study ", Quoted(study.study_id()),
-                                            ": cannot serialize study"));
+    return absl::InternalError(
+        absl::StrCat(Describe(key), ": cannot serialize study"));
   }
   absl::MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
-  const absl::Status exists = CheckStudyExists(study.study_id());
+  const absl::Status exists = CheckStudyExists(key);
   if (exists.ok()) {
     return absl::AlreadyExistsError(
-        absl::StrCat("study ", Quoted(study.study_id()), " already exists"));
+        absl::StrCat(Describe(key), " already exists"));
   }
   if (!absl::IsNotFound(exists)) return exists;
   METAOPT_ASSIGN_OR_RETURN(
       Statement insert,
       Statement::Prepare(db_,
-                         "INSERT INTO studies (study_id, create_time_micros, "
-                         "study) VALUES (?, ?, ?)"));
-  METAOPT_RETURN_IF_ERROR(insert.BindText(1, study.study_id()));
-  METAOPT_RETURN_IF_ERROR(insert.BindInt64(2, ToMicros(study.create_time())));
-  METAOPT_RETURN_IF_ERROR(insert.BindBlob(3, blob));
+                         "INSERT INTO studies (owner, study_id, "
+                         "create_time_micros, study) VALUES (?, ?, ?, ?)"));
+  METAOPT_RETURN_IF_ERROR(BindKey(insert, 1, key));
+  METAOPT_RETURN_IF_ERROR(insert.BindInt64(3, ToMicros(study.create_time())));
+  METAOPT_RETURN_IF_ERROR(insert.BindBlob(4, blob));
   METAOPT_RETURN_IF_ERROR(insert.Run());
   return tx.Commit();
 }
 
-absl::StatusOr<v1::Study> SqliteStorage::GetStudy(std::string_view study_id) {
+absl::StatusOr<v1::Study> SqliteStorage::GetStudy(const StudyKey& key) {
   absl::MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
-      Statement::Prepare(db_, "SELECT study FROM studies WHERE study_id = ?"));
-  METAOPT_RETURN_IF_ERROR(query.BindText(1, study_id));
+      Statement::Prepare(
+          db_, "SELECT study FROM studies WHERE owner = ? AND study_id = ?"));
+  METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
   METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
-  if (!found) return StudyNotFound(study_id);
-  return ParseStudy(study_id, query.ColumnBlob(0));
+  if (!found) return StudyNotFound(key);
+  return ParseStudy(key, query.ColumnBlob(0));
 }
 
 absl::StatusOr<std::vector<v1::Study>> SqliteStorage::ListStudies(
-    std::string_view after_study_id, int limit) {
+    std::string_view owner, std::string_view after_study_id, int limit) {
   if (limit <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("limit: ", limit, " must be positive"));
@@ -274,128 +322,144 @@ absl::StatusOr<std::vector<v1::Study>> SqliteStorage::ListStudies(
   absl::MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
-      Statement::Prepare(
-          db_,
-          "SELECT study_id, study FROM studies WHERE study_id > ? "
-          "ORDER BY study_id LIMIT ?"));
-  METAOPT_RETURN_IF_ERROR(query.BindText(1, after_study_id));
-  METAOPT_RETURN_IF_ERROR(query.BindInt64(2, limit));
+      Statement::Prepare(db_,
+                         "SELECT study_id, study FROM studies WHERE owner = ? "
+                         "AND study_id > ? ORDER BY study_id LIMIT ?"));
+  METAOPT_RETURN_IF_ERROR(query.BindText(1, owner));
+  METAOPT_RETURN_IF_ERROR(query.BindText(2, after_study_id));
+  METAOPT_RETURN_IF_ERROR(query.BindInt64(3, limit));
   std::vector<v1::Study> studies;
   while (true) {
     METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) break;
     METAOPT_ASSIGN_OR_RETURN(
-        v1::Study study, ParseStudy(query.ColumnText(0), query.ColumnBlob(1)));
+        v1::Study study,
+        ParseStudy(StudyKey{std::string(owner), query.ColumnText(0)},
+                   query.ColumnBlob(1)));
     studies.push_back(std::move(study));
   }
   return studies;
 }
 
-absl::Status SqliteStorage::DeleteStudy(std::string_view study_id) {
+absl::StatusOr<int64_t> SqliteStorage::CountStudies(std::string_view owner) {
+  absl::MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement query,
+      Statement::Prepare(db_, "SELECT count(*) FROM studies WHERE owner = ?"));
+  METAOPT_RETURN_IF_ERROR(query.BindText(1, owner));
+  METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+  return has_row ? query.ColumnInt64(0) : 0;
+}
+
+absl::Status SqliteStorage::DeleteStudy(const StudyKey& key) {
   absl::MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
-  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
   // Children first, so the foreign keys hold at every statement.
-  for (const char* sql : {"DELETE FROM trials WHERE study_id = ?",
-                          "DELETE FROM policy_state WHERE study_id = ?",
-                          "DELETE FROM studies WHERE study_id = ?"}) {
+  for (const char* sql :
+       {"DELETE FROM trials WHERE owner = ? AND study_id = ?",
+        "DELETE FROM policy_state WHERE owner = ? AND study_id = ?",
+        "DELETE FROM studies WHERE owner = ? AND study_id = ?"}) {
     METAOPT_ASSIGN_OR_RETURN(Statement del, Statement::Prepare(db_, sql));
-    METAOPT_RETURN_IF_ERROR(del.BindText(1, study_id));
+    METAOPT_RETURN_IF_ERROR(BindKey(del, 1, key));
     METAOPT_RETURN_IF_ERROR(del.Run());
   }
   return tx.Commit();
 }
 
-absl::Status SqliteStorage::PutTrials(std::string_view study_id,
+absl::Status SqliteStorage::PutTrials(const StudyKey& key,
                                       const std::vector<v1::Trial>& trials) {
   std::vector<std::string> blobs(trials.size());
   for (size_t i = 0; i < trials.size(); ++i) {
     if (!trials[i].SerializeToString(&blobs[i])) {
-      return absl::InternalError(absl::StrCat("study ", Quoted(study_id),
-                                              " trial ", trials[i].id(),
+      return absl::InternalError(absl::StrCat(Describe(key), " trial ",
+                                              trials[i].id(),
                                               ": cannot serialize trial"));
     }
   }
   absl::MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
-  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
   METAOPT_ASSIGN_OR_RETURN(
       Statement upsert,
       Statement::Prepare(db_,
-                         "INSERT OR REPLACE INTO trials (study_id, trial_id, "
-                         "state, client_id, "
-                         "trial) VALUES (?, ?, ?, ?, ?)"));
+                         "INSERT OR REPLACE INTO trials (owner, study_id, "
+                         "trial_id, state, client_id, trial) VALUES (?, ?, ?, "
+                         "?, ?, ?)"));
   for (size_t i = 0; i < trials.size(); ++i) {
     METAOPT_RETURN_IF_ERROR(upsert.Reset());
-    METAOPT_RETURN_IF_ERROR(upsert.BindText(1, study_id));
-    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(2, trials[i].id()));
-    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, trials[i].state()));
-    METAOPT_RETURN_IF_ERROR(upsert.BindText(4, trials[i].client_id()));
-    METAOPT_RETURN_IF_ERROR(upsert.BindBlob(5, blobs[i]));
+    METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
+    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, trials[i].id()));
+    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, trials[i].state()));
+    METAOPT_RETURN_IF_ERROR(upsert.BindText(5, trials[i].client_id()));
+    METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, blobs[i]));
     METAOPT_RETURN_IF_ERROR(upsert.Run());
   }
   return tx.Commit();
 }
 
 absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
-    std::string_view study_id) {
+    const StudyKey& key) {
   absl::MutexLock lock(&mu_);
   // A read transaction: the existence check and the rows come from one
   // snapshot.
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kDeferred));
-  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
-  METAOPT_ASSIGN_OR_RETURN(
-      Statement query,
-      Statement::Prepare(db_,
-                         "SELECT trial_id, trial FROM trials WHERE study_id = "
-                         "? ORDER BY trial_id"));
-  METAOPT_RETURN_IF_ERROR(query.BindText(1, study_id));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
   std::vector<v1::Trial> trials;
-  while (true) {
-    METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
-    if (!has_row) break;
+  {
     METAOPT_ASSIGN_OR_RETURN(
-        v1::Trial trial,
-        ParseTrial(study_id, query.ColumnInt64(0), query.ColumnBlob(1)));
-    trials.push_back(std::move(trial));
-  }
+        Statement query,
+        Statement::Prepare(db_,
+                           "SELECT trial_id, trial FROM trials WHERE owner = ? "
+                           "AND study_id = ? ORDER BY trial_id"));
+    METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
+    while (true) {
+      METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+      if (!has_row) break;
+      METAOPT_ASSIGN_OR_RETURN(
+          v1::Trial trial,
+          ParseTrial(key, query.ColumnInt64(0), query.ColumnBlob(1)));
+      trials.push_back(std::move(trial));
+    }
+  }  // The statement is finalized before the transaction ends.
   METAOPT_RETURN_IF_ERROR(tx.Commit());
   return trials;
 }
 
-absl::Status SqliteStorage::PutPolicyState(std::string_view study_id,
+absl::Status SqliteStorage::PutPolicyState(const StudyKey& key,
                                            std::string_view blob) {
   absl::MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
-  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
   METAOPT_ASSIGN_OR_RETURN(
       Statement upsert,
       Statement::Prepare(db_,
-                         "INSERT OR REPLACE INTO policy_state (study_id, "
-                         "state) VALUES (?, ?)"));
-  METAOPT_RETURN_IF_ERROR(upsert.BindText(1, study_id));
-  METAOPT_RETURN_IF_ERROR(upsert.BindBlob(2, blob));
+                         "INSERT OR REPLACE INTO policy_state (owner, "
+                         "study_id, state) VALUES (?, ?, ?)"));
+  METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
+  METAOPT_RETURN_IF_ERROR(upsert.BindBlob(3, blob));
   METAOPT_RETURN_IF_ERROR(upsert.Run());
   return tx.Commit();
 }
 
 absl::StatusOr<std::optional<std::string>> SqliteStorage::GetPolicyState(
-    std::string_view study_id) {
+    const StudyKey& key) {
   absl::MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kDeferred));
-  METAOPT_RETURN_IF_ERROR(CheckStudyExists(study_id));
+  METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
   std::optional<std::string> state;
   {
     METAOPT_ASSIGN_OR_RETURN(
         Statement query,
-        Statement::Prepare(
-            db_, "SELECT state FROM policy_state WHERE study_id = ?"));
-    METAOPT_RETURN_IF_ERROR(query.BindText(1, study_id));
+        Statement::Prepare(db_,
+                           "SELECT state FROM policy_state WHERE owner = ? AND "
+                           "study_id = ?"));
+    METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
     METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
     if (found) state = query.ColumnBlob(0);
   }  // The statement is finalized before the transaction ends.

@@ -3,6 +3,7 @@
 #ifndef METAOPT_CORE_STORAGE_SQLITE_STORAGE_H_
 #define METAOPT_CORE_STORAGE_SQLITE_STORAGE_H_
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,10 +23,11 @@
 namespace metaopt::storage {
 
 // Storage backed by a SQLite file. Rows hold key columns plus serialized
-// protos:
-//   studies(study_id, create_time_micros, study)    the stored part of
-//   v1::Study (see StoredStudy) trials(study_id, trial_id, state, client_id,
-//   trial) policy_state(study_id, state)
+// protos (schema version 2):
+//   studies(owner, study_id, create_time_micros, study)  the stored part of
+//       v1::Study (see StoredStudy)
+//   trials(owner, study_id, trial_id, state, client_id, trial)
+//   policy_state(owner, study_id, state)
 // Thread-safe: one connection, guarded by `mu_`; every call holds `mu_` for its
 // whole duration, and statements are prepared per call, never shared. Each
 // mutation is one BEGIN IMMEDIATE ... COMMIT transaction, durable on return
@@ -42,23 +44,25 @@ class SqliteStorage : public Storage {
 
   absl::Status CreateStudy(const v1::Study& study) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<v1::Study> GetStudy(std::string_view study_id) override
+  absl::StatusOr<v1::Study> GetStudy(const StudyKey& key) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Study>> ListStudies(
-      std::string_view after_study_id, int limit) override
+      std::string_view owner, std::string_view after_study_id,
+      int limit) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int64_t> CountStudies(std::string_view owner) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status DeleteStudy(std::string_view study_id) override
+  absl::Status DeleteStudy(const StudyKey& key) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status PutTrials(std::string_view study_id,
+  absl::Status PutTrials(const StudyKey& key,
                          const std::vector<v1::Trial>& trials) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
-      std::string_view study_id) override ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status PutPolicyState(std::string_view study_id,
+      const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status PutPolicyState(const StudyKey& key,
                               std::string_view blob) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
-      std::string_view study_id) override ABSL_LOCKS_EXCLUDED(mu_);
+      const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   friend class SqliteStorageTestAccess;
@@ -66,7 +70,7 @@ class SqliteStorage : public Storage {
   explicit SqliteStorage(Database db) : db_(std::move(db)) {}
 
   // OK if the study exists, NOT_FOUND otherwise. Call inside a transaction.
-  absl::Status CheckStudyExists(std::string_view study_id)
+  absl::Status CheckStudyExists(const StudyKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   absl::Mutex mu_;

@@ -38,6 +38,7 @@ using ::metaopt::testing::StatusIs;
 using sqlite_storage_internal::Migrate;
 using sqlite_storage_internal::Migration;
 using sqlite_storage_internal::ReadSchemaVersion;
+using ::testing::_;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -73,25 +74,25 @@ TEST_F(SqliteStorageTest, ReopeningTheFileKeepsEverything) {
     ASSERT_THAT(storage->CreateStudy(MakeStudy("b")), IsOk());
     ASSERT_THAT(
         storage->PutTrials(
-            "a", {MakeTrial(1), MakeTrial(2, v1::TRIAL_STATE_COMPLETED)}),
+            Key("a"), {MakeTrial(1), MakeTrial(2, v1::TRIAL_STATE_COMPLETED)}),
         IsOk());
-    ASSERT_THAT(storage->PutPolicyState("a", "surrogate"), IsOk());
-    ASSERT_THAT(storage->DeleteStudy("b"), IsOk());
+    ASSERT_THAT(storage->PutPolicyState(Key("a"), "surrogate"), IsOk());
+    ASSERT_THAT(storage->DeleteStudy(Key("b")), IsOk());
   }
   METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
                                OpenSqliteStorage(DbPath()));
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
-                               storage->ListStudies("", 10));
+                               storage->ListStudies("", "", 10));
   ASSERT_THAT(all, SizeIs(1));
   EXPECT_THAT(all[0], EqualsProto(MakeStudy("a")));
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
-                               storage->LoadTrials("a"));
+                               storage->LoadTrials(Key("a")));
   EXPECT_THAT(
       trials,
       ElementsAre(EqualsProto(MakeTrial(1)),
                   EqualsProto(MakeTrial(2, v1::TRIAL_STATE_COMPLETED))));
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
-                               storage->GetPolicyState("a"));
+                               storage->GetPolicyState(Key("a")));
   EXPECT_THAT(state, Optional(std::string("surrogate")));
 }
 
@@ -100,7 +101,7 @@ TEST_F(SqliteStorageTest, WritesAreVisibleToAnotherConnectionOnReturn) {
                                OpenSqliteStorage(DbPath()));
   ASSERT_THAT(storage->CreateStudy(MakeStudy("s")), IsOk());
   ASSERT_THAT(
-      storage->PutTrials("s", {MakeTrial(1, v1::TRIAL_STATE_COMPLETED)}),
+      storage->PutTrials(Key("s"), {MakeTrial(1, v1::TRIAL_STATE_COMPLETED)}),
       IsOk());
   Database raw = Raw();
   METAOPT_ASSERT_OK_AND_ASSIGN(
@@ -210,17 +211,36 @@ TEST_F(SqliteStorageTest, MigratesAHandBuiltVersion1Database) {
   METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
                                OpenSqliteStorage(DbPath()));
   EXPECT_EQ(RawSchemaVersion(), CurrentSchemaVersion());
-  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, storage->GetStudy("old"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, storage->GetStudy(Key("old")));
   EXPECT_THAT(got, EqualsProto(study));
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
-                               storage->LoadTrials("old"));
+                               storage->LoadTrials(Key("old")));
   EXPECT_THAT(trials, ElementsAre(EqualsProto(trial)));
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
-                               storage->GetPolicyState("old"));
+                               storage->GetPolicyState(Key("old")));
   EXPECT_THAT(state, Optional(std::string("\x01\x02")));
-  // And it is writable under the current schema.
-  ASSERT_THAT(storage->PutTrials("old", {MakeTrial(8)}), IsOk());
+  // Its studies belong to the empty owner (a server without authentication).
+  EXPECT_THAT(storage->GetStudy(Key("old", "alice")),
+              StatusIs(absl::StatusCode::kNotFound, _));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> listed,
+                               storage->ListStudies("", "", 10));
+  EXPECT_THAT(listed, ElementsAre(EqualsProto(study)));
+  EXPECT_EQ(storage->CountStudies("").value_or(-1), 1);
+  // And it is writable under the current schema, also by other owners.
+  ASSERT_THAT(storage->PutTrials(Key("old"), {MakeTrial(8)}), IsOk());
   ASSERT_THAT(storage->CreateStudy(MakeStudy("new")), IsOk());
+  v1::Study owned = MakeStudy("old");
+  owned.set_owner("alice");
+  ASSERT_THAT(storage->CreateStudy(owned), IsOk());
+  ASSERT_THAT(storage->PutTrials(Key("old", "alice"), {MakeTrial(1)}), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(trials, storage->LoadTrials(Key("old")));
+  EXPECT_THAT(trials, SizeIs(2));
+  // The foreign keys still point at the rebuilt studies table.
+  EXPECT_THAT(Raw().Exec("PRAGMA foreign_keys = ON; INSERT INTO trials VALUES "
+                         "('bob', 'old', 1, 1, 'w', x'')"),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("FOREIGN KEY")));
+  ASSERT_THAT(storage->DeleteStudy(Key("old")), IsOk());
+  EXPECT_THAT(storage->LoadTrials(Key("old", "alice")), IsOk());
 }
 
 TEST_F(SqliteStorageTest, MigrateAppliesOnlyPendingStepsInOrder) {
@@ -294,9 +314,9 @@ TEST_F(SqliteStorageTest, UnparsableStudyBlobIsDataLossNamingTheStudy) {
                                OpenSqliteStorage(DbPath()));
   ASSERT_THAT(storage->CreateStudy(MakeStudy("broken")), IsOk());
   ASSERT_THAT(Raw().Exec("UPDATE studies SET study = x'ffffffff'"), IsOk());
-  EXPECT_THAT(storage->GetStudy("broken"),
+  EXPECT_THAT(storage->GetStudy(Key("broken")),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("\"broken\"")));
-  EXPECT_THAT(storage->ListStudies("", 10),
+  EXPECT_THAT(storage->ListStudies("", "", 10),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("\"broken\"")));
 }
 
@@ -309,19 +329,30 @@ TEST_F(SqliteStorageTest, StudyBlobUnderAnotherKeyIsDataLoss) {
                          "studies WHERE study_id = 'b') "
                          "WHERE study_id = 'a'"),
               IsOk());
-  EXPECT_THAT(storage->GetStudy("a"),
+  EXPECT_THAT(storage->GetStudy(Key("a")),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("\"a\"")));
+}
+
+TEST_F(SqliteStorageTest, StudyBlobOfAnotherOwnerIsDataLoss) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("s")), IsOk());
+  ASSERT_THAT(Raw().Exec("UPDATE studies SET owner = 'mallory'"), IsOk());
+  EXPECT_THAT(storage->GetStudy(Key("s", "mallory")),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr("\"s\""), HasSubstr("\"mallory\""))));
 }
 
 TEST_F(SqliteStorageTest, UnparsableTrialBlobIsDataLossNamingStudyAndTrial) {
   METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
                                OpenSqliteStorage(DbPath()));
   ASSERT_THAT(storage->CreateStudy(MakeStudy("s")), IsOk());
-  ASSERT_THAT(storage->PutTrials("s", {MakeTrial(1), MakeTrial(42)}), IsOk());
+  ASSERT_THAT(storage->PutTrials(Key("s"), {MakeTrial(1), MakeTrial(42)}),
+              IsOk());
   ASSERT_THAT(
       Raw().Exec("UPDATE trials SET trial = x'ffffffff' WHERE trial_id = 42"),
       IsOk());
-  EXPECT_THAT(storage->LoadTrials("s"),
+  EXPECT_THAT(storage->LoadTrials(Key("s")),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr("\"s\""), HasSubstr("42"))));
 }
@@ -349,9 +380,9 @@ TEST_F(SqliteStorageTest, WritersOnSeparateConnectionsLoseNothing) {
       const std::string id = absl::StrCat("study-", t);
       absl::Status s = (*storage)->CreateStudy(MakeStudy(id));
       for (int i = 1; s.ok() && i <= kTrialsPerThread; ++i) {
-        s = (*storage)->PutTrials(id,
+        s = (*storage)->PutTrials(Key(id),
                                   {MakeTrial(i, v1::TRIAL_STATE_COMPLETED)});
-        if (s.ok()) s = (*storage)->LoadTrials(id).status();
+        if (s.ok()) s = (*storage)->LoadTrials(Key(id)).status();
       }
       errors[t] = s;
     });
@@ -364,7 +395,7 @@ TEST_F(SqliteStorageTest, WritersOnSeparateConnectionsLoseNothing) {
   for (int t = 0; t < kThreads; ++t) {
     METAOPT_ASSERT_OK_AND_ASSIGN(
         std::vector<v1::Trial> trials,
-        storage->LoadTrials(absl::StrCat("study-", t)));
+        storage->LoadTrials(Key(absl::StrCat("study-", t))));
     EXPECT_THAT(trials, SizeIs(kTrialsPerThread));
   }
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -15,45 +16,68 @@
 
 namespace metaopt::storage {
 
-// What is stored of a study: its id, spec, create time and bound model (the
-// fields of v1::Study other than the derived trial_count / best_trial / state,
-// which the engine computes from trials). Implementations are thread-safe;
-// every mutating call is one transaction that is durable when it returns OK (an
-// acknowledged write survives kill -9). Values are copied in and out, never
-// shared.
+// A study's identity: studies are namespaced by owner (the authenticated
+// caller; "" when the server runs without authentication, and for every study
+// of a database written before owners existed), so two owners may each have a
+// study with the same id.
+struct StudyKey {
+  std::string owner;
+  std::string study_id;
+
+  friend bool operator==(const StudyKey& a, const StudyKey& b) {
+    return a.owner == b.owner && a.study_id == b.study_id;
+  }
+  template <typename H>
+  friend H AbslHashValue(H h, const StudyKey& key) {
+    return H::combine(std::move(h), key.owner, key.study_id);
+  }
+};
+
+// `study "id"`, plus ` of owner "o"` for a non-empty owner: for messages.
+std::string Describe(const StudyKey& key);
+
+// What is stored of a study: its owner, id, spec, create time and bound model
+// (the fields of v1::Study other than the derived trial_count / best_trial /
+// state, which the engine computes from trials). Implementations are
+// thread-safe; every mutating call is one transaction that is durable when it
+// returns OK (an acknowledged write survives kill -9). Values are copied in and
+// out, never shared.
 class Storage {
  public:
   virtual ~Storage() = default;
 
-  // ALREADY_EXISTS if a study with this id exists; INVALID_ARGUMENT if the id
-  // is empty.
+  // Creates the study under (study.owner(), study.study_id()). ALREADY_EXISTS
+  // if that key is taken; INVALID_ARGUMENT if the id is empty.
   virtual absl::Status CreateStudy(const v1::Study& study) = 0;
   // NOT_FOUND if absent.
-  virtual absl::StatusOr<v1::Study> GetStudy(std::string_view study_id) = 0;
-  // Up to `limit` studies with study_id > `after_study_id`, ordered by study_id
-  // (byte-wise), so passing the last id returned pages through all studies.
+  virtual absl::StatusOr<v1::Study> GetStudy(const StudyKey& key) = 0;
+  // Up to `limit` studies of `owner` with study_id > `after_study_id`, ordered
+  // by study_id (byte-wise), so passing the last id returned pages through all
+  // of the owner's studies. Other owners' studies are never returned.
   // INVALID_ARGUMENT if limit <= 0.
   virtual absl::StatusOr<std::vector<v1::Study>> ListStudies(
-      std::string_view after_study_id, int limit) = 0;
+      std::string_view owner, std::string_view after_study_id, int limit) = 0;
+  // How many studies `owner` has.
+  virtual absl::StatusOr<int64_t> CountStudies(std::string_view owner) = 0;
   // Removes the study, its trials and its surrogate state. NOT_FOUND if absent.
-  virtual absl::Status DeleteStudy(std::string_view study_id) = 0;
+  virtual absl::Status DeleteStudy(const StudyKey& key) = 0;
 
-  // Inserts or replaces the given trials (keyed by study_id and trial id) in
-  // one transaction; trials not named are kept, and of two with the same id in
+  // Inserts or replaces the given trials (keyed by study and trial id) in one
+  // transaction; trials not named are kept, and of two with the same id in
   // `trials` the later wins. NOT_FOUND if the study is absent.
-  virtual absl::Status PutTrials(std::string_view study_id,
+  virtual absl::Status PutTrials(const StudyKey& key,
                                  const std::vector<v1::Trial>& trials) = 0;
   // All trials of the study by increasing id. NOT_FOUND if the study is absent.
   virtual absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
-      std::string_view study_id) = 0;
+      const StudyKey& key) = 0;
 
   // Opaque per-study surrogate/policy state (a serialized proto), replaced as a
   // whole. NOT_FOUND if the study is absent.
-  virtual absl::Status PutPolicyState(std::string_view study_id,
+  virtual absl::Status PutPolicyState(const StudyKey& key,
                                       std::string_view blob) = 0;
   // std::nullopt if none was stored. NOT_FOUND if the study is absent.
   virtual absl::StatusOr<std::optional<std::string>> GetPolicyState(
-      std::string_view study_id) = 0;
+      const StudyKey& key) = 0;
 };
 
 struct SqliteOptions {

@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -21,6 +22,7 @@ namespace {
 using ::metaopt::testing::IsOk;
 using ::metaopt::testing::StatusIs;
 using ::testing::_;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -87,7 +89,8 @@ std::vector<int64_t> Ids(const std::vector<v1::Trial>& trials) {
 TYPED_TEST(StorageConformanceTest, CreatedStudyRoundTrips) {
   const v1::Study study = MakeStudy("s1");
   ASSERT_THAT(this->storage_->CreateStudy(study), IsOk());
-  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, this->storage_->GetStudy("s1"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got,
+                               this->storage_->GetStudy(Key("s1")));
   EXPECT_THAT(got, EqualsProto(study));
 }
 
@@ -97,7 +100,8 @@ TYPED_TEST(StorageConformanceTest, DerivedStudyFieldsAreNotStored) {
   *study.mutable_best_trial() = MakeTrial(3, v1::TRIAL_STATE_COMPLETED);
   study.set_state(v1::STUDY_STATE_EXHAUSTED);
   ASSERT_THAT(this->storage_->CreateStudy(study), IsOk());
-  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, this->storage_->GetStudy("s1"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got,
+                               this->storage_->GetStudy(Key("s1")));
   EXPECT_EQ(got.trial_count(), 0);
   EXPECT_FALSE(got.has_best_trial());
   EXPECT_EQ(got.state(), v1::STUDY_STATE_UNSPECIFIED);
@@ -112,7 +116,8 @@ TYPED_TEST(StorageConformanceTest,
   other.set_bound_model("pmf@1");
   EXPECT_THAT(this->storage_->CreateStudy(other),
               StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("\"s1\"")));
-  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, this->storage_->GetStudy("s1"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got,
+                               this->storage_->GetStudy(Key("s1")));
   EXPECT_EQ(got.bound_model(), "deeppipe@3");
 }
 
@@ -121,7 +126,7 @@ TYPED_TEST(StorageConformanceTest, CreateWithEmptyIdIsInvalidArgument) {
       this->storage_->CreateStudy(MakeStudy("")),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("study_id")));
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
-                               this->storage_->ListStudies("", 10));
+                               this->storage_->ListStudies("", "", 10));
   EXPECT_THAT(all, IsEmpty());
 }
 
@@ -129,16 +134,17 @@ TYPED_TEST(StorageConformanceTest, EveryCallOnAnAbsentStudyIsNotFound) {
   this->CreateStudies({"present"});
   const auto not_found =
       StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"absent\""));
-  EXPECT_THAT(this->storage_->GetStudy("absent"), not_found);
-  EXPECT_THAT(this->storage_->DeleteStudy("absent"), not_found);
-  EXPECT_THAT(this->storage_->PutTrials("absent", {MakeTrial(1)}), not_found);
-  EXPECT_THAT(this->storage_->PutTrials("absent", {}), not_found);
-  EXPECT_THAT(this->storage_->LoadTrials("absent"), not_found);
-  EXPECT_THAT(this->storage_->PutPolicyState("absent", "blob"), not_found);
-  EXPECT_THAT(this->storage_->GetPolicyState("absent"), not_found);
+  EXPECT_THAT(this->storage_->GetStudy(Key("absent")), not_found);
+  EXPECT_THAT(this->storage_->DeleteStudy(Key("absent")), not_found);
+  EXPECT_THAT(this->storage_->PutTrials(Key("absent"), {MakeTrial(1)}),
+              not_found);
+  EXPECT_THAT(this->storage_->PutTrials(Key("absent"), {}), not_found);
+  EXPECT_THAT(this->storage_->LoadTrials(Key("absent")), not_found);
+  EXPECT_THAT(this->storage_->PutPolicyState(Key("absent"), "blob"), not_found);
+  EXPECT_THAT(this->storage_->GetPolicyState(Key("absent")), not_found);
   // Nothing was written on the way.
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
-                               this->storage_->ListStudies("", 10));
+                               this->storage_->ListStudies("", "", 10));
   EXPECT_THAT(Ids(all), ElementsAre("present"));
 }
 
@@ -146,7 +152,7 @@ TYPED_TEST(StorageConformanceTest, ListStudiesOrdersByIdAndPages) {
   // Created out of order; "B" < "a" byte-wise, "a" < "a0" < "ab".
   this->CreateStudies({"ab", "B", "a0", "zeta", "a", "m"});
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
-                               this->storage_->ListStudies("", 100));
+                               this->storage_->ListStudies("", "", 100));
   EXPECT_THAT(Ids(all), ElementsAre("B", "a", "a0", "ab", "m", "zeta"));
   EXPECT_THAT(all[0], EqualsProto(MakeStudy("B")));
 
@@ -155,7 +161,7 @@ TYPED_TEST(StorageConformanceTest, ListStudiesOrdersByIdAndPages) {
   int pages = 0;
   while (true) {
     METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> page,
-                                 this->storage_->ListStudies(after, 4));
+                                 this->storage_->ListStudies("", after, 4));
     if (page.empty()) break;
     ASSERT_LE(page.size(), 4u);
     ++pages;
@@ -169,59 +175,146 @@ TYPED_TEST(StorageConformanceTest, ListStudiesOrdersByIdAndPages) {
 TYPED_TEST(StorageConformanceTest, ListStudiesAfterAnIdThatIsNotStored) {
   this->CreateStudies({"a", "c", "e"});
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> page,
-                               this->storage_->ListStudies("b", 1));
+                               this->storage_->ListStudies("", "b", 1));
   EXPECT_THAT(Ids(page), ElementsAre("c"));
-  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("e", 10));
+  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("", "e", 10));
   EXPECT_THAT(page, IsEmpty());
-  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("zzz", 10));
+  METAOPT_ASSERT_OK_AND_ASSIGN(page,
+                               this->storage_->ListStudies("", "zzz", 10));
   EXPECT_THAT(page, IsEmpty());
 }
 
 TYPED_TEST(StorageConformanceTest, ListStudiesOnEmptyStorageIsEmpty) {
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> page,
-                               this->storage_->ListStudies("", 10));
+                               this->storage_->ListStudies("", "", 10));
   EXPECT_THAT(page, IsEmpty());
 }
 
 TYPED_TEST(StorageConformanceTest,
            ListStudiesWithNonPositiveLimitIsInvalidArgument) {
   this->CreateStudies({"a"});
-  EXPECT_THAT(this->storage_->ListStudies("", 0),
+  EXPECT_THAT(this->storage_->ListStudies("", "", 0),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("limit")));
-  EXPECT_THAT(this->storage_->ListStudies("", -1),
+  EXPECT_THAT(this->storage_->ListStudies("", "", -1),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("limit")));
 }
 
 TYPED_TEST(StorageConformanceTest, DeleteStudyRemovesTrialsAndPolicyState) {
   this->CreateStudies({"doomed", "kept"});
-  ASSERT_THAT(this->storage_->PutTrials("doomed", {MakeTrial(1), MakeTrial(2)}),
+  ASSERT_THAT(
+      this->storage_->PutTrials(Key("doomed"), {MakeTrial(1), MakeTrial(2)}),
+      IsOk());
+  ASSERT_THAT(this->storage_->PutPolicyState(Key("doomed"), "state"), IsOk());
+  ASSERT_THAT(this->storage_->PutTrials(Key("kept"), {MakeTrial(1)}), IsOk());
+  ASSERT_THAT(this->storage_->PutPolicyState(Key("kept"), "kept-state"),
               IsOk());
-  ASSERT_THAT(this->storage_->PutPolicyState("doomed", "state"), IsOk());
-  ASSERT_THAT(this->storage_->PutTrials("kept", {MakeTrial(1)}), IsOk());
-  ASSERT_THAT(this->storage_->PutPolicyState("kept", "kept-state"), IsOk());
 
-  ASSERT_THAT(this->storage_->DeleteStudy("doomed"), IsOk());
-  EXPECT_THAT(this->storage_->GetStudy("doomed"),
+  ASSERT_THAT(this->storage_->DeleteStudy(Key("doomed")), IsOk());
+  EXPECT_THAT(this->storage_->GetStudy(Key("doomed")),
               StatusIs(absl::StatusCode::kNotFound, _));
-  EXPECT_THAT(this->storage_->LoadTrials("doomed"),
+  EXPECT_THAT(this->storage_->LoadTrials(Key("doomed")),
               StatusIs(absl::StatusCode::kNotFound, _));
-  EXPECT_THAT(this->storage_->DeleteStudy("doomed"),
+  EXPECT_THAT(this->storage_->DeleteStudy(Key("doomed")),
               StatusIs(absl::StatusCode::kNotFound, _));
 
   // A new study under the same id starts empty.
   this->CreateStudies({"doomed"});
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
-                               this->storage_->LoadTrials("doomed"));
+                               this->storage_->LoadTrials(Key("doomed")));
   EXPECT_THAT(trials, IsEmpty());
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
-                               this->storage_->GetPolicyState("doomed"));
+                               this->storage_->GetPolicyState(Key("doomed")));
   EXPECT_EQ(state, std::nullopt);
 
   // The other study is untouched.
-  METAOPT_ASSERT_OK_AND_ASSIGN(trials, this->storage_->LoadTrials("kept"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(trials, this->storage_->LoadTrials(Key("kept")));
   EXPECT_THAT(trials, ElementsAre(EqualsProto(MakeTrial(1))));
-  METAOPT_ASSERT_OK_AND_ASSIGN(state, this->storage_->GetPolicyState("kept"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(state,
+                               this->storage_->GetPolicyState(Key("kept")));
   EXPECT_THAT(state, Optional(std::string("kept-state")));
+}
+
+// ----- Owners -----
+
+// MakeStudy(id) under `owner`, told apart by its bound model.
+v1::Study OwnedStudy(const std::string& id, const std::string& owner) {
+  v1::Study study = MakeStudy(id);
+  study.set_owner(owner);
+  study.set_bound_model(
+      absl::StrCat("model-of-", owner.empty() ? "shared" : owner));
+  return study;
+}
+
+TYPED_TEST(StorageConformanceTest, OwnersHaveSeparateNamespaces) {
+  for (const char* owner : {"", "alice", "bob"}) {
+    ASSERT_THAT(this->storage_->CreateStudy(OwnedStudy("s", owner)), IsOk());
+  }
+  EXPECT_THAT(this->storage_->CreateStudy(OwnedStudy("s", "alice")),
+              StatusIs(absl::StatusCode::kAlreadyExists,
+                       AllOf(HasSubstr("\"s\""), HasSubstr("\"alice\""))));
+  for (const char* owner : {"", "alice", "bob"}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got,
+                                 this->storage_->GetStudy(Key("s", owner)));
+    EXPECT_THAT(got, EqualsProto(OwnedStudy("s", owner))) << owner;
+  }
+  EXPECT_THAT(this->storage_->GetStudy(Key("s", "carol")),
+              StatusIs(absl::StatusCode::kNotFound, _));
+
+  // Trials and policy state belong to one owner's study.
+  ASSERT_THAT(this->storage_->PutTrials(Key("s", "alice"), {MakeTrial(1)}),
+              IsOk());
+  ASSERT_THAT(this->storage_->PutPolicyState(Key("s", "alice"), "alice-state"),
+              IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
+                               this->storage_->LoadTrials(Key("s", "bob")));
+  EXPECT_THAT(trials, IsEmpty());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               this->storage_->GetPolicyState(Key("s")));
+  EXPECT_EQ(state, std::nullopt);
+  METAOPT_ASSERT_OK_AND_ASSIGN(trials,
+                               this->storage_->LoadTrials(Key("s", "alice")));
+  EXPECT_THAT(trials, ElementsAre(EqualsProto(MakeTrial(1))));
+
+  // Deleting one owner's study leaves the others.
+  ASSERT_THAT(this->storage_->DeleteStudy(Key("s", "alice")), IsOk());
+  EXPECT_THAT(this->storage_->GetStudy(Key("s", "alice")),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"alice\"")));
+  EXPECT_THAT(this->storage_->GetStudy(Key("s", "bob")), IsOk());
+  EXPECT_THAT(this->storage_->GetStudy(Key("s")), IsOk());
+  EXPECT_THAT(this->storage_->PutTrials(Key("s", "alice"), {MakeTrial(2)}),
+              StatusIs(absl::StatusCode::kNotFound, _));
+}
+
+TYPED_TEST(StorageConformanceTest, ListAndCountSeeOnlyTheOwnersStudies) {
+  // Owners that sort around each other and ids shared between them.
+  for (const auto& [owner, id] :
+       std::vector<std::pair<std::string, std::string>>{{"a", "x"},
+                                                        {"a", "y"},
+                                                        {"ab", "a"},
+                                                        {"", "b"},
+                                                        {"b", "a"},
+                                                        {"a", "z"}}) {
+    ASSERT_THAT(this->storage_->CreateStudy(OwnedStudy(id, owner)), IsOk());
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> page,
+                               this->storage_->ListStudies("a", "", 100));
+  EXPECT_THAT(Ids(page), ElementsAre("x", "y", "z"));
+  for (const v1::Study& study : page) EXPECT_EQ(study.owner(), "a");
+  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("a", "x", 1));
+  EXPECT_THAT(Ids(page), ElementsAre("y"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("a", "z", 10));
+  EXPECT_THAT(page, IsEmpty());
+  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("", "", 10));
+  EXPECT_THAT(Ids(page), ElementsAre("b"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(page, this->storage_->ListStudies("c", "", 10));
+  EXPECT_THAT(page, IsEmpty());
+
+  EXPECT_EQ(this->storage_->CountStudies("a").value_or(-1), 3);
+  EXPECT_EQ(this->storage_->CountStudies("ab").value_or(-1), 1);
+  EXPECT_EQ(this->storage_->CountStudies("").value_or(-1), 1);
+  EXPECT_EQ(this->storage_->CountStudies("nobody").value_or(-1), 0);
+  ASSERT_THAT(this->storage_->DeleteStudy(Key("y", "a")), IsOk());
+  EXPECT_EQ(this->storage_->CountStudies("a").value_or(-1), 2);
 }
 
 // ----- Trials -----
@@ -231,32 +324,32 @@ TYPED_TEST(StorageConformanceTest, TrialsRoundTripByIncreasingId) {
   const std::vector<v1::Trial> trials = {
       MakeTrial(3, v1::TRIAL_STATE_COMPLETED), MakeTrial(1),
       MakeTrial(10, v1::TRIAL_STATE_FAILED), MakeTrial(2)};
-  ASSERT_THAT(this->storage_->PutTrials("s", trials), IsOk());
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), trials), IsOk());
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
-                               this->storage_->LoadTrials("s"));
+                               this->storage_->LoadTrials(Key("s")));
   EXPECT_THAT(got, ElementsAre(EqualsProto(trials[1]), EqualsProto(trials[3]),
                                EqualsProto(trials[0]), EqualsProto(trials[2])));
 }
 
 TYPED_TEST(StorageConformanceTest, LoadTrialsOfStudyWithoutTrialsIsEmpty) {
   this->CreateStudies({"s"});
-  ASSERT_THAT(this->storage_->PutTrials("s", {}), IsOk());
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {}), IsOk());
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
-                               this->storage_->LoadTrials("s"));
+                               this->storage_->LoadTrials(Key("s")));
   EXPECT_THAT(got, IsEmpty());
 }
 
 TYPED_TEST(StorageConformanceTest, PutTrialsReplacesByIdAndKeepsTheRest) {
   this->CreateStudies({"s"});
   ASSERT_THAT(this->storage_->PutTrials(
-                  "s", {MakeTrial(1), MakeTrial(2), MakeTrial(3)}),
+                  Key("s"), {MakeTrial(1), MakeTrial(2), MakeTrial(3)}),
               IsOk());
   v1::Trial completed = MakeTrial(2, v1::TRIAL_STATE_COMPLETED);
   completed.set_client_id("someone-else");
-  ASSERT_THAT(this->storage_->PutTrials("s", {completed, MakeTrial(4)}),
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {completed, MakeTrial(4)}),
               IsOk());
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
-                               this->storage_->LoadTrials("s"));
+                               this->storage_->LoadTrials(Key("s")));
   EXPECT_THAT(
       got, ElementsAre(EqualsProto(MakeTrial(1)), EqualsProto(completed),
                        EqualsProto(MakeTrial(3)), EqualsProto(MakeTrial(4))));
@@ -265,22 +358,23 @@ TYPED_TEST(StorageConformanceTest, PutTrialsReplacesByIdAndKeepsTheRest) {
 TYPED_TEST(StorageConformanceTest, PutTrialsWithRepeatedIdKeepsTheLast) {
   this->CreateStudies({"s"});
   const v1::Trial last = MakeTrial(5, v1::TRIAL_STATE_COMPLETED);
-  ASSERT_THAT(this->storage_->PutTrials("s", {MakeTrial(5), last}), IsOk());
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {MakeTrial(5), last}),
+              IsOk());
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
-                               this->storage_->LoadTrials("s"));
+                               this->storage_->LoadTrials(Key("s")));
   EXPECT_THAT(got, ElementsAre(EqualsProto(last)));
 }
 
 TYPED_TEST(StorageConformanceTest, TrialsAreKeyedPerStudy) {
   this->CreateStudies({"a", "b"});
   v1::Trial in_b = MakeTrial(1, v1::TRIAL_STATE_COMPLETED);
-  ASSERT_THAT(this->storage_->PutTrials("a", {MakeTrial(1), MakeTrial(2)}),
+  ASSERT_THAT(this->storage_->PutTrials(Key("a"), {MakeTrial(1), MakeTrial(2)}),
               IsOk());
-  ASSERT_THAT(this->storage_->PutTrials("b", {in_b}), IsOk());
+  ASSERT_THAT(this->storage_->PutTrials(Key("b"), {in_b}), IsOk());
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> a,
-                               this->storage_->LoadTrials("a"));
+                               this->storage_->LoadTrials(Key("a")));
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> b,
-                               this->storage_->LoadTrials("b"));
+                               this->storage_->LoadTrials(Key("b")));
   EXPECT_THAT(
       a, ElementsAre(EqualsProto(MakeTrial(1)), EqualsProto(MakeTrial(2))));
   EXPECT_THAT(b, ElementsAre(EqualsProto(in_b)));
@@ -291,24 +385,24 @@ TYPED_TEST(StorageConformanceTest, TrialsAreKeyedPerStudy) {
 TYPED_TEST(StorageConformanceTest, PolicyStateIsAbsentThenStoredThenReplaced) {
   this->CreateStudies({"s"});
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
-                               this->storage_->GetPolicyState("s"));
+                               this->storage_->GetPolicyState(Key("s")));
   EXPECT_EQ(state, std::nullopt);
 
   const std::string binary("\0\x01\xff state \0", 10);
-  ASSERT_THAT(this->storage_->PutPolicyState("s", binary), IsOk());
-  METAOPT_ASSERT_OK_AND_ASSIGN(state, this->storage_->GetPolicyState("s"));
+  ASSERT_THAT(this->storage_->PutPolicyState(Key("s"), binary), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(state, this->storage_->GetPolicyState(Key("s")));
   EXPECT_THAT(state, Optional(binary));
 
-  ASSERT_THAT(this->storage_->PutPolicyState("s", "v2"), IsOk());
-  METAOPT_ASSERT_OK_AND_ASSIGN(state, this->storage_->GetPolicyState("s"));
+  ASSERT_THAT(this->storage_->PutPolicyState(Key("s"), "v2"), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(state, this->storage_->GetPolicyState(Key("s")));
   EXPECT_THAT(state, Optional(std::string("v2")));
 }
 
 TYPED_TEST(StorageConformanceTest, EmptyPolicyStateIsStoredNotAbsent) {
   this->CreateStudies({"s"});
-  ASSERT_THAT(this->storage_->PutPolicyState("s", ""), IsOk());
+  ASSERT_THAT(this->storage_->PutPolicyState(Key("s"), ""), IsOk());
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
-                               this->storage_->GetPolicyState("s"));
+                               this->storage_->GetPolicyState(Key("s")));
   EXPECT_THAT(state, Optional(std::string()));
 }
 
@@ -318,30 +412,31 @@ TYPED_TEST(StorageConformanceTest, ValuesAreCopiedInAndOut) {
   v1::Study study = MakeStudy("s");
   ASSERT_THAT(this->storage_->CreateStudy(study), IsOk());
   std::vector<v1::Trial> trials = {MakeTrial(1)};
-  ASSERT_THAT(this->storage_->PutTrials("s", trials), IsOk());
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), trials), IsOk());
   std::string blob = "state";
-  ASSERT_THAT(this->storage_->PutPolicyState("s", blob), IsOk());
+  ASSERT_THAT(this->storage_->PutPolicyState(Key("s"), blob), IsOk());
 
   // Changing the inputs after the calls changes nothing stored.
   study.set_bound_model("changed");
   trials[0].set_client_id("changed");
   blob[0] = 'X';
   // Nor does changing what was returned.
-  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got, this->storage_->GetStudy("s"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got,
+                               this->storage_->GetStudy(Key("s")));
   got.mutable_spec()->set_seed(0);
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> listed,
-                               this->storage_->ListStudies("", 1));
+                               this->storage_->ListStudies("", "", 1));
   listed[0].set_bound_model("changed");
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> loaded,
-                               this->storage_->LoadTrials("s"));
+                               this->storage_->LoadTrials(Key("s")));
   loaded[0].set_state(v1::TRIAL_STATE_ABANDONED);
 
-  METAOPT_ASSERT_OK_AND_ASSIGN(got, this->storage_->GetStudy("s"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(got, this->storage_->GetStudy(Key("s")));
   EXPECT_THAT(got, EqualsProto(MakeStudy("s")));
-  METAOPT_ASSERT_OK_AND_ASSIGN(loaded, this->storage_->LoadTrials("s"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(loaded, this->storage_->LoadTrials(Key("s")));
   EXPECT_THAT(loaded, ElementsAre(EqualsProto(MakeTrial(1))));
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
-                               this->storage_->GetPolicyState("s"));
+                               this->storage_->GetPolicyState(Key("s")));
   EXPECT_THAT(state, Optional(std::string("state")));
 }
 
@@ -358,11 +453,12 @@ TYPED_TEST(StorageConformanceTest,
       const std::string id = absl::StrCat("study-", t);
       absl::Status s = this->storage_->CreateStudy(MakeStudy(id));
       for (int i = 1; s.ok() && i <= kTrialsPerThread; ++i) {
-        s = this->storage_->PutTrials(id, {MakeTrial(i)});
+        s = this->storage_->PutTrials(Key(id), {MakeTrial(i)});
         if (s.ok())
-          s = this->storage_->PutPolicyState(id, absl::StrCat("state-", i));
-        if (s.ok()) s = this->storage_->LoadTrials(id).status();
-        if (s.ok()) s = this->storage_->ListStudies("", 100).status();
+          s = this->storage_->PutPolicyState(Key(id),
+                                             absl::StrCat("state-", i));
+        if (s.ok()) s = this->storage_->LoadTrials(Key(id)).status();
+        if (s.ok()) s = this->storage_->ListStudies("", "", 100).status();
       }
       errors[t] = s;
     });
@@ -371,15 +467,15 @@ TYPED_TEST(StorageConformanceTest,
   for (const absl::Status& s : errors) EXPECT_THAT(s, IsOk());
 
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
-                               this->storage_->ListStudies("", 100));
+                               this->storage_->ListStudies("", "", 100));
   EXPECT_THAT(all, SizeIs(kThreads));
   for (int t = 0; t < kThreads; ++t) {
     const std::string id = absl::StrCat("study-", t);
     METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
-                                 this->storage_->LoadTrials(id));
+                                 this->storage_->LoadTrials(Key(id)));
     EXPECT_THAT(trials, SizeIs(kTrialsPerThread)) << id;
     METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
-                                 this->storage_->GetPolicyState(id));
+                                 this->storage_->GetPolicyState(Key(id)));
     EXPECT_THAT(state, Optional(absl::StrCat("state-", kTrialsPerThread)))
         << id;
   }

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/storage/storage.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
@@ -22,6 +23,12 @@ using ::metaopt::testing::ScopedTempDir;
 
 MATCHER_P(EqualsProto, expected, "equals " + expected.ShortDebugString()) {
   return google::protobuf::util::MessageDifferencer::Equals(arg, expected);
+}
+
+// The key of study `study_id` of `owner` ("": the shared namespace).
+inline StudyKey Key(const std::string& study_id,
+                    const std::string& owner = "") {
+  return StudyKey{owner, study_id};
 }
 
 // A study with every stored field set (and the derived ones too).

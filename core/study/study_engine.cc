@@ -112,7 +112,8 @@ absl::Status ValidateStudyId(const std::string& study_id, const char* field) {
 
 struct StudyEngine::Entry {
   // Immutable after load.
-  v1::Study stored;  // id, canonical spec, create_time, bound_model
+  storage::StudyKey key;  // (owner, study_id)
+  v1::Study stored;       // id, canonical spec, create_time, bound_model
   std::unique_ptr<const space::SearchSpace> space;
   absl::flat_hash_set<std::string> candidate_keys;
   // The same keys in catalogue order (policy::StudyView::candidate_keys).
@@ -134,19 +135,21 @@ StudyEngine::StudyEngine(storage::Storage* storage,
 StudyEngine::~StudyEngine() = default;
 
 absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
-    const std::string& study_id) {
+    const storage::StudyKey& key) {
+  const std::string& study_id = key.study_id;
   {
     absl::MutexLock lock(&map_mu_);
-    auto it = studies_.find(study_id);
+    auto it = studies_.find(key);
     if (it != studies_.end()) return it->second;
   }
   // Load outside the map lock; if two threads race, the first insert wins.
-  auto stored = storage_->GetStudy(study_id);
+  auto stored = storage_->GetStudy(key);
   if (absl::IsNotFound(stored.status())) {
     return StudyNotFound(study_id);
   }
   METAOPT_RETURN_IF_ERROR(stored.status());
   auto entry = std::make_shared<Entry>();
+  entry->key = key;
   entry->stored = *std::move(stored);
   METAOPT_ASSIGN_OR_RETURN(
       space::SearchSpace space,
@@ -157,7 +160,7 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
     entry->candidate_keys.insert(entry->candidate_key_list.back());
   }
   METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> trials,
-                           storage_->LoadTrials(study_id));
+                           storage_->LoadTrials(key));
   for (size_t i = 0; i < trials.size(); ++i) {
     if (trials[i].id() != static_cast<int64_t>(i) + 1) {
       return absl::DataLossError(
@@ -166,7 +169,7 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
     }
   }
   METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
-                           storage_->GetPolicyState(study_id));
+                           storage_->GetPolicyState(key));
   // A study keeps the model version it was bound to, even after newer ones
   // are published.
   std::shared_ptr<const registry::LoadedModel> model;
@@ -194,7 +197,7 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
     entry->policy = std::move(policy);
   }
   absl::MutexLock lock(&map_mu_);
-  auto [it, inserted] = studies_.emplace(study_id, entry);
+  auto [it, inserted] = studies_.emplace(key, entry);
   return it->second;
 }
 
@@ -265,7 +268,7 @@ StudyEngine::BindModel(const v1::StudySpec& spec) {
 }
 
 absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
-    const v1::CreateStudyRequest& request, const CallContext& /*context*/) {
+    const v1::CreateStudyRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (!request.has_spec())
     return absl::InvalidArgumentError("spec: is required");
@@ -294,16 +297,42 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
 
   v1::Study study;
   study.set_study_id(request.study_id());
+  study.set_owner(context.owner);
   *study.mutable_spec() = spec;
   if (model != nullptr) study.set_bound_model(model->reference());
   *study.mutable_create_time() = ToProtoTimestamp(options_.clock());
   study.set_state(v1::STUDY_STATE_ACTIVE);
 
-  absl::Status created = storage_->CreateStudy(study);
+  absl::Status created;
+  {
+    // Creates are serialized while a quota is set, so concurrent ones cannot
+    // overshoot it. An existing study is returned (create-or-get) whatever the
+    // count.
+    absl::MutexLock create_lock(&create_mu_);
+    if (options_.max_studies_per_owner > 0) {
+      METAOPT_ASSIGN_OR_RETURN(const int64_t owned,
+                               storage_->CountStudies(context.owner));
+      const absl::Status existing =
+          storage_->GetStudy({context.owner, request.study_id()}).status();
+      if (!existing.ok() && !absl::IsNotFound(existing)) return existing;
+      if (owned >= options_.max_studies_per_owner && !existing.ok()) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "study quota exhausted: ",
+            context.owner.empty()
+                ? std::string("the server")
+                : absl::StrCat("owner \"", context.owner, "\""),
+            " holds ", owned,
+            " studies and the limit per owner "
+            "(max_studies_per_owner) is ",
+            options_.max_studies_per_owner, "; delete a study first"));
+      }
+    }
+    created = storage_->CreateStudy(study);
+  }
   v1::CreateStudyResponse response;
   if (absl::IsAlreadyExists(created)) {
     METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                             FindStudy(request.study_id()));
+                             FindStudy({context.owner, request.study_id()}));
     if (!google::protobuf::util::MessageDifferencer::Equals(
             entry->stored.spec(), spec)) {
       return absl::AlreadyExistsError(
@@ -321,7 +350,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        v1::AlgorithmKind_Name(spec.algorithm().kind()), ", ",
                        spec.candidates_size(), " candidates)"));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                           FindStudy(request.study_id()));
+                           FindStudy({context.owner, request.study_id()}));
   absl::MutexLock lock(&entry->mu);
   *response.mutable_study() = DescribeStudy(*entry);
   response.set_created(true);
@@ -329,10 +358,10 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
 }
 
 absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
-    const v1::GetStudyRequest& request, const CallContext& /*context*/) {
+    const v1::GetStudyRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                           FindStudy(request.study_id()));
+                           FindStudy({context.owner, request.study_id()}));
   absl::MutexLock lock(&entry->mu);
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
@@ -343,7 +372,7 @@ absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
 }
 
 absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
-    const v1::ListStudiesRequest& request, const CallContext& /*context*/) {
+    const v1::ListStudiesRequest& request, const CallContext& context) {
   METAOPT_ASSIGN_OR_RETURN(const int page_size,
                            ResolvePageSize(request.page_size(), options_));
   std::string after;
@@ -351,13 +380,14 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
     METAOPT_ASSIGN_OR_RETURN(
         after, DecodePageToken("study", request.page_token(), "ListStudies"));
   }
-  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Study> stored,
-                           storage_->ListStudies(after, page_size + 1));
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<v1::Study> stored,
+      storage_->ListStudies(context.owner, after, page_size + 1));
   v1::ListStudiesResponse response;
   const bool more = static_cast<int>(stored.size()) > page_size;
   if (more) stored.resize(page_size);
   for (const v1::Study& study : stored) {
-    auto entry = FindStudy(study.study_id());
+    auto entry = FindStudy({context.owner, study.study_id()});
     if (absl::IsNotFound(entry.status())) continue;  // deleted meanwhile
     METAOPT_RETURN_IF_ERROR(entry.status());
     absl::MutexLock lock(&(*entry)->mu);
@@ -372,22 +402,22 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
 }
 
 absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
-    const v1::DeleteStudyRequest& request, const CallContext& /*context*/) {
+    const v1::DeleteStudyRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                           FindStudy(request.study_id()));
+                           FindStudy({context.owner, request.study_id()}));
   {
     absl::MutexLock lock(&entry->mu);
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
-    METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(request.study_id()));
+    METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(entry->key));
     entry->deleted = true;
     ++entry->version;
   }
   {
     absl::MutexLock lock(&map_mu_);
-    auto it = studies_.find(request.study_id());
+    auto it = studies_.find(entry->key);
     if (it != studies_.end() && it->second == entry) studies_.erase(it);
   }
   LogInfo(absl::StrCat("deleted study \"", request.study_id(), "\""));
@@ -395,7 +425,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
 }
 
 absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
-    const v1::SuggestRequest& request, const CallContext& /*context*/) {
+    const v1::SuggestRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.count() < 0 || request.count() > options_.max_suggest_count) {
     return absl::InvalidArgumentError(
@@ -408,7 +438,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
   }
   const int count = request.count() == 0 ? 1 : request.count();
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                           FindStudy(request.study_id()));
+                           FindStudy({context.owner, request.study_id()}));
   const v1::StudySpec& spec = entry->stored.spec();
 
   // Runs the policy on a view of `trials` with an RNG derived from the seed and
@@ -473,8 +503,8 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     if (proposed->update.has_value()) {
       // The state is a function of the completed observations, so it stays
       // valid even if storing the new trials below fails.
-      METAOPT_RETURN_IF_ERROR(storage_->PutPolicyState(
-          request.study_id(), proposed->update->state));
+      METAOPT_RETURN_IF_ERROR(
+          storage_->PutPolicyState(entry->key, proposed->update->state));
       entry->policy = proposed->update->policy;
       ++entry->version;
     }
@@ -493,7 +523,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
       created.push_back(std::move(trial));
     }
     if (!created.empty()) {
-      METAOPT_RETURN_IF_ERROR(storage_->PutTrials(request.study_id(), created));
+      METAOPT_RETURN_IF_ERROR(storage_->PutTrials(entry->key, created));
       ++entry->version;
     }
     for (v1::Trial& trial : created) {
@@ -505,7 +535,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
 }
 
 absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
-    const v1::ObserveRequest& request, const CallContext& /*context*/) {
+    const v1::ObserveRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.target_case() == v1::ObserveRequest::TARGET_NOT_SET) {
     return absl::InvalidArgumentError(
@@ -543,7 +573,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
   }
   METAOPT_RETURN_IF_ERROR(ValidateMetrics(request.metrics()));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                           FindStudy(request.study_id()));
+                           FindStudy({context.owner, request.study_id()}));
 
   std::optional<v1::Configuration> external;
   if (request.target_case() == v1::ObserveRequest::kConfiguration) {
@@ -592,7 +622,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
   }
   *trial.mutable_metrics() = request.metrics();
   *trial.mutable_complete_time() = ToProtoTimestamp(options_.clock());
-  METAOPT_RETURN_IF_ERROR(storage_->PutTrials(request.study_id(), {trial}));
+  METAOPT_RETURN_IF_ERROR(storage_->PutTrials(entry->key, {trial}));
   ++entry->version;
   if (trial.id() > static_cast<int64_t>(entry->trials.size())) {
     entry->trials.push_back(trial);
@@ -605,7 +635,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
 }
 
 absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
-    const v1::FineTuneRequest& request, const CallContext& /*context*/) {
+    const v1::FineTuneRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.steps() < 0 || request.steps() > kMaxFineTuneSteps) {
     return absl::InvalidArgumentError(
@@ -618,7 +648,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
                      " is not a FineTuneScope"));
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                           FindStudy(request.study_id()));
+                           FindStudy({context.owner, request.study_id()}));
   std::vector<v1::Trial> snapshot;
   std::shared_ptr<const policy::Policy> policy;
   {
@@ -646,7 +676,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
       return StudyNotFound(request.study_id());
     }
     METAOPT_RETURN_IF_ERROR(
-        storage_->PutPolicyState(request.study_id(), result.update.state));
+        storage_->PutPolicyState(entry->key, result.update.state));
     entry->policy = std::move(result.update.policy);
     ++entry->version;
   }
@@ -659,7 +689,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
 }
 
 absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
-    const v1::GetTrialRequest& request, const CallContext& /*context*/) {
+    const v1::GetTrialRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.trial_id() <= 0) {
     return absl::InvalidArgumentError(
@@ -667,7 +697,7 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
                      " is not a trial id (ids start at 1)"));
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                           FindStudy(request.study_id()));
+                           FindStudy({context.owner, request.study_id()}));
   absl::MutexLock lock(&entry->mu);
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
@@ -683,7 +713,7 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
 }
 
 absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
-    const v1::ListTrialsRequest& request, const CallContext& /*context*/) {
+    const v1::ListTrialsRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   METAOPT_ASSIGN_OR_RETURN(const int page_size,
                            ResolvePageSize(request.page_size(), options_));
@@ -702,7 +732,7 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
     }
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
-                           FindStudy(request.study_id()));
+                           FindStudy({context.owner, request.study_id()}));
   absl::MutexLock lock(&entry->mu);
   if (entry->deleted) {
     return StudyNotFound(request.study_id());

@@ -32,6 +32,9 @@ struct EngineOptions {
   // `default_page_size`.
   int max_page_size = 1000;
   int default_page_size = 100;
+  // Studies one owner may hold; CreateStudy of one more is RESOURCE_EXHAUSTED.
+  // 0: no limit.
+  int max_studies_per_owner = 0;
   // Policy computations that saw the study change meanwhile are retried this
   // many times before the last attempt runs under the study lock.
   int optimistic_attempts = 2;
@@ -88,9 +91,10 @@ class StudyEngine {
  private:
   struct Entry;
 
-  // The loaded study `study_id`, reading it from storage on first use.
-  // NOT_FOUND if absent.
-  absl::StatusOr<std::shared_ptr<Entry>> FindStudy(const std::string& study_id)
+  // The loaded study `key` (the caller's owner and a study id), reading it from
+  // storage on first use. NOT_FOUND if absent, also when the id exists under
+  // another owner.
+  absl::StatusOr<std::shared_ptr<Entry>> FindStudy(const storage::StudyKey& key)
       ABSL_LOCKS_EXCLUDED(map_mu_);
   v1::Study DescribeStudy(const Entry& entry) const;
   // The registry model a new study binds to: the one `spec.algorithm.model`
@@ -103,8 +107,11 @@ class StudyEngine {
   registry::ModelManager* const models_;
   const EngineOptions options_;
 
+  // Serializes the quota check and insert of CreateStudy (when a quota is set)
+  // so concurrent creates cannot overshoot it. Taken before no other lock.
+  absl::Mutex create_mu_;
   absl::Mutex map_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<Entry>> studies_
+  absl::flat_hash_map<storage::StudyKey, std::shared_ptr<Entry>> studies_
       ABSL_GUARDED_BY(map_mu_);
 };
 
