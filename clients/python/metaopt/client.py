@@ -1,0 +1,448 @@
+"""The metaopt client: a :class:`Client` for the server and a :class:`Study` handle per study.
+
+::
+
+    with metaopt.Client("localhost:50051") as client:
+        study = client.create_study("quadratic", metaopt.flat_space({"x": metaopt.Float(-5, 5)}),
+                                    objective="loss", goal="minimize", algorithm="gp")
+        for _ in range(20):
+            (trial,) = study.suggest()
+            study.observe(trial, (trial.params["x"] - 1) ** 2)
+        print(study.best_trial())
+
+Retries: every call has a per-attempt deadline (``timeout``). Calls that are safe to repeat are
+retried on UNAVAILABLE and DEADLINE_EXCEEDED with exponential backoff and jitter, up to
+``max_attempts`` attempts; a retry waits, within its deadline, for the server to become reachable
+again, so a server restart is ridden out. Retried: reads, CreateStudy (create-or-get),
+DeleteStudy, Heartbeat, Suggest (always sent with a client_id, so the server hands a retry the
+ACTIVE trials a lost attempt created instead of new ones) and Observe of a trial id (a retry that
+finds the trial already observed with the same outcome returns it). Suggest and FineTune are also
+retried on ABORTED, which the server returns when nothing was changed. Observe of a
+configuration is never retried.
+
+Thread safety: a Client and its Study handles may be shared between threads (the gRPC channel
+is thread-safe; a Study's cached state is replaced atomically). Each worker thread that
+evaluates trials should use its own ``client_id``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import random
+import socket
+import time
+import uuid
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+import grpc
+
+from metaopt import spec as spec_lib
+from metaopt.errors import MetaoptError, from_rpc_error
+from metaopt.trial import Trial, TrialState
+from metaopt.v1 import model_pb2, optimizer_service_pb2 as pb, optimizer_service_pb2_grpc
+from metaopt.v1 import study_pb2
+
+PathOrBytes = Union[str, "os.PathLike[str]", bytes]
+
+_RETRY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_RETRY_OR_ABORTED = _RETRY + (grpc.StatusCode.ABORTED,)
+_MAX_CLIENT_ID = 128
+
+
+def _read(value: Optional[PathOrBytes], what: str) -> Optional[bytes]:
+    if value is None or isinstance(value, bytes):
+        return value
+    try:
+        with open(value, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise ValueError(f"{what}: cannot read {value!r}: {e.strerror}") from e
+
+
+def default_client_id() -> str:
+    """``host-pid-random``: unique per process, stable for the life of a Client."""
+    return f"{socket.gethostname()[:80]}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+class Client:
+    """A connection to a metaopt server.
+
+    Args:
+        target: ``host:port`` or any gRPC target (``dns:///metaopt.example:50051``).
+        token: sent as ``authorization: Bearer <token>`` with every call.
+        tls: use TLS with the system's root certificates; implied by any of the next three.
+        root_certificates: PEM bytes, or a path to them, of the CA that signed the server's
+            certificate.
+        certificate_chain, private_key: PEM bytes or paths of this client's certificate and key
+            (mutual TLS).
+        server_name: the name to check the server's certificate against, if not the target's host.
+        timeout: deadline of each attempt of a call, in seconds.
+        max_attempts: attempts of a retryable call (1: no retries).
+        initial_backoff, max_backoff: seconds to wait before the second attempt, doubled for each
+            further one up to ``max_backoff``; the actual wait is drawn from [backoff / 2, backoff].
+        client_id: the worker id sent with Suggest (default: :func:`default_client_id`).
+        interceptors: ``grpc`` client interceptors wrapped around the channel.
+        channel_options: extra ``grpc`` channel arguments, as (key, value) pairs.
+    """
+
+    def __init__(
+        self,
+        target: str = "localhost:50051",
+        *,
+        token: Optional[str] = None,
+        tls: bool = False,
+        root_certificates: Optional[PathOrBytes] = None,
+        certificate_chain: Optional[PathOrBytes] = None,
+        private_key: Optional[PathOrBytes] = None,
+        server_name: Optional[str] = None,
+        timeout: float = 30.0,
+        max_attempts: int = 5,
+        initial_backoff: float = 0.2,
+        max_backoff: float = 5.0,
+        client_id: Optional[str] = None,
+        interceptors: Sequence[grpc.UnaryUnaryClientInterceptor] = (),
+        channel_options: Sequence[Tuple[str, Any]] = (),
+    ) -> None:
+        if not target:
+            raise ValueError("target: empty; give host:port")
+        if not timeout > 0:
+            raise ValueError(f"timeout: {timeout!r} must be > 0 seconds")
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+            raise ValueError(f"max_attempts: {max_attempts!r} must be an integer >= 1")
+        if not 0 <= initial_backoff <= max_backoff:
+            raise ValueError(f"initial_backoff, max_backoff: need 0 <= {initial_backoff!r} <= "
+                             f"{max_backoff!r}")
+        if token is not None and (not token or any(c in token for c in "\r\n")):
+            raise ValueError("token: must be non-empty and on one line")
+        if client_id is not None and not 0 < len(client_id) <= _MAX_CLIENT_ID:
+            raise ValueError(f"client_id: {client_id!r} must have 1 to {_MAX_CLIENT_ID} characters")
+        if (certificate_chain is None) != (private_key is None):
+            raise ValueError("certificate_chain, private_key: give both for mutual TLS, or neither")
+
+        self.target = target
+        self.timeout = float(timeout)
+        self.max_attempts = max_attempts
+        self.initial_backoff = float(initial_backoff)
+        self.max_backoff = float(max_backoff)
+        self.client_id = client_id or default_client_id()
+        self._metadata: Tuple[Tuple[str, str], ...] = (
+            (("authorization", f"Bearer {token}"),) if token else ())
+
+        options = list(channel_options)
+        if server_name:
+            options.append(("grpc.ssl_target_name_override", server_name))
+        secure = tls or root_certificates is not None or certificate_chain is not None
+        if secure:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_read(root_certificates, "root_certificates"),
+                private_key=_read(private_key, "private_key"),
+                certificate_chain=_read(certificate_chain, "certificate_chain"))
+            channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            channel = grpc.insecure_channel(target, options=options)
+        self._raw_channel = channel
+        if interceptors:
+            channel = grpc.intercept_channel(channel, *interceptors)
+        self._channel = channel
+        self.stub = optimizer_service_pb2_grpc.OptimizerServiceStub(channel)
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the channel; later calls fail."""
+        self._raw_channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def call(
+        self,
+        method: str,
+        request: Any,
+        *,
+        retry_on: Sequence[grpc.StatusCode] = _RETRY,
+        recover: Optional[Callable[[MetaoptError], Optional[Any]]] = None,
+    ) -> Any:
+        """Calls ``method`` (an OptimizerService RPC name) with retries.
+
+        ``retry_on`` lists the codes that are retried (empty: none). After a retried attempt,
+        an error is first passed to ``recover``, whose non-None result is returned instead
+        (used to recognise that a lost attempt had succeeded). Raises :class:`MetaoptError`.
+        """
+        rpc = getattr(self.stub, method)
+        backoff = self.initial_backoff
+        retried = False
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                # A retry waits (within its deadline) for the channel to reconnect: without a
+                # call in progress the Python channel does not run its reconnection timers.
+                return rpc(request, timeout=self.timeout, metadata=self._metadata,
+                           wait_for_ready=True if retried else None)
+            except grpc.RpcError as rpc_error:
+                error = from_rpc_error(rpc_error, method)
+            if retried and recover is not None:
+                recovered = recover(error)
+                if recovered is not None:
+                    return recovered
+            if error.code not in retry_on or attempt == self.max_attempts:
+                raise error
+            time.sleep(random.uniform(backoff / 2, backoff))
+            backoff = min(backoff * 2, self.max_backoff)
+            retried = True
+        raise AssertionError("unreachable")
+
+    def create_study(
+        self,
+        study_id: str,
+        space: Optional[study_pb2.SearchSpace] = None,
+        *,
+        spec: Optional[study_pb2.StudySpec] = None,
+        **spec_options: Any,
+    ) -> "Study":
+        """Creates a study, or gets it if it exists with an equal spec.
+
+        Give either ``space`` plus :func:`metaopt.study_spec` keywords (``objective``, ``goal``,
+        ``algorithm``, ``model``, ``initial_trials``, ``seed``, ``candidates``,
+        ``dataset_features``), or a complete ``spec``.
+
+        Raises:
+            AlreadyExistsError: the id is taken by a study with another spec.
+            InvalidArgumentError: the spec is invalid (the message names the field).
+        """
+        if (space is None) == (spec is None):
+            raise ValueError("create_study: give either space (with keywords) or spec")
+        if spec is not None and spec_options:
+            raise ValueError(f"create_study: with spec, no other keywords ({sorted(spec_options)})")
+        if spec is None:
+            spec = spec_lib.study_spec(space, **spec_options)
+        response = self.call("CreateStudy", pb.CreateStudyRequest(study_id=study_id, spec=spec))
+        return Study(self, response.study, created=response.created)
+
+    def get_study(self, study_id: str) -> "Study":
+        """The study ``study_id``. Raises :class:`NotFoundError` if there is none."""
+        response = self.call("GetStudy", pb.GetStudyRequest(study_id=study_id))
+        return Study(self, response.study)
+
+    def list_studies(self, page_size: int = 100) -> Iterator["Study"]:
+        """Every study, ordered by id (pages are fetched as the iterator advances)."""
+        token = ""
+        while True:
+            response = self.call("ListStudies",
+                                 pb.ListStudiesRequest(page_size=page_size, page_token=token))
+            for study in response.studies:
+                yield Study(self, study)
+            token = response.next_page_token
+            if not token:
+                return
+
+    def delete_study(self, study_id: str) -> None:
+        """Deletes a study with its trials. A retry that finds it already gone succeeds."""
+
+        def gone(error: MetaoptError) -> Optional[bool]:
+            return True if error.code == grpc.StatusCode.NOT_FOUND else None
+
+        self.call("DeleteStudy", pb.DeleteStudyRequest(study_id=study_id), recover=gone)
+
+    def list_models(self) -> List[model_pb2.Model]:
+        """The models the server's registry serves now."""
+        return list(self.call("ListModels", pb.ListModelsRequest()).models)
+
+
+def _outcome(value: Optional[float], failed: Optional[str], infeasible: Optional[str],
+             request: pb.ObserveRequest) -> None:
+    given = [name for name, v in (("value", value), ("failed", failed),
+                                  ("infeasible", infeasible)) if v is not None]
+    if len(given) != 1:
+        raise ValueError(f"observe: give exactly one of value, failed, infeasible (got {given})")
+    if value is not None:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"value: {value!r} is not a number")
+        if not math.isfinite(float(value)):
+            raise ValueError(f"value: {value!r} is not finite")
+        request.value = float(value)
+    else:
+        request.failure.state = (study_pb2.TRIAL_STATE_FAILED if failed is not None
+                                 else study_pb2.TRIAL_STATE_INFEASIBLE)
+        request.failure.reason = failed if failed is not None else infeasible
+
+
+def _same_outcome(trial: study_pb2.Trial, request: pb.ObserveRequest) -> bool:
+    if request.WhichOneof("outcome") == "value":
+        return (trial.state == study_pb2.TRIAL_STATE_COMPLETED and trial.HasField("value")
+                and trial.value == request.value)
+    return (trial.state == request.failure.state
+            and trial.failure_reason == request.failure.reason)
+
+
+class Study:
+    """A handle on one study. Its cached ``proto`` is refreshed by :meth:`refresh`."""
+
+    def __init__(self, client: Client, proto: study_pb2.Study, created: bool = False) -> None:
+        self._client = client
+        self._proto = proto
+        self.created = created
+        """True if the CreateStudy call that returned this handle created the study."""
+
+    @property
+    def id(self) -> str:
+        return self._proto.study_id
+
+    @property
+    def proto(self) -> study_pb2.Study:
+        """The ``metaopt.v1.Study`` as last fetched."""
+        return self._proto
+
+    @property
+    def spec(self) -> study_pb2.StudySpec:
+        return self._proto.spec
+
+    @property
+    def bound_model(self) -> str:
+        """The registry model the study is bound to (``name@version``), empty if none."""
+        return self._proto.bound_model
+
+    @property
+    def trial_count(self) -> int:
+        """The number of trials as last fetched (see :meth:`refresh`)."""
+        return self._proto.trial_count
+
+    @property
+    def exhausted(self) -> bool:
+        """True once a catalogue study has tried every candidate (as last fetched)."""
+        return self._proto.state == study_pb2.STUDY_STATE_EXHAUSTED
+
+    def _trial(self, proto: study_pb2.Trial) -> Trial:
+        return Trial(proto, self._proto.spec.search_space)
+
+    def refresh(self) -> "Study":
+        """Fetches the study again (trial count, best trial, state); returns self."""
+        response = self._client.call("GetStudy", pb.GetStudyRequest(study_id=self.id))
+        self._proto = response.study
+        return self
+
+    def suggest(self, count: int = 1, *, client_id: Optional[str] = None) -> List[Trial]:
+        """Asks for up to ``count`` trials to evaluate.
+
+        The client's ACTIVE trials (not yet observed) come back first, so a retry, or a worker
+        that restarts with the same ``client_id``, gets the same trials. Fewer than ``count``
+        (finally none) once a catalogue study runs out of candidates.
+        """
+        request = pb.SuggestRequest(study_id=self.id, count=count,
+                                    client_id=client_id or self._client.client_id)
+        response = self._client.call("Suggest", request, retry_on=_RETRY_OR_ABORTED)
+        return [self._trial(t) for t in response.trials]
+
+    def observe(
+        self,
+        trial: Union[Trial, int],
+        value: Optional[float] = None,
+        *,
+        failed: Optional[str] = None,
+        infeasible: Optional[str] = None,
+        metrics: Optional[Mapping[str, float]] = None,
+    ) -> Trial:
+        """Reports a trial's outcome: its objective ``value``, or that it ``failed`` or was
+        ``infeasible`` (with the reason). Returns the completed trial.
+
+        Raises:
+            FailedPreconditionError: the trial was already observed (with another outcome).
+            NotFoundError: no such trial.
+            InvalidArgumentError: e.g. a metric that is not finite.
+        """
+        trial_id = trial.id if isinstance(trial, Trial) else int(trial)
+        request = pb.ObserveRequest(study_id=self.id, trial_id=trial_id)
+        _outcome(value, failed, infeasible, request)
+        for name, metric in (metrics or {}).items():
+            request.metrics[name] = float(metric)
+
+        def already_recorded(error: MetaoptError) -> Optional[pb.ObserveResponse]:
+            # A lost attempt may have been applied: the trial then shows our outcome.
+            if error.code != grpc.StatusCode.FAILED_PRECONDITION:
+                return None
+            current = self._client.call(
+                "GetTrial", pb.GetTrialRequest(study_id=self.id, trial_id=trial_id)).trial
+            if _same_outcome(current, request):
+                return pb.ObserveResponse(trial=current)
+            return None
+
+        response = self._client.call("Observe", request, recover=already_recorded)
+        return self._trial(response.trial)
+
+    def observe_configuration(
+        self,
+        configuration: Any,
+        value: Optional[float] = None,
+        *,
+        failed: Optional[str] = None,
+        infeasible: Optional[str] = None,
+        metrics: Optional[Mapping[str, float]] = None,
+    ) -> Trial:
+        """Records an externally evaluated configuration (warm start from earlier results) as a
+        new trial. ``configuration`` is a proto, ``{stage: Choice(algorithm, params)}``, or for a
+        one-stage space a flat ``{parameter: value}`` mapping. Never retried (a retry would record
+        it twice)."""
+        request = pb.ObserveRequest(study_id=self.id)
+        request.configuration.CopyFrom(
+            spec_lib.configuration(configuration, self._proto.spec.search_space))
+        _outcome(value, failed, infeasible, request)
+        for name, metric in (metrics or {}).items():
+            request.metrics[name] = float(metric)
+        response = self._client.call("Observe", request, retry_on=())
+        return self._trial(response.trial)
+
+    def heartbeat(self, trials: Sequence[Union[Trial, int]]) -> List[Trial]:
+        """Extends the leases of ACTIVE trials still being evaluated; returns them with their new
+        ``lease_expire_time``."""
+        ids = [t.id if isinstance(t, Trial) else int(t) for t in trials]
+        response = self._client.call("Heartbeat",
+                                     pb.HeartbeatRequest(study_id=self.id, trial_ids=ids))
+        return [self._trial(t) for t in response.trials]
+
+    def get_trial(self, trial_id: int) -> Trial:
+        response = self._client.call("GetTrial",
+                                     pb.GetTrialRequest(study_id=self.id, trial_id=trial_id))
+        return self._trial(response.trial)
+
+    def trials(self, state: Optional[TrialState] = None, page_size: int = 100) -> Iterator[Trial]:
+        """The study's trials by increasing id, optionally only those in ``state``."""
+        token = ""
+        while True:
+            response = self._client.call("ListTrials", pb.ListTrialsRequest(
+                study_id=self.id, page_size=page_size, page_token=token,
+                state=int(state) if state is not None else 0))
+            for trial in response.trials:
+                yield self._trial(trial)
+            token = response.next_page_token
+            if not token:
+                return
+
+    def best_trial(self) -> Optional[Trial]:
+        """The best COMPLETED trial for the study's goal (fetched now), or None."""
+        self.refresh()
+        return self._trial(self._proto.best_trial) if self._proto.HasField("best_trial") else None
+
+    def fine_tune(self, steps: int = 0, scope: str = "kernel") -> pb.FineTuneResponse:
+        """Fits the study's surrogate further on its observations (``scope``: ``"kernel"`` or
+        ``"full"``; ``steps`` 0: the algorithm's default). Not idempotent: only ABORTED (nothing
+        was changed) is retried."""
+        scopes = {"kernel": pb.FINE_TUNE_SCOPE_KERNEL, "full": pb.FINE_TUNE_SCOPE_FULL}
+        if scope not in scopes:
+            raise ValueError(f"scope: {scope!r} is not one of {sorted(scopes)}")
+        return self._client.call(
+            "FineTune", pb.FineTuneRequest(study_id=self.id, steps=steps, scope=scopes[scope]),
+            retry_on=(grpc.StatusCode.ABORTED,))
+
+    def delete(self) -> None:
+        """Deletes the study with its trials and surrogate state."""
+        self._client.delete_study(self.id)
+
+    def __repr__(self) -> str:
+        return f"Study(id={self.id!r}, trial_count={self.trial_count})"
+

@@ -1,0 +1,206 @@
+"""Building ``metaopt.v1`` search spaces, study specs and configurations from plain Python values.
+
+A search space is a mapping ``stage -> algorithm -> parameter -> domain``; plain hyperparameter
+optimization is one stage with one algorithm (:func:`flat_space`)::
+
+    space = metaopt.search_space({
+        "scaler": {"none": {}, "standard": {}},
+        "estimator": {
+            "svm": {"C": metaopt.Float(1e-2, 1e3, log=True)},
+            "knn": {"n_neighbors": metaopt.Int(1, 30)},
+        },
+    })
+    spec = metaopt.study_spec(space, objective="accuracy", goal="maximize", algorithm="gp")
+
+The server validates everything (bounds, names, catalogue membership) and answers
+INVALID_ARGUMENT naming the field; these helpers only check Python types.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from typing import Any, Dict, Iterable, Mapping, NamedTuple, Optional, Sequence, Union
+
+from metaopt.v1 import study_pb2
+
+ParamValue = Union[float, int, str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Float:
+    """A real parameter on [low, high]; with ``log`` values spread geometrically (low > 0)."""
+
+    low: float
+    high: float
+    log: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Int:
+    """An integer parameter on [low, high]; with ``log`` values spread geometrically (low >= 1)."""
+
+    low: int
+    high: int
+    log: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Categorical:
+    """A categorical parameter: one of ``values``."""
+
+    values: Sequence[str]
+
+
+Domain = Union[Float, Int, Categorical]
+
+
+class Choice(NamedTuple):
+    """The choice made in one stage: an algorithm and its parameters."""
+
+    algorithm: str
+    params: Dict[str, ParamValue]
+
+
+_GOALS = {
+    "minimize": study_pb2.GOAL_MINIMIZE,
+    "maximize": study_pb2.GOAL_MAXIMIZE,
+}
+_ALGORITHMS = {
+    "random": study_pb2.ALGORITHM_KIND_RANDOM,
+    "gp": study_pb2.ALGORITHM_KIND_GP,
+    "deeppipe": study_pb2.ALGORITHM_KIND_DEEPPIPE,
+    "pmf": study_pb2.ALGORITHM_KIND_PMF,
+    "mosaic": study_pb2.ALGORITHM_KIND_MOSAIC,
+}
+
+
+def _parameter(name: str, domain: Domain) -> study_pb2.Parameter:
+    parameter = study_pb2.Parameter(name=name)
+    if isinstance(domain, Float):
+        parameter.float_domain.low = domain.low
+        parameter.float_domain.high = domain.high
+        parameter.float_domain.log = domain.log
+    elif isinstance(domain, Int):
+        for field, bound in (("low", domain.low), ("high", domain.high)):
+            if isinstance(bound, bool) or not isinstance(bound, numbers.Integral):
+                raise TypeError(f"parameter {name!r}: Int.{field} must be an integer, got {bound!r}")
+        parameter.int_domain.low = int(domain.low)
+        parameter.int_domain.high = int(domain.high)
+        parameter.int_domain.log = domain.log
+    elif isinstance(domain, Categorical):
+        if isinstance(domain.values, str):
+            raise TypeError(f"parameter {name!r}: Categorical.values must be a list of strings")
+        parameter.categorical_domain.values.extend(str(v) for v in domain.values)
+    else:
+        raise TypeError(
+            f"parameter {name!r}: domain must be Float, Int or Categorical, got {domain!r}")
+    return parameter
+
+
+def search_space(stages: Mapping[str, Mapping[str, Mapping[str, Domain]]]) -> study_pb2.SearchSpace:
+    """A pipeline space from ``{stage: {algorithm: {parameter: domain}}}`` (in insertion order)."""
+    space = study_pb2.SearchSpace()
+    for stage_name, algorithms in stages.items():
+        stage = space.stages.add(name=stage_name)
+        for algorithm_name, params in algorithms.items():
+            algorithm = stage.algorithms.add(name=algorithm_name)
+            for param_name, domain in params.items():
+                algorithm.parameters.append(_parameter(param_name, domain))
+    return space
+
+
+def flat_space(params: Mapping[str, Domain], name: str = "model") -> study_pb2.SearchSpace:
+    """Plain hyperparameter optimization: one stage and one algorithm, both called ``name``."""
+    return search_space({name: {name: params}})
+
+
+def _enum(value: Union[str, int], table: Mapping[str, int], what: str) -> int:
+    if isinstance(value, str):
+        key = value.lower()
+        if key not in table:
+            raise ValueError(f"{what}: {value!r} is not one of {sorted(table)}")
+        return table[key]
+    return int(value)
+
+
+def study_spec(
+    space: study_pb2.SearchSpace,
+    *,
+    objective: str = "objective",
+    goal: Union[str, int] = "maximize",
+    algorithm: Union[str, int] = "gp",
+    model: str = "",
+    initial_trials: int = 0,
+    seed: int = 0,
+    candidates: Iterable[Any] = (),
+    dataset_features: Optional[Mapping[str, float]] = None,
+) -> study_pb2.StudySpec:
+    """A ``StudySpec``.
+
+    Args:
+        space: the search space (see :func:`search_space`, :func:`flat_space`).
+        objective: the objective's name.
+        goal: ``"maximize"`` or ``"minimize"`` (or a ``metaopt.v1.Goal`` value).
+        algorithm: ``"random"``, ``"gp"``, ``"deeppipe"``, ``"pmf"`` or ``"mosaic"`` (or a
+            ``metaopt.v1.AlgorithmKind`` value).
+        model: a registry model (``"name"`` or ``"name@version"``); empty: the one whose space
+            matches, if any; ``"none"``: no model.
+        initial_trials: initial-design suggestions before the model takes over (0: default).
+        seed: the study's random seed (runs with the same seed and history are reproducible).
+        candidates: a finite catalogue of configurations (see :func:`configuration`).
+        dataset_features: meta-features of the dataset, for warm starts that use them.
+    """
+    spec = study_pb2.StudySpec(seed=seed)
+    spec.search_space.CopyFrom(space)
+    spec.objective.name = objective
+    spec.objective.goal = _enum(goal, _GOALS, "goal")
+    spec.algorithm.kind = _enum(algorithm, _ALGORITHMS, "algorithm")
+    spec.algorithm.model = model
+    spec.algorithm.initial_trials = initial_trials
+    for candidate in candidates:
+        spec.candidates.append(configuration(candidate, space))
+    for name, value in (dataset_features or {}).items():
+        spec.dataset_features[name] = float(value)
+    return spec
+
+
+def _set_value(target: study_pb2.ParameterValue, name: str, value: Any) -> None:
+    if isinstance(value, str):
+        target.category = value
+    elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if not math.isfinite(float(value)):
+            raise ValueError(f"parameter {name!r}: {value!r} is not a finite number")
+        target.number = float(value)
+    else:
+        raise TypeError(f"parameter {name!r}: value must be a number or a string, got {value!r}")
+
+
+def configuration(
+    value: Any, space: Optional[study_pb2.SearchSpace] = None
+) -> study_pb2.Configuration:
+    """A ``Configuration`` from a proto, ``{stage: Choice(algorithm, params)}`` (tuples work too),
+    or, for a space with a single stage, a flat ``{parameter: value}`` mapping."""
+    if isinstance(value, study_pb2.Configuration):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"configuration must be a Configuration or a mapping, got {value!r}")
+    config = study_pb2.Configuration()
+    if value and all(isinstance(v, tuple) and len(v) == 2 for v in value.values()):
+        for stage, (algorithm, params) in value.items():
+            assignment = config.assignments.add(stage=stage, algorithm=algorithm)
+            for name, v in params.items():
+                _set_value(assignment.parameters[name], name, v)
+        return config
+    if space is None or len(space.stages) != 1:
+        raise ValueError(
+            "configuration: a flat {parameter: value} mapping needs a space with exactly one "
+            "stage; give {stage: Choice(algorithm, params)} instead")
+    stage = space.stages[0]
+    assignment = config.assignments.add(stage=stage.name)
+    if len(stage.algorithms) == 1:
+        assignment.algorithm = stage.algorithms[0].name
+    for name, v in value.items():
+        _set_value(assignment.parameters[name], name, v)
+    return config
