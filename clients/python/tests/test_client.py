@@ -413,6 +413,73 @@ class AuthTest(unittest.TestCase):
             self.assertEqual([s.id for s in bob.list_studies()], [])
 
 
+def _make_certificates(directory: str) -> None:
+    """A CA, and a server (localhost, 127.0.0.1) and a client certificate it signed, as PEM files
+    ca.pem, server.pem/server.key and client.pem/client.key in ``directory``."""
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=directory, check=True, capture_output=True,
+                       timeout=60)
+
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    openssl("req", "-x509", *key, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+            "-subj", "/CN=metaopt test CA")
+    with open(os.path.join(directory, "san.ext"), "w") as f:
+        f.write("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for name in ("server", "client"):
+        openssl("req", *key, "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                "-subj", f"/CN={name}")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-out", f"{name}.pem", "-days", "1", "-extfile", "san.ext")
+
+
+class TlsTest(unittest.TestCase):
+
+    def start_server(self, mutual: bool) -> TempServer:
+        if not _server_supports("--tls-cert"):
+            self.skipTest("this metaopt-server has no --tls-cert")
+        server = TempServer()
+        self.addCleanup(server.__exit__, None, None, None)
+        _make_certificates(server.directory)
+        self.directory = server.directory
+        server.extra_args = [f"--tls-cert={self.path('server.pem')}",
+                             f"--tls-key={self.path('server.key')}"]
+        if mutual:
+            server.extra_args.append(f"--tls-client-ca={self.path('ca.pem')}")
+        server.start()
+        return server
+
+    def path(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    def test_tls_with_the_servers_ca(self):
+        server = self.start_server(mutual=False)
+        ca = self.path("ca.pem")
+        with metaopt.Client(server.target, root_certificates=ca) as client:
+            study = client.create_study("tls", quadratic_space(), algorithm="random")
+            self.assertEqual(len(study.suggest()), 1)
+        with open(ca, "rb") as f:  # PEM bytes work as well as a path
+            with metaopt.Client(f"localhost:{server.port}", root_certificates=f.read()) as client:
+                self.assertEqual(client.get_study("tls").id, "tls")
+        for options in ({}, {"tls": True}):  # plaintext; TLS without the CA
+            with metaopt.Client(server.target, max_attempts=1, timeout=10, **options) as client:
+                with self.assertRaises(metaopt.UnavailableError, msg=str(options)):
+                    client.get_study("tls")
+        with self.assertRaisesRegex(ValueError, "root_certificates: cannot read"):
+            metaopt.Client(server.target, root_certificates=ca + ".missing")
+
+    def test_mutual_tls_needs_the_client_certificate(self):
+        server = self.start_server(mutual=True)
+        with metaopt.Client(server.target, root_certificates=self.path("ca.pem"),
+                            certificate_chain=self.path("client.pem"),
+                            private_key=self.path("client.key")) as client:
+            self.assertEqual(client.list_models(), [])
+        with metaopt.Client(server.target, root_certificates=self.path("ca.pem"), max_attempts=1,
+                            timeout=10) as client:
+            with self.assertRaises(metaopt.UnavailableError):
+                client.list_models()
+
+
 class HeartbeatTest(ServerTest):
 
     def test_heartbeat_extends_leases(self):
