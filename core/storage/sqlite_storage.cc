@@ -257,6 +257,7 @@ absl::StatusOr<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(
   METAOPT_RETURN_IF_ERROR(
       Annotate(db.Exec("PRAGMA foreign_keys = ON"), context));
   METAOPT_RETURN_IF_ERROR(Annotate(Migrate(db, Migrations()), context));
+  db.set_commit_observer(options.on_commit);
   return std::unique_ptr<SqliteStorage>(new SqliteStorage(std::move(db)));
 }
 

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 
 namespace metaopt::storage {
 
@@ -53,12 +54,14 @@ absl::StatusOr<Database> Database::Open(const std::string& path, int flags) {
 }
 
 Database::Database(Database&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      commit_observer_(std::move(other.commit_observer_)) {}
 
 Database& Database::operator=(Database&& other) noexcept {
   if (this != &other) {
     if (db_ != nullptr) sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
+    commit_observer_ = std::move(other.commit_observer_);
   }
   return *this;
 }
@@ -190,11 +193,11 @@ absl::StatusOr<Transaction> Transaction::Begin(Database& db, Mode mode) {
   const int rc = sqlite3_exec(db.get(), sql, nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK)
     return SqliteStatus(rc, db.get(), "beginning transaction");
-  return Transaction(&db);
+  return Transaction(&db, mode);
 }
 
 Transaction::Transaction(Transaction&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)) {}
+    : db_(std::exchange(other.db_, nullptr)), mode_(other.mode_) {}
 
 Transaction::~Transaction() {
   // SQLite may already have rolled back on its own (e.g. after SQLITE_FULL);
@@ -207,9 +210,13 @@ Transaction::~Transaction() {
 absl::Status Transaction::Commit() {
   if (db_ == nullptr)
     return absl::FailedPreconditionError("transaction is not active");
+  const absl::Time start = absl::Now();
   const int rc = sqlite3_exec(db_->get(), "COMMIT", nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK)
     return SqliteStatus(rc, db_->get(), "committing transaction");
+  if (mode_ == Mode::kImmediate && db_->commit_observer_) {
+    db_->commit_observer_(absl::Now() - start);
+  }
   db_ = nullptr;
   return absl::OkStatus();
 }

@@ -6,12 +6,14 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace metaopt::storage {
 
@@ -42,6 +44,13 @@ class Database {
 
   sqlite3* get() const { return db_; }
 
+  // Called with the duration of each successful COMMIT of a kImmediate (write)
+  // transaction on this connection: the WAL append and sync that make it
+  // durable. Runs on the committing thread; must be quick. Empty: none.
+  void set_commit_observer(std::function<void(absl::Duration)> observer) {
+    commit_observer_ = std::move(observer);
+  }
+
   // Runs `sql` (one or more statements without parameters), discarding any
   // rows. Only for SQL written by us: schema, pragmas, transaction control.
   absl::Status Exec(const char* sql);
@@ -54,6 +63,9 @@ class Database {
   explicit Database(sqlite3* db) : db_(db) {}
 
   sqlite3* db_ = nullptr;
+  std::function<void(absl::Duration)> commit_observer_;
+
+  friend class Transaction;
 };
 
 // Owns one prepared statement; finalizes it on destruction. Movable, not
@@ -122,9 +134,10 @@ class Transaction {
   absl::Status Commit();
 
  private:
-  explicit Transaction(Database* db) : db_(db) {}
+  Transaction(Database* db, Mode mode) : db_(db), mode_(mode) {}
 
   Database* db_;  // Not owned; null once committed or moved from.
+  Mode mode_;
 };
 
 }  // namespace metaopt::storage

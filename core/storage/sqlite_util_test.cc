@@ -2,6 +2,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/storage/storage_test_util.h"
 #include "gmock/gmock.h"
@@ -110,6 +111,33 @@ TEST_F(SqliteUtilTest, TransactionRollsBackUnlessCommitted) {
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> keys,
                                db_.QueryText("SELECT group_concat(k) FROM t"));
   EXPECT_THAT(keys, Optional(std::string("kept")));
+}
+
+TEST_F(SqliteUtilTest, CommitObserverSeesEachSuccessfulWriteCommit) {
+  std::vector<absl::Duration> commits;
+  db_.set_commit_observer(
+      [&commits](absl::Duration latency) { commits.push_back(latency); });
+  Database moved = std::move(db_);  // the observer moves with the connection
+  {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Transaction tx,
+        Transaction::Begin(moved, Transaction::Mode::kImmediate));
+    ASSERT_THAT(tx.Commit(), IsOk());
+  }
+  {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Transaction tx,
+        Transaction::Begin(moved, Transaction::Mode::kDeferred));
+    ASSERT_THAT(tx.Commit(), IsOk());  // a read: not observed
+  }
+  {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Transaction tx,
+        Transaction::Begin(moved, Transaction::Mode::kImmediate));
+  }  // rolled back: not observed
+  ASSERT_EQ(commits.size(), 1u);
+  EXPECT_GE(commits[0], absl::ZeroDuration());
+  EXPECT_LT(commits[0], absl::Seconds(60));
 }
 
 TEST_F(SqliteUtilTest, SecondWriterTimesOutAsUnavailable) {

@@ -3,6 +3,7 @@
 #define METAOPT_CORE_STORAGE_STORAGE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "metaopt/v1/study.pb.h"
 
 namespace metaopt::storage {
@@ -83,6 +85,11 @@ class Storage {
 struct SqliteOptions {
   // Milliseconds a writer waits for a lock held by another connection.
   int busy_timeout_ms = 5000;
+  // Called after each successful write transaction with how long its COMMIT
+  // took (the WAL append and sync that make it durable), on the writing
+  // thread; must be thread-safe and quick. The server feeds its commit
+  // latency histogram from it, so storage stays free of metrics. Empty: none.
+  std::function<void(absl::Duration)> on_commit;
 };
 
 // Opens (creating if needed) the SQLite database at `path` in WAL mode with
