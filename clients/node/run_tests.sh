@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# ctest driver: the Node client's tests (node --test) against the real metaopt-server.
-# Usage: run_tests.sh SERVER_BINARY. Exits 77 (ctest SKIP_RETURN_CODE) when node is older than
-# 18 or the npm packages are not installed (scripts/install-deps.sh installs them).
+# ctest driver for the Node client.
+#   run_tests.sh SERVER_BINARY   node --test against the real metaopt-server
+#   run_tests.sh --types         tsc: src/index.d.ts compiles and types test/types_check.ts
+# Exits 77 (ctest SKIP_RETURN_CODE) when node is older than 18 or the npm packages are not
+# installed (scripts/install-deps.sh installs them).
 set -uo pipefail
 
 dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-server="${1:?usage: run_tests.sh SERVER_BINARY}"
+mode="${1:?usage: run_tests.sh SERVER_BINARY | --types}"
 node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
 if ((node_major < 18)); then
   echo "SKIPPED: node >= 18 is needed for node --test (have: $(node --version 2>/dev/null || echo none))"
@@ -16,5 +18,13 @@ if [[ ! -d "$dir/node_modules/@grpc/grpc-js" || ! -d "$dir/node_modules/@grpc/pr
   exit 77
 fi
 cd "$dir" || exit 1
-export METAOPT_SERVER="$server"
+if [[ "$mode" == --types ]]; then
+  if [[ ! -f node_modules/typescript/bin/tsc ]]; then
+    echo "SKIPPED: typescript is not installed in $dir/node_modules (npm ci installs it)"
+    exit 77
+  fi
+  node node_modules/typescript/bin/tsc -p test/tsconfig.json && echo "tsc: the declarations type-check"
+  exit
+fi
+export METAOPT_SERVER="$mode"
 exec node --test test/*.test.js

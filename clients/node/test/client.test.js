@@ -8,6 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 
+import * as metaopt from '../src/index.js';
 import { Client, MetaoptError, Status, algorithms, codeName, parameters, toDate } from '../src/index.js';
 import { ServerProcess, serverBinary, tempDir } from './server_process.js';
 
@@ -230,6 +231,24 @@ describe('against one server', () => {
     assert.ok(Number(best[1]) < 5, `best Branin value ${best[1]} after 16 trials`);
     const study = await client.getStudy('branin-example');
     assert.equal(study.info.trialCount, '16');
+  });
+});
+
+describe('API surface', () => {
+  test('everything src/index.d.ts declares exists at run time', () => {
+    const declarations = fs.readFileSync(new URL('../src/index.d.ts', import.meta.url), 'utf8');
+    const exported = [...declarations.matchAll(/^export declare (?:const|function|class) (\w+)/gm)].map((m) => m[1]);
+    assert.ok(exported.length >= 8, exported.join());
+    for (const name of exported) assert.ok(name in metaopt, `${name} is declared but not exported`);
+    let checked = 0;
+    for (const [, name, body] of declarations.matchAll(/^export declare class (\w+)[^{]*\{\n([\s\S]*?)^\}/gm)) {
+      const methods = [...body.matchAll(/^  (\w+)\(/gm)].map((m) => m[1]).filter((m) => m !== 'constructor');
+      for (const method of methods) {
+        assert.equal(typeof metaopt[name].prototype[method], 'function', `${name}.${method} is declared but missing`);
+        checked += 1;
+      }
+    }
+    assert.ok(checked >= 15, `only ${checked} declared methods found`);
   });
 });
 
