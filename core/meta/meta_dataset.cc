@@ -19,7 +19,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "core/common/status_macros.h"
+#include "core/space/search_space.h"
 #include "nlohmann/json.hpp"
 
 namespace metaopt::meta {
@@ -1111,6 +1113,15 @@ absl::StatusOr<SpaceFile> ParseSpaceJson(std::string_view text) {
                         absl::StrCat("the evaluations.csv column name ",
                                      Quote(column), " would occur twice"));
     }
+  }
+  // The rules of every search space of the service (name lengths, control
+  // characters, int bounds within +-2^53, size limits), so that a study or a
+  // model over this space can be created.
+  if (absl::Status status = space::ValidateSearchSpace(result.space, "");
+      !status.ok()) {
+    // With an empty prefix the paths read ".stages[1]...".
+    return absl::InvalidArgumentError(absl::StrCat(
+        kSpaceFile, ": ", absl::StripPrefix(status.message(), ".")));
   }
   return result;
 }

@@ -531,6 +531,25 @@ TEST_F(MetaDatasetTest, SpaceIntBoundsMustBeIntegral) {
                HasSubstr("(\"k\"): int bound low 1.5 is not an integer")));
 }
 
+// Caught by the meta_dataset fuzz harness: int bounds beyond +-2^53 (and other
+// breaches of the service's search-space rules) were accepted, and studies over
+// the space then failed.
+TEST_F(MetaDatasetTest, SpaceMustObeyTheSearchSpaceRules) {
+  absl::StrReplaceAll(
+      {{R"("low": 1, "high": 15)", R"("low": 1, "high": 100000000000000000)"}},
+      &text_.space_json);
+  EXPECT_THAT(
+      Read(),
+      StatusIs(kInvalid,
+               HasSubstr("space.json: stages[1].algorithms[0].parameters[0]: "
+                         "high 100000000000000000 is outside")));
+  text_ = SmallFolder();
+  const std::string long_name(200, 'n');
+  absl::StrReplaceAll({{R"("name": "k")", "\"name\": \"" + long_name + "\""}},
+                      &text_.space_json);
+  EXPECT_THAT(Read(), StatusIs(kInvalid, HasSubstr("more than the limit of")));
+}
+
 TEST_F(MetaDatasetTest, SpaceEmptyValues) {
   absl::StrReplaceAll({{R"(["uniform", "distance"])", "[]"}},
                       &text_.space_json);
