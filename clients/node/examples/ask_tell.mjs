@@ -64,7 +64,8 @@ const spec = {
 const client = new Client({ target: args.target, token: args.token });
 try {
   const study = await client.createStudy(args['study-id'], spec);
-  console.log(`${study.created ? 'created' : 'reopened'} study ${study.id} (${study.info.trialCount ?? 0} trials so far)`);
+  const soFar = study.info.trialCount ?? 0;
+  console.log(`${study.created ? 'created' : 'reopened'} study ${study.id} (${soFar} trials so far)`);
   let evaluated = 0;
   while (evaluated < trials) {
     const suggested = await study.suggest(Math.min(batch, trials - evaluated));
@@ -79,7 +80,8 @@ try {
   }
   const { bestTrial } = await study.get();
   const best = parameters(bestTrial);
-  console.log(`best: trial ${bestTrial.id} x1=${best.x1.toFixed(4)} x2=${best.x2.toFixed(4)} value=${bestTrial.value.toFixed(6)}`);
+  const where = `x1=${best.x1.toFixed(4)} x2=${best.x2.toFixed(4)}`;
+  console.log(`best: trial ${bestTrial.id} ${where} value=${bestTrial.value.toFixed(6)}`);
 } catch (error) {
   if (!(error instanceof MetaoptError)) throw error;
   console.error(`ask_tell: ${error.message}`);

@@ -76,7 +76,9 @@ function credentialsFor(tls) {
   }
   if (tls === true) return { credentials: grpc.credentials.createSsl(), options: {} };
   if (typeof tls !== 'object' || Array.isArray(tls)) {
-    throw invalidArgument('tls: expected true, false or an object {rootCerts, certChain, privateKey, serverNameOverride}');
+    throw invalidArgument(
+      'tls: expected true, false or an object {rootCerts, certChain, privateKey, serverNameOverride}',
+    );
   }
   const known = new Set(['rootCerts', 'certChain', 'privateKey', 'serverNameOverride']);
   for (const key of Object.keys(tls)) {
@@ -333,7 +335,8 @@ export class Client {
     checkString(studyId, 'study_id');
     const state = { retried: false };
     try {
-      await this.#invoke('DeleteStudy', { study_id: studyId }, { idempotent: true, timeoutMs: options.timeoutMs }, state);
+      const callOptions = { idempotent: true, timeoutMs: options.timeoutMs };
+      await this.#invoke('DeleteStudy', { study_id: studyId }, callOptions, state);
     } catch (error) {
       if (!(state.retried && error.code === Status.NOT_FOUND)) throw error;
     }

@@ -40,7 +40,9 @@ export function parameters(trialOrConfiguration, stage) {
       out[name] = plain(value);
     }
   }
-  if (stage !== undefined && !matched) throw invalidArgument(`stage: ${JSON.stringify(stage)} is not in the configuration`);
+  if (stage !== undefined && !matched) {
+    throw invalidArgument(`stage: ${JSON.stringify(stage)} is not in the configuration`);
+  }
   return out;
 }
 

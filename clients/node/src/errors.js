@@ -35,7 +35,8 @@ export class MetaoptError extends Error {
    */
   constructor(code, details, extra = {}) {
     const where = extra.method ? `${extra.method}: ` : '';
-    super(`${where}${codeName(code)}: ${details}`, extra.cause === undefined ? undefined : { cause: extra.cause });
+    const options = extra.cause === undefined ? undefined : { cause: extra.cause };
+    super(`${where}${codeName(code)}: ${details}`, options);
     this.name = 'MetaoptError';
     /** @type {number} */
     this.code = code;

@@ -133,7 +133,8 @@ function fieldsOf(type) {
  */
 function normalizeMessage(type, value, where) {
   if (!isPlainObject(value)) {
-    throw invalidArgument(`${where || 'request'}: ${show(value)} is not an object (expected ${type.fullName.slice(1)})`);
+    const expected = type.fullName.slice(1);
+    throw invalidArgument(`${where || 'request'}: ${show(value)} is not an object (expected ${expected})`);
   }
   const out = {};
   /** @type {Map<string, string>} oneof name -> the member set so far */
@@ -241,7 +242,8 @@ function normalizeInt64(kind, value, where) {
   } else if (typeof value === 'string' && /^-?[0-9]+$/.test(value)) {
     big = BigInt(value);
   } else {
-    throw invalidArgument(`${where}: ${show(value)} is not ${article(kind)} (a safe integer, a bigint or a decimal string)`);
+    const rule = `${article(kind)} (a safe integer, a bigint or a decimal string)`;
+    throw invalidArgument(`${where}: ${show(value)} is not ${rule}`);
   }
   const [low, high] = int64Ranges[kind];
   if (big < low || big > high) {
@@ -256,7 +258,8 @@ function normalizeEnum(type, value, where) {
   if (Number.isInteger(value) && Object.prototype.hasOwnProperty.call(type.valuesById, value)) {
     return type.valuesById[value];
   }
-  throw invalidArgument(`${where}: ${show(value)} is not a ${type.fullName.slice(1)} (one of ${Object.keys(type.values).join(', ')})`);
+  const names = Object.keys(type.values).join(', ');
+  throw invalidArgument(`${where}: ${show(value)} is not a ${type.fullName.slice(1)} (one of ${names})`);
 }
 
 /**

@@ -186,7 +186,8 @@ describe('against one server', () => {
     await rejectsWith(client.createStudy('typo', typo), Status.INVALID_ARGUMENT,
       'spec.search_space.stages[0].nmae: unknown field of metaopt.v1.Stage');
     const wrongEnum = { ...quadraticSpec, objective: { name: 'loss', goal: 'MINIMIZE' } };
-    await rejectsWith(client.createStudy('enum', wrongEnum), Status.INVALID_ARGUMENT, 'spec.objective.goal: "MINIMIZE"');
+    await rejectsWith(client.createStudy('enum', wrongEnum), Status.INVALID_ARGUMENT,
+      'spec.objective.goal: "MINIMIZE"');
     const wrongType = { ...quadraticSpec, seed: 1.5 };
     await rejectsWith(client.createStudy('seed', wrongType), Status.INVALID_ARGUMENT, 'spec.seed: 1.5 is not a uint64');
     await rejectsWith(client.call('NoSuchRpc', {}), Status.INVALID_ARGUMENT, 'NoSuchRpc');
