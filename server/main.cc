@@ -9,7 +9,9 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "core/common/logging.h"
+#include "core/space/search_space.h"
 #include "server/server.h"
 
 namespace {
@@ -59,8 +61,50 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", log_format, "text or json")
       ->capture_default_str()
       ->check(CLI::IsMember({"text", "json"}));
+  metaopt::study::EngineOptions& engine = options.engine;
+  double trial_lease_seconds = absl::ToDoubleSeconds(engine.trial_lease);
+  app.add_option("--trial-lease", trial_lease_seconds,
+                 "seconds an ACTIVE trial stays leased without a Heartbeat or "
+                 "Suggest from its client; then it turns STALE")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 365.0 * 86400));
+  double deadline_margin_seconds =
+      absl::ToDoubleSeconds(engine.deadline_margin);
+  app.add_option("--suggest-deadline-margin", deadline_margin_seconds,
+                 "seconds kept before a Suggest's deadline; with less time "
+                 "left than this plus the study's recent policy latency, "
+                 "Suggest answers with random configurations")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 60.0));
+  app.add_option("--max-suggest-count", engine.max_suggest_count,
+                 "largest Suggest count")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--max-page-size", engine.max_page_size,
+                 "largest page_size of ListStudies and ListTrials")
+      ->capture_default_str()
+      ->check(CLI::Range(100, 1000));
+  app.add_option("--max-stages", engine.max_stages,
+                 "largest number of stages in a study's search space")
+      ->capture_default_str()
+      ->check(CLI::Range(1, metaopt::space::kMaxStages));
+  app.add_option("--max-algorithms-per-stage", engine.max_algorithms_per_stage,
+                 "largest number of algorithms in one stage")
+      ->capture_default_str()
+      ->check(CLI::Range(1, metaopt::space::kMaxAlgorithmsPerStage));
+  app.add_option("--max-parameters-per-algorithm",
+                 engine.max_parameters_per_algorithm,
+                 "largest number of parameters of one algorithm")
+      ->capture_default_str()
+      ->check(CLI::Range(1, metaopt::space::kMaxParametersPerAlgorithm));
+  app.add_option("--max-candidates", engine.max_candidates,
+                 "largest candidate catalogue (spec.candidates) of a study")
+      ->capture_default_str()
+      ->check(CLI::Range(1, metaopt::space::kMaxCandidates));
   CLI11_PARSE(app, argc, argv);
   options.models_poll_interval = absl::Seconds(poll_seconds);
+  engine.trial_lease = absl::Seconds(trial_lease_seconds);
+  engine.deadline_margin = absl::Seconds(deadline_margin_seconds);
 
   metaopt::SetMinLogSeverity(
       log_level == "debug"     ? metaopt::LogSeverity::kDebug

@@ -42,6 +42,9 @@ class OptimizerServiceImpl final : public v1::OptimizerService::Service {
   grpc::Status ListModels(grpc::ServerContext* context,
                           const v1::ListModelsRequest* request,
                           v1::ListModelsResponse* response) override;
+  grpc::Status Heartbeat(grpc::ServerContext* context,
+                         const v1::HeartbeatRequest* request,
+                         v1::HeartbeatResponse* response) override;
 
  private:
   study::StudyEngine* const engine_;

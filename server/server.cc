@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/common/logging.h"
+#include "core/common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
@@ -32,8 +33,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
                      models.status().message()));
   }
   server->models_ = *std::move(models);
-  server->engine_ = std::make_unique<study::StudyEngine>(server->storage_.get(),
-                                                         server->models_.get());
+  METAOPT_RETURN_IF_ERROR(study::CheckEngineOptions(options.engine));
+  server->engine_ = std::make_unique<study::StudyEngine>(
+      server->storage_.get(), server->models_.get(), options.engine);
   server->service_ =
       std::make_unique<OptimizerServiceImpl>(server->engine_.get());
 

@@ -28,6 +28,9 @@ struct ServerOptions {
   int max_message_bytes = 64 << 20;
   // Upper bound on threads serving RPCs.
   int max_threads = 64;
+  // Study engine limits (spec sizes, Suggest count, page size), trial lease
+  // and Suggest deadline margin; checked by study::CheckEngineOptions.
+  study::EngineOptions engine;
 };
 
 // The running service: storage, study engine, gRPC server with health and

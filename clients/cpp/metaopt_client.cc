@@ -135,6 +135,12 @@ absl::StatusOr<v1::ListModelsResponse> MetaoptClient::ListModels(
               /*idempotent=*/true);
 }
 
+absl::StatusOr<v1::HeartbeatResponse> MetaoptClient::Heartbeat(
+    const v1::HeartbeatRequest& request) {
+  return Call(&v1::OptimizerService::StubInterface::Heartbeat, request,
+              /*idempotent=*/true);
+}
+
 absl::StatusOr<v1::SuggestResponse> MetaoptClient::Suggest(
     const v1::SuggestRequest& request) {
   return Call(&v1::OptimizerService::StubInterface::Suggest, request,

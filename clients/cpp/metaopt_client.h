@@ -80,6 +80,9 @@ class MetaoptClient {
       const v1::ListTrialsRequest& request);
   absl::StatusOr<v1::ListModelsResponse> ListModels(
       const v1::ListModelsRequest& request);
+  // Extending a lease twice is harmless, so Heartbeat is retried too.
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request);
 
   // Retried only when request.client_id() is set: the server then hands the
   // same ACTIVE trials back.

@@ -366,6 +366,22 @@ int Run(int argc, char** argv) {
     };
   });
 
+  // heartbeat
+  std::vector<int64_t> heartbeat_ids;
+  auto* heartbeat = app.add_subcommand(
+      "heartbeat", "Extend the leases of ACTIVE trials still being evaluated");
+  heartbeat->add_option("study_id", study_id, "Study id")->required();
+  heartbeat->add_option("trial_ids", heartbeat_ids, "Trial ids (1 to 1000)")
+      ->required();
+  heartbeat->callback([&] {
+    run = [&](MetaoptClient& client) {
+      v1::HeartbeatRequest request;
+      request.set_study_id(study_id);
+      for (int64_t id : heartbeat_ids) request.add_trial_ids(id);
+      return print(client.Heartbeat(request));
+    };
+  });
+
   // list-trials
   std::string state_name;
   auto* list_trials =

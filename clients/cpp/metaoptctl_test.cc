@@ -208,6 +208,14 @@ TEST_F(MetaoptctlTest, AskTellRoundTrip) {
                                           retried.json["trials"][1]["id"]};
   EXPECT_THAT(retried_ids, ::testing::UnorderedElementsAre(id1, id2));
 
+  // Heartbeat renews the leases of both ACTIVE trials.
+  Result beat = Ctl({"heartbeat", "roundtrip", id1, id2});
+  EXPECT_OK_RESULT(beat);
+  ASSERT_EQ(beat.json["trials"].size(), 2u) << beat.out;
+  EXPECT_EQ(beat.json["trials"][0]["id"], id1);
+  EXPECT_TRUE(beat.json["trials"][1]["leaseExpireTime"].is_string())
+      << beat.out;
+
   Result observed = Ctl({"observe", "roundtrip", "--trial", id1, "--value",
                          "0.75", "--metric", "fit_seconds=1.5"});
   EXPECT_OK_RESULT(observed);

@@ -15,7 +15,9 @@
 #include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
+#include "core/policy/random_policy.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace metaopt::study {
 namespace {
@@ -24,6 +26,67 @@ constexpr int kMaxClientIdLength = 128;
 constexpr int kMaxFailureReasonLength = 4096;
 constexpr int kMaxMetrics = 256;
 constexpr int kMaxFineTuneSteps = 10000;
+constexpr int kMaxHeartbeatTrials = 1000;
+// The proto's documented ranges of SuggestRequest.count and page_size: the
+// options may lower them, not raise them.
+constexpr int kHardMaxSuggestCount = 1000;
+constexpr int kHardMaxPageSize = 1000;
+// Each Suggest that runs the policy updates the study's cost estimate to
+// max(measured, kCostDecay * previous): a slow run is remembered at once and
+// forgotten over a few faster ones.
+constexpr double kCostDecay = 0.75;
+
+absl::Time FromProtoTimestamp(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+// When the lease of an ACTIVE trial ends. Trials stored before leases existed
+// have none: their lease runs from their creation.
+absl::Time LeaseEnd(const v1::Trial& trial, absl::Duration lease) {
+  if (trial.has_lease_expire_time()) {
+    return FromProtoTimestamp(trial.lease_expire_time());
+  }
+  return FromProtoTimestamp(trial.create_time()) + lease;
+}
+
+// "1.5s", "20ms": durations in messages and trial metadata.
+std::string DurationText(absl::Duration d) {
+  return absl::FormatDuration(absl::Trunc(d, absl::Microseconds(1)));
+}
+
+// INVALID_ARGUMENT when a spec field holds more than `limit` entries.
+absl::Status CheckLimit(int count, int limit, const std::string& path,
+                        const char* what) {
+  if (count <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": ", count, " ", what, " exceed this server's limit of ", limit));
+}
+
+// The server's configurable size limits; the fixed ones (names, categorical
+// values, ...) are checked by space::ValidateAndCanonicalizeStudySpec.
+absl::Status CheckSpecLimits(const v1::StudySpec& spec,
+                             const EngineOptions& options) {
+  const v1::SearchSpace& space = spec.search_space();
+  METAOPT_RETURN_IF_ERROR(CheckLimit(space.stages_size(), options.max_stages,
+                                     "spec.search_space.stages", "stages"));
+  for (int s = 0; s < space.stages_size(); ++s) {
+    const v1::Stage& stage = space.stages(s);
+    const std::string stage_path =
+        absl::StrCat("spec.search_space.stages[", s, "]");
+    METAOPT_RETURN_IF_ERROR(
+        CheckLimit(stage.algorithms_size(), options.max_algorithms_per_stage,
+                   absl::StrCat(stage_path, ".algorithms"), "algorithms"));
+    for (int a = 0; a < stage.algorithms_size(); ++a) {
+      METAOPT_RETURN_IF_ERROR(CheckLimit(
+          stage.algorithms(a).parameters_size(),
+          options.max_parameters_per_algorithm,
+          absl::StrCat(stage_path, ".algorithms[", a, "].parameters"),
+          "parameters"));
+    }
+  }
+  return CheckLimit(spec.candidates_size(), options.max_candidates,
+                    "spec.candidates", "candidates");
+}
 
 // Page tokens are opaque to clients: web-safe base64 of "<kind>:<cursor>".
 std::string EncodePageToken(const std::string& kind,
@@ -87,6 +150,55 @@ absl::Status StudyNotFound(const std::string& study_id) {
 
 }  // namespace
 
+absl::Status CheckEngineOptions(const EngineOptions& options) {
+  struct Limit {
+    const char* name;
+    int value;
+    int max;
+  };
+  const Limit limits[] = {
+      {"max_suggest_count", options.max_suggest_count, kHardMaxSuggestCount},
+      {"max_page_size", options.max_page_size, kHardMaxPageSize},
+      {"default_page_size", options.default_page_size, options.max_page_size},
+      {"max_stages", options.max_stages, space::kMaxStages},
+      {"max_algorithms_per_stage", options.max_algorithms_per_stage,
+       space::kMaxAlgorithmsPerStage},
+      {"max_parameters_per_algorithm", options.max_parameters_per_algorithm,
+       space::kMaxParametersPerAlgorithm},
+      {"max_candidates", options.max_candidates, space::kMaxCandidates},
+  };
+  for (const Limit& limit : limits) {
+    if (limit.value < 1 || limit.value > limit.max) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          limit.name, ": ", limit.value, " is outside [1, ", limit.max, "]"));
+    }
+  }
+  if (options.trial_lease <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial_lease: ", DurationText(options.trial_lease),
+                     " must be positive"));
+  }
+  if (options.deadline_margin < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("deadline_margin: ", DurationText(options.deadline_margin),
+                     " must not be negative"));
+  }
+  if (options.optimistic_attempts < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("optimistic_attempts: ", options.optimistic_attempts,
+                     " must not be negative"));
+  }
+  if (!options.clock) {
+    return absl::InvalidArgumentError("clock: must be set");
+  }
+  if (options.max_studies_per_owner < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_studies_per_owner: ", options.max_studies_per_owner,
+                     " must not be negative (0: no limit)"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateStudyId(const std::string& study_id, const char* field) {
   if (study_id.empty()) {
     return absl::InvalidArgumentError(
@@ -123,9 +235,15 @@ struct StudyEngine::Entry {
   // Trial i has id i + 1: ids are assigned densely and never reused.
   std::vector<v1::Trial> trials ABSL_GUARDED_BY(mu);
   std::shared_ptr<const policy::Policy> policy ABSL_GUARDED_BY(mu);
-  // Bumped by every change of `trials` or `policy`.
+  // Bumped by every change of `trials` or `policy` (not by lease
+  // extensions, which policies do not see).
   int64_t version ABSL_GUARDED_BY(mu) = 0;
   bool deleted ABSL_GUARDED_BY(mu) = false;
+  // No ACTIVE trial's lease ends before this (a lower bound: ExpireLeases
+  // scans the trials only once it has passed). The past: not yet scanned.
+  absl::Time next_lease_end ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+  // Recent wall time of one policy Suggest (see kCostDecay).
+  absl::Duration suggest_cost ABSL_GUARDED_BY(mu) = absl::ZeroDuration();
 };
 
 StudyEngine::StudyEngine(storage::Storage* storage,
@@ -228,6 +346,38 @@ v1::Study StudyEngine::DescribeStudy(const Entry& entry) const
   return study;
 }
 
+absl::Status StudyEngine::ExpireLeases(Entry& entry, absl::Time now)
+    ABSL_NO_THREAD_SAFETY_ANALYSIS /* caller holds entry.mu */ {
+  if (now < entry.next_lease_end) return absl::OkStatus();
+  std::vector<v1::Trial> expired;
+  absl::Time next = absl::InfiniteFuture();
+  for (const v1::Trial& trial : entry.trials) {
+    if (trial.state() != v1::TRIAL_STATE_ACTIVE) continue;
+    const absl::Time end = LeaseEnd(trial, options_.trial_lease);
+    if (end > now) {
+      next = std::min(next, end);
+      continue;
+    }
+    v1::Trial stale = trial;
+    stale.set_state(v1::TRIAL_STATE_STALE);
+    *stale.mutable_lease_expire_time() = ToProtoTimestamp(end);
+    expired.push_back(std::move(stale));
+  }
+  if (!expired.empty()) {
+    METAOPT_RETURN_IF_ERROR(storage_->PutTrials(entry.key, expired));
+    LogInfo(absl::StrCat("study \"", entry.stored.study_id(),
+                         "\": ", expired.size(),
+                         " trial(s) turned STALE (lease expired), first id ",
+                         expired.front().id()));
+    for (v1::Trial& trial : expired) {
+      entry.trials[trial.id() - 1] = std::move(trial);
+    }
+    ++entry.version;
+  }
+  entry.next_lease_end = next;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::shared_ptr<const registry::LoadedModel>>
 StudyEngine::BindModel(const v1::StudySpec& spec) {
   const std::string& named = spec.algorithm().model();
@@ -272,6 +422,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (!request.has_spec())
     return absl::InvalidArgumentError("spec: is required");
+  METAOPT_RETURN_IF_ERROR(CheckSpecLimits(request.spec(), options_));
   METAOPT_ASSIGN_OR_RETURN(
       v1::StudySpec spec,
       space::ValidateAndCanonicalizeStudySpec(request.spec()));
@@ -341,6 +492,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        "another study_id or delete it first"));
     }
     absl::MutexLock lock(&entry->mu);
+    METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
     *response.mutable_study() = DescribeStudy(*entry);
     response.set_created(false);
     return response;
@@ -366,6 +518,7 @@ absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
+  METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
   v1::GetStudyResponse response;
   *response.mutable_study() = DescribeStudy(*entry);
   return response;
@@ -392,6 +545,7 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
     METAOPT_RETURN_IF_ERROR(entry.status());
     absl::MutexLock lock(&(*entry)->mu);
     if ((*entry)->deleted) continue;
+    METAOPT_RETURN_IF_ERROR(ExpireLeases(**entry, options_.clock()));
     *response.add_studies() = DescribeStudy(**entry);
   }
   if (more && !stored.empty()) {
@@ -441,19 +595,28 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
                            FindStudy({context.owner, request.study_id()}));
   const v1::StudySpec& spec = entry->stored.spec();
 
-  // Runs the policy on a view of `trials` with an RNG derived from the seed and
-  // the trial count, so that the same history gives the same suggestions (also
-  // after a restart).
-  auto propose = [&](std::shared_ptr<const policy::Policy> policy,
-                     const std::vector<v1::Trial>& trials,
-                     int need) -> absl::StatusOr<policy::SuggestResult> {
+  // An RNG derived from the seed and the trial count, so that the same history
+  // gives the same suggestions (also after a restart).
+  auto rng_for = [&spec](const std::vector<v1::Trial>& trials) {
     std::seed_seq seq{static_cast<uint32_t>(spec.seed()),
                       static_cast<uint32_t>(spec.seed() >> 32),
                       static_cast<uint32_t>(trials.size()), 0x6d657461u};
-    space::Rng rng(seq);
-    policy::StudyView view{&spec, entry->space.get(), &trials,
-                           &entry->candidate_key_list};
-    return policy->Suggest(view, need, rng);
+    return space::Rng(seq);
+  };
+  auto view_of = [&](const std::vector<v1::Trial>& trials) {
+    return policy::StudyView{&spec, entry->space.get(), &trials,
+                             &entry->candidate_key_list};
+  };
+  // Runs the policy on a view of `trials`; `*elapsed` is its wall time.
+  auto propose = [&](std::shared_ptr<const policy::Policy> policy,
+                     const std::vector<v1::Trial>& trials, int need,
+                     absl::Duration* elapsed) {
+    space::Rng rng = rng_for(trials);
+    const absl::Time start = options_.clock();
+    absl::StatusOr<policy::SuggestResult> result =
+        policy->Suggest(view_of(trials), need, rng);
+    *elapsed = options_.clock() - start;
+    return result;
   };
 
   for (int attempt = 0;; ++attempt) {
@@ -461,35 +624,77 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     std::vector<v1::Trial> snapshot;
     std::shared_ptr<const policy::Policy> policy;
     int64_t version = 0;
-    int need = 0;
     v1::SuggestResponse response;
     absl::MutexLock lock(&entry->mu);
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
-    // Idempotent retries: the client's ACTIVE trials come back first.
+    const absl::Time now = options_.clock();
+    METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, now));
+    // Idempotent retries: the client's ACTIVE trials come back first. The
+    // client is alive, so all of them (also those beyond `count`) get a fresh
+    // lease.
     if (!request.client_id().empty()) {
-      for (const v1::Trial& trial : entry->trials) {
-        if (response.trials_size() >= count) break;
+      std::vector<v1::Trial*> held;
+      for (v1::Trial& trial : entry->trials) {
         if (trial.state() == v1::TRIAL_STATE_ACTIVE &&
             trial.client_id() == request.client_id()) {
-          *response.add_trials() = trial;
+          held.push_back(&trial);
         }
       }
+      if (attempt == 0 && !held.empty()) {
+        std::vector<v1::Trial> renewed;
+        renewed.reserve(held.size());
+        for (const v1::Trial* trial : held) {
+          renewed.push_back(*trial);
+          *renewed.back().mutable_lease_expire_time() =
+              ToProtoTimestamp(now + options_.trial_lease);
+        }
+        METAOPT_RETURN_IF_ERROR(storage_->PutTrials(entry->key, renewed));
+        for (size_t i = 0; i < held.size(); ++i) {
+          *held[i] = std::move(renewed[i]);
+        }
+      }
+      for (const v1::Trial* trial : held) {
+        if (response.trials_size() >= count) break;
+        *response.add_trials() = *trial;
+      }
     }
-    need = count - response.trials_size();
+    const int need = count - response.trials_size();
     if (need == 0) return response;
 
+    // Too little time left for the policy: random untried configurations,
+    // computed under the lock (they are cheap).
+    std::string fallback_reason;
+    const absl::Duration left = context.deadline - now;
+    if (left < options_.deadline_margin + entry->suggest_cost) {
+      fallback_reason = absl::StrCat(
+          DurationText(left), " left before the deadline, less than the ",
+          DurationText(entry->suggest_cost), " ", entry->policy->name(),
+          " recently took plus a ", DurationText(options_.deadline_margin),
+          " margin");
+    }
+
     absl::StatusOr<policy::SuggestResult> proposed;
-    if (under_lock) {
-      proposed = propose(entry->policy, entry->trials, need);
+    absl::Duration elapsed;
+    if (!fallback_reason.empty()) {
+      space::Rng rng = rng_for(entry->trials);
+      policy::SuggestResult fallback;
+      fallback.configurations =
+          policy::RandomPolicy::Sample(view_of(entry->trials), need, rng);
+      fallback.source = "random";
+      proposed = std::move(fallback);
+    } else if (under_lock) {
+      proposed = propose(entry->policy, entry->trials, need, &elapsed);
+      entry->suggest_cost = std::max(elapsed, entry->suggest_cost * kCostDecay);
     } else {
       snapshot = entry->trials;
       policy = entry->policy;
       version = entry->version;
       entry->mu.Unlock();
-      proposed = propose(policy, snapshot, need);
+      proposed = propose(policy, snapshot, need, &elapsed);
       entry->mu.Lock();
+      entry->suggest_cost = std::max(elapsed, entry->suggest_cost * kCostDecay);
       if (entry->deleted) {
         return StudyNotFound(request.study_id());
       }
@@ -498,7 +703,11 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     }
     METAOPT_RETURN_IF_ERROR(proposed.status());
 
-    const google::protobuf::Timestamp now = ToProtoTimestamp(options_.clock());
+    const absl::Time created_at = options_.clock();
+    const google::protobuf::Timestamp create_time =
+        ToProtoTimestamp(created_at);
+    const google::protobuf::Timestamp lease_end =
+        ToProtoTimestamp(created_at + options_.trial_lease);
     std::vector<v1::Trial> created;
     if (proposed->update.has_value()) {
       // The state is a function of the completed observations, so it stays
@@ -518,13 +727,26 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
       *trial.mutable_configuration() = std::move(config);
       trial.set_state(v1::TRIAL_STATE_ACTIVE);
       trial.set_client_id(request.client_id());
-      *trial.mutable_create_time() = now;
-      (*trial.mutable_metadata())["policy"] = source;
+      *trial.mutable_create_time() = create_time;
+      *trial.mutable_lease_expire_time() = lease_end;
+      auto& metadata = *trial.mutable_metadata();
+      metadata["policy"] = source;
+      if (!fallback_reason.empty()) {
+        metadata["source"] = "deadline-fallback";
+        metadata["reason"] = fallback_reason;
+      }
       created.push_back(std::move(trial));
     }
     if (!created.empty()) {
       METAOPT_RETURN_IF_ERROR(storage_->PutTrials(entry->key, created));
       ++entry->version;
+      entry->next_lease_end =
+          std::min(entry->next_lease_end, created_at + options_.trial_lease);
+    }
+    if (!fallback_reason.empty()) {
+      LogInfo(absl::StrCat("study \"", request.study_id(), "\": ",
+                           created.size(), " random suggestion(s) instead of ",
+                           entry->policy->name(), ": ", fallback_reason));
     }
     for (v1::Trial& trial : created) {
       *response.add_trials() = trial;
@@ -592,6 +814,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
+  METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
   v1::Trial trial;
   if (external.has_value()) {
     trial.set_id(static_cast<int64_t>(entry->trials.size()) + 1);
@@ -612,6 +835,16 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
                        "\" is already ", v1::TrialState_Name(trial.state()),
                        "; a trial is observed once"));
     }
+    // A late result is still a result: a STALE trial is completed like an
+    // ACTIVE one, and says so. Its configuration may meanwhile have been
+    // suggested (and observed) again.
+    if (trial.state() == v1::TRIAL_STATE_STALE) {
+      (*trial.mutable_metadata())["late"] =
+          absl::StrCat("observed after its lease expired at ",
+                       google::protobuf::util::TimeUtil::ToString(
+                           trial.lease_expire_time()));
+    }
+    trial.clear_lease_expire_time();
   }
   if (request.outcome_case() == v1::ObserveRequest::kValue) {
     trial.set_state(v1::TRIAL_STATE_COMPLETED);
@@ -656,6 +889,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
+    METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
     snapshot = entry->trials;
     policy = entry->policy;
   }
@@ -702,6 +936,7 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
+  METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
   if (request.trial_id() > static_cast<int64_t>(entry->trials.size())) {
     return absl::NotFoundError(absl::StrCat("study \"", request.study_id(),
                                             "\" has no trial ",
@@ -737,6 +972,7 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
+  METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
   v1::ListTrialsResponse response;
   for (size_t i = static_cast<size_t>(after); i < entry->trials.size(); ++i) {
     const v1::Trial& trial = entry->trials[i];
@@ -750,6 +986,71 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
       break;
     }
     *response.add_trials() = trial;
+  }
+  return response;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
+    const v1::HeartbeatRequest& request, const CallContext& context) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  if (request.trial_ids().empty() ||
+      request.trial_ids_size() > kMaxHeartbeatTrials) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial_ids: ", request.trial_ids_size(), " ids, want 1..",
+                     kMaxHeartbeatTrials));
+  }
+  absl::flat_hash_map<int64_t, int> seen;
+  for (int i = 0; i < request.trial_ids_size(); ++i) {
+    const int64_t id = request.trial_ids(i);
+    if (id <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "trial_ids[", i, "]: ", id, " is not a trial id (ids start at 1)"));
+    }
+    auto [it, inserted] = seen.emplace(id, i);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "trial_ids[", i, "]: ", id, " repeats trial_ids[", it->second, "]"));
+    }
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
+                           FindStudy({context.owner, request.study_id()}));
+  absl::MutexLock lock(&entry->mu);
+  if (entry->deleted) {
+    return StudyNotFound(request.study_id());
+  }
+  const absl::Time now = options_.clock();
+  METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, now));
+  std::vector<v1::Trial> renewed;
+  renewed.reserve(request.trial_ids_size());
+  for (int i = 0; i < request.trial_ids_size(); ++i) {
+    const int64_t id = request.trial_ids(i);
+    if (id > static_cast<int64_t>(entry->trials.size())) {
+      return absl::NotFoundError(absl::StrCat("trial_ids[", i, "]: study \"",
+                                              request.study_id(),
+                                              "\" has no trial ", id));
+    }
+    const v1::Trial& trial = entry->trials[id - 1];
+    if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
+      std::string why =
+          trial.state() == v1::TRIAL_STATE_STALE
+              ? absl::StrCat(" (its lease expired at ",
+                             google::protobuf::util::TimeUtil::ToString(
+                                 trial.lease_expire_time()),
+                             "); observe its result, or Suggest for new work")
+              : "; only ACTIVE trials hold a lease";
+      return absl::FailedPreconditionError(absl::StrCat(
+          "trial_ids[", i, "]: trial ", id, " of study \"", request.study_id(),
+          "\" is ", v1::TrialState_Name(trial.state()), why));
+    }
+    renewed.push_back(trial);
+    *renewed.back().mutable_lease_expire_time() =
+        ToProtoTimestamp(now + options_.trial_lease);
+  }
+  METAOPT_RETURN_IF_ERROR(storage_->PutTrials(entry->key, renewed));
+  v1::HeartbeatResponse response;
+  for (v1::Trial& trial : renewed) {
+    *response.add_trials() = trial;
+    entry->trials[trial.id() - 1] = std::move(trial);
   }
   return response;
 }

@@ -25,6 +25,8 @@
 
 namespace metaopt::study {
 
+// Defaults are the hard limits of core/space; CheckEngineOptions rejects
+// values beyond them.
 struct EngineOptions {
   // Largest `count` a Suggest may ask for.
   int max_suggest_count = 1000;
@@ -32,6 +34,19 @@ struct EngineOptions {
   // `default_page_size`.
   int max_page_size = 1000;
   int default_page_size = 100;
+  // Size limits of a study spec at CreateStudy (INVALID_ARGUMENT beyond them).
+  int max_stages = space::kMaxStages;
+  int max_algorithms_per_stage = space::kMaxAlgorithmsPerStage;
+  int max_parameters_per_algorithm = space::kMaxParametersPerAlgorithm;
+  int max_candidates = space::kMaxCandidates;
+  // How long an ACTIVE trial stays leased to its client after Suggest handed it
+  // out, Heartbeat or the same client_id's next Suggest; then it turns STALE.
+  absl::Duration trial_lease = absl::Hours(1);
+  // Time a Suggest keeps in hand before its deadline for storing and sending
+  // the answer. When less than this margin plus the study's recent policy
+  // latency remains, Suggest answers with random (untried) configurations
+  // instead of running the policy.
+  absl::Duration deadline_margin = absl::Milliseconds(50);
   // Studies one owner may hold; CreateStudy of one more is RESOURCE_EXHAUSTED.
   // 0: no limit.
   int max_studies_per_owner = 0;
@@ -87,6 +102,11 @@ class StudyEngine {
       const v1::ListTrialsRequest& request, const CallContext& context = {});
   absl::StatusOr<v1::ListModelsResponse> ListModels(
       const v1::ListModelsRequest& request, const CallContext& context = {});
+  // Extends the leases of ACTIVE trials to now + trial_lease. All or nothing:
+  // INVALID_ARGUMENT for a bad id list, NOT_FOUND for an unknown trial,
+  // FAILED_PRECONDITION for a trial that is not ACTIVE.
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request, const CallContext& context = {});
 
  private:
   struct Entry;
@@ -97,6 +117,11 @@ class StudyEngine {
   absl::StatusOr<std::shared_ptr<Entry>> FindStudy(const storage::StudyKey& key)
       ABSL_LOCKS_EXCLUDED(map_mu_);
   v1::Study DescribeStudy(const Entry& entry) const;
+  // Turns the ACTIVE trials of `entry` whose lease ended by `now` STALE and
+  // stores them. Called under the study lock by every RPC that reads or
+  // changes the study, before it looks at the trials: leases are enforced
+  // lazily, on access, with no background sweep.
+  absl::Status ExpireLeases(Entry& entry, absl::Time now);
   // The registry model a new study binds to: the one `spec.algorithm.model`
   // names (which must match the study's space), else the served model whose
   // space matches, else none (nullptr).
@@ -114,6 +139,11 @@ class StudyEngine {
   absl::flat_hash_map<storage::StudyKey, std::shared_ptr<Entry>> studies_
       ABSL_GUARDED_BY(map_mu_);
 };
+
+// INVALID_ARGUMENT naming the option, its value and its allowed range for
+// options outside their limits (non-positive sizes, limits above the hard ones
+// of core/space, a non-positive lease, a negative margin).
+absl::Status CheckEngineOptions(const EngineOptions& options);
 
 // INVALID_ARGUMENT unless `study_id` is 1..128 characters of [A-Za-z0-9._-]
 // starting with a letter or digit. `field` names the request field in the

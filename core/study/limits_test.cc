@@ -1,0 +1,235 @@
+// Configurable limits (EngineOptions) and the deadline fallback of Suggest.
+#include <memory>
+#include <string>
+
+#include "absl/time/time.h"
+#include "core/storage/storage.h"
+#include "core/study/fake_clock.h"
+#include "core/study/study_engine.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/integration/test_specs.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::study {
+namespace {
+
+using ::metaopt::testing::CatalogueSpec;
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::PipelineSpec;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+TEST(CheckEngineOptionsTest, AcceptsTheDefaults) {
+  EXPECT_THAT(CheckEngineOptions({}), IsOk());
+}
+
+TEST(CheckEngineOptionsTest, NamesTheOptionItsValueAndRange) {
+  EngineOptions options;
+  options.max_stages = 0;
+  EXPECT_THAT(CheckEngineOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("max_stages: 0 is outside [1, 64]")));
+  options = {};
+  options.max_candidates = 100001;
+  EXPECT_THAT(
+      CheckEngineOptions(options),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("max_candidates: 100001 is outside [1, 100000]")));
+  options = {};
+  options.max_suggest_count = 1001;
+  EXPECT_THAT(
+      CheckEngineOptions(options),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("max_suggest_count: 1001 is outside [1, 1000]")));
+  options = {};
+  options.max_page_size = 10;
+  EXPECT_THAT(CheckEngineOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("default_page_size: 100 is outside [1, 10]")));
+  options = {};
+  options.trial_lease = absl::ZeroDuration();
+  EXPECT_THAT(CheckEngineOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("trial_lease: 0 must be positive")));
+  options = {};
+  options.deadline_margin = absl::Milliseconds(-1);
+  EXPECT_THAT(
+      CheckEngineOptions(options),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("deadline_margin: -1ms must not be negative")));
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto storage = storage::OpenInMemoryStorage();
+    ASSERT_THAT(storage, IsOk());
+    storage_ = *std::move(storage);
+    Restart({});
+  }
+
+  // A fresh engine over the same storage with `options` and the fake clock.
+  void Restart(EngineOptions options) {
+    options.clock = FakeClock::Source(&clock_);
+    ASSERT_THAT(CheckEngineOptions(options), IsOk());
+    engine_ = std::make_unique<StudyEngine>(storage_.get(), nullptr, options);
+  }
+
+  absl::Status Create(const std::string& id, const v1::StudySpec& spec) {
+    v1::CreateStudyRequest request;
+    request.set_study_id(id);
+    *request.mutable_spec() = spec;
+    return engine_->CreateStudy(request).status();
+  }
+
+  absl::StatusOr<v1::SuggestResponse> Suggest(
+      const std::string& id, int count,
+      absl::Time deadline = absl::InfiniteFuture()) {
+    v1::SuggestRequest request;
+    request.set_study_id(id);
+    request.set_count(count);
+    CallContext context;
+    context.deadline = deadline;
+    return engine_->Suggest(request, context);
+  }
+
+  void ObserveAll(const std::string& id, const v1::SuggestResponse& r) {
+    for (const v1::Trial& trial : r.trials()) {
+      v1::ObserveRequest observe;
+      observe.set_study_id(id);
+      observe.set_trial_id(trial.id());
+      observe.set_value(0.1 * static_cast<double>(trial.id()));
+      ASSERT_THAT(engine_->Observe(observe), IsOk());
+    }
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<storage::Storage> storage_;
+  std::unique_ptr<StudyEngine> engine_;
+};
+
+TEST_F(EngineTest, SpecSizeLimitsNameFieldValueAndLimit) {
+  EngineOptions options;
+  options.max_stages = 1;
+  Restart(options);
+  EXPECT_THAT(Create("s", PipelineSpec()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.search_space.stages: 2 stages exceed "
+                                 "this server's limit of 1")));
+  options = {};
+  options.max_algorithms_per_stage = 1;
+  Restart(options);
+  EXPECT_THAT(
+      Create("s", PipelineSpec()),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("spec.search_space.stages[0].algorithms: 2 "
+                         "algorithms exceed this server's limit of 1")));
+  options = {};
+  options.max_parameters_per_algorithm = 1;
+  Restart(options);
+  EXPECT_THAT(Create("s", PipelineSpec()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.search_space.stages[1].algorithms[0]."
+                                 "parameters: 2 parameters exceed this "
+                                 "server's limit of 1")));
+  options = {};
+  options.max_candidates = 3;
+  Restart(options);
+  EXPECT_THAT(Create("s", CatalogueSpec(4)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.candidates: 4 candidates exceed this "
+                                 "server's limit of 3")));
+  // Nothing was stored; at the limit the spec is accepted.
+  v1::GetStudyRequest get;
+  get.set_study_id("s");
+  EXPECT_THAT(engine_->GetStudy(get),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"s\"")));
+  EXPECT_THAT(Create("s", CatalogueSpec(3)), IsOk());
+}
+
+TEST_F(EngineTest, CountAndPageSizeLimitsAreConfigurable) {
+  EngineOptions options;
+  options.max_suggest_count = 5;
+  options.max_page_size = 20;
+  options.default_page_size = 10;
+  Restart(options);
+  ASSERT_THAT(Create("s", PipelineSpec()), IsOk());
+  EXPECT_THAT(Suggest("s", 6),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("count: 6 is outside [0, 5]")));
+  EXPECT_THAT(Suggest("s", 5), IsOk());
+  v1::ListTrialsRequest list;
+  list.set_study_id("s");
+  list.set_page_size(21);
+  EXPECT_THAT(engine_->ListTrials(list),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("page_size: 21 is outside [0, 20]")));
+}
+
+TEST_F(EngineTest, SuggestNearItsDeadlineFallsBackToRandom) {
+  ASSERT_THAT(Create("gp", PipelineSpec(v1::ALGORITHM_KIND_GP)), IsOk());
+  auto first = Suggest("gp", 1, clock_.Peek() + absl::Milliseconds(1));
+  ASSERT_THAT(first, IsOk());
+  ASSERT_EQ(first->trials_size(), 1);
+  const auto& metadata = first->trials(0).metadata();
+  EXPECT_EQ(metadata.at("source"), "deadline-fallback");
+  EXPECT_EQ(metadata.at("policy"), "random");
+  EXPECT_THAT(metadata.at("reason"),
+              HasSubstr("1ms left before the deadline, less than the 0 gp "
+                        "recently took plus a 50ms margin"));
+  EXPECT_EQ(first->trials(0).state(), v1::TRIAL_STATE_ACTIVE);
+
+  // A deadline already past still gets an answer (the transport decides
+  // whether it arrives in time).
+  auto late = Suggest("gp", 1, clock_.Peek() - absl::Seconds(1));
+  ASSERT_THAT(late, IsOk());
+  EXPECT_EQ(late->trials(0).metadata().at("source"), "deadline-fallback");
+
+  auto relaxed = Suggest("gp", 1, clock_.Peek() + absl::Seconds(10));
+  ASSERT_THAT(relaxed, IsOk());
+  EXPECT_EQ(relaxed->trials(0).metadata().count("source"), 0u);
+  EXPECT_NE(relaxed->trials(0).metadata().at("policy"), "random");
+}
+
+TEST_F(EngineTest, DeadlineFallbackTakesUntriedCatalogueEntries) {
+  ASSERT_THAT(Create("cat", CatalogueSpec(3)), IsOk());
+  auto held = Suggest("cat", 2);
+  ASSERT_THAT(held, IsOk());
+  auto fallback = Suggest("cat", 3, clock_.Peek());
+  ASSERT_THAT(fallback, IsOk());
+  ASSERT_EQ(fallback->trials_size(), 1);  // only one entry is untried
+  EXPECT_EQ(fallback->trials(0).metadata().at("source"), "deadline-fallback");
+  for (const v1::Trial& trial : held->trials()) {
+    EXPECT_NE(space::ConfigurationKey(trial.configuration()),
+              space::ConfigurationKey(fallback->trials(0).configuration()));
+  }
+  auto none = Suggest("cat", 1, clock_.Peek());
+  ASSERT_THAT(none, IsOk());
+  EXPECT_THAT(none->trials(), IsEmpty());
+}
+
+TEST_F(EngineTest, RecentPolicyLatencyCountsTowardsTheDeadline) {
+  ASSERT_THAT(Create("gp", PipelineSpec(v1::ALGORITHM_KIND_GP)), IsOk());
+  // Every clock read moves time on by 1 s, so the policy run (between two
+  // reads) appears to take 1 s.
+  clock_.SetStep(absl::Seconds(1));
+  auto measured = Suggest("gp", 1);
+  ASSERT_THAT(measured, IsOk());
+  clock_.SetStep(absl::ZeroDuration());
+
+  // 0.5 s is well beyond the 50 ms margin, but not beyond 1 s + 50 ms.
+  auto hurried = Suggest("gp", 1, clock_.Peek() + absl::Milliseconds(500));
+  ASSERT_THAT(hurried, IsOk());
+  EXPECT_EQ(hurried->trials(0).metadata().at("source"), "deadline-fallback");
+  EXPECT_THAT(hurried->trials(0).metadata().at("reason"),
+              HasSubstr("500ms left before the deadline, less than the 1s gp "
+                        "recently took"));
+  auto relaxed = Suggest("gp", 1, clock_.Peek() + absl::Seconds(5));
+  ASSERT_THAT(relaxed, IsOk());
+  EXPECT_EQ(relaxed->trials(0).metadata().count("source"), 0u);
+}
+
+}  // namespace
+}  // namespace metaopt::study
