@@ -1066,4 +1066,32 @@ absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
   return response;
 }
 
+StudyEngine::LoadedStats StudyEngine::Stats() {
+  std::vector<std::shared_ptr<Entry>> entries;
+  {
+    absl::MutexLock lock(&map_mu_);
+    for (const auto& [key, entry] : studies_) entries.push_back(entry);
+  }
+  LoadedStats stats;
+  stats.trials_by_state.assign(v1::TrialState_ARRAYSIZE, 0);
+  for (const auto& entry : entries) {
+    absl::MutexLock lock(&entry->mu);
+    if (entry->deleted) continue;
+    ++stats.studies;
+    for (const v1::Trial& trial : entry->trials) {
+      ++stats.trials_by_state[trial.state()];
+    }
+  }
+  return stats;
+}
+
+v1::AlgorithmKind StudyEngine::LoadedAlgorithmKind(const std::string& study_id,
+                                                   const CallContext& context) {
+  absl::MutexLock lock(&map_mu_);
+  auto it = studies_.find(storage::StudyKey{context.owner, study_id});
+  if (it == studies_.end()) return v1::ALGORITHM_KIND_UNSPECIFIED;
+  // `stored` is immutable after load.
+  return it->second->stored.spec().algorithm().kind();
+}
+
 }  // namespace metaopt::study

@@ -108,6 +108,19 @@ class StudyEngine {
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const v1::HeartbeatRequest& request, const CallContext& context = {});
 
+  // What the engine holds in memory now, for monitoring. Never does I/O.
+  struct LoadedStats {
+    int64_t studies = 0;
+    // Trials of the loaded studies, indexed by v1::TrialState.
+    std::vector<int64_t> trials_by_state;
+  };
+  LoadedStats Stats() ABSL_LOCKS_EXCLUDED(map_mu_);
+  // The algorithm kind of the caller's study `study_id` if it is loaded, else
+  // ALGORITHM_KIND_UNSPECIFIED. Never does I/O.
+  v1::AlgorithmKind LoadedAlgorithmKind(const std::string& study_id,
+                                        const CallContext& context = {})
+      ABSL_LOCKS_EXCLUDED(map_mu_);
+
  private:
   struct Entry;
 
