@@ -101,6 +101,20 @@ int main(int argc, char** argv) {
                  "largest candidate catalogue (spec.candidates) of a study")
       ->capture_default_str()
       ->check(CLI::Range(1, metaopt::space::kMaxCandidates));
+  app.add_option("--tls-cert", options.tls_cert_file,
+                 "PEM certificate chain of the server (enables TLS)");
+  app.add_option("--tls-key", options.tls_key_file,
+                 "PEM private key of the server");
+  app.add_option("--tls-client-ca", options.tls_client_ca_file,
+                 "PEM CA certificates; clients must present a certificate "
+                 "they signed (mutual TLS)");
+  app.add_option("--tokens", options.tokens_file,
+                 "file of 'owner:token' lines; calls then need "
+                 "'authorization: Bearer <token>' and studies are per owner");
+  app.add_option("--max-studies-per-owner", options.max_studies_per_owner,
+                 "studies one owner may hold (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
   options.models_poll_interval = absl::Seconds(poll_seconds);
   engine.trial_lease = absl::Seconds(trial_lease_seconds);
@@ -130,14 +144,23 @@ int main(int argc, char** argv) {
   }
   const std::string address =
       absl::StrCat(HostOf(options.listen), ":", (*server)->port());
-  metaopt::LogInfo(absl::StrCat("metaopt-server listening on ", address,
-                                " (database ", options.db_path, ", models ",
-                                options.models_dir, ": ",
-                                (*server)->models().List().size(), " loaded)"));
-  if (!IsLoopback(options.listen)) {
-    metaopt::LogWarning(absl::StrCat("listening beyond loopback (",
-                                     options.listen,
-                                     ") without TLS or authentication"));
+  const bool tls = !options.tls_cert_file.empty();
+  const bool tokens = !options.tokens_file.empty();
+  metaopt::LogInfo(
+      absl::StrCat("metaopt-server listening on ", address, " (database ",
+                   options.db_path, ", models ", options.models_dir, ": ",
+                   (*server)->models().List().size(), " loaded; ",
+                   !tls                                 ? "plaintext"
+                   : options.tls_client_ca_file.empty() ? "TLS"
+                                                        : "mutual TLS",
+                   tokens ? ", bearer tokens" : ", no authentication", ")"));
+  if (!IsLoopback(options.listen) && !(tls && tokens)) {
+    metaopt::LogWarning(absl::StrCat(
+        "listening beyond loopback (", options.listen, ") without ",
+        !tls && !tokens ? "TLS or authentication (--tls-cert, --tokens)"
+        : !tls          ? "TLS (--tls-cert): tokens cross the network in clear"
+                        : "authentication (--tokens): every client sees every "
+                          "study"));
   }
 
   std::thread watcher([&server, &signals] {

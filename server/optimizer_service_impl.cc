@@ -3,18 +3,37 @@
 #include <grpc/support/time.h>
 
 #include <cstdint>
+#include <iterator>
+#include <optional>
 
 #include "absl/time/time.h"
+#include "core/common/status_macros.h"
 #include "core/study/call_context.h"
 #include "server/grpc_status_util.h"
 
 namespace metaopt::server {
 namespace {
 
-// What the engine needs to know about the call: its deadline (and, with
-// authentication, its owner).
-study::CallContext ContextOf(const grpc::ServerContext& context) {
+// What the engine needs to know about the call: its deadline and, with
+// authentication (`auth` not null), its owner. UNAUTHENTICATED when `auth` is
+// set and the call carries no valid token.
+absl::StatusOr<study::CallContext> ContextOf(const grpc::ServerContext& context,
+                                             const TokenAuthenticator* auth) {
   study::CallContext call;
+  if (auth != nullptr) {
+    const auto [first, last] =
+        context.client_metadata().equal_range("authorization");
+    std::optional<absl::string_view> authorization;
+    if (first != last) {
+      if (std::next(first) != last) {
+        return absl::UnauthenticatedError(
+            "more than one 'authorization' metadata entry");
+      }
+      authorization =
+          absl::string_view(first->second.data(), first->second.size());
+    }
+    METAOPT_ASSIGN_OR_RETURN(call.owner, auth->Authenticate(authorization));
+  }
   const gpr_timespec deadline =
       gpr_convert_clock_type(context.raw_deadline(), GPR_CLOCK_REALTIME);
   if (gpr_time_cmp(deadline, gpr_inf_future(GPR_CLOCK_REALTIME)) != 0) {
@@ -26,11 +45,12 @@ study::CallContext ContextOf(const grpc::ServerContext& context) {
 
 // Calls `method` on the engine and moves its result into `response`.
 template <typename Request, typename Response, typename Method>
-grpc::Status Forward(study::StudyEngine* engine, Method method,
-                     const grpc::ServerContext& context, const Request& request,
-                     Response* response) {
-  absl::StatusOr<Response> result =
-      (engine->*method)(request, ContextOf(context));
+grpc::Status Forward(study::StudyEngine* engine, const TokenAuthenticator* auth,
+                     Method method, const grpc::ServerContext& context,
+                     const Request& request, Response* response) {
+  absl::StatusOr<study::CallContext> call = ContextOf(context, auth);
+  if (!call.ok()) return ToGrpcStatus(call.status());
+  absl::StatusOr<Response> result = (engine->*method)(request, *call);
   if (!result.ok()) return ToGrpcStatus(result.status());
   *response = *std::move(result);
   return grpc::Status::OK;
@@ -42,8 +62,8 @@ grpc::Status Forward(study::StudyEngine* engine, Method method,
   grpc::Status OptimizerServiceImpl::Name(grpc::ServerContext* context,     \
                                           const v1::Name##Request* request, \
                                           v1::Name##Response* response) {   \
-    return Forward(engine_, &study::StudyEngine::Name, *context, *request,  \
-                   response);                                               \
+    return Forward(engine_, auth_, &study::StudyEngine::Name, *context,     \
+                   *request, response);                                     \
   }
 
 METAOPT_FORWARD_RPC(CreateStudy)

@@ -3,14 +3,20 @@
 
 #include "core/study/study_engine.h"
 #include "metaopt/v1/optimizer_service.grpc.pb.h"
+#include "server/token_auth.h"
 
 namespace metaopt::server {
 
-// The gRPC adapter: forwards each RPC to the StudyEngine and maps the status.
-// Holds no state of its own. Thread-safe (the engine is).
+// The gRPC adapter: authenticates each RPC (when `auth` is set), forwards it
+// to the StudyEngine with the caller's owner and deadline, and maps the status.
+// Holds no state of its own. Thread-safe (the engine and authenticator are).
 class OptimizerServiceImpl final : public v1::OptimizerService::Service {
  public:
-  explicit OptimizerServiceImpl(study::StudyEngine* engine) : engine_(engine) {}
+  // `engine` and `auth` must outlive the service; `auth` null means no
+  // authentication (every caller is the empty owner).
+  explicit OptimizerServiceImpl(study::StudyEngine* engine,
+                                const TokenAuthenticator* auth = nullptr)
+      : engine_(engine), auth_(auth) {}
 
   grpc::Status CreateStudy(grpc::ServerContext* context,
                            const v1::CreateStudyRequest* request,
@@ -48,6 +54,7 @@ class OptimizerServiceImpl final : public v1::OptimizerService::Service {
 
  private:
   study::StudyEngine* const engine_;
+  const TokenAuthenticator* const auth_;
 };
 
 }  // namespace metaopt::server

@@ -1,6 +1,9 @@
 #include "server/server.h"
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/common/logging.h"
@@ -12,11 +15,70 @@
 #include "grpcpp/server_builder.h"
 
 namespace metaopt::server {
+namespace {
+
+// The contents of the PEM file `path` (`flag` names it in errors).
+absl::StatusOr<std::string> ReadPemFile(const std::string& path,
+                                        const char* flag) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::NotFoundError(
+        absl::StrCat(flag, " ", path, ": cannot be opened"));
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  if (text.str().find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", path, ": not a PEM file (no -----BEGIN line)"));
+  }
+  return text.str();
+}
+
+// Plaintext without TLS files; TLS with them, requiring and verifying client
+// certificates when a client CA is given.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> BuildCredentials(
+    const ServerOptions& options) {
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key: give both or neither");
+  }
+  if (options.tls_cert_file.empty()) {
+    if (!options.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls-client-ca: needs --tls-cert and --tls-key (mutual TLS is "
+          "TLS)");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  METAOPT_ASSIGN_OR_RETURN(pair.cert_chain,
+                           ReadPemFile(options.tls_cert_file, "--tls-cert"));
+  METAOPT_ASSIGN_OR_RETURN(pair.private_key,
+                           ReadPemFile(options.tls_key_file, "--tls-key"));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!options.tls_client_ca_file.empty()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        ssl.pem_root_certs,
+        ReadPemFile(options.tls_client_ca_file, "--tls-client-ca"));
+    ssl.client_certificate_request =
+        GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
     const ServerOptions& options) {
   std::unique_ptr<Server> server(new Server());
   server->options_ = options;
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                           BuildCredentials(options));
+  if (!options.tokens_file.empty()) {
+    METAOPT_ASSIGN_OR_RETURN(server->auth_,
+                             TokenAuthenticator::FromFile(options.tokens_file));
+  }
   auto storage = storage::OpenSqliteStorage(options.db_path);
   if (!storage.ok()) {
     return absl::Status(storage.status().code(),
@@ -34,16 +96,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   }
   server->models_ = *std::move(models);
   METAOPT_RETURN_IF_ERROR(study::CheckEngineOptions(options.engine));
+  study::EngineOptions engine_options = options.engine;
+  engine_options.max_studies_per_owner = options.max_studies_per_owner;
   server->engine_ = std::make_unique<study::StudyEngine>(
-      server->storage_.get(), server->models_.get(), options.engine);
-  server->service_ =
-      std::make_unique<OptimizerServiceImpl>(server->engine_.get());
+      server->storage_.get(), server->models_.get(), engine_options);
+  server->service_ = std::make_unique<OptimizerServiceImpl>(
+      server->engine_.get(), server->auth_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(options.listen, credentials, &server->port_);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);

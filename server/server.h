@@ -11,6 +11,7 @@
 #include "core/study/study_engine.h"
 #include "grpcpp/server.h"
 #include "server/optimizer_service_impl.h"
+#include "server/token_auth.h"
 
 namespace metaopt::server {
 
@@ -31,6 +32,20 @@ struct ServerOptions {
   // Study engine limits (spec sizes, Suggest count, page size), trial lease
   // and Suggest deadline margin; checked by study::CheckEngineOptions.
   study::EngineOptions engine;
+
+  // Security (docs/security.md). TLS: PEM files of the server's certificate
+  // chain and private key; both or neither. With `tls_client_ca_file` (PEM CA
+  // certificates) clients must present a certificate signed by one of them
+  // (mutual TLS). Empty: plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  // `owner:token` lines (see TokenAuthenticator). Set: every OptimizerService
+  // call needs a valid bearer token and studies are namespaced by its owner;
+  // health and reflection stay open. Empty: no authentication.
+  std::string tokens_file;
+  // Studies one owner may hold (0: no limit).
+  int max_studies_per_owner = 0;
 };
 
 // The running service: storage, study engine, gRPC server with health and
@@ -38,8 +53,8 @@ struct ServerOptions {
 // signal watcher).
 class Server {
  public:
-  // Opens the database, starts listening and serving. Errors name what failed
-  // (database, address).
+  // Opens the database, reads the TLS and tokens files, starts listening and
+  // serving. Errors name what failed (database, file, address).
   static absl::StatusOr<std::unique_ptr<Server>> BuildAndStart(
       const ServerOptions& options);
   ~Server();
@@ -62,6 +77,7 @@ class Server {
   std::unique_ptr<storage::Storage> storage_;
   std::unique_ptr<registry::ModelManager> models_;
   std::unique_ptr<study::StudyEngine> engine_;
+  std::unique_ptr<TokenAuthenticator> auth_;
   std::unique_ptr<OptimizerServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;

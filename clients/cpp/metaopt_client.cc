@@ -1,7 +1,9 @@
 #include "clients/cpp/metaopt_client.h"
 
 #include <algorithm>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +20,59 @@ absl::Duration Jitter(absl::Duration d) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> unit(0.5, 1.0);
   return d * unit(rng);
+}
+
+// The contents of the PEM file `path`; `field` names the option in errors.
+absl::StatusOr<std::string> ReadPem(const std::string& path,
+                                    const char* field) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::NotFoundError(
+        absl::StrCat(field, ": ", path, " cannot be opened"));
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  if (text.str().find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", path, " is not a PEM file"));
+  }
+  return text.str();
+}
+
+// The channel credentials `options` ask for: given ones, TLS, or plaintext.
+absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
+    const MetaoptClient::Options& options) {
+  const bool tls = options.tls || !options.tls_ca_file.empty() ||
+                   !options.tls_cert_file.empty() ||
+                   !options.tls_key_file.empty() ||
+                   !options.tls_server_name.empty();
+  if (options.credentials != nullptr) {
+    if (tls) {
+      return absl::InvalidArgumentError(
+          "credentials: give either credentials or the tls options, not both");
+    }
+    return options.credentials;
+  }
+  if (!tls) return grpc::InsecureChannelCredentials();
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls_cert_file, tls_key_file: give both or neither");
+  }
+  grpc::SslCredentialsOptions ssl;
+  if (!options.tls_ca_file.empty()) {
+    auto ca = ReadPem(options.tls_ca_file, "tls_ca_file");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  if (!options.tls_cert_file.empty()) {
+    auto cert = ReadPem(options.tls_cert_file, "tls_cert_file");
+    if (!cert.ok()) return cert.status();
+    auto key = ReadPem(options.tls_key_file, "tls_key_file");
+    if (!key.ok()) return key.status();
+    ssl.pem_cert_chain = *std::move(cert);
+    ssl.pem_private_key = *std::move(key);
+  }
+  return grpc::SslCredentials(ssl);
 }
 
 }  // namespace
@@ -43,15 +98,24 @@ absl::StatusOr<std::unique_ptr<MetaoptClient>> MetaoptClient::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "max_attempts: ", options.max_attempts, " is less than 1"));
   }
-  std::shared_ptr<grpc::ChannelCredentials> credentials =
-      options.credentials ? options.credentials
-                          : grpc::InsecureChannelCredentials();
+  for (const char c : options.token) {
+    if (c < 0x21 || c > 0x7e) {
+      return absl::InvalidArgumentError(
+          "token: must be printable ASCII without spaces");
+    }
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials =
+      Credentials(options);
+  if (!credentials.ok()) return credentials.status();
   grpc::ChannelArguments args;
+  if (!options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
   args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   // Retries are done here, per method, with knowledge of idempotency.
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateCustomChannel(options.address, credentials, args);
+      grpc::CreateCustomChannel(options.address, *credentials, args);
   return std::make_unique<MetaoptClient>(v1::OptimizerService::NewStub(channel),
                                          options);
 }
@@ -72,6 +136,10 @@ absl::StatusOr<Response> MetaoptClient::Call(Method<Request, Response> method,
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
+    if (!options_.token.empty()) {
+      context.AddMetadata("authorization",
+                          absl::StrCat("Bearer ", options_.token));
+    }
     Response response;
     grpc::Status status = (stub_.get()->*method)(&context, request, &response);
     if (status.ok()) return response;

@@ -46,13 +46,29 @@ class MetaoptClient {
     // backoff].
     absl::Duration initial_backoff = absl::Milliseconds(100);
     absl::Duration max_backoff = absl::Seconds(2);
-    // Channel credentials; null means insecure (plaintext).
+    // Bearer token sent as `authorization: Bearer <token>` on every call, for
+    // a server started with --tokens. Empty: none.
+    std::string token;
+    // TLS. `tls` (implied by any of the files) turns it on. `tls_ca_file`:
+    // PEM CA certificates that signed the server's certificate (empty: the
+    // system's roots). `tls_cert_file` and `tls_key_file`: PEM client
+    // certificate chain and key for a server that requires client
+    // certificates (mutual TLS); both or neither. `tls_server_name`: the name
+    // to check the server's certificate against instead of the address's host.
+    bool tls = false;
+    std::string tls_ca_file;
+    std::string tls_cert_file;
+    std::string tls_key_file;
+    std::string tls_server_name;
+    // Channel credentials given directly (instead of the TLS options above);
+    // null with no TLS option means plaintext.
     std::shared_ptr<grpc::ChannelCredentials> credentials;
   };
 
   // Creates a client for `options.address`. The channel connects lazily, so an
-  // unreachable server shows up as UNAVAILABLE on the first call, not here.
-  // INVALID_ARGUMENT for bad options.
+  // unreachable server (or a TLS handshake it refuses) shows up as UNAVAILABLE
+  // on the first call, not here. INVALID_ARGUMENT for bad options, NOT_FOUND
+  // for a TLS file that cannot be read.
   static absl::StatusOr<std::unique_ptr<MetaoptClient>> Create(
       const Options& options);
 

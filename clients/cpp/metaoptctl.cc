@@ -1,12 +1,13 @@
 // metaoptctl: command-line client for metaopt.v1.OptimizerService.
 //
 //   metaoptctl [--server=ADDR] [--timeout=SECONDS] [--print-defaults]
-//   [--proto-names] COMMAND ...
+//   [--proto-names] [--token=TOKEN] [--tls] [--tls-ca=FILE]
+//   [--tls-cert=FILE --tls-key=FILE] [--tls-server-name=NAME] COMMAND ...
 //
 // Prints each response as proto3 JSON on stdout. Errors go to stderr as
 // "metaoptctl: <CODE>: <message>" with exit code 1; command-line usage errors
 // exit with 2. The server address defaults to $METAOPT_SERVER, else
-// localhost:50051.
+// localhost:50051; the token to $METAOPT_TOKEN.
 
 #include <google/protobuf/message.h>
 #include <google/protobuf/util/json_util.h>
@@ -44,6 +45,12 @@ struct GlobalFlags {
   double timeout_seconds = 30;
   bool print_defaults = false;
   bool proto_names = false;
+  std::string token;
+  bool tls = false;
+  std::string tls_ca;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_server_name;
 };
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -175,6 +182,22 @@ int Run(int argc, char** argv) {
                  "Deadline of each call in seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--token", flags.token,
+                 "Bearer token for a server with --tokens (default: "
+                 "$METAOPT_TOKEN; the variable keeps it out of 'ps')")
+      ->envname("METAOPT_TOKEN");
+  app.add_flag("--tls", flags.tls,
+               "Use TLS (implied by the other --tls-* options); without "
+               "--tls-ca the system's CA certificates verify the server");
+  app.add_option("--tls-ca", flags.tls_ca,
+                 "PEM CA certificates that signed the server's certificate");
+  app.add_option("--tls-cert", flags.tls_cert,
+                 "PEM client certificate, for a server that requires one "
+                 "(mutual TLS)");
+  app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
+  app.add_option("--tls-server-name", flags.tls_server_name,
+                 "Name to verify the server's certificate against (default: "
+                 "the host of --server)");
   app.add_flag("--print-defaults", flags.print_defaults,
                "Print fields that hold their default value (0, \"\", false)");
   app.add_flag("--proto-names", flags.proto_names,
@@ -460,6 +483,12 @@ int Run(int argc, char** argv) {
   MetaoptClient::Options options;
   options.address = flags.server;
   options.timeout = absl::Seconds(flags.timeout_seconds);
+  options.token = flags.token;
+  options.tls = flags.tls;
+  options.tls_ca_file = flags.tls_ca;
+  options.tls_cert_file = flags.tls_cert;
+  options.tls_key_file = flags.tls_key;
+  options.tls_server_name = flags.tls_server_name;
   absl::StatusOr<std::unique_ptr<MetaoptClient>> client =
       MetaoptClient::Create(options);
   absl::Status status = client.ok() ? run(**client) : client.status();
