@@ -1,11 +1,10 @@
 #include "server/server.h"
 
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/common/file_util.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -16,23 +15,6 @@
 
 namespace metaopt::server {
 namespace {
-
-// The contents of the PEM file `path` (`flag` names it in errors).
-absl::StatusOr<std::string> ReadPemFile(const std::string& path,
-                                        const char* flag) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::NotFoundError(
-        absl::StrCat(flag, " ", path, ": cannot be opened"));
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  if (text.str().find("-----BEGIN ") == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", path, ": not a PEM file (no -----BEGIN line)"));
-  }
-  return text.str();
-}
 
 // Plaintext without TLS files; TLS with them, requiring and verifying client
 // certificates when a client CA is given.

@@ -1,7 +1,5 @@
 #include "server/token_auth.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -10,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "core/common/file_util.h"
 #include "core/common/status_macros.h"
 
 namespace metaopt::server {
@@ -77,18 +76,9 @@ absl::Status ValidateOwner(absl::string_view owner) {
 
 absl::StatusOr<std::unique_ptr<TokenAuthenticator>>
 TokenAuthenticator::FromFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::NotFoundError(
-        absl::StrCat("tokens file ", path, ": cannot be opened"));
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    return absl::UnavailableError(
-        absl::StrCat("tokens file ", path, ": read error"));
-  }
-  return Parse(text.str(), path);
+  METAOPT_ASSIGN_OR_RETURN(std::string text,
+                           ReadFileToString(path, "tokens file"));
+  return Parse(text, path);
 }
 
 absl::StatusOr<std::unique_ptr<TokenAuthenticator>> TokenAuthenticator::Parse(

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/common/file_util.h"
 
 namespace metaopt {
 namespace {
@@ -20,23 +21,6 @@ absl::Duration Jitter(absl::Duration d) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   std::uniform_real_distribution<double> unit(0.5, 1.0);
   return d * unit(rng);
-}
-
-// The contents of the PEM file `path`; `field` names the option in errors.
-absl::StatusOr<std::string> ReadPem(const std::string& path,
-                                    const char* field) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::NotFoundError(
-        absl::StrCat(field, ": ", path, " cannot be opened"));
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  if (text.str().find("-----BEGIN ") == std::string::npos) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", path, " is not a PEM file"));
-  }
-  return text.str();
 }
 
 // The channel credentials `options` ask for: given ones, TLS, or plaintext.
@@ -60,14 +44,14 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
   }
   grpc::SslCredentialsOptions ssl;
   if (!options.tls_ca_file.empty()) {
-    auto ca = ReadPem(options.tls_ca_file, "tls_ca_file");
+    auto ca = ReadPemFile(options.tls_ca_file, "tls_ca_file");
     if (!ca.ok()) return ca.status();
     ssl.pem_root_certs = *std::move(ca);
   }
   if (!options.tls_cert_file.empty()) {
-    auto cert = ReadPem(options.tls_cert_file, "tls_cert_file");
+    auto cert = ReadPemFile(options.tls_cert_file, "tls_cert_file");
     if (!cert.ok()) return cert.status();
-    auto key = ReadPem(options.tls_key_file, "tls_key_file");
+    auto key = ReadPemFile(options.tls_key_file, "tls_key_file");
     if (!key.ok()) return key.status();
     ssl.pem_cert_chain = *std::move(cert);
     ssl.pem_private_key = *std::move(key);
