@@ -115,6 +115,10 @@ int main(int argc, char** argv) {
                  "studies one owner may hold (0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--metrics-listen", options.metrics_listen,
+                 "HOST:PORT of the Prometheus /metrics endpoint (port 0: any "
+                 "free port; empty: no metrics)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   options.models_poll_interval = absl::Seconds(poll_seconds);
   engine.trial_lease = absl::Seconds(trial_lease_seconds);
@@ -161,6 +165,11 @@ int main(int argc, char** argv) {
         : !tls          ? "TLS (--tls-cert): tokens cross the network in clear"
                         : "authentication (--tokens): every client sees every "
                           "study"));
+  }
+  if ((*server)->metrics_port() != 0) {
+    metaopt::LogInfo(absl::StrCat("metrics at http://",
+                                  HostOf(options.metrics_listen), ":",
+                                  (*server)->metrics_port(), "/metrics"));
   }
 
   std::thread watcher([&server, &signals] {

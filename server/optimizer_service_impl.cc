@@ -2,10 +2,16 @@
 
 #include <grpc/support/time.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/common/status_macros.h"
 #include "core/study/call_context.h"
@@ -43,27 +49,105 @@ absl::StatusOr<study::CallContext> ContextOf(const grpc::ServerContext& context,
   return call;
 }
 
-// Calls `method` on the engine and moves its result into `response`.
+// Appends `id` unless it is 0 (unset) or already listed.
+void AddTrialId(int64_t id, std::vector<int64_t>& ids) {
+  if (id != 0 && std::find(ids.begin(), ids.end(), id) == ids.end()) {
+    ids.push_back(id);
+  }
+}
+
+// The trials a request names or a response returns, for the RPC's log line
+// (none for other messages; ListTrials pages are not listed).
+template <typename Message>
+void AddTrialIds(const Message&, std::vector<int64_t>&) {}
+void AddTrialIds(const v1::ObserveRequest& request, std::vector<int64_t>& ids) {
+  AddTrialId(request.trial_id(), ids);
+}
+void AddTrialIds(const v1::GetTrialRequest& request,
+                 std::vector<int64_t>& ids) {
+  AddTrialId(request.trial_id(), ids);
+}
+void AddTrialIds(const v1::HeartbeatRequest& request,
+                 std::vector<int64_t>& ids) {
+  for (int64_t id : request.trial_ids()) AddTrialId(id, ids);
+}
+void AddTrialIds(const v1::SuggestResponse& response,
+                 std::vector<int64_t>& ids) {
+  for (const v1::Trial& trial : response.trials()) AddTrialId(trial.id(), ids);
+}
+void AddTrialIds(const v1::ObserveResponse& response,
+                 std::vector<int64_t>& ids) {
+  AddTrialId(response.trial().id(), ids);
+}
+
+// The study a request is about ("" for ListStudies, ListModels).
+template <typename Request, typename = void>
+struct HasStudyId : std::false_type {};
+template <typename Request>
+struct HasStudyId<Request,
+                  std::void_t<decltype(std::declval<Request>().study_id())>>
+    : std::true_type {};
+
+template <typename Request>
+std::string StudyIdOf(const Request& request) {
+  if constexpr (HasStudyId<Request>::value) {
+    constexpr size_t kMaxLoggedLength = 128;  // ids are at most 128 valid chars
+    return request.study_id().substr(0, kMaxLoggedLength);
+  } else {
+    return "";
+  }
+}
+
+// Calls `method` on the engine and moves its result into `response`; logs the
+// RPC and reports it to `observer` (may be null).
 template <typename Request, typename Response, typename Method>
-grpc::Status Forward(study::StudyEngine* engine, const TokenAuthenticator* auth,
+grpc::Status Forward(const char* name, study::StudyEngine* engine,
+                     const TokenAuthenticator* auth, RpcObserver* observer,
                      Method method, const grpc::ServerContext& context,
                      const Request& request, Response* response) {
+  const absl::Time start = absl::Now();
+  RpcRecord record;
+  record.method = name;
+  record.study_id = StudyIdOf(request);
+  AddTrialIds(request, record.trial_ids);
+  grpc::Status status;
   absl::StatusOr<study::CallContext> call = ContextOf(context, auth);
-  if (!call.ok()) return ToGrpcStatus(call.status());
-  absl::StatusOr<Response> result = (engine->*method)(request, *call);
-  if (!result.ok()) return ToGrpcStatus(result.status());
-  *response = *std::move(result);
-  return grpc::Status::OK;
+  if (!call.ok()) {
+    status = ToGrpcStatus(call.status());
+  } else {
+    // Looked up before the call (DeleteStudy unloads the study) and after it
+    // (the call may load or create it).
+    if (!record.study_id.empty()) {
+      record.algorithm = engine->LoadedAlgorithmKind(record.study_id, *call);
+    }
+    absl::StatusOr<Response> result = (engine->*method)(request, *call);
+    if (result.ok()) {
+      *response = *std::move(result);
+      AddTrialIds(*response, record.trial_ids);
+    } else {
+      status = ToGrpcStatus(result.status());
+    }
+    if (record.algorithm == v1::ALGORITHM_KIND_UNSPECIFIED &&
+        !record.study_id.empty()) {
+      record.algorithm = engine->LoadedAlgorithmKind(record.study_id, *call);
+    }
+  }
+  record.code = status.error_code();
+  record.error_message = status.error_message();
+  record.latency = absl::Now() - start;
+  LogRpc(record);
+  if (observer != nullptr) observer->OnRpc(record);
+  return status;
 }
 
 }  // namespace
 
-#define METAOPT_FORWARD_RPC(Name)                                           \
-  grpc::Status OptimizerServiceImpl::Name(grpc::ServerContext* context,     \
-                                          const v1::Name##Request* request, \
-                                          v1::Name##Response* response) {   \
-    return Forward(engine_, auth_, &study::StudyEngine::Name, *context,     \
-                   *request, response);                                     \
+#define METAOPT_FORWARD_RPC(Name)                                            \
+  grpc::Status OptimizerServiceImpl::Name(grpc::ServerContext* context,      \
+                                          const v1::Name##Request* request,  \
+                                          v1::Name##Response* response) {    \
+    return Forward(#Name, engine_, auth_, observer_,                         \
+                   &study::StudyEngine::Name, *context, *request, response); \
   }
 
 METAOPT_FORWARD_RPC(CreateStudy)

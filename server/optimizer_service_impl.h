@@ -3,6 +3,7 @@
 
 #include "core/study/study_engine.h"
 #include "metaopt/v1/optimizer_service.grpc.pb.h"
+#include "server/rpc_record.h"
 #include "server/token_auth.h"
 
 namespace metaopt::server {
@@ -13,10 +14,12 @@ namespace metaopt::server {
 class OptimizerServiceImpl final : public v1::OptimizerService::Service {
  public:
   // `engine` and `auth` must outlive the service; `auth` null means no
-  // authentication (every caller is the empty owner).
+  // authentication (every caller is the empty owner). Every RPC is logged
+  // (LogRpc) and reported to `observer` (may be null; must outlive).
   explicit OptimizerServiceImpl(study::StudyEngine* engine,
-                                const TokenAuthenticator* auth = nullptr)
-      : engine_(engine), auth_(auth) {}
+                                const TokenAuthenticator* auth = nullptr,
+                                RpcObserver* observer = nullptr)
+      : engine_(engine), auth_(auth), observer_(observer) {}
 
   grpc::Status CreateStudy(grpc::ServerContext* context,
                            const v1::CreateStudyRequest* request,
@@ -55,6 +58,7 @@ class OptimizerServiceImpl final : public v1::OptimizerService::Service {
  private:
   study::StudyEngine* const engine_;
   const TokenAuthenticator* const auth_;
+  RpcObserver* const observer_;
 };
 
 }  // namespace metaopt::server

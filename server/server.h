@@ -10,6 +10,8 @@
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
 #include "grpcpp/server.h"
+#include "server/metrics/metrics_http_server.h"
+#include "server/metrics/server_metrics.h"
 #include "server/optimizer_service_impl.h"
 #include "server/token_auth.h"
 
@@ -46,6 +48,10 @@ struct ServerOptions {
   std::string tokens_file;
   // Studies one owner may hold (0: no limit).
   int max_studies_per_owner = 0;
+
+  // HOST:PORT of the Prometheus /metrics endpoint (port 0: any free port, see
+  // Server::metrics_port()). Empty: no metrics.
+  std::string metrics_listen;
 };
 
 // The running service: storage, study engine, gRPC server with health and
@@ -67,6 +73,11 @@ class Server {
   // Blocks until the server has shut down.
   void Wait();
 
+  // The port of the /metrics endpoint; 0 when metrics are off.
+  int metrics_port() const {
+    return metrics_http_ == nullptr ? 0 : metrics_http_->port();
+  }
+
   // The model registry (for tests that drive polling by hand).
   registry::ModelManager& models() { return *models_; }
 
@@ -74,6 +85,9 @@ class Server {
   Server() = default;
 
   ServerOptions options_;
+  // Before storage_ and service_, which report to it; null when metrics are
+  // off.
+  std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<storage::Storage> storage_;
   std::unique_ptr<registry::ModelManager> models_;
   std::unique_ptr<study::StudyEngine> engine_;
@@ -81,6 +95,8 @@ class Server {
   std::unique_ptr<OptimizerServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
+  // Last: stops serving scrapes before the engine and registry go away.
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;
 };
 
 }  // namespace metaopt::server
