@@ -17,6 +17,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
+#include "tests/integration/server_process.h"
 #include "tests/integration/test_specs.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/testutil/temp_dir.h"
@@ -508,6 +509,48 @@ TEST_F(SecurityTest, CppClientSendsTokenOverMutualTls) {
   EXPECT_THAT(MetaoptClient::Create(options),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("absent.key")));
 }
+
+#ifdef METAOPT_SERVER_BINARY
+// The start-up warning for a server reachable beyond loopback names what is
+// missing, and there is none with TLS and tokens (or on loopback).
+TEST_F(SecurityTest, BeyondLoopbackWarningSaysWhatIsMissing) {
+  const server::ServerOptions secure = Options();
+  const std::vector<std::string> tls = {"--tls-cert", secure.tls_cert_file,
+                                        "--tls-key", secure.tls_key_file};
+  const std::vector<std::string> tokens = {"--tokens", secure.tokens_file};
+  struct Case {
+    std::string listen;
+    std::vector<std::string> flags;
+    std::string warning;  // empty: none
+  };
+  std::vector<std::string> both = tls;
+  both.insert(both.end(), tokens.begin(), tokens.end());
+  const std::vector<Case> cases = {
+      {"0.0.0.0:0", {}, "without TLS or authentication"},
+      {"0.0.0.0:0", tokens, "without TLS (--tls-cert)"},
+      {"0.0.0.0:0", tls, "without authentication (--tokens)"},
+      {"0.0.0.0:0", both, ""},
+      {"127.0.0.1:0", {}, ""},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--listen", c.listen,
+                                     "--db",     dir_.File("warn.db"),
+                                     "--models", dir_.File("models")};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    ServerProcess process(METAOPT_SERVER_BINARY, args, dir_.File("warn.log"));
+    ASSERT_NE(process.Start(), 0);
+    process.Kill(SIGTERM);  // the warning is logged before shutdown begins
+    const std::string log = process.Log();
+    SCOPED_TRACE(log);
+    if (c.warning.empty()) {
+      EXPECT_THAT(log, Not(HasSubstr("listening beyond loopback")));
+    } else {
+      EXPECT_THAT(log, AllOf(HasSubstr("listening beyond loopback"),
+                             HasSubstr(c.warning)));
+    }
+  }
+}
+#endif
 
 #ifdef METAOPTCTL_PATH
 TEST_F(SecurityTest, MetaoptctlTakesTokenFromEnvironmentAndTlsOptions) {
