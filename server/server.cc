@@ -61,7 +61,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
     METAOPT_ASSIGN_OR_RETURN(server->auth_,
                              TokenAuthenticator::FromFile(options.tokens_file));
   }
-  auto storage = storage::OpenSqliteStorage(options.db_path);
+  storage::SqliteOptions sqlite_options;
+  if (!options.metrics_listen.empty()) {
+    METAOPT_ASSIGN_OR_RETURN(server->metrics_, ServerMetrics::Create());
+    sqlite_options.on_commit =
+        [metrics = server->metrics_.get()](absl::Duration latency) {
+          metrics->OnCommit(latency);
+        };
+  }
+  auto storage = storage::OpenSqliteStorage(options.db_path, sqlite_options);
   if (!storage.ok()) {
     return absl::Status(storage.status().code(),
                         absl::StrCat("opening database ", options.db_path, ": ",
@@ -77,13 +85,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
                      models.status().message()));
   }
   server->models_ = *std::move(models);
-  METAOPT_RETURN_IF_ERROR(study::CheckEngineOptions(options.engine));
   study::EngineOptions engine_options = options.engine;
   engine_options.max_studies_per_owner = options.max_studies_per_owner;
+  METAOPT_RETURN_IF_ERROR(study::CheckEngineOptions(engine_options));
   server->engine_ = std::make_unique<study::StudyEngine>(
       server->storage_.get(), server->models_.get(), engine_options);
   server->service_ = std::make_unique<OptimizerServiceImpl>(
-      server->engine_.get(), server->auth_.get());
+      server->engine_.get(), server->auth_.get(), server->metrics_.get());
+  if (server->metrics_ != nullptr) {
+    server->metrics_->WatchSources(server->engine_.get(),
+                                   server->models_.get());
+    METAOPT_ASSIGN_OR_RETURN(
+        server->metrics_http_,
+        metrics::MetricsHttpServer::Start(options.metrics_listen,
+                                          &server->metrics_->registry()));
+  }
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
