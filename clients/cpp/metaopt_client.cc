@@ -7,7 +7,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "core/common/file_util.h"
+#include "google/protobuf/wrappers.pb.h"
+#include "grpcpp/generic/generic_stub.h"
 
 namespace metaopt {
 namespace {
@@ -100,8 +103,45 @@ absl::StatusOr<std::unique_ptr<MetaoptClient>> MetaoptClient::Create(
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(options.address, *credentials, args);
-  return std::make_unique<MetaoptClient>(v1::OptimizerService::NewStub(channel),
-                                         options);
+  auto client = std::make_unique<MetaoptClient>(
+      v1::OptimizerService::NewStub(channel), options);
+  client->channel_ = channel;
+  return client;
+}
+
+absl::Status MetaoptClient::CheckHealth(const std::string& service) {
+  if (channel_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "health check needs a client made by MetaoptClient::Create");
+  }
+  // grpc.health.v1 without its generated code: HealthCheckRequest {string
+  // service = 1} and HealthCheckResponse {ServingStatus status = 1} have the
+  // wire format of StringValue and Int32Value.
+  grpc::TemplatedGenericStub<google::protobuf::StringValue,
+                             google::protobuf::Int32Value>
+      stub(channel_);
+  google::protobuf::StringValue request;
+  request.set_value(service);
+  google::protobuf::Int32Value response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+  grpc::Status status;
+  absl::Notification done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                 &request, &response, [&](grpc::Status result) {
+                   status = std::move(result);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (!status.ok()) return FromGrpcStatus(status);
+  constexpr int kServing = 1;
+  if (response.value() == kServing) return absl::OkStatus();
+  const char* names[] = {"UNKNOWN", "SERVING", "NOT_SERVING",
+                         "SERVICE_UNKNOWN"};
+  const int value = response.value();
+  return absl::UnavailableError(absl::StrCat(
+      "health of \"", service,
+      "\": ", value >= 0 && value < 4 ? names[value] : absl::StrCat(value)));
 }
 
 MetaoptClient::MetaoptClient(

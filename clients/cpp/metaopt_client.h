@@ -111,6 +111,13 @@ class MetaoptClient {
   absl::StatusOr<v1::FineTuneResponse> FineTune(
       const v1::FineTuneRequest& request);
 
+  // Asks the server's grpc.health.v1.Health/Check about `service` ("" is the
+  // server as a whole): OK when SERVING, UNAVAILABLE naming the status
+  // otherwise, the call's error (e.g. NOT_FOUND for an unknown service) if it
+  // fails. One attempt (a probe wants the current answer). FAILED_PRECONDITION
+  // for a client that wraps a stub instead of owning a channel.
+  absl::Status CheckHealth(const std::string& service = "");
+
   const Options& options() const { return options_; }
 
  private:
@@ -128,6 +135,8 @@ class MetaoptClient {
 
   std::unique_ptr<v1::OptimizerService::StubInterface> stub_;
   const Options options_;
+  // Set by Create(); null when the client wraps a stub.
+  std::shared_ptr<grpc::ChannelInterface> channel_;
 };
 
 // grpc::Status -> absl::Status with the same code and message.

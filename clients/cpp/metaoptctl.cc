@@ -473,6 +473,22 @@ int Run(int argc, char** argv) {
     };
   });
 
+  // health
+  std::string health_service;
+  auto* health = app.add_subcommand(
+      "health",
+      "Ask the server's gRPC health service; exit status 0 when SERVING (for "
+      "container and orchestrator health checks)");
+  health->add_option("--service", health_service,
+                     "Service to ask about (default: the server as a whole)");
+  health->callback([&] {
+    run = [&](MetaoptClient& client) -> absl::Status {
+      absl::Status status = client.CheckHealth(health_service);
+      if (status.ok()) std::cout << "SERVING" << std::endl;
+      return status;
+    };
+  });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -268,6 +268,21 @@ TEST_F(MetaoptctlTest, AskTellRoundTrip) {
   EXPECT_FALSE(all.json.contains("nextPageToken"));
 }
 
+TEST_F(MetaoptctlTest, HealthAsksTheGrpcHealthService) {
+  Result serving = Ctl({"health"});
+  EXPECT_EQ(serving.exit_code, 0) << serving.err;
+  EXPECT_EQ(serving.out, "SERVING\n");
+  EXPECT_EQ(serving.err, "");
+  Result unknown = Ctl({"health", "--service", "no.such.Service"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, StartsWith("metaoptctl: NOT_FOUND: "));
+
+  Result unreachable =
+      Ctl({"--server=127.0.0.1:1", "--timeout=2", "health"}, false);
+  EXPECT_EQ(unreachable.exit_code, 1);
+  EXPECT_THAT(unreachable.err, StartsWith("metaoptctl: UNAVAILABLE: "));
+}
+
 TEST_F(MetaoptctlTest, ServerErrorsGoToStderrWithExitCode1) {
   Result missing = Ctl({"get-study", "no-such-study"});
   EXPECT_EQ(missing.exit_code, 1);
