@@ -77,7 +77,11 @@ Eigen::ArrayXXd Kernel::SquaredDistances(
   const Eigen::MatrixXd& Z = *scaled;
   Eigen::ArrayXXd r2(n, n);
   r2.matrix().setZero();
-  r2.matrix().selfadjointView<Eigen::Lower>().rankUpdate(Z, -2.0);
+  // Eigen's rank update of an empty matrix binds a reference to its null data
+  // (undefined behaviour that UBSan reports); there is nothing to add anyway.
+  if (n > 0 && Z.cols() > 0) {
+    r2.matrix().selfadjointView<Eigen::Lower>().rankUpdate(Z, -2.0);
+  }
   const Eigen::ArrayXd sq = Z.rowwise().squaredNorm().array();
   for (Eigen::Index j = 0; j < n; ++j) {
     r2(j, j) = 0.0;
