@@ -333,11 +333,13 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
     observe.set_value(value);
     METAOPT_RETURN_IF_ERROR(backend.Observe(observe).status());
     observed.push_back(value);
+    result.entries.push_back(it->second);
   }
   v1::DeleteStudyRequest remove;
   remove.set_study_id(study_id);
   METAOPT_RETURN_IF_ERROR(backend.DeleteStudy(remove).status());
   result.trials_observed = static_cast<int>(observed.size());
+  result.values = observed;
   result.regret = RegretCurve(observed, task.best, task.worst, goal, trials);
   return result;
 }
@@ -882,6 +884,24 @@ std::string PerTaskCsv(const BenchResult& result) {
   return out;
 }
 
+std::string TrialsCsv(const BenchResult& result) {
+  std::string out = "method,task,seed,trial,entry,value\n";
+  for (size_t m = 0; m < result.methods.size(); ++m) {
+    for (size_t t = 0; t < result.task_ids.size(); ++t) {
+      for (int s = 0; s < result.seeds; ++s) {
+        const RunResult& run = result.runs[result.RunIndex(m, t, s)];
+        for (size_t k = 0; k < run.entries.size(); ++k) {
+          absl::StrAppend(
+              &out, absl::StrFormat("%s,%s,%d,%d,%d,%.10g\n",
+                                    result.methods[m].name, result.task_ids[t],
+                                    s, k + 1, run.entries[k], run.values[k]));
+        }
+      }
+    }
+  }
+  return out;
+}
+
 std::string TimingCsv(const std::vector<TimingRow>& rows) {
   std::string out = "method,suggest_ms_mean,suggest_ms_p50,suggest_ms_p95\n";
   for (const TimingRow& row : rows) {
@@ -1077,6 +1097,8 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
       WriteTextFile(absl::StrCat(dir, "summary.csv"), SummaryCsv(summary)));
   METAOPT_RETURN_IF_ERROR(
       WriteTextFile(absl::StrCat(dir, "per_task.csv"), PerTaskCsv(result)));
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "trials.csv"), TrialsCsv(result)));
   METAOPT_RETURN_IF_ERROR(
       WriteTextFile(absl::StrCat(dir, "timing.csv"), TimingCsv(timing)));
   METAOPT_RETURN_IF_ERROR(

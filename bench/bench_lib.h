@@ -186,6 +186,10 @@ struct RunResult {
   std::vector<double> regret;      // one per trial 1..T
   std::vector<double> suggest_ms;  // wall time of each Suggest call
   int trials_observed = 0;         // < T when the catalogue ran out
+  // The trace: per observed trial, the suggested configuration's index in
+  // the task's catalogue (ReplayTask::catalogue) and its objective value.
+  std::vector<int> entries;
+  std::vector<double> values;
 };
 
 struct BenchResult {
@@ -265,6 +269,10 @@ struct ReportInfo {
 // The file contents, exposed for tests.
 std::string SummaryCsv(const std::vector<SummaryRow>& rows);
 std::string PerTaskCsv(const BenchResult& result);
+// `method,task,seed,trial,entry,value`: every observed trial, entry being the
+// configuration's index in the task's catalogue (its distinct configurations
+// in file order), so a run can be replayed and inspected.
+std::string TrialsCsv(const BenchResult& result);
 std::string TimingCsv(const std::vector<TimingRow>& rows);
 std::string ReportMarkdown(const BenchResult& result,
                            const std::vector<SummaryRow>& summary,
@@ -275,7 +283,7 @@ std::string ReportMarkdown(const BenchResult& result,
 // and T itself.
 std::vector<int> ReportCheckpoints(int trials);
 
-// Writes summary.csv, per_task.csv, timing.csv, report.md,
+// Writes summary.csv, per_task.csv, trials.csv, timing.csv, report.md,
 // regret_vs_trials.svg, rank_vs_trials.svg and log_regret_vs_trials.svg into
 // `out_dir` (created if needed).
 absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,

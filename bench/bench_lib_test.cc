@@ -441,6 +441,14 @@ TEST_F(BenchRunTest, WritesAllOutputs) {
   EXPECT_TRUE(absl::StartsWith(per_task, "method,task,seed,trial,regret\n"));
   EXPECT_EQ(per_task, PerTaskCsv(*result));
   EXPECT_EQ(std::count(per_task.begin(), per_task.end(), '\n'), 1 + 5 * 2 * 10);
+  const std::string trials = ReadFile(out + "/trials.csv");
+  EXPECT_TRUE(absl::StartsWith(trials, "method,task,seed,trial,entry,value\n"));
+  EXPECT_EQ(trials, TrialsCsv(*result));
+  // One line per observed trial (a small catalogue can run out before T).
+  int observed = 0;
+  for (const RunResult& run : result->runs) observed += run.trials_observed;
+  EXPECT_GT(observed, 0);
+  EXPECT_EQ(std::count(trials.begin(), trials.end(), '\n'), 1 + observed);
   EXPECT_TRUE(absl::StartsWith(
       ReadFile(out + "/timing.csv"),
       "method,suggest_ms_mean,suggest_ms_p50,suggest_ms_p95\nrandom,"));
@@ -486,6 +494,7 @@ TEST_F(BenchRunTest, ServerModeEqualsInProcess) {
   absl::StatusOr<BenchResult> in_process = RunBenchmark(Options());
   ASSERT_THAT(in_process, IsOk());
   EXPECT_EQ(PerTaskCsv(*over_grpc), PerTaskCsv(*in_process));
+  EXPECT_EQ(TrialsCsv(*over_grpc), TrialsCsv(*in_process));
   EXPECT_EQ(SummaryCsv(Summarize(*over_grpc)),
             SummaryCsv(Summarize(*in_process)));
 }
