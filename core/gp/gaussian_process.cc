@@ -246,6 +246,12 @@ absl::StatusOr<NllResult> GaussianProcess::NegativeLogMarginalLikelihood(
   Eigen::MatrixXd G = Eigen::MatrixXd::Identity(n, n);
   L.solveInPlace(G);
   Lt.solveInPlace(G);
+  // LOO (R&W Eq. 5.10-5.12): with c_i = [K^-1]_ii, the held-out mean error
+  // is alpha_i / c_i and the variance 1 / c_i.
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const double c = G(i, i);  // [K^-1]_ii, before alpha alpha' is taken off
+    result.loo_nll += 0.5 * (kLog2Pi - std::log(c) + alpha[i] * alpha[i] / c);
+  }
   G.noalias() -= alpha * alpha.transpose();
   G *= 0.5;
 

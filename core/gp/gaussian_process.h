@@ -55,6 +55,11 @@ struct NllResult {
   Eigen::VectorXd grad_hyper;
   // d value / d X (n x D); empty unless requested.
   Eigen::MatrixXd grad_inputs;
+  // Leave-one-out predictive negative log likelihood, summed over the points:
+  // for each i, -log N(y_i | mean and variance of the GP (noise included)
+  // conditioned on the other n - 1 points), in closed form from K^-1
+  // (Rasmussen & Williams §5.4.2). A held-out loss at no extra cost.
+  double loo_nll = 0.0;
 };
 
 // Lower Cholesky factor of K + jitter * I.

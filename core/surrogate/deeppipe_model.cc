@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -353,6 +354,7 @@ absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
   const double inv_n = 1.0 / static_cast<double>(X.rows());
   DeepPipeLoss loss;
   loss.value = nll.value * inv_n;
+  loss.loo = nll.loo_nll * inv_n;
   loss.gradient = Eigen::VectorXd::Zero(num_parameters());
   loss.gradient.tail(num_kernel_parameters()) = nll.grad_hyper * inv_n;
   BackwardNetwork(trace, nll.grad_inputs * inv_n, loss.gradient);
@@ -369,6 +371,106 @@ absl::StatusOr<std::shared_ptr<const Surrogate>> DeepPipeModel::Posterior(
                               gp::Standardization::FromTargets(y)));
   return std::make_shared<const DeepPipeSurrogate>(
       std::make_shared<const DeepPipeModel>(*this), std::move(posterior));
+}
+
+absl::StatusOr<DeepPipeKernelObjective> DeepPipeKernelObjective::Create(
+    const gp::GaussianProcess& gp, const Eigen::MatrixXd& Z,
+    const Eigen::VectorXd& y) {
+  if (gp.kernel().name() != kKernelName || Z.cols() != gp.input_dim() ||
+      Z.rows() != y.size() || Z.rows() == 0 || !Z.allFinite() ||
+      !y.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe kernel objective: need a ", kKernelName,
+                     " GP over ", gp.input_dim(),
+                     " dimensions and as many finite targets as "
+                     "embeddings (got ",
+                     Z.rows(), " x ", Z.cols(), " and ", y.size(), ")"));
+  }
+  const Eigen::Index n = Z.rows();
+  Eigen::MatrixXd pair_d2(n * (n - 1) / 2, Z.cols());
+  Eigen::Index p = 0;
+  for (Eigen::Index j = 0; j < n; ++j) {
+    for (Eigen::Index i = j + 1; i < n; ++i, ++p) {
+      pair_d2.row(p) = (Z.row(i) - Z.row(j)).array().square();
+    }
+  }
+  return DeepPipeKernelObjective(std::move(pair_d2), y, gp.noise_floor());
+}
+
+absl::StatusOr<DeepPipeLoss> DeepPipeKernelObjective::Evaluate(
+    const Eigen::VectorXd& h) const {
+  constexpr double kSqrt5 = 2.2360679774997896964;
+  constexpr double kLog2Pi = 1.8378770664093454836;
+  const Eigen::Index n = y_.size();
+  const Eigen::Index z = pair_d2_.cols();
+  if (h.size() != z + 3 || !h.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe kernel objective: ", h.size(),
+                     " hyperparameters (need ", z + 3, ", finite)"));
+  }
+  const Eigen::VectorXd inv_l2 = (-2.0 * h.head(z)).array().exp();
+  const double scale = std::exp(h[z]);
+  const double noise_excess = std::exp(h[z + 1]);
+  const double mean = h[z + 2];
+  // Matérn-5/2 profile and its derivative w.r.t. r^2 over the pairs.
+  const Eigen::ArrayXd r2 = (pair_d2_ * inv_l2).array().max(0.0);
+  const Eigen::ArrayXd sr = kSqrt5 * r2.sqrt();
+  const Eigen::ArrayXd e = scale * (-sr).exp();
+  const Eigen::ArrayXd k = (1.0 + sr + (5.0 / 3.0) * r2) * e;
+  const Eigen::ArrayXd dk = (-5.0 / 6.0) * (1.0 + sr) * e;
+
+  Eigen::MatrixXd K(n, n);
+  Eigen::Index p = 0;
+  for (Eigen::Index j = 0; j < n; ++j) {
+    K(j, j) = scale + noise_floor_ + noise_excess;
+    for (Eigen::Index i = j + 1; i < n; ++i, ++p) K(i, j) = k[p];
+  }
+  METAOPT_ASSIGN_OR_RETURN(gp::JitteredCholesky chol,
+                           gp::CholeskyWithJitter(std::move(K)));
+  const auto L = chol.L.triangularView<Eigen::Lower>();
+  const Eigen::VectorXd r = y_.array() - mean;
+  Eigen::VectorXd alpha = L.solve(r);
+  chol.L.transpose().triangularView<Eigen::Upper>().solveInPlace(alpha);
+  // K^-1 = L^-T L^-1.
+  Eigen::MatrixXd inv_l = Eigen::MatrixXd::Identity(n, n);
+  L.solveInPlace(inv_l);
+  Eigen::MatrixXd k_inv(n, n);
+  k_inv.setZero();
+  k_inv.selfadjointView<Eigen::Lower>().rankUpdate(inv_l.transpose());
+
+  const double inv_n = 1.0 / static_cast<double>(n);
+  DeepPipeLoss loss;
+  loss.value = (0.5 * r.dot(alpha) + chol.L.diagonal().array().log().sum() +
+                0.5 * static_cast<double>(n) * kLog2Pi) *
+               inv_n;
+  // G = 0.5 (K^-1 - alpha alpha'); the kernel gradients need G_ij for the
+  // pairs (twice, by symmetry) and the diagonal.
+  Eigen::VectorXd w(pair_d2_.rows());
+  double grad_scale = 0.0;
+  double trace = 0.0;
+  double loo = 0.0;
+  p = 0;
+  for (Eigen::Index j = 0; j < n; ++j) {
+    const double c = k_inv(j, j);
+    const double g_jj = 0.5 * (c - alpha[j] * alpha[j]);
+    trace += g_jj;
+    grad_scale += g_jj * scale;
+    loo += 0.5 * (kLog2Pi - std::log(c) + alpha[j] * alpha[j] / c);
+    for (Eigen::Index i = j + 1; i < n; ++i, ++p) {
+      const double g = 0.5 * (k_inv(i, j) - alpha[i] * alpha[j]);
+      grad_scale += 2.0 * g * k[p];
+      w[p] = 2.0 * g * dk[p];
+    }
+  }
+  loss.gradient.resize(z + 3);
+  // d r2_ij / d log l_d = -2 (z_id - z_jd)^2 / l_d^2.
+  loss.gradient.head(z) =
+      -2.0 * (pair_d2_.transpose() * w).cwiseProduct(inv_l2) * inv_n;
+  loss.gradient[z] = grad_scale * inv_n;
+  loss.gradient[z + 1] = trace * noise_excess * inv_n;
+  loss.gradient[z + 2] = -alpha.sum() * inv_n;
+  loss.loo = loo * inv_n;
+  return loss;
 }
 
 absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
@@ -391,14 +493,16 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
   const Eigen::VectorXd ys = gp::Standardization::FromTargets(y).Apply(y);
   const bool full = options.scope == FineTuneScope::kFull;
   const int kp = num_kernel_parameters();
-  const double inv_n = 1.0 / static_cast<double>(X.rows());
 
   Eigen::VectorXd all = parameters();
   Eigen::VectorXd p = full ? all : Eigen::VectorXd(all.tail(kp));
   DeepPipeModel work = *this;
-  gp::GaussianProcess kernel_work = gp_;
-  Eigen::MatrixXd Z;
-  if (!full) Z = EmbedImpl(X, nullptr);
+  std::optional<DeepPipeKernelObjective> kernel_objective;
+  if (!full) {
+    METAOPT_ASSIGN_OR_RETURN(
+        kernel_objective,
+        DeepPipeKernelObjective::Create(gp_, EmbedImpl(X, nullptr), ys));
+  }
 
   // Loss and gradient w.r.t. p.
   auto evaluate =
@@ -407,10 +511,7 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
       METAOPT_RETURN_IF_ERROR(work.set_parameters(q));
       return work.Loss(X, ys);
     }
-    METAOPT_RETURN_IF_ERROR(kernel_work.set_hyperparameters(q));
-    METAOPT_ASSIGN_OR_RETURN(gp::NllResult nll,
-                             kernel_work.NegativeLogMarginalLikelihood(Z, ys));
-    return DeepPipeLoss{nll.value * inv_n, nll.grad_hyper * inv_n};
+    return kernel_objective->Evaluate(q);
   };
 
   METAOPT_ASSIGN_OR_RETURN(DeepPipeLoss current, evaluate(p));

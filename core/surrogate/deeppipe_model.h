@@ -92,6 +92,8 @@ struct DeepPipeFineTuneResult;
 struct DeepPipeLoss {
   double value = 0.0;
   Eigen::VectorXd gradient;
+  // The leave-one-out predictive NLL divided by n (gp::NllResult::loo_nll).
+  double loo = 0.0;
 };
 
 // A DeepPipe network plus GP hyperparameters. Thread-compatible: const methods
@@ -201,6 +203,43 @@ class DeepPipeModel {
   std::vector<int> slot_widths_;
   nn::Mlp aggregator_;
   gp::GaussianProcess gp_;
+};
+
+// The kernel-scope fine-tuning loss: the per-point GP negative log marginal
+// likelihood of targets y at fixed embeddings Z as a function of the GP
+// hyperparameters (DeepPipeModel::gp() layout), with its gradient and the
+// leave-one-out NLL, numerically equal to gp::GaussianProcess's Matérn-5/2
+// computation. Built once per fine-tune: the per-dimension squared
+// differences of every pair of embeddings are cached, so a step costs one
+// matrix-vector product for the distances, one Matérn profile over the n(n-1)/2
+// pairs, a Cholesky factorisation and K^-1, instead of recomputing distances
+// and profiles for the kernel and again for its gradient. Immutable;
+// thread-safe.
+class DeepPipeKernelObjective {
+ public:
+  // `gp` supplies the kernel (Matérn-5/2 ARD over Z.cols() dimensions) and
+  // the noise floor. INVALID_ARGUMENT for a size mismatch, n = 0, non-finite
+  // data or another kernel.
+  static absl::StatusOr<DeepPipeKernelObjective> Create(
+      const gp::GaussianProcess& gp, const Eigen::MatrixXd& Z,
+      const Eigen::VectorXd& y);
+
+  // Loss at hyperparameters h (value and loo divided by n). INTERNAL if the
+  // Cholesky factorisation fails.
+  absl::StatusOr<DeepPipeLoss> Evaluate(const Eigen::VectorXd& h) const;
+
+ private:
+  DeepPipeKernelObjective(Eigen::MatrixXd pair_d2, Eigen::VectorXd y,
+                          double noise_floor)
+      : pair_d2_(std::move(pair_d2)),
+        y_(std::move(y)),
+        noise_floor_(noise_floor) {}
+
+  // Row p = pair (i, j), i > j, in column-major lower-triangle order:
+  // (z_i - z_j)^2 per dimension.
+  Eigen::MatrixXd pair_d2_;
+  Eigen::VectorXd y_;
+  double noise_floor_;
 };
 
 // What DeepPipeModel::FineTune returns.
