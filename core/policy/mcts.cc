@@ -44,8 +44,8 @@ int AllowedChildren(int64_t visits, double widening_exponent) {
 double PuctScore(double value, double prior, int64_t parent_visits,
                  int64_t child_visits, double exploration) {
   return value + exploration * prior *
-                     std::sqrt(static_cast<double>(parent_visits)) /
-                     (1.0 + static_cast<double>(child_visits));
+                     std::sqrt(static_cast<double>(parent_visits) /
+                               (1.0 + static_cast<double>(child_visits)));
 }
 
 int SelectPuct(const std::vector<MctsChild>& children, int64_t parent_visits,

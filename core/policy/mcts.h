@@ -45,10 +45,15 @@ std::vector<double> SoftmaxPriors(const std::vector<double>& values,
 // at least 1.
 int AllowedChildren(int64_t visits, double widening_exponent);
 
-// The AlphaGo Zero form of Eq. 4.4: value + c * prior * sqrt(parent_visits) /
-// (1 + child_visits). (The thesis prints sqrt(n(s) / (1 + n(s.a))); we follow
-// AlphaGo Zero, which the thesis cites and its code implements: the bonus then
-// decays as 1/n(s.a) rather than 1/sqrt(n(s.a)).)
+// Eq. 4.4 as the thesis prints it: value + c * prior * sqrt(parent_visits /
+// (1 + child_visits)). (AlphaGo Zero, and the authors' public code, divide
+// sqrt(n(s)) by 1 + n(s.a): that bonus decays as 1/n(s.a) instead of
+// 1/sqrt(n(s.a)), and with the near-uniform softmax priors of rewards in
+// [0, 1] it lets one child whose median leads after the initial design take
+// every later walk. On sklearn-pipelines' stackoverflow task that form
+// committed to one estimator for 23 trials; the printed form explores, and
+// wins on sklearn-pipelines (regret at 25/50 trials .068/.053 -> .035/.024)
+// with oboe unchanged (.038/.024).)
 double PuctScore(double value, double prior, int64_t parent_visits,
                  int64_t child_visits, double exploration);
 

@@ -46,9 +46,9 @@ TEST(MctsTest, ProgressiveWideningWithExponentPointSix) {
   EXPECT_EQ(AllowedChildren(100, 0.5), 10);
 }
 
-TEST(MctsTest, PuctScoreIsTheAlphaGoZeroForm) {
-  EXPECT_NEAR(PuctScore(0.5, 0.25, 16, 3, 1.3), 0.5 + 1.3 * 0.25 * 4.0 / 4.0,
-              1e-12);
+TEST(MctsTest, PuctScoreIsTheThesisForm) {
+  // sqrt(n(s) / (1 + n(s.a))) = sqrt(16 / 4) = 2 (AlphaGo Zero's: 4 / 4 = 1).
+  EXPECT_NEAR(PuctScore(0.5, 0.25, 16, 3, 1.3), 0.5 + 1.3 * 0.25 * 2.0, 1e-12);
   EXPECT_NEAR(PuctScore(0.5, 0.25, 0, 0, 1.3), 0.5, 1e-12);
 }
 
@@ -56,7 +56,7 @@ TEST(MctsTest, SelectPuctTradesValueForPriorAndFewVisits) {
   std::vector<MctsChild> children = {
       {/*action=*/0, /*value=*/0.6, /*prior=*/0.5, /*visits=*/10},
       {/*action=*/1, /*value=*/0.5, /*prior=*/0.5, /*visits=*/0}};
-  // 0.6 + 1.3*0.5*sqrt(10)/11 = 0.787 < 0.5 + 1.3*0.5*sqrt(10) = 2.55.
+  // 0.6 + 1.3*0.5*sqrt(10/11) = 1.22 < 0.5 + 1.3*0.5*sqrt(10) = 2.56.
   EXPECT_EQ(SelectPuct(children, 10, 1.3), 1);
   // Without exploration the value decides.
   EXPECT_EQ(SelectPuct(children, 10, 0.0), 0);
