@@ -32,10 +32,16 @@ function(metaopt_cc_test)
   add_executable(${ARG_NAME} ${ARG_SRCS})
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   target_include_directories(${ARG_NAME} PRIVATE ${PROJECT_SOURCE_DIR})
-  gtest_discover_tests(${ARG_NAME}
-    PROPERTIES LABELS "${ARG_LABELS}"
-    ENVIRONMENT "METAOPT_SOURCE_DIR=${PROJECT_SOURCE_DIR};METAOPT_BINARY_DIR=${PROJECT_BINARY_DIR}"
-    DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${ARG_NAME} TEST_LIST ${ARG_NAME}_TESTS DISCOVERY_TIMEOUT 60)
+  # List-valued properties (several labels, two variables) are set from a file ctest includes after
+  # the discovered tests: gtest_discover_tests(PROPERTIES) splits lists into separate arguments.
+  set(properties_file ${CMAKE_CURRENT_BINARY_DIR}/${ARG_NAME}_properties.cmake)
+  file(WRITE ${properties_file}
+    "if(${ARG_NAME}_TESTS)\n"
+    "  set_tests_properties(\${${ARG_NAME}_TESTS} PROPERTIES LABELS \"${ARG_LABELS}\"\n"
+    "    ENVIRONMENT \"METAOPT_SOURCE_DIR=${PROJECT_SOURCE_DIR};METAOPT_BINARY_DIR=${PROJECT_BINARY_DIR}\")\n"
+    "endif()\n")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${properties_file})
   if("concurrency" IN_LIST ARG_LABELS)
     if(NOT TARGET metaopt_concurrency_tests)
       add_custom_target(metaopt_concurrency_tests)
