@@ -3,6 +3,7 @@
 #define METAOPT_TESTS_INTEGRATION_SERVER_PROCESS_H_
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +37,8 @@ class ServerProcess {
     std::ofstream(log_path_, std::ios::trunc).close();
     pid_ = fork();
     if (pid_ == 0) {
+      // Dies with the test, even when the test itself crashes.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       FILE* log = freopen(log_path_.c_str(), "a", stderr);
       (void)log;
       std::vector<char*> argv;
