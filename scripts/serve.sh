@@ -7,5 +7,5 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/install-deps.sh"
 # The server and the user-facing tools the README uses (not the tests).
 bash "$root/scripts/build.sh" --target metaopt-server metaoptctl metaopt-train metaopt-bench \
-  ask_tell_example metaopt_python
+  ask_tell_example metaopt_python metaopt-loadgen
 exec "${METAOPT_BUILD_DIR:-$root/build}/server/metaopt-server" "$@"
