@@ -2,9 +2,6 @@
 
 #include <string>
 
-#include "absl/strings/str_cat.h"
-#include "core/common/logging.h"
-
 namespace metaopt::server {
 namespace {
 
@@ -57,10 +54,6 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (message.size() > kMaxMessageBytes) {
     message.resize(kMaxMessageBytes - 3);
     message += "...";
-  }
-  if (status.code() == absl::StatusCode::kInternal ||
-      status.code() == absl::StatusCode::kDataLoss) {
-    LogError(absl::StrCat("request failed: ", status.ToString()));
   }
   return grpc::Status(ToGrpcCode(status.code()), message);
 }

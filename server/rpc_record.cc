@@ -7,7 +7,14 @@ namespace metaopt::server {
 
 void LogRpc(const RpcRecord& record) {
   const bool ok = record.code == grpc::StatusCode::OK;
-  const LogSeverity severity = ok ? LogSeverity::kDebug : LogSeverity::kWarning;
+  // Server faults (a bug or a damaged database) are errors; the caller's
+  // mistakes and ordinary refusals are warnings.
+  const bool server_fault = record.code == grpc::StatusCode::INTERNAL ||
+                            record.code == grpc::StatusCode::DATA_LOSS ||
+                            record.code == grpc::StatusCode::UNKNOWN;
+  const LogSeverity severity = ok             ? LogSeverity::kDebug
+                               : server_fault ? LogSeverity::kError
+                                              : LogSeverity::kWarning;
   if (!LogEnabled(severity)) return;
   std::vector<LogField> fields = {{"method", record.method}};
   if (!record.study_id.empty()) fields.push_back({"study_id", record.study_id});

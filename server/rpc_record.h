@@ -35,8 +35,9 @@ class RpcObserver {
 };
 
 // Writes the RPC's one log line: "rpc" with fields method, study_id,
-// trial_ids, code, latency_ms (and error for failures), at debug level when
-// OK and at warning level otherwise.
+// trial_ids, code, latency_ms (and error for failures): at debug level when
+// OK, at error level for server faults (INTERNAL, DATA_LOSS, UNKNOWN) and at
+// warning level otherwise.
 void LogRpc(const RpcRecord& record);
 
 // "OK", "INVALID_ARGUMENT", ... as gRPC names its codes.

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/rpc_record.h"
 #include "tests/integration/test_specs.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_server.h"
@@ -139,6 +140,26 @@ TEST_F(RpcLogTest, JsonLinesCarryStructuredFields) {
   EXPECT_EQ(error["code"], "NOT_FOUND");
   EXPECT_EQ(error["error"], "study \"absent\" does not exist");
   EXPECT_FALSE(error.contains("trial_ids"));
+}
+
+TEST(RpcLogSeverityTest, ServerFaultsAreErrorsAndLoggedOnce) {
+  server::RpcRecord record;
+  record.method = "Observe";
+  record.study_id = "s";
+  record.code = grpc::StatusCode::DATA_LOSS;
+  record.error_message = "trial 3 of study \"s\" does not parse";
+  SetMinLogSeverity(LogSeverity::kWarning);
+  ::testing::internal::CaptureStderr();
+  server::LogRpc(record);
+  record.code = grpc::StatusCode::FAILED_PRECONDITION;
+  server::LogRpc(record);
+  const std::vector<std::string> lines =
+      RpcLines(::testing::internal::GetCapturedStderr());
+  SetMinLogSeverity(LogSeverity::kInfo);
+  ASSERT_THAT(lines, SizeIs(2));
+  EXPECT_THAT(lines[0], HasSubstr(" ERROR rpc method=Observe "));
+  EXPECT_THAT(lines[0], HasSubstr("code=DATA_LOSS"));
+  EXPECT_THAT(lines[1], HasSubstr(" WARNING rpc method=Observe "));
 }
 
 }  // namespace
