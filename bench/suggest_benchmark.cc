@@ -47,6 +47,24 @@ double Objective(const v1::Configuration& c) {
   return total;
 }
 
+// n COMPLETED trials valued by Objective: the first n catalogue entries, or
+// n samples of the space.
+std::vector<v1::Trial> CompletedTrials(const v1::StudySpec& spec,
+                                       const space::SearchSpace& space, int n,
+                                       bool from_catalogue, space::Rng& rng) {
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < n; ++i) {
+    v1::Trial trial;
+    trial.set_id(i + 1);
+    *trial.mutable_configuration() =
+        from_catalogue ? spec.candidates(i) : space.Sample(rng);
+    trial.set_state(v1::TRIAL_STATE_COMPLETED);
+    trial.set_value(Objective(trial.configuration()));
+    trials.push_back(std::move(trial));
+  }
+  return trials;
+}
+
 // n completed trials (catalogue entries or samples), and a policy whose
 // hyperparameters were fitted on them (so the timed Suggest reuses them, as
 // most Suggests do under the refit schedule) unless `refit`.
@@ -57,16 +75,8 @@ void BM_GpSuggest(benchmark::State& state) {
   space::Rng rng(42);
   const v1::StudySpec spec = Spec(catalogue, rng);
   auto space = space::SearchSpace::Create(spec.search_space());
-  std::vector<v1::Trial> trials;
-  for (int i = 0; i < n; ++i) {
-    v1::Trial trial;
-    trial.set_id(i + 1);
-    *trial.mutable_configuration() =
-        catalogue > 0 ? spec.candidates(i) : space->Sample(rng);
-    trial.set_state(v1::TRIAL_STATE_COMPLETED);
-    trial.set_value(Objective(trial.configuration()));
-    trials.push_back(std::move(trial));
-  }
+  const std::vector<v1::Trial> trials =
+      CompletedTrials(spec, *space, n, catalogue > 0, rng);
   StudyView view{&spec, &*space, &trials};
   auto policy = CreatePolicy(spec, std::nullopt);
   // One Suggest fits the hyperparameters; the benchmark starts from its state.
@@ -118,16 +128,8 @@ void BM_DeepPipeSuggest(benchmark::State& state) {
   network->ToArtifact(&artifact);
   auto model = std::make_shared<const registry::LoadedModel>(
       "bench", 1, artifact, v1::ModelManifest(), *space, absl::UnixEpoch());
-  std::vector<v1::Trial> trials;
-  for (int i = 0; i < n; ++i) {
-    v1::Trial trial;
-    trial.set_id(i + 1);
-    *trial.mutable_configuration() =
-        catalogue > 0 ? spec.candidates(i) : space->Sample(rng);
-    trial.set_state(v1::TRIAL_STATE_COMPLETED);
-    trial.set_value(Objective(trial.configuration()));
-    trials.push_back(std::move(trial));
-  }
+  const std::vector<v1::Trial> trials =
+      CompletedTrials(spec, *space, n, catalogue > 0, rng);
   StudyView view{&spec, &*space, &trials};
   auto policy = CreatePolicy(spec, std::nullopt, model);
   for (auto _ : state) {
