@@ -28,16 +28,24 @@ bool HoldsConfiguration(v1::TrialState state) {
   }
 }
 
+const HeldKeys& HeldConfigurationKeys(const StudyView& study,
+                                      HeldKeys* scratch) {
+  if (study.held_keys != nullptr) return *study.held_keys;
+  scratch->clear();
+  for (const v1::Trial& trial : *study.trials) {
+    if (HoldsConfiguration(trial.state())) {
+      ++(*scratch)[space::ConfigurationKey(trial.configuration())];
+    }
+  }
+  return *scratch;
+}
+
 std::vector<const v1::Configuration*> UntriedCandidates(
     const StudyView& study) {
   std::vector<const v1::Configuration*> untried;
   if (study.spec->candidates().empty()) return untried;
-  absl::flat_hash_set<std::string> tried;
-  for (const v1::Trial& trial : *study.trials) {
-    if (HoldsConfiguration(trial.state())) {
-      tried.insert(space::ConfigurationKey(trial.configuration()));
-    }
-  }
+  HeldKeys scratch;
+  const HeldKeys& tried = HeldConfigurationKeys(study, &scratch);
   const bool keyed = study.candidate_keys != nullptr &&
                      study.candidate_keys->size() ==
                          static_cast<size_t>(study.spec->candidates_size());
@@ -92,13 +100,16 @@ std::vector<v1::Configuration> PortfolioForStudy(
 AugmentedView::AugmentedView(const StudyView& study,
                              const std::vector<v1::Configuration>& extra)
     : trials(*study.trials), view(study) {
+  if (study.held_keys != nullptr) held_keys = *study.held_keys;
   for (const v1::Configuration& c : extra) {
     v1::Trial t;
     *t.mutable_configuration() = c;
     t.set_state(v1::TRIAL_STATE_ACTIVE);
+    if (study.held_keys != nullptr) ++held_keys[space::ConfigurationKey(c)];
     trials.push_back(std::move(t));
   }
   view.trials = &trials;
+  if (study.held_keys != nullptr) view.held_keys = &held_keys;
 }
 
 std::vector<v1::Configuration> NextPortfolioEntries(
@@ -106,12 +117,8 @@ std::vector<v1::Configuration> NextPortfolioEntries(
     int count) {
   std::vector<v1::Configuration> next;
   if (portfolio.empty() || count <= 0) return next;
-  absl::flat_hash_set<std::string> held;
-  for (const v1::Trial& trial : *study.trials) {
-    if (HoldsConfiguration(trial.state())) {
-      held.insert(space::ConfigurationKey(trial.configuration()));
-    }
-  }
+  HeldKeys scratch;
+  const HeldKeys& held = HeldConfigurationKeys(study, &scratch);
   for (const v1::Configuration& entry : portfolio) {
     if (static_cast<int>(next.size()) >= count) break;
     if (!held.contains(space::ConfigurationKey(entry))) next.push_back(entry);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -16,6 +17,10 @@
 #include "metaopt/v1/study.pb.h"
 
 namespace metaopt::policy {
+
+// space::ConfigurationKey of every configuration that some trial holds
+// (HoldsConfiguration of its state), with the number of trials holding it.
+using HeldKeys = absl::flat_hash_map<std::string, int>;
 
 // A read-only snapshot of a study, valid for the duration of one call.
 struct StudyView {
@@ -27,6 +32,10 @@ struct StudyView {
   // order, computed once per study (saves re-keying a large catalogue on every
   // Suggest). Null: computed on demand.
   const std::vector<std::string>* candidate_keys = nullptr;
+  // Optional: the HeldKeys of `trials`, kept up to date by the engine as
+  // trials change (saves re-keying every trial on every Suggest). Null:
+  // computed on demand.
+  const HeldKeys* held_keys = nullptr;
 };
 
 struct FineTuneOptions {
@@ -91,6 +100,11 @@ class Policy {
 // configurations may be suggested again.
 bool HoldsConfiguration(v1::TrialState state);
 
+// The HeldKeys of `study`: *study.held_keys when set, else computed from
+// study.trials into `*scratch` (which the result then refers to).
+const HeldKeys& HeldConfigurationKeys(const StudyView& study,
+                                      HeldKeys* scratch);
+
 // Untried catalogue entries of `study` (empty if the study has no catalogue),
 // in catalogue order.
 std::vector<const v1::Configuration*> UntriedCandidates(const StudyView& study);
@@ -114,6 +128,7 @@ struct AugmentedView {
   AugmentedView& operator=(const AugmentedView&) = delete;
 
   std::vector<v1::Trial> trials;
+  HeldKeys held_keys;  // used when `study` had held_keys
   StudyView view;
 };
 

@@ -22,18 +22,17 @@ std::vector<v1::Configuration> RandomPolicy::Sample(const StudyView& study,
     }
     return out;
   }
-  absl::flat_hash_set<std::string> held;
-  for (const v1::Trial& trial : *study.trials) {
-    if (HoldsConfiguration(trial.state()))
-      held.insert(space::ConfigurationKey(trial.configuration()));
-  }
+  HeldKeys scratch;
+  const HeldKeys& held = HeldConfigurationKeys(study, &scratch);
+  absl::flat_hash_set<std::string> drawn;
   // Tiny discrete spaces can run out of fresh points: give up after a bounded
   // number of draws.
   const int max_draws = 100 * count + 1000;
   for (int draw = 0; draw < max_draws && static_cast<int>(out.size()) < count;
        ++draw) {
     v1::Configuration config = study.space->Sample(rng);
-    if (held.insert(space::ConfigurationKey(config)).second)
+    std::string key = space::ConfigurationKey(config);
+    if (!held.contains(key) && drawn.insert(std::move(key)).second)
       out.push_back(std::move(config));
   }
   return out;

@@ -59,6 +59,12 @@ TEST(CheckEngineOptionsTest, NamesTheOptionItsValueAndRange) {
       CheckEngineOptions(options),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("deadline_margin: -1ms must not be negative")));
+  options = {};
+  options.max_locked_policy_cost = absl::Milliseconds(-2);
+  EXPECT_THAT(
+      CheckEngineOptions(options),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("max_locked_policy_cost: -2ms must not be negative")));
 }
 
 class EngineTest : public ::testing::Test {

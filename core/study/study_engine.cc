@@ -16,6 +16,7 @@
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/policy/random_policy.h"
+#include "core/study/study_trials.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -183,6 +184,11 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
         absl::StrCat("deadline_margin: ", DurationText(options.deadline_margin),
                      " must not be negative"));
   }
+  if (options.max_locked_policy_cost < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_locked_policy_cost: ",
+        DurationText(options.max_locked_policy_cost), " must not be negative"));
+  }
   if (options.optimistic_attempts < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("optimistic_attempts: ", options.optimistic_attempts,
@@ -232,8 +238,7 @@ struct StudyEngine::Entry {
   std::vector<std::string> candidate_key_list;
 
   absl::Mutex mu;
-  // Trial i has id i + 1: ids are assigned densely and never reused.
-  std::vector<v1::Trial> trials ABSL_GUARDED_BY(mu);
+  StudyTrials trials ABSL_GUARDED_BY(mu);
   std::shared_ptr<const policy::Policy> policy ABSL_GUARDED_BY(mu);
   // Bumped by every change of `trials` or `policy` (not by lease
   // extensions, which policies do not see).
@@ -242,8 +247,10 @@ struct StudyEngine::Entry {
   // No ACTIVE trial's lease ends before this (a lower bound: ExpireLeases
   // scans the trials only once it has passed). The past: not yet scanned.
   absl::Time next_lease_end ABSL_GUARDED_BY(mu) = absl::InfinitePast();
-  // Recent wall time of one policy Suggest (see kCostDecay).
+  // Recent wall time of one policy Suggest (see kCostDecay), once one was
+  // measured.
   absl::Duration suggest_cost ABSL_GUARDED_BY(mu) = absl::ZeroDuration();
+  bool suggest_cost_measured ABSL_GUARDED_BY(mu) = false;
 };
 
 StudyEngine::StudyEngine(storage::Storage* storage,
@@ -277,15 +284,11 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
     entry->candidate_key_list.push_back(space::ConfigurationKey(candidate));
     entry->candidate_keys.insert(entry->candidate_key_list.back());
   }
-  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> trials,
+  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> stored_trials,
                            storage_->LoadTrials(key));
-  for (size_t i = 0; i < trials.size(); ++i) {
-    if (trials[i].id() != static_cast<int64_t>(i) + 1) {
-      return absl::DataLossError(
-          absl::StrCat("study \"", study_id, "\": stored trial ids are not 1..",
-                       trials.size(), " (found id ", trials[i].id(), ")"));
-    }
-  }
+  METAOPT_ASSIGN_OR_RETURN(
+      StudyTrials trials,
+      StudyTrials::Load(std::move(stored_trials), study_id));
   METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
                            storage_->GetPolicyState(key));
   // A study keeps the model version it was bound to, even after newer ones
@@ -322,22 +325,18 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
 v1::Study StudyEngine::DescribeStudy(const Entry& entry) const
     ABSL_NO_THREAD_SAFETY_ANALYSIS /* caller holds entry.mu */ {
   v1::Study study = entry.stored;
-  study.set_trial_count(static_cast<int64_t>(entry.trials.size()));
+  study.set_trial_count(entry.trials.size());
   const v1::Goal goal = entry.stored.spec().objective().goal();
   const v1::Trial* best = nullptr;
-  size_t held = 0;
-  absl::flat_hash_set<std::string> held_candidates;
-  for (const v1::Trial& trial : entry.trials) {
+  for (const v1::Trial& trial : entry.trials.all()) {
     if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value() &&
         (best == nullptr || Better(trial.value(), best->value(), goal))) {
       best = &trial;
     }
-    if (!entry.candidate_keys.empty() &&
-        policy::HoldsConfiguration(trial.state())) {
-      held_candidates.insert(space::ConfigurationKey(trial.configuration()));
-    }
   }
-  held = held_candidates.size();
+  // Distinct configurations held (in a catalogue study every trial's
+  // configuration is a catalogue entry).
+  const size_t held = entry.trials.held_keys().size();
   if (best != nullptr) *study.mutable_best_trial() = *best;
   study.set_state(!entry.candidate_keys.empty() &&
                           held >= entry.candidate_keys.size()
@@ -351,8 +350,8 @@ absl::Status StudyEngine::ExpireLeases(Entry& entry, absl::Time now)
   if (now < entry.next_lease_end) return absl::OkStatus();
   std::vector<v1::Trial> expired;
   absl::Time next = absl::InfiniteFuture();
-  for (const v1::Trial& trial : entry.trials) {
-    if (trial.state() != v1::TRIAL_STATE_ACTIVE) continue;
+  for (const int64_t id : entry.trials.active_ids()) {
+    const v1::Trial& trial = entry.trials.Get(id);
     const absl::Time end = LeaseEnd(trial, options_.trial_lease);
     if (end > now) {
       next = std::min(next, end);
@@ -369,9 +368,7 @@ absl::Status StudyEngine::ExpireLeases(Entry& entry, absl::Time now)
                          "\": ", expired.size(),
                          " trial(s) turned STALE (lease expired), first id ",
                          expired.front().id()));
-    for (v1::Trial& trial : expired) {
-      entry.trials[trial.id() - 1] = std::move(trial);
-    }
+    for (v1::Trial& trial : expired) entry.trials.Put(std::move(trial));
     ++entry.version;
   }
   entry.next_lease_end = next;
@@ -603,27 +600,32 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
                       static_cast<uint32_t>(trials.size()), 0x6d657461u};
     return space::Rng(seq);
   };
-  auto view_of = [&](const std::vector<v1::Trial>& trials) {
+  auto view_of = [&](const std::vector<v1::Trial>& trials,
+                     const policy::HeldKeys& held_keys) {
     return policy::StudyView{&spec, entry->space.get(), &trials,
-                             &entry->candidate_key_list};
+                             &entry->candidate_key_list, &held_keys};
   };
-  // Runs the policy on a view of `trials`; `*elapsed` is its wall time.
+  // Runs the policy on `view`; `*elapsed` is its wall time.
   auto propose = [&](std::shared_ptr<const policy::Policy> policy,
-                     const std::vector<v1::Trial>& trials, int need,
+                     const policy::StudyView& view, int need,
                      absl::Duration* elapsed) {
-    space::Rng rng = rng_for(trials);
+    space::Rng rng = rng_for(*view.trials);
     const absl::Time start = options_.clock();
     absl::StatusOr<policy::SuggestResult> result =
-        policy->Suggest(view_of(trials), need, rng);
+        policy->Suggest(view, need, rng);
     *elapsed = options_.clock() - start;
     return result;
   };
+  auto record_cost = [&](absl::Duration elapsed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                         entry->mu) {
+    entry->suggest_cost = std::max(elapsed, entry->suggest_cost * kCostDecay);
+    entry->suggest_cost_measured = true;
+  };
 
   for (int attempt = 0;; ++attempt) {
-    const bool under_lock = attempt >= options_.optimistic_attempts;
+    // Declared before the lock, so that they are freed after it is released.
     std::vector<v1::Trial> snapshot;
-    std::shared_ptr<const policy::Policy> policy;
-    int64_t version = 0;
+    policy::HeldKeys snapshot_held_keys;
     v1::SuggestResponse response;
     absl::MutexLock lock(&entry->mu);
     if (entry->deleted) {
@@ -635,29 +637,26 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     // client is alive, so all of them (also those beyond `count`) get a fresh
     // lease.
     if (!request.client_id().empty()) {
-      std::vector<v1::Trial*> held;
-      for (v1::Trial& trial : entry->trials) {
-        if (trial.state() == v1::TRIAL_STATE_ACTIVE &&
-            trial.client_id() == request.client_id()) {
-          held.push_back(&trial);
+      std::vector<int64_t> held;
+      for (const int64_t id : entry->trials.active_ids()) {
+        if (entry->trials.Get(id).client_id() == request.client_id()) {
+          held.push_back(id);
         }
       }
       if (attempt == 0 && !held.empty()) {
         std::vector<v1::Trial> renewed;
         renewed.reserve(held.size());
-        for (const v1::Trial* trial : held) {
-          renewed.push_back(*trial);
+        for (const int64_t id : held) {
+          renewed.push_back(entry->trials.Get(id));
           *renewed.back().mutable_lease_expire_time() =
               ToProtoTimestamp(now + options_.trial_lease);
         }
         METAOPT_RETURN_IF_ERROR(storage_->PutTrials(entry->key, renewed));
-        for (size_t i = 0; i < held.size(); ++i) {
-          *held[i] = std::move(renewed[i]);
-        }
+        for (v1::Trial& trial : renewed) entry->trials.Put(std::move(trial));
       }
-      for (const v1::Trial* trial : held) {
+      for (const int64_t id : held) {
         if (response.trials_size() >= count) break;
-        *response.add_trials() = *trial;
+        *response.add_trials() = entry->trials.Get(id);
       }
     }
     const int need = count - response.trials_size();
@@ -674,27 +673,39 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
           " recently took plus a ", DurationText(options_.deadline_margin),
           " margin");
     }
+    // A policy that recently ran faster than a snapshot of the study could be
+    // copied runs under the lock, on the live trials, as does the last
+    // attempt.
+    const bool under_lock =
+        attempt >= options_.optimistic_attempts ||
+        (entry->suggest_cost_measured &&
+         entry->suggest_cost < options_.max_locked_policy_cost);
 
     absl::StatusOr<policy::SuggestResult> proposed;
     absl::Duration elapsed;
     if (!fallback_reason.empty()) {
-      space::Rng rng = rng_for(entry->trials);
+      space::Rng rng = rng_for(entry->trials.all());
       policy::SuggestResult fallback;
-      fallback.configurations =
-          policy::RandomPolicy::Sample(view_of(entry->trials), need, rng);
+      fallback.configurations = policy::RandomPolicy::Sample(
+          view_of(entry->trials.all(), entry->trials.held_keys()), need, rng);
       fallback.source = "random";
       proposed = std::move(fallback);
     } else if (under_lock) {
-      proposed = propose(entry->policy, entry->trials, need, &elapsed);
-      entry->suggest_cost = std::max(elapsed, entry->suggest_cost * kCostDecay);
+      proposed =
+          propose(entry->policy,
+                  view_of(entry->trials.all(), entry->trials.held_keys()), need,
+                  &elapsed);
+      record_cost(elapsed);
     } else {
-      snapshot = entry->trials;
-      policy = entry->policy;
-      version = entry->version;
+      snapshot = entry->trials.all();
+      snapshot_held_keys = entry->trials.held_keys();
+      const std::shared_ptr<const policy::Policy> policy = entry->policy;
+      const int64_t version = entry->version;
       entry->mu.Unlock();
-      proposed = propose(policy, snapshot, need, &elapsed);
+      proposed = propose(policy, view_of(snapshot, snapshot_held_keys), need,
+                         &elapsed);
       entry->mu.Lock();
-      entry->suggest_cost = std::max(elapsed, entry->suggest_cost * kCostDecay);
+      record_cost(elapsed);
       if (entry->deleted) {
         return StudyNotFound(request.study_id());
       }
@@ -722,7 +733,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     created.reserve(proposed->configurations.size());
     for (v1::Configuration& config : proposed->configurations) {
       v1::Trial trial;
-      trial.set_id(static_cast<int64_t>(entry->trials.size() + created.size()) +
+      trial.set_id(entry->trials.size() + static_cast<int64_t>(created.size()) +
                    1);
       *trial.mutable_configuration() = std::move(config);
       trial.set_state(v1::TRIAL_STATE_ACTIVE);
@@ -750,7 +761,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     }
     for (v1::Trial& trial : created) {
       *response.add_trials() = trial;
-      entry->trials.push_back(std::move(trial));
+      entry->trials.Put(std::move(trial));
     }
     return response;
   }
@@ -817,17 +828,17 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
   METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
   v1::Trial trial;
   if (external.has_value()) {
-    trial.set_id(static_cast<int64_t>(entry->trials.size()) + 1);
+    trial.set_id(entry->trials.size() + 1);
     *trial.mutable_configuration() = *std::move(external);
     *trial.mutable_create_time() = ToProtoTimestamp(options_.clock());
     (*trial.mutable_metadata())["source"] = "external";
   } else {
-    if (request.trial_id() > static_cast<int64_t>(entry->trials.size())) {
+    if (request.trial_id() > entry->trials.size()) {
       return absl::NotFoundError(absl::StrCat("study \"", request.study_id(),
                                               "\" has no trial ",
                                               request.trial_id()));
     }
-    trial = entry->trials[request.trial_id() - 1];
+    trial = entry->trials.Get(request.trial_id());
     if (trial.state() != v1::TRIAL_STATE_ACTIVE &&
         trial.state() != v1::TRIAL_STATE_STALE) {
       return absl::FailedPreconditionError(
@@ -857,11 +868,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
   *trial.mutable_complete_time() = ToProtoTimestamp(options_.clock());
   METAOPT_RETURN_IF_ERROR(storage_->PutTrials(entry->key, {trial}));
   ++entry->version;
-  if (trial.id() > static_cast<int64_t>(entry->trials.size())) {
-    entry->trials.push_back(trial);
-  } else {
-    entry->trials[trial.id() - 1] = trial;
-  }
+  entry->trials.Put(trial);
   v1::ObserveResponse response;
   *response.mutable_trial() = std::move(trial);
   return response;
@@ -890,7 +897,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
       return StudyNotFound(request.study_id());
     }
     METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
-    snapshot = entry->trials;
+    snapshot = entry->trials.all();
     policy = entry->policy;
   }
   policy::FineTuneOptions options;
@@ -937,13 +944,13 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
     return StudyNotFound(request.study_id());
   }
   METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
-  if (request.trial_id() > static_cast<int64_t>(entry->trials.size())) {
+  if (request.trial_id() > entry->trials.size()) {
     return absl::NotFoundError(absl::StrCat("study \"", request.study_id(),
                                             "\" has no trial ",
                                             request.trial_id()));
   }
   v1::GetTrialResponse response;
-  *response.mutable_trial() = entry->trials[request.trial_id() - 1];
+  *response.mutable_trial() = entry->trials.Get(request.trial_id());
   return response;
 }
 
@@ -974,15 +981,16 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
   }
   METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
   v1::ListTrialsResponse response;
-  for (size_t i = static_cast<size_t>(after); i < entry->trials.size(); ++i) {
-    const v1::Trial& trial = entry->trials[i];
+  const std::vector<v1::Trial>& trials = entry->trials.all();
+  for (size_t i = static_cast<size_t>(after); i < trials.size(); ++i) {
+    const v1::Trial& trial = trials[i];
     if (request.state() != v1::TRIAL_STATE_UNSPECIFIED &&
         trial.state() != request.state()) {
       continue;
     }
     if (response.trials_size() == page_size) {
       response.set_next_page_token(
-          EncodePageToken("trial", absl::StrCat(entry->trials[i - 1].id())));
+          EncodePageToken("trial", absl::StrCat(trials[i - 1].id())));
       break;
     }
     *response.add_trials() = trial;
@@ -1024,12 +1032,12 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
   renewed.reserve(request.trial_ids_size());
   for (int i = 0; i < request.trial_ids_size(); ++i) {
     const int64_t id = request.trial_ids(i);
-    if (id > static_cast<int64_t>(entry->trials.size())) {
+    if (id > entry->trials.size()) {
       return absl::NotFoundError(absl::StrCat("trial_ids[", i, "]: study \"",
                                               request.study_id(),
                                               "\" has no trial ", id));
     }
-    const v1::Trial& trial = entry->trials[id - 1];
+    const v1::Trial& trial = entry->trials.Get(id);
     if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
       std::string why =
           trial.state() == v1::TRIAL_STATE_STALE
@@ -1050,7 +1058,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
   v1::HeartbeatResponse response;
   for (v1::Trial& trial : renewed) {
     *response.add_trials() = trial;
-    entry->trials[trial.id() - 1] = std::move(trial);
+    entry->trials.Put(std::move(trial));
   }
   return response;
 }
@@ -1078,7 +1086,7 @@ StudyEngine::LoadedStats StudyEngine::Stats() {
     absl::MutexLock lock(&entry->mu);
     if (entry->deleted) continue;
     ++stats.studies;
-    for (const v1::Trial& trial : entry->trials) {
+    for (const v1::Trial& trial : entry->trials.all()) {
       ++stats.trials_by_state[trial.state()];
     }
   }

@@ -53,6 +53,11 @@ struct EngineOptions {
   // Policy computations that saw the study change meanwhile are retried this
   // many times before the last attempt runs under the study lock.
   int optimistic_attempts = 2;
+  // A study whose policy's recent Suggest took less than this (random search,
+  // initial designs) runs the policy under the study lock, on the live
+  // trials: copying a snapshot of a large study would cost more. 0: always on
+  // a snapshot first.
+  absl::Duration max_locked_policy_cost = absl::Milliseconds(1);
   // Source of "now" for timestamps (tests inject a fake).
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
@@ -67,10 +72,11 @@ class ModelLister {
 
 // Thread-safe. One mutex guards the map of loaded studies (held only for
 // lookups and inserts, never across I/O); one mutex per study serializes that
-// study's changes. Lock order: map, then one study. Policy computations run
-// outside the study lock on a snapshot and are committed only if the study did
-// not change meanwhile. Every change is written to storage before it becomes
-// visible or is acknowledged.
+// study's changes. Lock order: map, then one study. Slow policy computations
+// run outside the study lock on a snapshot and are committed only if the study
+// did not change meanwhile; cheap ones run under it (see
+// EngineOptions::max_locked_policy_cost). Every change is written to storage
+// before it becomes visible or is acknowledged.
 class StudyEngine {
  public:
   // `storage` and `models` must outlive the engine; `models` may be null (no
