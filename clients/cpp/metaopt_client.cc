@@ -101,6 +101,9 @@ absl::StatusOr<std::unique_ptr<MetaoptClient>> MetaoptClient::Create(
   args.SetMaxReceiveMessageSize(kMaxReceiveMessageBytes);
   // Retries are done here, per method, with knowledge of idempotency.
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  if (options.own_connection) {
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  }
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(options.address, *credentials, args);
   auto client = std::make_unique<MetaoptClient>(

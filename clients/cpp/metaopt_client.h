@@ -63,6 +63,10 @@ class MetaoptClient {
     // Channel credentials given directly (instead of the TLS options above);
     // null with no TLS option means plaintext.
     std::shared_ptr<grpc::ChannelCredentials> credentials;
+    // Create: open a connection of the client's own instead of sharing one
+    // with the process's other channels of equal options, as clients in
+    // separate processes would (for load generators).
+    bool own_connection = false;
   };
 
   // Creates a client for `options.address`. The channel connects lazily, so an

@@ -33,24 +33,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "clients/cpp/client_flags.h"
 #include "clients/cpp/metaopt_client.h"
 
 namespace metaopt {
 namespace {
 
-constexpr char kDefaultServer[] = "localhost:50051";
-
 struct GlobalFlags {
-  std::string server = kDefaultServer;
+  // Address, token and TLS (AddConnectionFlags).
+  MetaoptClient::Options connection;
   double timeout_seconds = 30;
   bool print_defaults = false;
   bool proto_names = false;
-  std::string token;
-  bool tls = false;
-  std::string tls_ca;
-  std::string tls_cert;
-  std::string tls_key;
-  std::string tls_server_name;
 };
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -174,30 +168,11 @@ int Run(int argc, char** argv) {
     return absl::StrCat("metaoptctl: ", e.what(), "\nRun '", hint,
                         "' for usage.\n");
   });
-  app.add_option("--server", flags.server,
-                 "Server address HOST:PORT (default: $METAOPT_SERVER, else "
-                 "localhost:50051)")
-      ->envname("METAOPT_SERVER");
+  AddConnectionFlags(app, &flags.connection);
   app.add_option("--timeout", flags.timeout_seconds,
                  "Deadline of each call in seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--token", flags.token,
-                 "Bearer token for a server with --tokens (default: "
-                 "$METAOPT_TOKEN; the variable keeps it out of 'ps')")
-      ->envname("METAOPT_TOKEN");
-  app.add_flag("--tls", flags.tls,
-               "Use TLS (implied by the other --tls-* options); without "
-               "--tls-ca the system's CA certificates verify the server");
-  app.add_option("--tls-ca", flags.tls_ca,
-                 "PEM CA certificates that signed the server's certificate");
-  app.add_option("--tls-cert", flags.tls_cert,
-                 "PEM client certificate, for a server that requires one "
-                 "(mutual TLS)");
-  app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
-  app.add_option("--tls-server-name", flags.tls_server_name,
-                 "Name to verify the server's certificate against (default: "
-                 "the host of --server)");
   app.add_flag("--print-defaults", flags.print_defaults,
                "Print fields that hold their default value (0, \"\", false)");
   app.add_flag("--proto-names", flags.proto_names,
@@ -496,15 +471,8 @@ int Run(int argc, char** argv) {
     return code == static_cast<int>(CLI::ExitCodes::Success) ? 0 : 2;
   }
 
-  MetaoptClient::Options options;
-  options.address = flags.server;
+  MetaoptClient::Options options = flags.connection;
   options.timeout = absl::Seconds(flags.timeout_seconds);
-  options.token = flags.token;
-  options.tls = flags.tls;
-  options.tls_ca_file = flags.tls_ca;
-  options.tls_cert_file = flags.tls_cert;
-  options.tls_key_file = flags.tls_key;
-  options.tls_server_name = flags.tls_server_name;
   absl::StatusOr<std::unique_ptr<MetaoptClient>> client =
       MetaoptClient::Create(options);
   absl::Status status = client.ok() ? run(**client) : client.status();

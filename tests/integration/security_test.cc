@@ -584,5 +584,50 @@ TEST_F(SecurityTest, MetaoptctlTakesTokenFromEnvironmentAndTlsOptions) {
 }
 #endif
 
+#ifdef METAOPT_LOADGEN_PATH
+TEST_F(SecurityTest, LoadgenTakesTokenAndMutualTlsOptions) {
+  TestServer server(Options(/*mutual_tls=*/true));
+  const std::string out = dir_.File("loadgen.out");
+  // 5 loops (Suggest + Observe) of 2 clients on study "tls-0", kept.
+  const auto loadgen = [&](const std::string& env, const std::string& args) {
+    const std::string command = absl::StrCat(
+        env, " '", METAOPT_LOADGEN_PATH, "' --server ", server.address(),
+        " --clients 2 --studies 1 --duration 0 --total-ops 10 --quiet "
+        "--format json --study-prefix tls --keep-studies ",
+        args, " >'", out, "' 2>&1");
+    const int rc = std::system(command.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  const std::string ca = absl::StrCat("--tls-ca '", pki_->File("ca.pem"), "'");
+  const std::string mutual_tls =
+      absl::StrCat(ca, " --tls-cert '", pki_->File("client.pem"),
+                   "' --tls-key '", pki_->File("client.key"), "'");
+  EXPECT_EQ(loadgen(absl::StrCat("METAOPT_TOKEN=", kBobToken), mutual_tls), 0)
+      << ReadFile(out);
+  EXPECT_EQ(loadgen("", absl::StrCat(mutual_tls, " --token ", kBobToken)), 0)
+      << ReadFile(out);
+  // The load ran as bob: his study holds both runs' trials.
+  auto stub = v1::OptimizerService::NewStub(grpc::CreateChannel(
+      server.address(), TlsCredentials(*pki_, "ca", "client")));
+  v1::GetStudyRequest get;
+  get.set_study_id("tls-0");
+  v1::GetStudyResponse study;
+  ASSERT_TRUE(stub->GetStudy(Context(kBobToken).get(), get, &study).ok());
+  EXPECT_EQ(study.study().trial_count(), 10);
+  EXPECT_EQ(study.study().owner(), "bob");
+
+  EXPECT_EQ(loadgen("METAOPT_TOKEN=", mutual_tls), 1);
+  EXPECT_THAT(ReadFile(out), HasSubstr("UNAUTHENTICATED"));
+  EXPECT_EQ(loadgen(absl::StrCat("METAOPT_TOKEN=", kBobToken), ca), 1);
+  EXPECT_THAT(ReadFile(out), HasSubstr("UNAVAILABLE"));
+  // A certificate without its key is a usage error.
+  EXPECT_EQ(loadgen(absl::StrCat("METAOPT_TOKEN=", kBobToken),
+                    absl::StrCat(ca, " --tls-cert '",
+                                 pki_->File("client.pem"), "'")),
+            2);
+  EXPECT_THAT(ReadFile(out), HasSubstr("tls_cert_file, tls_key_file"));
+}
+#endif
+
 }  // namespace
 }  // namespace metaopt::testing

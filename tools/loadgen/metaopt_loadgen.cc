@@ -5,15 +5,17 @@
 //   metaopt-loadgen [--server=ADDR] [--clients=8] [--studies=4]
 //     [--algorithm=random|gp] [--space=continuous|catalogue] [--duration=10]
 //     [--total-ops=N] [--format=table|json|csv] [--json-out=FILE]
-//     [--csv-out=FILE]
+//     [--csv-out=FILE] [--token=TOKEN] [--tls] [--tls-ca=FILE]
+//     [--tls-cert=FILE --tls-key=FILE] [--tls-server-name=NAME]
 //
-// Exit code 0 when the load ran (RPC errors are counted in the report), 1
-// when the studies could not be created or deleted, 2 for usage errors.
+// The server address defaults to $METAOPT_SERVER, the token to
+// $METAOPT_TOKEN (the connection options are metaoptctl's). Exit code 0 when
+// the load ran (RPC errors are counted in the report), 1 when the studies
+// could not be created or deleted, 2 for usage errors.
 
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -22,27 +24,12 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "clients/cpp/client_flags.h"
 #include "clients/cpp/metaopt_client.h"
 #include "tools/loadgen/load_generator.h"
 
 namespace metaopt::loadgen {
 namespace {
-
-// One connection per client, as separate worker processes would have: gRPC
-// otherwise shares one subchannel among channels with equal arguments.
-absl::StatusOr<std::unique_ptr<MetaoptClient>> Connect(
-    const MetaoptClient::Options& options) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  auto channel = grpc::CreateCustomChannel(
-      options.address,
-      options.credentials ? options.credentials
-                          : grpc::InsecureChannelCredentials(),
-      args);
-  return std::make_unique<MetaoptClient>(v1::OptimizerService::NewStub(channel),
-                                         options);
-}
 
 absl::Status WriteFile(const std::string& path, const std::string& text,
                        bool append) {
@@ -61,10 +48,8 @@ bool NonEmptyFile(const std::string& path) {
 int Main(int argc, char** argv) {
   LoadOptions options;
   MetaoptClient::Options client_options;
-  const char* env_server = std::getenv("METAOPT_SERVER");
-  if (env_server != nullptr && *env_server != '\0') {
-    client_options.address = env_server;
-  }
+  // One connection per client, as separate worker processes would have.
+  client_options.own_connection = true;
   std::string algorithm = "random";
   std::string space = "continuous";
   double duration_seconds = 10;
@@ -83,10 +68,7 @@ int Main(int argc, char** argv) {
       "Drives a metaopt server with concurrent Suggest/Observe clients and "
       "reports throughput and latency percentiles per RPC.",
       "metaopt-loadgen"};
-  app.add_option("--server", client_options.address,
-                 "server address (default: $METAOPT_SERVER, else "
-                 "localhost:50051)")
-      ->capture_default_str();
+  AddConnectionFlags(app, &client_options);
   app.add_option("--clients", options.clients, "concurrent clients")
       ->capture_default_str();
   app.add_option("--studies", options.studies,
@@ -169,8 +151,16 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
+  // Bad connection options (a certificate without its key, an unreadable
+  // file) are usage errors.
+  if (auto client = MetaoptClient::Create(client_options); !client.ok()) {
+    std::cerr << "metaopt-loadgen: " << client.status().message() << "\n";
+    return 2;
+  }
+
   absl::StatusOr<LoadReport> report = RunLoad(
-      options, [&] { return Connect(client_options); }, &std::cerr);
+      options, [&] { return MetaoptClient::Create(client_options); },
+      &std::cerr);
   if (!report.ok()) {
     std::cerr << "metaopt-loadgen: " << report.status() << "\n";
     return 1;
