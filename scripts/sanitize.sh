@@ -3,7 +3,8 @@
 #   asan: build-asan, -fsanitize=address,undefined; the whole ctest suite (lint excluded) with
 #         leak detection, every report fatal.
 #   tsan: build-tsan, -fsanitize=thread; the tests labelled "concurrency" (storage, model
-#         manager, service, registry and crash tests).
+#         manager, mutex, service, registry and crash tests), every report fatal. Project locks
+#         are visible to TSan through core/common/mutex.h; tsan.supp covers gRPC and abseil.
 # Usage: scripts/sanitize.sh [asan|tsan|all] [extra ctest arguments]   (default: all)
 # Builds run under nice -n 10 with METAOPT_JOBS (default 2) jobs. Suppressions for third-party
 # noise are in tests/sanitizers/ (see docs/testing.md). Prints the time of each step.

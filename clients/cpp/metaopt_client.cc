@@ -7,8 +7,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "core/common/file_util.h"
+#include "core/common/mutex.h"
 #include "google/protobuf/wrappers.pb.h"
 #include "grpcpp/generic/generic_stub.h"
 
@@ -129,7 +129,7 @@ absl::Status MetaoptClient::CheckHealth(const std::string& service) {
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
   grpc::Status status;
-  absl::Notification done;
+  Notification done;
   stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
                  &request, &response, [&](grpc::Status result) {
                    status = std::move(result);

@@ -5,16 +5,18 @@
 #include <cstdio>
 #include <string>
 
-#include "absl/synchronization/mutex.h"
+#include "absl/base/attributes.h"
+#include "absl/base/const_init.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/common/mutex.h"
 
 namespace metaopt {
 namespace {
 
 std::atomic<int> min_severity{static_cast<int>(LogSeverity::kInfo)};
 std::atomic<int> log_format{static_cast<int>(LogFormat::kText)};
-absl::Mutex log_mutex;
+ABSL_CONST_INIT Mutex log_mutex(absl::kConstInit);
 
 const char* SeverityName(LogSeverity severity) {
   switch (severity) {
@@ -155,7 +157,7 @@ void Log(LogSeverity severity, std::string_view message,
     for (const LogField& field : fields) AppendTextField(field, line);
     line += '\n';
   }
-  absl::MutexLock lock(&log_mutex);
+  MutexLock lock(&log_mutex);
   std::fwrite(line.data(), 1, line.size(), stderr);
   std::fflush(stderr);
 }

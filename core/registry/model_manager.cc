@@ -280,7 +280,7 @@ absl::StatusOr<std::unique_ptr<ModelManager>> ModelManager::Create(
   }
   if (options.poll_interval > absl::ZeroDuration()) {
     {
-      absl::MutexLock lock(&manager->thread_mu_);
+      MutexLock lock(&manager->thread_mu_);
       if (!status.ok())
         manager->last_poll_error_ = std::string(status.message());
     }
@@ -294,14 +294,14 @@ ModelManager::ModelManager(Options options) : options_(std::move(options)) {}
 
 ModelManager::~ModelManager() {
   {
-    absl::MutexLock lock(&thread_mu_);
+    MutexLock lock(&thread_mu_);
     stop_ = true;
   }
   if (poll_thread_.joinable()) poll_thread_.join();
 }
 
 void ModelManager::PollLoop() {
-  absl::MutexLock lock(&thread_mu_);
+  MutexLock lock(&thread_mu_);
   while (true) {
     // Wakes up early when the destructor sets stop_.
     thread_mu_.AwaitWithTimeout(absl::Condition(&stop_),
@@ -331,7 +331,7 @@ void ModelManager::WarnOnce(const std::string& key,
 }
 
 absl::Status ModelManager::PollOnce() {
-  absl::MutexLock poll_lock(&poll_mu_);
+  MutexLock poll_lock(&poll_mu_);
   const std::string& base = options_.base_path;
   std::error_code ec;
   const fs::file_status base_status = fs::status(base, ec);
@@ -409,7 +409,7 @@ void ModelManager::PollModel(const std::string& name,
 
   int64_t served_version = 0;
   {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     auto served = served_.find(name);
     if (served != served_.end()) served_version = served->second->version;
   }
@@ -419,7 +419,7 @@ void ModelManager::PollModel(const std::string& name,
     const std::string version_dir = absl::StrCat(model_dir, "/", version);
     std::shared_ptr<const LoadedModel> model;
     {
-      absl::ReaderMutexLock lock(&mu_);
+      ReaderMutexLock lock(&mu_);
       auto versions_of = loaded_.find(name);
       if (versions_of != loaded_.end()) {
         auto loaded = versions_of->second.find(version);
@@ -451,7 +451,7 @@ void ModelManager::PollModel(const std::string& name,
       model = *std::move(loaded);
     }
     {
-      absl::MutexLock lock(&mu_);
+      MutexLock lock(&mu_);
       served_[name] = model;
       loaded_[name].emplace(version, model);
     }
@@ -465,7 +465,7 @@ void ModelManager::PollModel(const std::string& name,
 
 std::shared_ptr<const LoadedModel> ModelManager::Get(
     std::string_view name) const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   auto it = served_.find(name);
   return it == served_.end() ? nullptr : it->second;
 }
@@ -478,7 +478,7 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> ModelManager::Get(
         absl::StrCat("model version: ", version, " is not a positive integer"));
   }
   {
-    absl::ReaderMutexLock lock(&mu_);
+    ReaderMutexLock lock(&mu_);
     auto versions_of = loaded_.find(name);
     if (versions_of != loaded_.end()) {
       auto it = versions_of->second.find(version);
@@ -497,7 +497,7 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> ModelManager::Get(
   // meanwhile, the first one stored wins, so every caller sees the same object.
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const LoadedModel> model,
                            ReadModelVersion(options_.base_path, name, version));
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto [it, inserted] =
       loaded_[std::string(name)].emplace(version, std::move(model));
   if (inserted)
@@ -519,7 +519,7 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> ModelManager::Resolve(
 }
 
 std::vector<std::shared_ptr<const LoadedModel>> ModelManager::List() const {
-  absl::ReaderMutexLock lock(&mu_);
+  ReaderMutexLock lock(&mu_);
   std::vector<std::shared_ptr<const LoadedModel>> models;
   models.reserve(served_.size());
   for (const auto& [name, model] : served_) models.push_back(model);

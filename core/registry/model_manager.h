@@ -19,8 +19,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/common/mutex.h"
 #include "core/registry/artifact.h"
 #include "metaopt/v1/model.pb.h"
 #include "metaopt/v1/study.pb.h"
@@ -153,7 +153,7 @@ class ModelManager {
 
   const Options options_;
 
-  absl::Mutex poll_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  Mutex poll_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   // Version directory path -> fingerprint (inode, sizes, mtimes) of its files
   // when it last failed to load; it is retried (and logged again) only when the
   // fingerprint changes.
@@ -163,7 +163,7 @@ class ModelManager {
   // directories).
   absl::flat_hash_set<std::string> warned_ ABSL_GUARDED_BY(poll_mu_);
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   // name -> served version. std::map: List() and FindMatching() go by name.
   std::map<std::string, std::shared_ptr<const LoadedModel>, std::less<>> served_
       ABSL_GUARDED_BY(mu_);
@@ -172,7 +172,7 @@ class ModelManager {
            std::less<>>
       loaded_ ABSL_GUARDED_BY(mu_);
 
-  absl::Mutex thread_mu_;
+  Mutex thread_mu_;
   bool stop_ ABSL_GUARDED_BY(thread_mu_) = false;
   // Last error of a background poll (logged when it changes).
   std::string last_poll_error_ ABSL_GUARDED_BY(thread_mu_);

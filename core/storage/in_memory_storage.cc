@@ -34,7 +34,7 @@ absl::Status InMemoryStorage::CreateStudy(const v1::Study& study) {
   if (study.study_id().empty())
     return absl::InvalidArgumentError("study_id must not be empty");
   const StudyKey key{study.owner(), study.study_id()};
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (studies_.find(MapKey(key)) != studies_.end()) {
     return absl::AlreadyExistsError(
         absl::StrCat(Describe(key), " already exists"));
@@ -44,7 +44,7 @@ absl::Status InMemoryStorage::CreateStudy(const v1::Study& study) {
 }
 
 absl::StatusOr<v1::Study> InMemoryStorage::GetStudy(const StudyKey& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
   return record->study;
 }
@@ -55,7 +55,7 @@ absl::StatusOr<std::vector<v1::Study>> InMemoryStorage::ListStudies(
     return absl::InvalidArgumentError(
         absl::StrCat("limit: ", limit, " must be positive"));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<v1::Study> studies;
   for (auto it = studies_.upper_bound(
            std::make_pair(std::string(owner), std::string(after_study_id)));
@@ -68,7 +68,7 @@ absl::StatusOr<std::vector<v1::Study>> InMemoryStorage::ListStudies(
 }
 
 absl::StatusOr<int64_t> InMemoryStorage::CountStudies(std::string_view owner) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   int64_t count = 0;
   for (auto it = studies_.lower_bound(
            std::make_pair(std::string(owner), std::string()));
@@ -79,7 +79,7 @@ absl::StatusOr<int64_t> InMemoryStorage::CountStudies(std::string_view owner) {
 }
 
 absl::Status InMemoryStorage::DeleteStudy(const StudyKey& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = studies_.find(MapKey(key));
   if (it == studies_.end()) return StudyNotFound(key);
   studies_.erase(it);
@@ -88,7 +88,7 @@ absl::Status InMemoryStorage::DeleteStudy(const StudyKey& key) {
 
 absl::Status InMemoryStorage::PutTrials(const StudyKey& key,
                                         const std::vector<v1::Trial>& trials) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
   for (const v1::Trial& trial : trials) record->trials[trial.id()] = trial;
   return absl::OkStatus();
@@ -96,7 +96,7 @@ absl::Status InMemoryStorage::PutTrials(const StudyKey& key,
 
 absl::StatusOr<std::vector<v1::Trial>> InMemoryStorage::LoadTrials(
     const StudyKey& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
   std::vector<v1::Trial> trials;
   trials.reserve(record->trials.size());
@@ -106,7 +106,7 @@ absl::StatusOr<std::vector<v1::Trial>> InMemoryStorage::LoadTrials(
 
 absl::Status InMemoryStorage::PutPolicyState(const StudyKey& key,
                                              std::string_view blob) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
   record->policy_state = std::string(blob);
   return absl::OkStatus();
@@ -114,7 +114,7 @@ absl::Status InMemoryStorage::PutPolicyState(const StudyKey& key,
 
 absl::StatusOr<std::optional<std::string>> InMemoryStorage::GetPolicyState(
     const StudyKey& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
   return record->policy_state;
 }

@@ -15,7 +15,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "core/common/mutex.h"
 #include "core/storage/storage.h"
 #include "metaopt/v1/study.pb.h"
 
@@ -67,7 +67,7 @@ class InMemoryStorage : public Storage {
   absl::StatusOr<StudyRecord*> Find(const StudyKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::Mutex mu_;
+  Mutex mu_;
   StudyMap studies_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -281,7 +281,7 @@ absl::Status SqliteStorage::CreateStudy(const v1::Study& study) {
     return absl::InternalError(
         absl::StrCat(Describe(key), ": cannot serialize study"));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
   const absl::Status exists = CheckStudyExists(key);
@@ -303,7 +303,7 @@ absl::Status SqliteStorage::CreateStudy(const v1::Study& study) {
 }
 
 absl::StatusOr<v1::Study> SqliteStorage::GetStudy(const StudyKey& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
       Statement::Prepare(
@@ -320,7 +320,7 @@ absl::StatusOr<std::vector<v1::Study>> SqliteStorage::ListStudies(
     return absl::InvalidArgumentError(
         absl::StrCat("limit: ", limit, " must be positive"));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
       Statement::Prepare(db_,
@@ -343,7 +343,7 @@ absl::StatusOr<std::vector<v1::Study>> SqliteStorage::ListStudies(
 }
 
 absl::StatusOr<int64_t> SqliteStorage::CountStudies(std::string_view owner) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
       Statement::Prepare(db_, "SELECT count(*) FROM studies WHERE owner = ?"));
@@ -353,7 +353,7 @@ absl::StatusOr<int64_t> SqliteStorage::CountStudies(std::string_view owner) {
 }
 
 absl::Status SqliteStorage::DeleteStudy(const StudyKey& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
   METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
@@ -379,7 +379,7 @@ absl::Status SqliteStorage::PutTrials(const StudyKey& key,
                                               ": cannot serialize trial"));
     }
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
   METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
@@ -403,7 +403,7 @@ absl::Status SqliteStorage::PutTrials(const StudyKey& key,
 
 absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
     const StudyKey& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   // A read transaction: the existence check and the rows come from one
   // snapshot.
   METAOPT_ASSIGN_OR_RETURN(
@@ -432,7 +432,7 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
 
 absl::Status SqliteStorage::PutPolicyState(const StudyKey& key,
                                            std::string_view blob) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
   METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
@@ -449,7 +449,7 @@ absl::Status SqliteStorage::PutPolicyState(const StudyKey& key,
 
 absl::StatusOr<std::optional<std::string>> SqliteStorage::GetPolicyState(
     const StudyKey& key) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kDeferred));
   METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));

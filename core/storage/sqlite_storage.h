@@ -14,8 +14,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "core/common/mutex.h"
 #include "core/storage/sqlite_util.h"
 #include "core/storage/storage.h"
 #include "metaopt/v1/study.pb.h"
@@ -73,7 +73,7 @@ class SqliteStorage : public Storage {
   absl::Status CheckStudyExists(const StudyKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  absl::Mutex mu_;
+  Mutex mu_;
   Database db_ ABSL_GUARDED_BY(mu_);
 };
 

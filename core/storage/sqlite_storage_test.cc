@@ -26,7 +26,7 @@ class SqliteStorageTestAccess {
  public:
   static absl::StatusOr<std::optional<std::string>> QueryText(
       SqliteStorage& storage, const char* sql) {
-    absl::MutexLock lock(&storage.mu_);
+    MutexLock lock(&storage.mu_);
     return storage.db_.QueryText(sql);
   }
 };

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/common/mutex.h"
 
 namespace metaopt::study {
 
@@ -20,22 +20,22 @@ class FakeClock {
       : now_(start) {}
 
   absl::Time Read() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     const absl::Time t = now_;
     now_ += step_;
     return t;
   }
   // The current time without advancing it.
   absl::Time Peek() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return now_;
   }
   void Advance(absl::Duration d) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     now_ += d;
   }
   void SetStep(absl::Duration step) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     step_ = step;
   }
 
@@ -45,7 +45,7 @@ class FakeClock {
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   absl::Time now_ ABSL_GUARDED_BY(mu_);
   absl::Duration step_ ABSL_GUARDED_BY(mu_) = absl::ZeroDuration();
 };

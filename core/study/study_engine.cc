@@ -237,7 +237,7 @@ struct StudyEngine::Entry {
   // The same keys in catalogue order (policy::StudyView::candidate_keys).
   std::vector<std::string> candidate_key_list;
 
-  absl::Mutex mu;
+  Mutex mu;
   StudyTrials trials ABSL_GUARDED_BY(mu);
   std::shared_ptr<const policy::Policy> policy ABSL_GUARDED_BY(mu);
   // Bumped by every change of `trials` or `policy` (not by lease
@@ -263,7 +263,7 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
     const storage::StudyKey& key) {
   const std::string& study_id = key.study_id;
   {
-    absl::MutexLock lock(&map_mu_);
+    MutexLock lock(&map_mu_);
     auto it = studies_.find(key);
     if (it != studies_.end()) return it->second;
   }
@@ -313,11 +313,11 @@ absl::StatusOr<std::shared_ptr<StudyEngine::Entry>> StudyEngine::FindStudy(
       std::shared_ptr<const policy::Policy> policy,
       policy::CreatePolicy(entry->stored.spec(), policy_state, model));
   {
-    absl::MutexLock lock(&entry->mu);
+    MutexLock lock(&entry->mu);
     entry->trials = std::move(trials);
     entry->policy = std::move(policy);
   }
-  absl::MutexLock lock(&map_mu_);
+  MutexLock lock(&map_mu_);
   auto [it, inserted] = studies_.emplace(key, entry);
   return it->second;
 }
@@ -456,7 +456,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
     // Creates are serialized while a quota is set, so concurrent ones cannot
     // overshoot it. An existing study is returned (create-or-get) whatever the
     // count.
-    absl::MutexLock create_lock(&create_mu_);
+    MutexLock create_lock(&create_mu_);
     if (options_.max_studies_per_owner > 0) {
       METAOPT_ASSIGN_OR_RETURN(const int64_t owned,
                                storage_->CountStudies(context.owner));
@@ -488,7 +488,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        "\" already exists with a different spec; choose "
                        "another study_id or delete it first"));
     }
-    absl::MutexLock lock(&entry->mu);
+    MutexLock lock(&entry->mu);
     METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
     *response.mutable_study() = DescribeStudy(*entry);
     response.set_created(false);
@@ -500,7 +500,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        spec.candidates_size(), " candidates)"));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                            FindStudy({context.owner, request.study_id()}));
-  absl::MutexLock lock(&entry->mu);
+  MutexLock lock(&entry->mu);
   *response.mutable_study() = DescribeStudy(*entry);
   response.set_created(true);
   return response;
@@ -511,7 +511,7 @@ absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                            FindStudy({context.owner, request.study_id()}));
-  absl::MutexLock lock(&entry->mu);
+  MutexLock lock(&entry->mu);
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
@@ -540,7 +540,7 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
     auto entry = FindStudy({context.owner, study.study_id()});
     if (absl::IsNotFound(entry.status())) continue;  // deleted meanwhile
     METAOPT_RETURN_IF_ERROR(entry.status());
-    absl::MutexLock lock(&(*entry)->mu);
+    MutexLock lock(&(*entry)->mu);
     if ((*entry)->deleted) continue;
     METAOPT_RETURN_IF_ERROR(ExpireLeases(**entry, options_.clock()));
     *response.add_studies() = DescribeStudy(**entry);
@@ -558,7 +558,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                            FindStudy({context.owner, request.study_id()}));
   {
-    absl::MutexLock lock(&entry->mu);
+    MutexLock lock(&entry->mu);
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
@@ -567,7 +567,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
     ++entry->version;
   }
   {
-    absl::MutexLock lock(&map_mu_);
+    MutexLock lock(&map_mu_);
     auto it = studies_.find(entry->key);
     if (it != studies_.end() && it->second == entry) studies_.erase(it);
   }
@@ -627,7 +627,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     std::vector<v1::Trial> snapshot;
     policy::HeldKeys snapshot_held_keys;
     v1::SuggestResponse response;
-    absl::MutexLock lock(&entry->mu);
+    MutexLock lock(&entry->mu);
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
@@ -821,7 +821,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
     }
   }
 
-  absl::MutexLock lock(&entry->mu);
+  MutexLock lock(&entry->mu);
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
@@ -892,7 +892,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
   std::vector<v1::Trial> snapshot;
   std::shared_ptr<const policy::Policy> policy;
   {
-    absl::MutexLock lock(&entry->mu);
+    MutexLock lock(&entry->mu);
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
@@ -912,7 +912,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
                            policy->FineTune(view, options));
   const absl::Duration elapsed = absl::Now() - start;
   {
-    absl::MutexLock lock(&entry->mu);
+    MutexLock lock(&entry->mu);
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
@@ -939,7 +939,7 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                            FindStudy({context.owner, request.study_id()}));
-  absl::MutexLock lock(&entry->mu);
+  MutexLock lock(&entry->mu);
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
@@ -975,7 +975,7 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                            FindStudy({context.owner, request.study_id()}));
-  absl::MutexLock lock(&entry->mu);
+  MutexLock lock(&entry->mu);
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
@@ -1022,7 +1022,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<Entry> entry,
                            FindStudy({context.owner, request.study_id()}));
-  absl::MutexLock lock(&entry->mu);
+  MutexLock lock(&entry->mu);
   if (entry->deleted) {
     return StudyNotFound(request.study_id());
   }
@@ -1077,13 +1077,13 @@ absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
 StudyEngine::LoadedStats StudyEngine::Stats() {
   std::vector<std::shared_ptr<Entry>> entries;
   {
-    absl::MutexLock lock(&map_mu_);
+    MutexLock lock(&map_mu_);
     for (const auto& [key, entry] : studies_) entries.push_back(entry);
   }
   LoadedStats stats;
   stats.trials_by_state.assign(v1::TrialState_ARRAYSIZE, 0);
   for (const auto& entry : entries) {
-    absl::MutexLock lock(&entry->mu);
+    MutexLock lock(&entry->mu);
     if (entry->deleted) continue;
     ++stats.studies;
     for (const v1::Trial& trial : entry->trials.all()) {
@@ -1095,7 +1095,7 @@ StudyEngine::LoadedStats StudyEngine::Stats() {
 
 v1::AlgorithmKind StudyEngine::LoadedAlgorithmKind(const std::string& study_id,
                                                    const CallContext& context) {
-  absl::MutexLock lock(&map_mu_);
+  MutexLock lock(&map_mu_);
   auto it = studies_.find(storage::StudyKey{context.owner, study_id});
   if (it == studies_.end()) return v1::ALGORITHM_KIND_UNSPECIFIED;
   // `stored` is immutable after load.

@@ -14,8 +14,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/common/mutex.h"
 #include "core/policy/policy.h"
 #include "core/registry/model_manager.h"
 #include "core/space/search_space.h"
@@ -153,8 +153,8 @@ class StudyEngine {
 
   // Serializes the quota check and insert of CreateStudy (when a quota is set)
   // so concurrent creates cannot overshoot it. Taken before no other lock.
-  absl::Mutex create_mu_;
-  absl::Mutex map_mu_;
+  Mutex create_mu_;
+  Mutex map_mu_;
   absl::flat_hash_map<storage::StudyKey, std::shared_ptr<Entry>> studies_
       ABSL_GUARDED_BY(map_mu_);
 };

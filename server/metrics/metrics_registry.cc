@@ -150,7 +150,7 @@ void Histogram::Observe(double value) {
   while (bucket < upper_bounds_.size() && value > upper_bounds_[bucket]) {
     ++bucket;
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ++counts_[bucket];
   sum_ += value;
   ++count_;
@@ -159,7 +159,7 @@ void Histogram::Observe(double value) {
 Histogram::Snapshot Histogram::snapshot() const {
   Snapshot snapshot;
   snapshot.upper_bounds = upper_bounds_;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   uint64_t running = 0;
   for (uint64_t count : counts_) {
     running += count;
@@ -186,7 +186,7 @@ absl::Status FamilyBase::CheckArity(const LabelValues& values) const {
 
 template <typename T>
 void Family<T>::AppendSamples(std::string& out) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const auto& [values, child] : children_) {
     AppendChild(name(), label_names(), values, *child, out);
   }
@@ -226,7 +226,7 @@ absl::Status Registry::CheckNewFamily(
 
 absl::StatusOr<Family<Counter>*> Registry::AddCounter(
     std::string name, std::string help, std::vector<std::string> label_names) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (absl::Status s = CheckNewFamily(name, label_names); !s.ok()) return s;
   return Append(
       std::make_unique<Family<Counter>>(
@@ -237,7 +237,7 @@ absl::StatusOr<Family<Counter>*> Registry::AddCounter(
 
 absl::StatusOr<Family<Gauge>*> Registry::AddGauge(
     std::string name, std::string help, std::vector<std::string> label_names) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (absl::Status s = CheckNewFamily(name, label_names); !s.ok()) return s;
   return Append(
       std::make_unique<Family<Gauge>>(
@@ -249,7 +249,7 @@ absl::StatusOr<Family<Gauge>*> Registry::AddGauge(
 absl::StatusOr<Family<Histogram>*> Registry::AddHistogram(
     std::string name, std::string help, std::vector<std::string> label_names,
     std::vector<double> upper_bounds) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (absl::Status s = CheckNewFamily(name, label_names); !s.ok()) return s;
   for (const std::string& label : label_names) {
     if (label == "le") {
@@ -281,20 +281,20 @@ absl::StatusOr<Family<Histogram>*> Registry::AddHistogram(
 }
 
 void Registry::AddCollector(std::function<void()> collector) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   collectors_.push_back(std::move(collector));
 }
 
 std::string Registry::TextExposition() {
-  absl::MutexLock scrape(&scrape_mu_);
+  MutexLock scrape(&scrape_mu_);
   std::vector<std::function<void()>> collectors;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     collectors = collectors_;
   }
   for (const auto& collect : collectors) collect();
   std::string out;
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (const auto& family : families_) family->AppendText(out);
   return out;
 }

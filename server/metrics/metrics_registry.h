@@ -20,7 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "core/common/mutex.h"
 
 namespace metaopt::metrics {
 
@@ -71,7 +71,7 @@ class Histogram {
 
  private:
   const std::vector<double> upper_bounds_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::vector<uint64_t> counts_ ABSL_GUARDED_BY(mu_);  // per bucket, not
                                                        // cumulative; last: +Inf
   double sum_ ABSL_GUARDED_BY(mu_) = 0;
@@ -126,7 +126,7 @@ class Family final : public FamilyBase {
   absl::StatusOr<T*> WithLabels(const LabelValues& values)
       ABSL_LOCKS_EXCLUDED(mu_) {
     if (absl::Status arity = CheckArity(values); !arity.ok()) return arity;
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     std::unique_ptr<T>& child = children_[values];
     if (child == nullptr) child = factory_();
     return child.get();
@@ -135,7 +135,7 @@ class Family final : public FamilyBase {
   // Drops every child (a collector that republishes a gauge's label sets
   // from scratch calls this first). Invalidates pointers from WithLabels.
   void Clear() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     children_.clear();
   }
 
@@ -144,7 +144,7 @@ class Family final : public FamilyBase {
 
  private:
   const Factory factory_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<LabelValues, std::unique_ptr<T>> children_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -180,8 +180,8 @@ class Registry {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Serializes scrapes (collectors may Clear() and refill families).
-  absl::Mutex scrape_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  absl::Mutex mu_;
+  Mutex scrape_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  Mutex mu_;
   std::vector<std::unique_ptr<FamilyBase>> families_ ABSL_GUARDED_BY(mu_);
   std::vector<std::function<void()>> collectors_ ABSL_GUARDED_BY(mu_);
 };

@@ -20,9 +20,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "clients/cpp/metaopt_client.h"
+#include "core/common/mutex.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
@@ -65,13 +65,13 @@ class Connection {
  public:
   // The client to use for one loop, or null while paused; Release() after.
   std::shared_ptr<MetaoptClient> Acquire() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (client_ == nullptr) return nullptr;
     ++in_flight_;
     return client_;
   }
   void Release() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     --in_flight_;
   }
   void Resume(int port) {
@@ -81,18 +81,18 @@ class Connection {
     options.max_attempts = 1;  // the workers retry themselves
     auto client = MetaoptClient::Create(options);
     ASSERT_TRUE(client.ok()) << client.status();
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     client_ = *std::move(client);
   }
   void Pause() {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     client_ = nullptr;
     mu_.Await(absl::Condition(
         +[](int* n) { return *n == 0; }, &in_flight_));
   }
 
  private:
-  absl::Mutex mu_;
+  Mutex mu_;
   std::shared_ptr<MetaoptClient> client_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -110,7 +110,7 @@ class Ledger {
   // A trial the server returned (Suggest) or stored (Observe by
   // configuration). A known id must come back with the same configuration.
   void Returned(const std::string& study, const v1::Trial& trial) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto [it, inserted] = records_.try_emplace(Key(study, trial.id()));
     if (inserted) {
       it->second.configuration = trial.configuration();
@@ -122,7 +122,7 @@ class Ledger {
   }
   void Acknowledged(const std::string& study, const v1::Trial& trial) {
     Returned(study, trial);
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     Record& record = records_[Key(study, trial.id())];
     if (record.acknowledged) {
       errors_.push_back(
@@ -133,20 +133,20 @@ class Ledger {
     ++acknowledged_;
   }
   std::map<Key, Record> Snapshot() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return records_;
   }
   int64_t acknowledged() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return acknowledged_;
   }
   std::vector<std::string> errors() const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     return errors_;
   }
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<Key, Record> records_ ABSL_GUARDED_BY(mu_);
   int64_t acknowledged_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::string> errors_ ABSL_GUARDED_BY(mu_);

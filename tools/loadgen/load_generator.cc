@@ -10,8 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "core/common/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace metaopt::loadgen {
@@ -176,7 +175,7 @@ void RunClient(const LoadOptions& options, int client_index,
 
 // Prints a progress line every `interval` until `done` is notified.
 void ReportProgress(const Progress& progress, absl::Time start,
-                    absl::Duration interval, const absl::Notification& done,
+                    absl::Duration interval, const Notification& done,
                     std::ostream& out) {
   int64_t last_observes = 0;
   absl::Time last = start;
@@ -400,7 +399,7 @@ absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options,
 
   Progress progress;
   std::vector<ClientResult> results(options.clients);
-  absl::Notification go;
+  Notification go;
   absl::Time start;
   absl::Time deadline = absl::InfiniteFuture();
   std::vector<std::thread> threads;
@@ -415,7 +414,7 @@ absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options,
     deadline = start + options.duration;
   }
   go.Notify();  // publishes start and deadline to the clients
-  absl::Notification done;
+  Notification done;
   std::thread reporter;
   if (progress_out != nullptr &&
       options.progress_interval > absl::ZeroDuration()) {
