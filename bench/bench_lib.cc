@@ -22,9 +22,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/mutex.h"
 #include "bench/svg_plot.h"
 #include "clients/cpp/metaopt_client.h"
+#include "core/common/mutex.h"
 #include "core/common/status_macros.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
@@ -225,7 +225,7 @@ class ProgressReporter {
 
   void RunDone() ABSL_LOCKS_EXCLUDED(mu_) {
     if (out_ == nullptr) return;
-    absl::MutexLock lock(&mu_);
+    metaopt::MutexLock lock(&mu_);
     ++done_;
     const absl::Time now = absl::Now();
     if (tty_) {
@@ -261,7 +261,7 @@ class ProgressReporter {
   const bool tty_;
   const int64_t total_;
   const absl::Time start_;
-  absl::Mutex mu_;
+  metaopt::Mutex mu_;
   int64_t done_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_bucket_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_print_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
@@ -740,7 +740,7 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
 
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
-  absl::Mutex error_mu;
+  metaopt::Mutex error_mu;
   absl::Status first_error;
   auto worker = [&] {
     while (!failed.load()) {
@@ -757,7 +757,7 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
       absl::StatusOr<RunResult> run = ReplayOne(
           *backend, std::move(create), tasks[t], result.goal, options.trials);
       if (!run.ok()) {
-        absl::MutexLock lock(&error_mu);
+        metaopt::MutexLock lock(&error_mu);
         if (first_error.ok()) {
           first_error = absl::Status(
               run.status().code(),
@@ -778,7 +778,7 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
   worker();
   for (std::thread& thread : threads) thread.join();
   if (failed.load()) {
-    absl::MutexLock lock(&error_mu);
+    metaopt::MutexLock lock(&error_mu);
     return first_error;
   }
   result.wall_time = absl::Now() - start;
