@@ -8,79 +8,28 @@
 #include "Eigen/Core"
 #include "core/space/search_space.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "metaopt/v1/study.pb.h"
 #include "tests/testutil/status_matchers.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::space {
 namespace {
 
-template <typename T>
-T Parse(const std::string& text) {
-  T message;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &message))
-      << text;
-  return message;
-}
+using ::metaopt::testing::ParseTextProto;
 
 // Layout (offsets): preprocess: none [] pca [0: n_components, 1-2: whiten]
 // one-hot [3-4]; model: svm [5: C, 6-8: kernel] mlp [9: lr, 10: layers, 11:
 // dropout] one-hot [12-13].
 SearchSpace PipelineSpace() {
-  auto space = SearchSpace::Create(Parse<v1::SearchSpace>(R"pb(
-    stages {
-      name: "preprocess"
-      algorithms { name: "none" }
-      algorithms {
-        name: "pca"
-        parameters {
-          name: "n_components"
-          int_domain { low: 1 high: 8 log: true }
-        }
-        parameters {
-          name: "whiten"
-          categorical_domain { values: "yes" values: "no" }
-        }
-      }
-    }
-    stages {
-      name: "model"
-      algorithms {
-        name: "svm"
-        parameters {
-          name: "C"
-          float_domain { low: 1e-3 high: 1e3 log: true }
-        }
-        parameters {
-          name: "kernel"
-          categorical_domain { values: "linear" values: "rbf" values: "poly" }
-        }
-      }
-      algorithms {
-        name: "mlp"
-        parameters {
-          name: "lr"
-          float_domain { low: 1e-5 high: 1 log: true }
-        }
-        parameters {
-          name: "layers"
-          int_domain { low: 1 high: 5 }
-        }
-        parameters {
-          name: "dropout"
-          float_domain { low: 0 high: 0.5 }
-        }
-      }
-    }
-  )pb"));
+  auto space = SearchSpace::Create(::metaopt::testing::MixedPipelineSpace());
   EXPECT_THAT(space, ::metaopt::testing::IsOk());
   return *std::move(space);
 }
 
 // One stage with one algorithm; "momentum" is a single-point domain.
 SearchSpace HpoSpace() {
-  auto space = SearchSpace::Create(Parse<v1::SearchSpace>(R"pb(
+  auto space = SearchSpace::Create(ParseTextProto<v1::SearchSpace>(R"pb(
     stages {
       name: "train"
       algorithms {
@@ -102,7 +51,7 @@ SearchSpace HpoSpace() {
 
 // The configuration of the layout comment: pca(2, "no") + mlp(1e-3, 3, 0.1).
 v1::Configuration PcaMlp() {
-  return Parse<v1::Configuration>(R"pb(
+  return ParseTextProto<v1::Configuration>(R"pb(
     assignments {
       stage: "preprocess"
       algorithm: "pca"
@@ -232,19 +181,20 @@ TEST(EncoderTest, SinglePointDomainEncodesAsHalf) {
 // Found by the study_spec_text fuzzer: a single-point domain written as low
 // -0 decoded to -0, whose key differs from the canonical +0.
 TEST(EncoderTest, DecodeOfANegativeZeroPointDomainIsCanonical) {
-  METAOPT_ASSERT_OK_AND_ASSIGN(const SearchSpace space,
-                               SearchSpace::Create(Parse<v1::SearchSpace>(R"pb(
-                                 stages {
-                                   name: "s"
-                                   algorithms {
-                                     name: "a"
-                                     parameters {
-                                       name: "x"
-                                       float_domain { low: -0.0 high: 0 }
-                                     }
-                                   }
-                                 }
-                               )pb")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      const SearchSpace space,
+      SearchSpace::Create(ParseTextProto<v1::SearchSpace>(R"pb(
+        stages {
+          name: "s"
+          algorithms {
+            name: "a"
+            parameters {
+              name: "x"
+              float_domain { low: -0.0 high: 0 }
+            }
+          }
+        }
+      )pb")));
   const Encoder encoder(space);
   Rng rng(1);
   const v1::Configuration sample = space.Sample(rng);

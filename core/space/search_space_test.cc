@@ -10,16 +10,18 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "metaopt/v1/study.pb.h"
 #include "tests/testutil/status_matchers.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::space {
 namespace {
 
 using ::metaopt::testing::IsOk;
+using ::metaopt::testing::MixedPipelineSpace;
+using ::metaopt::testing::ParseTextProto;
 using ::metaopt::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -28,68 +30,11 @@ constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-template <typename T>
-T Parse(const std::string& text) {
-  T message;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &message))
-      << text;
-  return message;
-}
-
-// Two stages; "preprocess" has an algorithm without parameters, "model" two
-// with several kinds.
-v1::SearchSpace PipelineSpace() {
-  return Parse<v1::SearchSpace>(R"pb(
-    stages {
-      name: "preprocess"
-      algorithms { name: "none" }
-      algorithms {
-        name: "pca"
-        parameters {
-          name: "n_components"
-          int_domain { low: 1 high: 8 log: true }
-        }
-        parameters {
-          name: "whiten"
-          categorical_domain { values: "yes" values: "no" }
-        }
-      }
-    }
-    stages {
-      name: "model"
-      algorithms {
-        name: "svm"
-        parameters {
-          name: "C"
-          float_domain { low: 1e-3 high: 1e3 log: true }
-        }
-        parameters {
-          name: "kernel"
-          categorical_domain { values: "linear" values: "rbf" values: "poly" }
-        }
-      }
-      algorithms {
-        name: "mlp"
-        parameters {
-          name: "lr"
-          float_domain { low: 1e-5 high: 1 log: true }
-        }
-        parameters {
-          name: "layers"
-          int_domain { low: 1 high: 5 }
-        }
-        parameters {
-          name: "dropout"
-          float_domain { low: 0 high: 0.5 }
-        }
-      }
-    }
-  )pb");
-}
+v1::SearchSpace PipelineSpace() { return MixedPipelineSpace(); }
 
 // Plain HPO: one stage, one algorithm.
 v1::SearchSpace HpoSpace() {
-  return Parse<v1::SearchSpace>(R"pb(
+  return ParseTextProto<v1::SearchSpace>(R"pb(
     stages {
       name: "train"
       algorithms {
@@ -118,7 +63,7 @@ v1::Parameter* FirstParameter(v1::SearchSpace& space) {
 // A valid HPO configuration (algorithm omitted, as the single-algorithm stage
 // allows).
 v1::Configuration HpoConfig() {
-  return Parse<v1::Configuration>(R"pb(
+  return ParseTextProto<v1::Configuration>(R"pb(
     assignments {
       stage: "train"
       parameters {
@@ -277,7 +222,7 @@ TEST(SearchSpaceTest, RejectsControlCharacterInName) {
 }
 
 TEST(SearchSpaceTest, RejectsFloatLowAboveHigh) {
-  v1::SearchSpace space = Parse<v1::SearchSpace>(R"pb(
+  v1::SearchSpace space = ParseTextProto<v1::SearchSpace>(R"pb(
     stages {
       name: "s"
       algorithms { name: "a" }
@@ -535,7 +480,7 @@ TEST(SearchSpaceCanonicalizeTest, FillsInSingleAlgorithm) {
 TEST(SearchSpaceCanonicalizeTest, OrdersAssignmentsByStage) {
   METAOPT_ASSERT_OK_AND_ASSIGN(SearchSpace space,
                                SearchSpace::Create(PipelineSpace()));
-  const auto config = Parse<v1::Configuration>(R"pb(
+  const auto config = ParseTextProto<v1::Configuration>(R"pb(
     assignments {
       stage: "model"
       algorithm: "svm"
@@ -621,7 +566,7 @@ TEST(SearchSpaceCanonicalizeTest,
      RejectsOmittedAlgorithmInMultiAlgorithmStage) {
   METAOPT_ASSERT_OK_AND_ASSIGN(SearchSpace space,
                                SearchSpace::Create(PipelineSpace()));
-  const auto config = Parse<v1::Configuration>(R"pb(
+  const auto config = ParseTextProto<v1::Configuration>(R"pb(
     assignments { stage: "preprocess" }
     assignments {
       stage: "model"

@@ -11,8 +11,8 @@
 #include "core/study/study_engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/integration/test_specs.h"
 #include "tests/testutil/status_matchers.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::study {
 namespace {

@@ -28,7 +28,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "metaopt/v1/study.pb.h"
-#include "tests/integration/test_specs.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::fuzz {
 namespace {

@@ -10,9 +10,9 @@
 #include "gtest/gtest.h"
 #include "metaopt/v1/optimizer_service.grpc.pb.h"
 #include "tests/integration/server_process.h"
-#include "tests/integration/test_specs.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_server.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::testing {
 namespace {

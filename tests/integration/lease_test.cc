@@ -10,9 +10,9 @@
 #include "core/common/proto_time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/integration/test_specs.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_server.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::testing {
 namespace {

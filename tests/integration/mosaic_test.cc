@@ -8,9 +8,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/integration/test_specs.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_server.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::testing {
 namespace {
@@ -53,25 +53,11 @@ class MosaicTest : public ::testing::Test {
     v1::ObserveRequest request;
     request.set_study_id(id);
     request.set_trial_id(trial.id());
-    request.set_value(Evaluate(trial.configuration()));
+    request.set_value(PipelineAccuracy(trial.configuration()));
     v1::ObserveResponse response;
     grpc::Status status =
         server_.stub().Observe(ContextWithDeadline().get(), request, &response);
     EXPECT_TRUE(status.ok()) << status.error_message();
-  }
-
-  // An accuracy over PipelineSpec configurations (maximised).
-  static double Evaluate(const v1::Configuration& config) {
-    double value = config.assignments(0).algorithm() == "standard" ? 0.1 : 0.0;
-    const v1::Assignment& estimator = config.assignments(1);
-    if (estimator.algorithm() == "svm") {
-      value +=
-          0.8 -
-          0.05 * std::abs(std::log10(estimator.parameters().at("C").number()));
-    } else {
-      value += 0.7 - 0.001 * estimator.parameters().at("n_neighbors").number();
-    }
-    return value;
   }
 
   static v1::StudySpec MosaicSpec() {

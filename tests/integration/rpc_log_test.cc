@@ -9,9 +9,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/rpc_record.h"
-#include "tests/integration/test_specs.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_server.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::testing {
 namespace {

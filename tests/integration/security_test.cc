@@ -18,10 +18,10 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "tests/integration/server_process.h"
-#include "tests/integration/test_specs.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_server.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::testing {
 namespace {

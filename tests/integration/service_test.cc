@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/integration/test_specs.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_server.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::testing {
 namespace {
@@ -79,20 +79,6 @@ class ServiceTest : public ::testing::Test {
   TestServer server_;
 };
 
-// A smooth objective over PipelineSpec configurations.
-double Evaluate(const v1::Configuration& config) {
-  double value = config.assignments(0).algorithm() == "standard" ? 0.1 : 0.0;
-  const v1::Assignment& estimator = config.assignments(1);
-  if (estimator.algorithm() == "svm") {
-    value +=
-        0.8 -
-        0.05 * std::abs(std::log10(estimator.parameters().at("C").number()));
-  } else {
-    value += 0.7 - 0.001 * estimator.parameters().at("n_neighbors").number();
-  }
-  return value;
-}
-
 void ExpectCode(const grpc::Status& status, grpc::StatusCode code,
                 const std::string& substring) {
   EXPECT_EQ(status.error_code(), code) << status.error_message();
@@ -113,7 +99,7 @@ TEST_F(ServiceTest, AskTellLoopTracksTheBestTrial) {
       EXPECT_GT(trial.id(), last_id);  // monotonic ids
       last_id = trial.id();
       ASSERT_EQ(trial.configuration().assignments_size(), 2);
-      const double value = Evaluate(trial.configuration());
+      const double value = PipelineAccuracy(trial.configuration());
       best = std::max(best, value);
       v1::ObserveResponse observed;
       ASSERT_TRUE(Observe("loop", trial.id(), value, &observed).ok());
@@ -455,9 +441,11 @@ TEST_F(ServiceTest, GpStudySuggestsFineTunesAndResumesAfterRestart) {
       EXPECT_EQ(a[i].configuration().DebugString(),
                 b[i].configuration().DebugString());
       ASSERT_TRUE(
-          Observe("gp", a[i].id(), Evaluate(a[i].configuration())).ok());
+          Observe("gp", a[i].id(), PipelineAccuracy(a[i].configuration()))
+              .ok());
       ASSERT_TRUE(
-          Observe("twin", b[i].id(), Evaluate(b[i].configuration())).ok());
+          Observe("twin", b[i].id(), PipelineAccuracy(b[i].configuration()))
+              .ok());
     }
   }
   for (const char* id : {"gp", "twin"}) {
@@ -606,7 +594,7 @@ TEST_F(ServiceTest, SixteenClientsOnOneStudyLoseNothing) {
           v1::ObserveRequest observe;
           observe.set_study_id("busy");
           observe.set_trial_id(trial.id());
-          observe.set_value(Evaluate(trial.configuration()));
+          observe.set_value(PipelineAccuracy(trial.configuration()));
           v1::ObserveResponse done;
           if (stub->Observe(ContextWithDeadline().get(), observe, &done).ok()) {
             observed[t].push_back(trial.id());
