@@ -96,10 +96,30 @@ double MicrosSince(absl::Time start) {
   return absl::ToDoubleMicroseconds(absl::Now() - start);
 }
 
-bool Backoff(const absl::Status& status) {
+bool Retryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsResourceExhausted(status) ||
          absl::IsDeadlineExceeded(status);
 }
+
+// Counts a client's retryable failures in a row and sleeps the RetryDelay
+// before its next call; a success resets it. Thread-compatible (one per
+// client).
+class Backoff {
+ public:
+  explicit Backoff(uint64_t seed) : rng_(seed) {}
+
+  void Failed(const absl::Status& status) {
+    if (!Retryable(status)) return;
+    ++failures_;
+    absl::SleepFor(RetryDelay(failures_, unit_(rng_)));
+  }
+  void Succeeded() { failures_ = 0; }
+
+ private:
+  int failures_ = 0;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> unit_{0.0, 1.0};
+};
 
 void RunClient(const LoadOptions& options, int client_index,
                MetaoptClient& client, absl::Time deadline, Progress& progress,
@@ -109,6 +129,7 @@ void RunClient(const LoadOptions& options, int client_index,
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const std::string client_id = absl::StrCat("loadgen-client-", client_index);
   const int64_t loop_ops = 1 + options.suggest_count;
+  Backoff backoff(options.seed * 104729 + client_index);
   while (!progress.stop.load(std::memory_order_relaxed) &&
          absl::Now() < deadline) {
     if (options.total_ops > 0 &&
@@ -127,9 +148,10 @@ void RunClient(const LoadOptions& options, int client_index,
       ++result.suggest_errors[absl::StatusCodeToString(
           suggested.status().code())];
       progress.errors.fetch_add(1, std::memory_order_relaxed);
-      if (Backoff(suggested.status())) absl::SleepFor(absl::Milliseconds(10));
+      backoff.Failed(suggested.status());
       continue;
     }
+    backoff.Succeeded();
     result.suggest_micros.push_back(MicrosSince(start));
     progress.suggests.fetch_add(1, std::memory_order_relaxed);
     if (suggested->trials().empty()) ++result.empty_suggestions;
@@ -163,9 +185,10 @@ void RunClient(const LoadOptions& options, int client_index,
         ++result.observe_errors[absl::StatusCodeToString(
             observed.status().code())];
         progress.errors.fetch_add(1, std::memory_order_relaxed);
-        if (Backoff(observed.status())) absl::SleepFor(absl::Milliseconds(10));
+        backoff.Failed(observed.status());
         continue;
       }
+      backoff.Succeeded();
       result.observe_micros.push_back(MicrosSince(start));
       ++result.observations;
       progress.observes.fetch_add(1, std::memory_order_relaxed);
@@ -356,8 +379,22 @@ LatencySummary Summarize(std::vector<double>& micros) {
 
 int64_t LoadReport::ops() const {
   int64_t n = 0;
-  for (const RpcStats& rpc : rpcs) n += rpc.ok + rpc.errors;
+  for (const RpcStats& rpc : rpcs) n += rpc.ok;
   return n;
+}
+
+int64_t LoadReport::failed_ops() const {
+  int64_t n = 0;
+  for (const RpcStats& rpc : rpcs) n += rpc.errors;
+  return n;
+}
+
+absl::Duration RetryDelay(int consecutive_failures, double unit) {
+  const absl::Duration cap = absl::Seconds(1);
+  absl::Duration delay = absl::Milliseconds(10);
+  for (int i = 1; i < consecutive_failures && delay < cap; ++i) delay *= 2;
+  delay = std::min(delay, cap);
+  return delay / 2 + delay / 2 * std::clamp(unit, 0.0, 1.0);
 }
 
 double LoadReport::ops_per_second() const { return Rate(ops(), elapsed); }
@@ -503,11 +540,11 @@ std::string FormatTable(const LoadReport& report) {
                   l.p50_ms, l.p90_ms, l.p99_ms, l.max_ms));
   }
   absl::StrAppend(
-      &out,
-      absl::StrFormat("throughput: %.1f ops/s (%d RPCs), %.1f observations/s "
-                      "(%d observations)\n",
-                      report.ops_per_second(), report.ops(),
-                      report.observations_per_second(), report.observations));
+      &out, absl::StrFormat(
+                "throughput: %.1f ops/s (%d successful RPCs, %d failed), "
+                "%.1f observations/s (%d observations)\n",
+                report.ops_per_second(), report.ops(), report.failed_ops(),
+                report.observations_per_second(), report.observations));
   if (report.empty_suggestions > 0) {
     absl::StrAppend(&out, "empty suggestions (exhausted catalogue): ",
                     report.empty_suggestions, "\n");
@@ -557,6 +594,7 @@ std::string FormatJson(const LoadReport& report) {
       {"settings", settings},
       {"elapsed_seconds", absl::ToDoubleSeconds(report.elapsed)},
       {"ops", report.ops()},
+      {"failed_ops", report.failed_ops()},
       {"ops_per_second", report.ops_per_second()},
       {"observations", report.observations},
       {"observations_per_second", report.observations_per_second()},

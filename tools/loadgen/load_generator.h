@@ -114,10 +114,18 @@ struct LoadReport {
   int64_t observations = 0;
   std::vector<RpcStats> rpcs;  // Suggest, Observe
 
-  int64_t ops() const;  // successful plus failed RPCs
-  double ops_per_second() const;
+  int64_t ops() const;            // successful RPCs
+  int64_t failed_ops() const;     // failed RPCs (RpcStats::errors summed)
+  double ops_per_second() const;  // successful RPCs per second
   double observations_per_second() const;
 };
+
+// How long a client waits before its next loop after `consecutive_failures`
+// (>= 1) retryable failures in a row (UNAVAILABLE, RESOURCE_EXHAUSTED,
+// DEADLINE_EXCEEDED): exponential from 10 ms, doubling per failure, capped at
+// 1 s, with "equal jitter" (uniform in [d/2, d]) so clients of a restarted
+// server do not retry in lockstep. `unit` is a uniform draw in [0, 1).
+absl::Duration RetryDelay(int consecutive_failures, double unit);
 
 // Makes one client connection; called once per simulated client.
 using ConnectFn =

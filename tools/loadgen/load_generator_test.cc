@@ -278,6 +278,71 @@ TEST_F(LoadAgainstServerTest, DurationBoundDeletesStudiesAndReportsFormats) {
             std::string::npos);
 }
 
+TEST(LoadGeneratorTest, RetryDelayGrowsExponentiallyToOneSecondWithJitter) {
+  EXPECT_EQ(RetryDelay(1, 0.0), absl::Milliseconds(5));
+  EXPECT_EQ(RetryDelay(1, 1.0), absl::Milliseconds(10));
+  EXPECT_EQ(RetryDelay(2, 1.0), absl::Milliseconds(20));
+  EXPECT_EQ(RetryDelay(4, 0.5), absl::Milliseconds(60));  // 80 ms * 3/4
+  EXPECT_EQ(RetryDelay(8, 1.0), absl::Seconds(1));        // 1.28 s capped
+  EXPECT_EQ(RetryDelay(1000, 0.0), absl::Milliseconds(500));
+  for (int failures = 1; failures < 40; ++failures) {
+    EXPECT_LE(RetryDelay(failures, 0.3), RetryDelay(failures + 1, 0.3));
+  }
+}
+
+TEST(LoadGeneratorTest, ThroughputCountsSuccessfulCallsOnly) {
+  LoadReport report;
+  report.elapsed = absl::Seconds(2);
+  report.observations = 10;
+  report.rpcs.resize(2);
+  report.rpcs[0].rpc = "Suggest";
+  report.rpcs[0].ok = 10;
+  report.rpcs[0].errors = 36280;
+  report.rpcs[0].error_codes["UNAVAILABLE"] = 36280;
+  report.rpcs[1].rpc = "Observe";
+  report.rpcs[1].ok = 10;
+  EXPECT_EQ(report.ops(), 20);
+  EXPECT_EQ(report.failed_ops(), 36280);
+  EXPECT_DOUBLE_EQ(report.ops_per_second(), 10);
+  EXPECT_THAT(FormatTable(report),
+              HasSubstr("throughput: 10.0 ops/s (20 successful RPCs, 36280 "
+                        "failed), 5.0 observations/s"));
+  const nlohmann::json json = nlohmann::json::parse(FormatJson(report));
+  EXPECT_EQ(json["ops"], 20);
+  EXPECT_EQ(json["failed_ops"], 36280);
+  EXPECT_EQ(json["ops_per_second"], 10.0);
+}
+
+TEST_F(LoadAgainstServerTest, ClientsOfAServerThatIsDownBackOff) {
+  // The studies are created through the first connection (the live server);
+  // every client then talks to a closed port, so each of its calls fails with
+  // UNAVAILABLE. Retrying every 10 ms would make ~100 calls a second per
+  // client; backing off exponentially to 1 s makes fewer than 10 in 1.5 s.
+  LoadOptions options;
+  options.study_prefix = "down";
+  options.clients = 2;
+  options.studies = 1;
+  options.duration = absl::Milliseconds(1500);
+  options.delete_studies = false;
+  options.progress_interval = absl::ZeroDuration();
+  int connections = 0;
+  ConnectFn connect = [&]() -> absl::StatusOr<std::unique_ptr<MetaoptClient>> {
+    MetaoptClient::Options o;
+    o.address = connections++ == 0 ? server_.address() : "127.0.0.1:1";
+    o.max_attempts = 1;
+    o.timeout = absl::Seconds(2);
+    return MetaoptClient::Create(o);
+  };
+  absl::StatusOr<LoadReport> report = RunLoad(options, connect, nullptr);
+  ASSERT_THAT(report, IsOk());
+  EXPECT_EQ(report->ops(), 0);
+  EXPECT_EQ(report->ops_per_second(), 0);
+  EXPECT_GT(report->failed_ops(), 0);
+  EXPECT_LT(report->failed_ops(), 2 * 10);
+  EXPECT_EQ(report->rpcs[0].error_codes.at("UNAVAILABLE"),
+            report->failed_ops());
+}
+
 TEST_F(LoadAgainstServerTest, UnreachableServerIsCountedOrReported) {
   LoadOptions options;
   options.total_ops = 4;
