@@ -9,7 +9,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libeigen3-dev libabsl-dev libsqlite3-dev
+  libeigen3-dev libabsl-dev libsqlite3-dev libssl-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libcivetweb-dev sqlite3
   python3-yaml  # tests/deploy (Dockerfile, compose and Kubernetes manifest checks)

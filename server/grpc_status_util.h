@@ -7,8 +7,8 @@
 namespace metaopt::server {
 
 // The one place where absl::Status becomes grpc::Status. Codes map one to one
-// (they are defined to agree); messages are truncated to 1 KiB. INTERNAL and
-// DATA_LOSS are logged.
+// (they are defined to agree); messages are truncated to 1 KiB; an INTERNAL
+// status always has a message.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace metaopt::server

@@ -1,9 +1,13 @@
 #include "server/server.h"
 
 #include <chrono>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/common/file_util.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
@@ -12,9 +16,14 @@
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "server/malformed_request.h"
+#include "server/tls_files.h"
 
 namespace metaopt::server {
 namespace {
+
+// A server certificate that expires sooner than this is logged at start.
+constexpr absl::Duration kCertificateExpiryWarning = absl::Hours(24 * 14);
 
 // Plaintext without TLS files; TLS with them, requiring and verifying client
 // certificates when a client CA is given.
@@ -38,11 +47,31 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> BuildCredentials(
                            ReadPemFile(options.tls_cert_file, "--tls-cert"));
   METAOPT_ASSIGN_OR_RETURN(pair.private_key,
                            ReadPemFile(options.tls_key_file, "--tls-key"));
+  const absl::Time now = absl::Now();
+  METAOPT_ASSIGN_OR_RETURN(
+      const CertificateInfo certificate,
+      CheckServerCertificate(pair.cert_chain, options.tls_cert_file,
+                             pair.private_key, options.tls_key_file, now));
+  if (certificate.not_after - now < kCertificateExpiryWarning) {
+    LogWarning(absl::StrCat(
+        "--tls-cert ", options.tls_cert_file, ": the certificate (",
+        certificate.subject, ") expires in ",
+        absl::FormatDuration(
+            absl::Trunc(certificate.not_after - now, absl::Minutes(1)))));
+  }
+  if (certificate.not_before > now) {
+    LogWarning(absl::StrCat("--tls-cert ", options.tls_cert_file,
+                            ": the certificate (", certificate.subject,
+                            ") is not valid before ",
+                            absl::FormatTime(certificate.not_before)));
+  }
   ssl.pem_key_cert_pairs.push_back(std::move(pair));
   if (!options.tls_client_ca_file.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
         ssl.pem_root_certs,
         ReadPemFile(options.tls_client_ca_file, "--tls-client-ca"));
+    METAOPT_RETURN_IF_ERROR(
+        CheckCaCertificates(ssl.pem_root_certs, options.tls_client_ca_file));
     ssl.client_certificate_request =
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
@@ -106,6 +135,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, credentials, &server->port_);
   builder.RegisterService(server->service_.get());
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      interceptors;
+  interceptors.push_back(MakeMalformedRequestInterceptorFactory());
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   grpc::ResourceQuota quota("metaopt");

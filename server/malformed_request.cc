@@ -1,0 +1,71 @@
+#include "server/malformed_request.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "google/protobuf/descriptor.h"
+#include "grpcpp/support/interceptor.h"
+#include "grpcpp/support/status.h"
+
+namespace metaopt::server {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+class MalformedRequestInterceptor final
+    : public grpc::experimental::Interceptor {
+ public:
+  explicit MalformedRequestInterceptor(std::string method)
+      : method_(std::move(method)) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) final {
+    if (methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status status = methods->GetSendStatus();
+      if (status.error_code() == grpc::StatusCode::INTERNAL &&
+          status.error_message().empty()) {
+        methods->ModifySendStatus(
+            grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                         MalformedRequestMessage(method_)));
+      }
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string method_;
+};
+
+class MalformedRequestInterceptorFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) final {
+    return new MalformedRequestInterceptor(info->method());
+  }
+};
+
+}  // namespace
+
+std::string MalformedRequestMessage(const std::string& method) {
+  // "/package.Service/Method" -> "package.Service.Method".
+  std::string full_name =
+      absl::StrReplaceAll(method.substr(method.empty() ? 0 : 1), {{"/", "."}});
+  const google::protobuf::MethodDescriptor* descriptor =
+      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(
+          full_name);
+  const std::string type = descriptor == nullptr
+                               ? std::string("request message")
+                               : descriptor->input_type()->full_name();
+  return absl::StrCat("request: not a valid ", type,
+                      " (malformed protobuf bytes, or a string field such as "
+                      "study_id or client_id that is not valid UTF-8)");
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+MakeMalformedRequestInterceptorFactory() {
+  return std::make_unique<MalformedRequestInterceptorFactory>();
+}
+
+}  // namespace metaopt::server
