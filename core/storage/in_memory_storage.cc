@@ -90,7 +90,8 @@ absl::Status InMemoryStorage::WriteStudy(const StudyKey& key,
                                          const StudyWrite& write) {
   MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
-  for (const v1::Trial& trial : write.trials) record->trials[trial.id()] = trial;
+  for (const v1::Trial& trial : write.trials)
+    record->trials[trial.id()] = trial;
   if (write.policy_state.has_value()) {
     record->policy_state = std::string(*write.policy_state);
   }
