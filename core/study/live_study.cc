@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
+#include "core/registry/model_binding.h"
 
 namespace metaopt::study {
 namespace {
@@ -48,27 +49,12 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
       StudyTrials::Load(std::move(stored_trials), study_id));
   METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
                            storage.GetPolicyState(key));
-  // A study keeps the model version it was bound to, even after newer ones
-  // are published.
-  std::shared_ptr<const registry::LoadedModel> model;
-  if (!live->stored.bound_model().empty()) {
-    auto bound = registry::ParseModelReference(live->stored.bound_model(),
-                                               "study.bound_model");
-    if (bound.ok() && models != nullptr) {
-      auto loaded = models->Resolve(*bound);
-      if (loaded.ok()) model = *std::move(loaded);
-    }
-    if (model == nullptr) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "study \"", study_id, "\" is bound to model ",
-          live->stored.bound_model(),
-          ", which the registry can no longer load; restore that version or "
-          "delete the study"));
-    }
-  }
+  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
+                           registry::StoredBinding(models, live->stored));
   METAOPT_ASSIGN_OR_RETURN(
       std::shared_ptr<const policy::Policy> policy,
-      policy::CreatePolicy(live->stored.spec(), policy_state, model));
+      policy::CreatePolicy(live->stored.spec(), policy_state,
+                           std::move(binding.model)));
   {
     MutexLock lock(&live->mu);
     live->trials = std::move(trials);

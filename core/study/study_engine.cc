@@ -11,6 +11,7 @@
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/policy/random_policy.h"
+#include "core/registry/model_binding.h"
 #include "core/study/page_token.h"
 #include "core/study/suggestion.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -79,45 +80,6 @@ absl::Status StudyEngine::ExpireLeases(LiveStudy& study, absl::Time now) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::shared_ptr<const registry::LoadedModel>>
-StudyEngine::BindModel(const v1::StudySpec& spec) {
-  const std::string& named = spec.algorithm().model();
-  if (named == "none") return nullptr;
-  if (named.empty()) {
-    if (models_ == nullptr) return nullptr;
-    // Served models by name: the first whose kind the algorithm takes and
-    // whose space matches.
-    for (auto& model : models_->List()) {
-      if (policy::AutoBindsModel(spec.algorithm(), model->artifact.kind()) &&
-          registry::CheckMatches(*model, spec.search_space()).ok()) {
-        return model;
-      }
-    }
-    return nullptr;
-  }
-  METAOPT_ASSIGN_OR_RETURN(registry::ModelReference reference,
-                           registry::ParseModelReference(named));
-  if (models_ == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat("spec.algorithm.model: \"", named,
-                     "\" cannot be used: the server has no model registry"));
-  }
-  auto model = models_->Resolve(reference);
-  if (!model.ok()) {
-    return absl::Status(
-        model.status().code(),
-        absl::StrCat("spec.algorithm.model: ", model.status().message()));
-  }
-  METAOPT_RETURN_IF_ERROR(
-      policy::CheckModelKind(spec.algorithm(), (*model)->artifact.kind()));
-  absl::Status matches = registry::CheckMatches(**model, spec.search_space());
-  if (!matches.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.algorithm.model: ", matches.message()));
-  }
-  return *std::move(model);
-}
-
 absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
     const v1::CreateStudyRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateCreateStudyRequest(request, options_));
@@ -125,8 +87,9 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
       v1::StudySpec spec,
       space::ValidateAndCanonicalizeStudySpec(request.spec()));
   METAOPT_RETURN_IF_ERROR(policy::CheckAlgorithmSupported(spec.algorithm()));
-  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const registry::LoadedModel> model,
-                           BindModel(spec));
+  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
+                           registry::BindModel(models_, spec));
+  const std::shared_ptr<const registry::LoadedModel>& model = binding.model;
   // A PMF study without candidates runs over its model's whole catalogue:
   // storing it as the study's catalogue keeps exhaustion, duplicate checks and
   // external observations exact.

@@ -35,7 +35,8 @@ namespace metaopt::study {
 // run outside the study lock on a snapshot and are committed only if the study
 // did not change meanwhile; cheap ones run under it (see
 // EngineOptions::max_locked_policy_cost). Every change is written to storage
-// before it becomes visible or is acknowledged.
+// before it becomes visible to another call or is acknowledged; a Suggest
+// writes all of its changes at once (see StagedTrials).
 class StudyEngine {
  public:
   // `storage` and `models` must outlive the engine; `models` may be null (no
@@ -125,12 +126,6 @@ class StudyEngine {
                              const std::vector<v1::Trial>& created,
                              const std::optional<policy::PolicyUpdate>& update)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
-  // The registry model a new study binds to: the one `spec.algorithm.model`
-  // names (which must match the study's space), else the served model whose
-  // space matches, else none (nullptr).
-  absl::StatusOr<std::shared_ptr<const registry::LoadedModel>> BindModel(
-      const v1::StudySpec& spec);
-
   storage::Storage* const storage_;
   registry::ModelManager* const models_;
   const EngineOptions options_;
