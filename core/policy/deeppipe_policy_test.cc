@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/policy/policy_factory.h"
+#include "core/registry/model_binding.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -208,12 +209,13 @@ TEST(DeepPipePolicyTest, ScratchTrainsOnTheStudyAndNeverRepeats) {
 TEST(DeepPipePolicyTest, NamedPmfModelIsRejected) {
   v1::AlgorithmSpec algorithm;
   algorithm.set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
-  EXPECT_THAT(CheckModelKind(algorithm, v1::MODEL_KIND_PMF),
+  EXPECT_THAT(registry::CheckModelKind(algorithm, v1::MODEL_KIND_PMF),
               testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                 HasSubstr("MODEL_KIND_PMF")));
-  EXPECT_TRUE(CheckModelKind(algorithm, v1::MODEL_KIND_DEEPPIPE).ok());
-  EXPECT_TRUE(AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
-  EXPECT_FALSE(AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
+  EXPECT_TRUE(
+      registry::CheckModelKind(algorithm, v1::MODEL_KIND_DEEPPIPE).ok());
+  EXPECT_TRUE(registry::AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
+  EXPECT_FALSE(registry::AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
 }
 
 }  // namespace

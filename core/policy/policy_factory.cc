@@ -32,41 +32,6 @@ absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
   }
 }
 
-absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
-                            v1::ModelKind kind) {
-  const bool ok = [&] {
-    switch (algorithm.kind()) {
-      case v1::ALGORITHM_KIND_DEEPPIPE:
-        // A portfolio-only model gives a scratch DeepPipe its warm start.
-        return kind == v1::MODEL_KIND_DEEPPIPE ||
-               kind == v1::MODEL_KIND_PORTFOLIO;
-      case v1::ALGORITHM_KIND_PMF:
-        return kind == v1::MODEL_KIND_PMF;
-      default:
-        return true;  // every model kind carries a portfolio
-    }
-  }();
-  if (ok) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "spec.algorithm.model: a ", v1::ModelKind_Name(kind),
-      " model cannot serve ", v1::AlgorithmKind_Name(algorithm.kind())));
-}
-
-bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind) {
-  switch (algorithm.kind()) {
-    case v1::ALGORITHM_KIND_RANDOM:
-      return false;
-    case v1::ALGORITHM_KIND_DEEPPIPE:
-      return kind == v1::MODEL_KIND_DEEPPIPE;
-    case v1::ALGORITHM_KIND_MOSAIC:
-      return algorithm.mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE
-                 ? kind == v1::MODEL_KIND_DEEPPIPE
-                 : true;
-    default:
-      return CheckModelKind(algorithm, kind).ok();
-  }
-}
-
 absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
     const v1::StudySpec& spec, const std::optional<std::string>& stored_state,
     std::shared_ptr<const registry::LoadedModel> model) {

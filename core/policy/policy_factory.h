@@ -19,14 +19,6 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
     const v1::StudySpec& spec, const std::optional<std::string>& stored_state,
     std::shared_ptr<const registry::LoadedModel> model = nullptr);
 
-// Whether a study of this algorithm binds by itself (spec.algorithm.model
-// empty) to a served registry model of kind `kind` over its space, and whether
-// it accepts such a model when named. RANDOM uses only named models (for their
-// portfolio), so the random baseline stays a baseline.
-bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind);
-absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
-                            v1::ModelKind kind);
-
 // OK if CreatePolicy can build a policy of this kind; UNIMPLEMENTED naming the
 // kind otherwise.
 absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm);

@@ -29,128 +29,8 @@ absl::string_view ToAbsl(std::string_view s) {
   return absl::string_view(s.data(), s.size());
 }
 
-// ---- Search space matching ----
-
-const char* DomainType(const v1::Parameter& parameter) {
-  switch (parameter.domain_case()) {
-    case v1::Parameter::kFloatDomain:
-      return "float";
-    case v1::Parameter::kIntDomain:
-      return "int";
-    case v1::Parameter::kCategoricalDomain:
-      return "categorical";
-    case v1::Parameter::DOMAIN_NOT_SET:
-      break;
-  }
-  return "unset";
-}
-
 std::string Quoted(std::string_view text) {
   return absl::StrCat("\"", absl::CEscape(ToAbsl(text)), "\"");
-}
-
-// Compares the names of two lists element by element; returns the first
-// difference (described below `path` as "<what>[i] ...") or nullopt.
-// `name_of(list, i)` gives the i-th name.
-template <typename List, typename NameOf>
-std::optional<std::string> FirstNameMismatch(const List& model,
-                                             const List& study,
-                                             std::string_view what,
-                                             std::string_view path,
-                                             NameOf name_of) {
-  const int common = std::min(model.size(), study.size());
-  const std::string prefix =
-      path.empty() ? "" : absl::StrCat(ToAbsl(path), ": ");
-  for (int i = 0; i < common; ++i) {
-    if (name_of(model, i) != name_of(study, i)) {
-      return absl::StrCat(prefix, ToAbsl(what), "[", i, "] is ",
-                          Quoted(name_of(model, i)), " in the model, ",
-                          Quoted(name_of(study, i)), " in the study");
-    }
-  }
-  if (model.size() > common) {
-    return absl::StrCat(prefix, ToAbsl(what), "[", common, "] ",
-                        Quoted(name_of(model, common)),
-                        " is in the model only");
-  }
-  if (study.size() > common) {
-    return absl::StrCat(prefix, ToAbsl(what), "[", common, "] ",
-                        Quoted(name_of(study, common)),
-                        " is in the study only");
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> FirstParameterMismatch(const v1::Parameter& model,
-                                                  const v1::Parameter& study,
-                                                  std::string_view path) {
-  if (model.domain_case() != study.domain_case()) {
-    return absl::StrCat(ToAbsl(path), ": ", DomainType(model),
-                        " in the model, ", DomainType(study), " in the study");
-  }
-  if (model.domain_case() != v1::Parameter::kCategoricalDomain)
-    return std::nullopt;
-  const auto& model_values = model.categorical_domain().values();
-  const auto& study_values = study.categorical_domain().values();
-  for (const std::string& value : model_values) {
-    if (std::find(study_values.begin(), study_values.end(), value) ==
-        study_values.end()) {
-      return absl::StrCat(ToAbsl(path), ": value ", Quoted(value),
-                          " is in the model only");
-    }
-  }
-  for (const std::string& value : study_values) {
-    if (std::find(model_values.begin(), model_values.end(), value) ==
-        model_values.end()) {
-      return absl::StrCat(ToAbsl(path), ": value ", Quoted(value),
-                          " is in the study only");
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> FirstMismatch(const v1::SearchSpace& model,
-                                         const v1::SearchSpace& study) {
-  auto name_of = [](const auto& list, int i) -> const std::string& {
-    return list.Get(i).name();
-  };
-  if (auto mismatch = FirstNameMismatch(model.stages(), study.stages(), "stage",
-                                        "", name_of)) {
-    return mismatch;
-  }
-  for (int s = 0; s < model.stages_size(); ++s) {
-    const v1::Stage& model_stage = model.stages(s);
-    const v1::Stage& study_stage = study.stages(s);
-    const std::string stage_path =
-        absl::StrCat("stage[", s, "] ", Quoted(model_stage.name()));
-    if (auto mismatch = FirstNameMismatch(model_stage.algorithms(),
-                                          study_stage.algorithms(), "algorithm",
-                                          stage_path, name_of)) {
-      return mismatch;
-    }
-    for (int a = 0; a < model_stage.algorithms_size(); ++a) {
-      const v1::Algorithm& model_algorithm = model_stage.algorithms(a);
-      const v1::Algorithm& study_algorithm = study_stage.algorithms(a);
-      const std::string algorithm_path = absl::StrCat(
-          stage_path, ": algorithm[", a, "] ", Quoted(model_algorithm.name()));
-      if (auto mismatch = FirstNameMismatch(
-              model_algorithm.parameters(), study_algorithm.parameters(),
-              "parameter", algorithm_path, name_of)) {
-        return mismatch;
-      }
-      for (int p = 0; p < model_algorithm.parameters_size(); ++p) {
-        const std::string parameter_path =
-            absl::StrCat(algorithm_path, ": parameter[", p, "] ",
-                         Quoted(model_algorithm.parameters(p).name()));
-        if (auto mismatch = FirstParameterMismatch(
-                model_algorithm.parameters(p), study_algorithm.parameters(p),
-                parameter_path)) {
-          return mismatch;
-        }
-      }
-    }
-  }
-  return std::nullopt;
 }
 
 // ---- Files ----
@@ -210,27 +90,6 @@ absl::StatusOr<ModelReference> ParseModelReference(std::string_view spec,
     reference.version = *parsed;
   }
   return reference;
-}
-
-absl::Status CheckMatches(const v1::SearchSpace& model_space,
-                          const v1::SearchSpace& study_space) {
-  if (std::optional<std::string> mismatch =
-          FirstMismatch(model_space, study_space)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("search spaces do not match: ", *mismatch));
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckMatches(const LoadedModel& model,
-                          const v1::SearchSpace& study_space) {
-  if (std::optional<std::string> mismatch =
-          FirstMismatch(model.space.proto(), study_space)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model ", Quoted(model.reference()),
-                     " does not match the study's space: ", *mismatch));
-  }
-  return absl::OkStatus();
 }
 
 v1::Model Describe(const LoadedModel& model) {
@@ -524,15 +383,6 @@ std::vector<std::shared_ptr<const LoadedModel>> ModelManager::List() const {
   models.reserve(served_.size());
   for (const auto& [name, model] : served_) models.push_back(model);
   return models;
-}
-
-std::shared_ptr<const LoadedModel> ModelManager::FindMatching(
-    const v1::SearchSpace& space) const {
-  // List() is ordered by name, so the first match has the smallest name.
-  for (std::shared_ptr<const LoadedModel>& model : List()) {
-    if (CheckMatches(model->space.proto(), space).ok()) return std::move(model);
-  }
-  return nullptr;
 }
 
 }  // namespace metaopt::registry

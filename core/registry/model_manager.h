@@ -23,7 +23,6 @@
 #include "core/common/mutex.h"
 #include "core/registry/artifact.h"
 #include "metaopt/v1/model.pb.h"
-#include "metaopt/v1/study.pb.h"
 
 namespace metaopt::registry {
 
@@ -43,21 +42,6 @@ struct ModelReference {
 // `spec.algorithm.model: "m@0": version "0" is not a positive integer ...`.
 absl::StatusOr<ModelReference> ParseModelReference(
     std::string_view spec, std::string_view field = "spec.algorithm.model");
-
-// OK if a model trained on `model_space` can serve a study over `study_space`:
-// the same stages (names, in order), the same algorithms per stage (names, in
-// order) and the same parameters per algorithm (names, in order, and domain
-// types: float / int / categorical). Numeric ranges and log scaling may differ
-// (the model normalizes in its own ranges); categorical value sets must be
-// equal (order may differ). Otherwise INVALID_ARGUMENT naming the first
-// mismatch, e.g. `search spaces do not match: stage[0] "estimator":
-// algorithm[2] is "GBT" in the model, "RF" in the study`.
-absl::Status CheckMatches(const v1::SearchSpace& model_space,
-                          const v1::SearchSpace& study_space);
-// As above, with the message `model "oboe-portfolio@3" does not match the
-// study's space: ...`.
-absl::Status CheckMatches(const LoadedModel& model,
-                          const v1::SearchSpace& study_space);
 
 // What ListModels reports about `model`: name, version, kind, the search space
 // summary, training data such as "oboe (train, 233 tasks)", creation time (the
@@ -132,12 +116,6 @@ class ModelManager {
   std::vector<std::shared_ptr<const LoadedModel>> List() const
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The served model whose search space matches `space` (CheckMatches); if
-  // several match, the one with the lexicographically smallest name. nullptr if
-  // none.
-  std::shared_ptr<const LoadedModel> FindMatching(
-      const v1::SearchSpace& space) const ABSL_LOCKS_EXCLUDED(mu_);
-
   const std::string& base_path() const { return options_.base_path; }
 
  private:
@@ -164,7 +142,7 @@ class ModelManager {
   absl::flat_hash_set<std::string> warned_ ABSL_GUARDED_BY(poll_mu_);
 
   mutable Mutex mu_;
-  // name -> served version. std::map: List() and FindMatching() go by name.
+  // name -> served version. std::map: List() goes by name.
   std::map<std::string, std::shared_ptr<const LoadedModel>, std::less<>> served_
       ABSL_GUARDED_BY(mu_);
   // name -> version -> every version served or loaded on demand.

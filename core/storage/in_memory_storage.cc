@@ -86,11 +86,15 @@ absl::Status InMemoryStorage::DeleteStudy(const StudyKey& key) {
   return absl::OkStatus();
 }
 
-absl::Status InMemoryStorage::PutTrials(const StudyKey& key,
-                                        const std::vector<v1::Trial>& trials) {
+absl::Status InMemoryStorage::WriteStudy(const StudyKey& key,
+                                         const StudyWrite& write) {
   MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
-  for (const v1::Trial& trial : trials) record->trials[trial.id()] = trial;
+  for (const v1::Trial& trial : write.trials)
+    record->trials[trial.id()] = trial;
+  if (write.policy_state.has_value()) {
+    record->policy_state = std::string(*write.policy_state);
+  }
   return absl::OkStatus();
 }
 
@@ -102,14 +106,6 @@ absl::StatusOr<std::vector<v1::Trial>> InMemoryStorage::LoadTrials(
   trials.reserve(record->trials.size());
   for (const auto& [id, trial] : record->trials) trials.push_back(trial);
   return trials;
-}
-
-absl::Status InMemoryStorage::PutPolicyState(const StudyKey& key,
-                                             std::string_view blob) {
-  MutexLock lock(&mu_);
-  METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
-  record->policy_state = std::string(blob);
-  return absl::OkStatus();
 }
 
 absl::StatusOr<std::optional<std::string>> InMemoryStorage::GetPolicyState(

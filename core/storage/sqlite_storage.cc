@@ -369,8 +369,9 @@ absl::Status SqliteStorage::DeleteStudy(const StudyKey& key) {
   return tx.Commit();
 }
 
-absl::Status SqliteStorage::PutTrials(const StudyKey& key,
-                                      const std::vector<v1::Trial>& trials) {
+absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
+                                       const StudyWrite& write) {
+  const absl::Span<const v1::Trial> trials = write.trials;
   std::vector<std::string> blobs(trials.size());
   for (size_t i = 0; i < trials.size(); ++i) {
     if (!trials[i].SerializeToString(&blobs[i])) {
@@ -383,19 +384,31 @@ absl::Status SqliteStorage::PutTrials(const StudyKey& key,
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
   METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
-  METAOPT_ASSIGN_OR_RETURN(
-      Statement upsert,
-      Statement::Prepare(db_,
-                         "INSERT OR REPLACE INTO trials (owner, study_id, "
-                         "trial_id, state, client_id, trial) VALUES (?, ?, ?, "
-                         "?, ?, ?)"));
-  for (size_t i = 0; i < trials.size(); ++i) {
-    METAOPT_RETURN_IF_ERROR(upsert.Reset());
+  if (!trials.empty()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement upsert,
+        Statement::Prepare(db_,
+                           "INSERT OR REPLACE INTO trials (owner, study_id, "
+                           "trial_id, state, client_id, trial) VALUES (?, ?, "
+                           "?, ?, ?, ?)"));
+    for (size_t i = 0; i < trials.size(); ++i) {
+      METAOPT_RETURN_IF_ERROR(upsert.Reset());
+      METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, trials[i].id()));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, trials[i].state()));
+      METAOPT_RETURN_IF_ERROR(upsert.BindText(5, trials[i].client_id()));
+      METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, blobs[i]));
+      METAOPT_RETURN_IF_ERROR(upsert.Run());
+    }
+  }
+  if (write.policy_state.has_value()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement upsert,
+        Statement::Prepare(db_,
+                           "INSERT OR REPLACE INTO policy_state (owner, "
+                           "study_id, state) VALUES (?, ?, ?)"));
     METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
-    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, trials[i].id()));
-    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, trials[i].state()));
-    METAOPT_RETURN_IF_ERROR(upsert.BindText(5, trials[i].client_id()));
-    METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, blobs[i]));
+    METAOPT_RETURN_IF_ERROR(upsert.BindBlob(3, *write.policy_state));
     METAOPT_RETURN_IF_ERROR(upsert.Run());
   }
   return tx.Commit();
@@ -428,23 +441,6 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
   }  // The statement is finalized before the transaction ends.
   METAOPT_RETURN_IF_ERROR(tx.Commit());
   return trials;
-}
-
-absl::Status SqliteStorage::PutPolicyState(const StudyKey& key,
-                                           std::string_view blob) {
-  MutexLock lock(&mu_);
-  METAOPT_ASSIGN_OR_RETURN(
-      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
-  METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
-  METAOPT_ASSIGN_OR_RETURN(
-      Statement upsert,
-      Statement::Prepare(db_,
-                         "INSERT OR REPLACE INTO policy_state (owner, "
-                         "study_id, state) VALUES (?, ?, ?)"));
-  METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
-  METAOPT_RETURN_IF_ERROR(upsert.BindBlob(3, blob));
-  METAOPT_RETURN_IF_ERROR(upsert.Run());
-  return tx.Commit();
 }
 
 absl::StatusOr<std::optional<std::string>> SqliteStorage::GetPolicyState(

@@ -53,14 +53,10 @@ class SqliteStorage : public Storage {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status DeleteStudy(const StudyKey& key) override
       ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status PutTrials(const StudyKey& key,
-                         const std::vector<v1::Trial>& trials) override
+  absl::Status WriteStudy(const StudyKey& key, const StudyWrite& write) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status PutPolicyState(const StudyKey& key,
-                              std::string_view blob) override
-      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -42,6 +42,7 @@ using ::testing::_;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::Optional;
 using ::testing::SizeIs;
 
@@ -355,6 +356,27 @@ TEST_F(SqliteStorageTest, UnparsableTrialBlobIsDataLossNamingStudyAndTrial) {
   EXPECT_THAT(storage->LoadTrials(Key("s")),
               StatusIs(absl::StatusCode::kDataLoss,
                        AllOf(HasSubstr("\"s\""), HasSubstr("42"))));
+}
+
+TEST_F(SqliteStorageTest, FailedWriteStudyStoresNone) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("s")), IsOk());
+  ASSERT_THAT(storage->PutTrials(Key("s"), {MakeTrial(1)}), IsOk());
+  // The policy state is written after the trials: its failure must take them
+  // back.
+  ASSERT_THAT(Raw().Exec("CREATE TRIGGER refuse BEFORE INSERT ON policy_state "
+                         "BEGIN SELECT RAISE(ABORT, 'refused'); END"),
+              IsOk());
+  const std::vector<v1::Trial> trials = {
+      MakeTrial(1, v1::TRIAL_STATE_STALE), MakeTrial(2)};
+  EXPECT_THAT(storage->WriteStudy(Key("s"), {trials, "state"}), Not(IsOk()));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               storage->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(MakeTrial(1))));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               storage->GetPolicyState(Key("s")));
+  EXPECT_EQ(state, std::nullopt);
 }
 
 // ----- Concurrency across connections -----

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "metaopt/v1/study.pb.h"
 
 namespace metaopt::storage {
@@ -37,6 +38,17 @@ struct StudyKey {
 
 // `study "id"`, plus ` of owner "o"` for a non-empty owner: for messages.
 std::string Describe(const StudyKey& key);
+
+// Changes to one study that Storage::WriteStudy stores in one transaction. It
+// views the caller's values, which must outlive the call.
+struct StudyWrite {
+  // Inserted or replaced by study and trial id; of two with the same id the
+  // later wins.
+  absl::Span<const v1::Trial> trials;
+  // Replaces the stored policy state when set; the stored one is kept
+  // otherwise.
+  std::optional<std::string_view> policy_state;
+};
 
 // What is stored of a study: its owner, id, spec, create time and bound model
 // (the fields of v1::Study other than the derived trial_count / best_trial /
@@ -64,19 +76,25 @@ class Storage {
   // Removes the study, its trials and its surrogate state. NOT_FOUND if absent.
   virtual absl::Status DeleteStudy(const StudyKey& key) = 0;
 
-  // Inserts or replaces the given trials (keyed by study and trial id) in one
-  // transaction; trials not named are kept, and of two with the same id in
-  // `trials` the later wins. NOT_FOUND if the study is absent.
-  virtual absl::Status PutTrials(const StudyKey& key,
-                                 const std::vector<v1::Trial>& trials) = 0;
+  // Stores every change of `write` in one transaction: all of them or none.
+  // Trials not named are kept. NOT_FOUND if the study is absent.
+  virtual absl::Status WriteStudy(const StudyKey& key,
+                                  const StudyWrite& write) = 0;
+
+  // WriteStudy of `trials` alone.
+  absl::Status PutTrials(const StudyKey& key,
+                         absl::Span<const v1::Trial> trials) {
+    return WriteStudy(key, {trials, std::nullopt});
+  }
   // All trials of the study by increasing id. NOT_FOUND if the study is absent.
   virtual absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) = 0;
 
   // Opaque per-study surrogate/policy state (a serialized proto), replaced as a
-  // whole. NOT_FOUND if the study is absent.
-  virtual absl::Status PutPolicyState(const StudyKey& key,
-                                      std::string_view blob) = 0;
+  // whole: WriteStudy of `blob` alone. NOT_FOUND if the study is absent.
+  absl::Status PutPolicyState(const StudyKey& key, std::string_view blob) {
+    return WriteStudy(key, {{}, blob});
+  }
   // std::nullopt if none was stored. NOT_FOUND if the study is absent.
   virtual absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) = 0;

@@ -141,6 +141,9 @@ TYPED_TEST(StorageConformanceTest, EveryCallOnAnAbsentStudyIsNotFound) {
   EXPECT_THAT(this->storage_->PutTrials(Key("absent"), {}), not_found);
   EXPECT_THAT(this->storage_->LoadTrials(Key("absent")), not_found);
   EXPECT_THAT(this->storage_->PutPolicyState(Key("absent"), "blob"), not_found);
+  const std::vector<v1::Trial> trials = {MakeTrial(1)};
+  EXPECT_THAT(this->storage_->WriteStudy(Key("absent"), {trials, "blob"}),
+              not_found);
   EXPECT_THAT(this->storage_->GetPolicyState(Key("absent")), not_found);
   // Nothing was written on the way.
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> all,
@@ -404,6 +407,51 @@ TYPED_TEST(StorageConformanceTest, EmptyPolicyStateIsStoredNotAbsent) {
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
                                this->storage_->GetPolicyState(Key("s")));
   EXPECT_THAT(state, Optional(std::string()));
+}
+
+// ----- Trials and policy state together -----
+
+TYPED_TEST(StorageConformanceTest, WriteStudyStoresTrialsAndPolicyState) {
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {MakeTrial(1), MakeTrial(2)}),
+              IsOk());
+  const v1::Trial stale = MakeTrial(1, v1::TRIAL_STATE_STALE);
+  const std::vector<v1::Trial> trials = {stale, MakeTrial(3), MakeTrial(4)};
+  ASSERT_THAT(this->storage_->WriteStudy(Key("s"), {trials, "state-1"}),
+              IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(stale), EqualsProto(MakeTrial(2)),
+                               EqualsProto(MakeTrial(3)),
+                               EqualsProto(MakeTrial(4))));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               this->storage_->GetPolicyState(Key("s")));
+  EXPECT_THAT(state, Optional(std::string("state-1")));
+}
+
+TYPED_TEST(StorageConformanceTest, WriteStudyWithoutPolicyStateKeepsIt) {
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->PutPolicyState(Key("s"), "kept"), IsOk());
+  const std::vector<v1::Trial> trials = {MakeTrial(1)};
+  ASSERT_THAT(this->storage_->WriteStudy(Key("s"), {trials, std::nullopt}),
+              IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               this->storage_->GetPolicyState(Key("s")));
+  EXPECT_THAT(state, Optional(std::string("kept")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(MakeTrial(1))));
+}
+
+TYPED_TEST(StorageConformanceTest, EmptyWriteStudyChangesNothing) {
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->WriteStudy(Key("s"), {}), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, IsEmpty());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
+                               this->storage_->GetPolicyState(Key("s")));
+  EXPECT_EQ(state, std::nullopt);
 }
 
 // ----- Copies, not shares -----

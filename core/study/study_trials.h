@@ -1,6 +1,6 @@
 // The in-memory trials of one study, with the lookups that Suggest needs kept
 // up to date as trials change, so that a Suggest costs no pass over every
-// trial.
+// trial, and their leases.
 #ifndef METAOPT_CORE_STUDY_STUDY_TRIALS_H_
 #define METAOPT_CORE_STUDY_STUDY_TRIALS_H_
 
@@ -9,11 +9,17 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/policy/policy.h"
 #include "metaopt/v1/study.pb.h"
 
 namespace metaopt::study {
+
+// When the lease of an ACTIVE trial ends. Trials stored before leases existed
+// have none: their lease runs from their creation, for `lease`.
+absl::Time LeaseEnd(const v1::Trial& trial, absl::Duration lease);
 
 // Trials by id (trial i has id i + 1: ids are dense and never reused), the
 // configuration keys they hold (policy::HeldKeys: those of ACTIVE, COMPLETED,
@@ -46,10 +52,52 @@ class StudyTrials {
   // its configuration (only its state, lease and outcome change).
   void Put(v1::Trial trial);
 
+  // The ACTIVE trials whose lease (see LeaseEnd) ended by `now`, as the STALE
+  // trials they turn into, with lease_expire_time set to that end; by
+  // increasing id. Nothing changes here: the caller stores them, then Puts
+  // them. Leases are enforced lazily, on access, with no background sweep;
+  // while `now` is before the earliest lease end this makes no pass over the
+  // ACTIVE trials.
+  std::vector<v1::Trial> ExpiredLeases(absl::Time now, absl::Duration lease);
+
  private:
   std::vector<v1::Trial> trials_;
   policy::HeldKeys held_keys_;
   std::set<int64_t> active_ids_;
+  // No ACTIVE trial's lease ends before this (a lower bound, lowered by Put
+  // and raised by a pass of ExpiredLeases that found nothing expired).
+  absl::Time next_lease_end_ = absl::InfiniteFuture();
+};
+
+// Changes to a study's live trials that are made before they are stored, so
+// that a policy running under the study lock sees them while they are written
+// with the rest of its Suggest in one transaction. Put applies a change at
+// once and remembers the trial it replaced; Undo (also on destruction) puts
+// those back unless Commit was called. Declare it after the study lock, so
+// that it is destroyed first. Thread-compatible, like the trials it changes.
+class StagedTrials {
+ public:
+  explicit StagedTrials(StudyTrials* trials) : trials_(trials) {}
+  ~StagedTrials() { Undo(); }
+  StagedTrials(const StagedTrials&) = delete;
+  StagedTrials& operator=(const StagedTrials&) = delete;
+
+  // StudyTrials::Put of a change to an existing trial.
+  // REQUIRES: 1 <= trial.id() <= trials->size().
+  void Put(v1::Trial trial);
+  // The trials put since the last Commit or Undo, in order: what to store.
+  const std::vector<v1::Trial>& changed() const { return changed_; }
+  // Keeps the changes (they were stored).
+  void Commit();
+  // Puts back the trials as they were before the first Put.
+  void Undo();
+
+ private:
+  StudyTrials* const trials_;
+  std::vector<v1::Trial> changed_;
+  // The trials replaced, in the order of their first Put, and their ids.
+  std::vector<v1::Trial> replaced_;
+  absl::flat_hash_set<int64_t> replaced_ids_;
 };
 
 }  // namespace metaopt::study

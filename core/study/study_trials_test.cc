@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "core/common/proto_time.h"
 #include "core/policy/policy.h"
 #include "core/space/random.h"
 #include "core/space/search_space.h"
@@ -25,6 +27,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::Pair;
+using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
 
 v1::Configuration Point(double x) {
@@ -173,6 +176,71 @@ TEST(StudyTrialsTest, IndexesMatchAPassOverTheTrialsAfterAnyHistory) {
     }
     ExpectConsistent(trials);
   }
+}
+
+v1::Trial Leased(int64_t id, double x, absl::Time end) {
+  v1::Trial trial = MakeTrial(id, x, v1::TRIAL_STATE_ACTIVE);
+  *trial.mutable_lease_expire_time() = ToProtoTimestamp(end);
+  return trial;
+}
+
+TEST(StudyTrialsTest, ExpiredLeasesAreTheActiveTrialsPastTheirLeaseEnd) {
+  const absl::Time t0 = absl::FromUnixSeconds(1700000000);
+  const absl::Duration lease = absl::Minutes(10);
+  StudyTrials trials;
+  trials.Put(Leased(1, 0.25, t0 + absl::Minutes(1)));
+  trials.Put(Leased(2, 0.5, t0 + absl::Minutes(5)));
+  // Stored before leases existed: its lease runs from its creation.
+  v1::Trial old = MakeTrial(3, 0.75, v1::TRIAL_STATE_ACTIVE);
+  *old.mutable_create_time() = ToProtoTimestamp(t0);
+  trials.Put(old);
+  trials.Put(WithState(Leased(4, 0.125, t0), v1::TRIAL_STATE_COMPLETED));
+
+  EXPECT_THAT(trials.ExpiredLeases(t0, lease), IsEmpty());
+  std::vector<v1::Trial> expired =
+      trials.ExpiredLeases(t0 + absl::Minutes(5), lease);
+  ASSERT_THAT(expired, SizeIs(2));
+  EXPECT_EQ(expired[0].id(), 1);
+  EXPECT_EQ(expired[1].id(), 2);
+  for (const v1::Trial& trial : expired) {
+    EXPECT_EQ(trial.state(), v1::TRIAL_STATE_STALE);
+  }
+  // Nothing changed until the caller puts them.
+  EXPECT_THAT(trials.active_ids(), ElementsAre(1, 2, 3));
+  for (v1::Trial& trial : expired) trials.Put(std::move(trial));
+  ExpectConsistent(trials);
+  EXPECT_THAT(trials.ExpiredLeases(t0 + absl::Minutes(9), lease), IsEmpty());
+  expired = trials.ExpiredLeases(t0 + lease, lease);
+  ASSERT_THAT(expired, SizeIs(1));
+  EXPECT_EQ(expired[0].id(), 3);
+  EXPECT_EQ(expired[0].lease_expire_time().seconds(),
+            absl::ToUnixSeconds(t0 + lease));
+}
+
+TEST(StudyTrialsTest, StagedChangesAreUndoneUnlessCommitted) {
+  StudyTrials trials;
+  trials.Put(MakeTrial(1, 0.25, v1::TRIAL_STATE_ACTIVE));
+  trials.Put(MakeTrial(2, 0.5, v1::TRIAL_STATE_ACTIVE));
+  {
+    StagedTrials staged(&trials);
+    staged.Put(MakeTrial(1, 0.25, v1::TRIAL_STATE_STALE));
+    staged.Put(MakeTrial(1, 0.25, v1::TRIAL_STATE_COMPLETED));
+    EXPECT_THAT(staged.changed(), SizeIs(2));
+    EXPECT_EQ(trials.Get(1).state(), v1::TRIAL_STATE_COMPLETED);
+    EXPECT_THAT(trials.active_ids(), ElementsAre(2));
+  }  // destroyed: undone
+  EXPECT_EQ(trials.Get(1).state(), v1::TRIAL_STATE_ACTIVE);
+  EXPECT_THAT(trials.active_ids(), ElementsAre(1, 2));
+  ExpectConsistent(trials);
+  {
+    StagedTrials staged(&trials);
+    staged.Put(MakeTrial(2, 0.5, v1::TRIAL_STATE_STALE));
+    staged.Commit();
+    EXPECT_THAT(staged.changed(), IsEmpty());
+  }
+  EXPECT_EQ(trials.Get(2).state(), v1::TRIAL_STATE_STALE);
+  EXPECT_THAT(trials.held_keys(), UnorderedElementsAre(Pair(Key(0.25), 1)));
+  ExpectConsistent(trials);
 }
 
 TEST(StudyTrialsTest, LoadRejectsIdsThatAreNotDense) {

@@ -2,8 +2,11 @@
 // the same suggestions whether the policy ran under the study lock or on a
 // snapshot, and whether or not the server restarted (indexes rebuilt from
 // storage); a configuration held twice stays held until both trials let go.
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -198,6 +201,100 @@ TEST(SuggestTest, AConfigurationHeldTwiceStaysHeldUntilBothLetGo) {
   EXPECT_THAT(last, UnorderedElementsAre(first[1]));
   EXPECT_EQ(server.Describe().state(), v1::STUDY_STATE_EXHAUSTED);
   EXPECT_THAT(server.Suggest(1, "w4"), IsEmpty());
+}
+
+// Counts the writes that reach the storage it wraps.
+class CountingStorage : public storage::Storage {
+ public:
+  explicit CountingStorage(storage::Storage* base) : base_(base) {}
+  int writes() const { return writes_; }
+
+  absl::Status CreateStudy(const v1::Study& study) override {
+    ++writes_;
+    return base_->CreateStudy(study);
+  }
+  absl::StatusOr<v1::Study> GetStudy(const storage::StudyKey& key) override {
+    return base_->GetStudy(key);
+  }
+  absl::StatusOr<std::vector<v1::Study>> ListStudies(
+      std::string_view owner, std::string_view after, int limit) override {
+    return base_->ListStudies(owner, after, limit);
+  }
+  absl::StatusOr<int64_t> CountStudies(std::string_view owner) override {
+    return base_->CountStudies(owner);
+  }
+  absl::Status DeleteStudy(const storage::StudyKey& key) override {
+    ++writes_;
+    return base_->DeleteStudy(key);
+  }
+  absl::Status WriteStudy(const storage::StudyKey& key,
+                          const storage::StudyWrite& write) override {
+    ++writes_;
+    return base_->WriteStudy(key, write);
+  }
+  absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
+      const storage::StudyKey& key) override {
+    return base_->LoadTrials(key);
+  }
+  absl::StatusOr<std::optional<std::string>> GetPolicyState(
+      const storage::StudyKey& key) override {
+    return base_->GetPolicyState(key);
+  }
+
+ private:
+  storage::Storage* const base_;
+  int writes_ = 0;  // the engine under test calls from one thread
+};
+
+// Lease expiry, the client's lease renewal and the new trials of a Suggest
+// reach storage in one write, and are all there after it.
+TEST(SuggestTest, ASuggestStoresAllItsChangesInOneWrite) {
+  for (const absl::Duration locked_cost :
+       {absl::InfiniteDuration(), absl::ZeroDuration()}) {
+    auto base = storage::OpenInMemoryStorage();
+    ASSERT_THAT(base, IsOk());
+    CountingStorage storage(base->get());
+    FakeClock clock;
+    EngineOptions options;
+    options.trial_lease = kLease;
+    options.clock = FakeClock::Source(&clock);
+    options.max_locked_policy_cost = locked_cost;
+    StudyEngine engine(&storage, nullptr, options);
+    v1::CreateStudyRequest create;
+    create.set_study_id("s");
+    *create.mutable_spec() = CatalogueSpec(10);
+    ASSERT_THAT(engine.CreateStudy(create), IsOk());
+    v1::SuggestRequest suggest;
+    suggest.set_study_id("s");
+    suggest.set_count(2);
+    suggest.set_client_id("w1");
+    ASSERT_THAT(engine.Suggest(suggest), IsOk());  // 1, 2
+    clock.Advance(kLease / 2);
+    suggest.set_count(1);
+    suggest.set_client_id("w2");
+    ASSERT_THAT(engine.Suggest(suggest), IsOk());  // 3
+    clock.Advance(kLease / 2);                     // 1 and 2 expire
+
+    const int before = storage.writes();
+    suggest.set_count(3);
+    auto response = engine.Suggest(suggest);  // 3 renewed, 4 and 5 new
+    ASSERT_THAT(response, IsOk());
+    EXPECT_EQ(storage.writes(), before + 1);
+    ASSERT_THAT(response->trials(), SizeIs(3));
+    auto stored = (*base)->LoadTrials({"", "s"});
+    ASSERT_THAT(stored, IsOk());
+    ASSERT_THAT(*stored, SizeIs(5));
+    EXPECT_EQ((*stored)[0].state(), v1::TRIAL_STATE_STALE);
+    EXPECT_EQ((*stored)[1].state(), v1::TRIAL_STATE_STALE);
+    for (int i = 0; i < 3; ++i) {
+      const v1::Trial& trial = (*stored)[response->trials(i).id() - 1];
+      EXPECT_EQ(trial.state(), v1::TRIAL_STATE_ACTIVE);
+      EXPECT_EQ(trial.lease_expire_time().seconds(),
+                absl::ToUnixSeconds(clock.Peek() + kLease));
+      EXPECT_EQ(trial.lease_expire_time().seconds(),
+                response->trials(i).lease_expire_time().seconds());
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,276 @@
+// Binding studies to registry models: kinds, search-space matching and its
+// messages, the model a new study binds to and the one a stored study keeps.
+#include "core/registry/model_binding.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/registry/artifact.h"
+#include "core/registry/model_manager.h"
+#include "core/registry/test_artifacts.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/temp_dir.h"
+
+namespace metaopt::registry {
+namespace {
+
+using ::metaopt::registry::testing::TestArtifact;
+using ::metaopt::registry::testing::TestSearchSpace;
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::ScopedTempDir;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// ---- Search spaces ----
+
+v1::Parameter* FindParameter(v1::SearchSpace& space, int stage, int algorithm,
+                             int parameter) {
+  return space.mutable_stages(stage)
+      ->mutable_algorithms(algorithm)
+      ->mutable_parameters(parameter);
+}
+
+TEST(CheckMatchesTest, SameStructureWithDifferentRangesMatches) {
+  v1::SearchSpace study = TestSearchSpace();
+  FindParameter(study, 0, 1, 0)
+      ->mutable_int_domain()
+      ->set_high(50);  // n_components
+  FindParameter(study, 1, 1, 0)
+      ->mutable_float_domain()
+      ->set_low(1e-5);  // learning_rate
+  FindParameter(study, 1, 1, 0)->mutable_float_domain()->set_log(false);
+  auto* criterion = FindParameter(study, 1, 0, 1)
+                        ->mutable_categorical_domain();  // order differs
+  criterion->mutable_values()->SwapElements(0, 1);
+  EXPECT_THAT(CheckMatches(TestSearchSpace(), study), IsOk());
+}
+
+TEST(CheckMatchesTest, NamesFirstMismatch) {
+  struct Case {
+    std::string description;
+    std::function<void(v1::SearchSpace&)> change;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"stage name",
+       [](v1::SearchSpace& s) { s.mutable_stages(1)->set_name("classifier"); },
+       "stage[1] is \"estimator\" in the model, \"classifier\" in the study"},
+      {"extra stage",
+       [](v1::SearchSpace& s) {
+         *s.add_stages() = s.stages(0);
+         s.mutable_stages(2)->set_name("post");
+       },
+       "stage[2] \"post\" is in the study only"},
+      {"missing stage",
+       [](v1::SearchSpace& s) { s.mutable_stages()->RemoveLast(); },
+       "stage[1] \"estimator\" is in the model only"},
+      {"algorithm name",
+       [](v1::SearchSpace& s) {
+         s.mutable_stages(1)->mutable_algorithms(1)->set_name("RF2");
+       },
+       "stage[1] \"estimator\": algorithm[1] is \"GBT\" in the model, \"RF2\" "
+       "in the study"},
+      {"algorithm order",
+       [](v1::SearchSpace& s) {
+         s.mutable_stages(1)->mutable_algorithms()->SwapElements(0, 1);
+       },
+       "stage[1] \"estimator\": algorithm[0] is \"RF\" in the model, \"GBT\" "
+       "in the study"},
+      {"missing algorithm",
+       [](v1::SearchSpace& s) {
+         s.mutable_stages(1)->mutable_algorithms()->RemoveLast();
+       },
+       "stage[1] \"estimator\": algorithm[1] \"GBT\" is in the model only"},
+      {"parameter name",
+       [](v1::SearchSpace& s) { FindParameter(s, 1, 1, 1)->set_name("depth"); },
+       "stage[1] \"estimator\": algorithm[1] \"GBT\": parameter[1] is "
+       "\"max_depth\" in the model, "
+       "\"depth\" in the study"},
+      {"extra parameter",
+       [](v1::SearchSpace& s) {
+         v1::Parameter* p =
+             s.mutable_stages(0)->mutable_algorithms(0)->add_parameters();
+         p->set_name("x");
+         p->mutable_float_domain()->set_high(1);
+       },
+       "stage[0] \"preprocessor\": algorithm[0] \"none\": parameter[0] \"x\" "
+       "is in the study only"},
+      {"domain type",
+       [](v1::SearchSpace& s) {
+         FindParameter(s, 1, 1, 1)->mutable_float_domain()->set_low(1);
+         FindParameter(s, 1, 1, 1)->mutable_float_domain()->set_high(10);
+       },
+       "stage[1] \"estimator\": algorithm[1] \"GBT\": parameter[1] "
+       "\"max_depth\": int in the "
+       "model, float in the study"},
+      {"categorical value missing",
+       [](v1::SearchSpace& s) {
+         FindParameter(s, 1, 0, 1)
+             ->mutable_categorical_domain()
+             ->mutable_values()
+             ->RemoveLast();
+       },
+       "stage[1] \"estimator\": algorithm[0] \"RF\": parameter[1] "
+       "\"criterion\": value "
+       "\"entropy\" is in the model only"},
+      {"categorical value extra",
+       [](v1::SearchSpace& s) {
+         FindParameter(s, 1, 0, 1)
+             ->mutable_categorical_domain()
+             ->add_values("log_loss");
+       },
+       "stage[1] \"estimator\": algorithm[0] \"RF\": parameter[1] "
+       "\"criterion\": value "
+       "\"log_loss\" is in the study only"},
+  };
+  for (const Case& c : cases) {
+    v1::SearchSpace study = TestSearchSpace();
+    c.change(study);
+    EXPECT_THAT(CheckMatches(TestSearchSpace(), study),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("search spaces do not match: " + c.message)))
+        << c.description;
+  }
+}
+
+// ---- Models ----
+
+// A manager without a poll thread over a fresh registry directory.
+class ModelBindingTest : public ::testing::Test {
+ protected:
+  // Publishes `artifact` as the next version of `name`, and serves it.
+  void Serve(const std::string& name,
+             const v1::ModelArtifact& artifact = TestArtifact()) {
+    ASSERT_THAT(WriteModelVersion(registry_.path(), name, artifact), IsOk());
+    ASSERT_THAT(manager_->PollOnce(), IsOk());
+  }
+
+  // A GP study over `space` that names `model` ("": binds by itself).
+  static v1::StudySpec Spec(const v1::SearchSpace& space,
+                            const std::string& model = "") {
+    v1::StudySpec spec;
+    spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
+    spec.mutable_algorithm()->set_model(model);
+    *spec.mutable_search_space() = space;
+    return spec;
+  }
+
+  // The reference of the model a binding holds; "none" for none.
+  static std::string Bound(const absl::StatusOr<ModelBinding>& binding) {
+    EXPECT_THAT(binding, IsOk());
+    if (!binding.ok()) return "error";
+    return binding->model == nullptr ? "none" : binding->model->reference();
+  }
+
+  ScopedTempDir registry_;
+  std::unique_ptr<ModelManager> manager_ =
+      ModelManager::Create({registry_.path()}).value();
+};
+
+TEST_F(ModelBindingTest, CheckMatchesNamesTheModel) {
+  Serve("oboe-portfolio");
+  Serve("oboe-portfolio");
+  Serve("oboe-portfolio");
+  v1::SearchSpace study = TestSearchSpace();
+  study.mutable_stages(1)->mutable_algorithms(1)->set_name("RF");
+  study.mutable_stages(1)->mutable_algorithms(0)->set_name("SVM");
+  EXPECT_THAT(CheckMatches(*manager_->Get("oboe-portfolio"), study),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       "model \"oboe-portfolio@3\" does not match the study's "
+                       "space: stage[1] "
+                       "\"estimator\": algorithm[0] is \"RF\" in the model, "
+                       "\"SVM\" in the study"));
+}
+
+TEST_F(ModelBindingTest, UnnamedBindsTheFirstMatchingServedModelByName) {
+  Serve("zz-match");
+  Serve("aa-match");
+  v1::ModelArtifact other = TestArtifact();
+  other.mutable_search_space()->mutable_stages(0)->set_name("scaler");
+  other.mutable_portfolio(0)->mutable_assignments(0)->set_stage("scaler");
+  other.mutable_portfolio(1)->mutable_assignments(0)->set_stage("scaler");
+  Serve("00-other", other);
+
+  v1::SearchSpace study = TestSearchSpace();
+  FindParameter(study, 1, 0, 0)->mutable_int_domain()->set_high(2000);
+  EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(study))), "aa-match@1");
+  EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(other.search_space()))),
+            "00-other@1");
+  study.mutable_stages()->RemoveLast();
+  EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(study))), "none");
+  EXPECT_EQ(Bound(BindModel(nullptr, Spec(TestSearchSpace()))), "none");
+  // RANDOM uses only named models.
+  v1::StudySpec random = Spec(TestSearchSpace());
+  random.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_RANDOM);
+  EXPECT_EQ(Bound(BindModel(manager_.get(), random)), "none");
+}
+
+TEST_F(ModelBindingTest, NamedModelMustExistAndMatch) {
+  Serve("m");
+  EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(TestSearchSpace(), "m@1"))),
+            "m@1");
+  EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(TestSearchSpace(), "none"))),
+            "none");
+  v1::SearchSpace study = TestSearchSpace();
+  study.mutable_stages()->RemoveLast();
+  EXPECT_THAT(BindModel(manager_.get(), Spec(study, "m")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.algorithm.model: model \"m@1\" does "
+                                 "not match the study's space")));
+  EXPECT_THAT(BindModel(manager_.get(), Spec(TestSearchSpace(), "absent")),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("spec.algorithm.model: ")));
+  EXPECT_THAT(BindModel(nullptr, Spec(TestSearchSpace(), "m")),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("the server has no model registry")));
+  v1::StudySpec pmf = Spec(TestSearchSpace(), "m");
+  pmf.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_PMF);
+  EXPECT_THAT(BindModel(manager_.get(), pmf),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("MODEL_KIND_PORTFOLIO model cannot serve "
+                                 "ALGORITHM_KIND_PMF")));
+}
+
+TEST_F(ModelBindingTest, StoredStudyKeepsItsVersionOrFails) {
+  Serve("m");
+  Serve("m");
+  v1::Study study;
+  study.set_study_id("s");
+  EXPECT_EQ(Bound(StoredBinding(manager_.get(), study)), "none");
+  study.set_bound_model("m@1");
+  EXPECT_EQ(Bound(StoredBinding(manager_.get(), study)), "m@1");
+  study.set_bound_model("m@7");
+  EXPECT_THAT(StoredBinding(manager_.get(), study),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       "study \"s\" is bound to model m@7, which the registry "
+                       "can no longer load; restore that version or delete "
+                       "the study"));
+  EXPECT_THAT(
+      StoredBinding(nullptr, study),
+      StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("m@7")));
+}
+
+// ---- Model kinds ----
+
+TEST(ModelKindTest, AlgorithmsTakeTheirKinds) {
+  v1::AlgorithmSpec algorithm;
+  algorithm.set_kind(v1::ALGORITHM_KIND_RANDOM);
+  EXPECT_FALSE(AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
+  EXPECT_THAT(CheckModelKind(algorithm, v1::MODEL_KIND_PORTFOLIO), IsOk());
+  algorithm.set_kind(v1::ALGORITHM_KIND_PMF);
+  EXPECT_TRUE(AutoBindsModel(algorithm, v1::MODEL_KIND_PMF));
+  EXPECT_FALSE(AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
+  algorithm.set_kind(v1::ALGORITHM_KIND_MOSAIC);
+  EXPECT_TRUE(AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
+  algorithm.mutable_mosaic()->set_surrogate(v1::MOSAIC_SURROGATE_DEEPPIPE);
+  EXPECT_FALSE(AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
+  EXPECT_TRUE(AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
+}
+
+}  // namespace
+}  // namespace metaopt::registry

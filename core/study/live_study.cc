@@ -1,0 +1,88 @@
+#include "core/study/live_study.h"
+
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/common/status_macros.h"
+#include "core/policy/policy_factory.h"
+#include "core/registry/model_binding.h"
+
+namespace metaopt::study {
+namespace {
+
+bool Better(double a, double b, v1::Goal goal) {
+  return goal == v1::GOAL_MAXIMIZE ? a > b : a < b;
+}
+
+}  // namespace
+
+absl::Status StudyNotFound(const std::string& study_id) {
+  return absl::NotFoundError(
+      absl::StrCat("study \"", study_id, "\" does not exist"));
+}
+
+absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
+    storage::Storage& storage, registry::ModelManager* models,
+    const storage::StudyKey& key) {
+  const std::string& study_id = key.study_id;
+  auto stored = storage.GetStudy(key);
+  if (absl::IsNotFound(stored.status())) {
+    return StudyNotFound(study_id);
+  }
+  METAOPT_RETURN_IF_ERROR(stored.status());
+  auto live = std::make_shared<LiveStudy>();
+  live->key = key;
+  live->stored = *std::move(stored);
+  METAOPT_ASSIGN_OR_RETURN(
+      space::SearchSpace space,
+      space::SearchSpace::Create(live->stored.spec().search_space()));
+  live->space = std::make_unique<const space::SearchSpace>(std::move(space));
+  for (const v1::Configuration& candidate : live->stored.spec().candidates()) {
+    live->candidate_key_list.push_back(space::ConfigurationKey(candidate));
+    live->candidate_keys.insert(live->candidate_key_list.back());
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> stored_trials,
+                           storage.LoadTrials(key));
+  METAOPT_ASSIGN_OR_RETURN(
+      StudyTrials trials,
+      StudyTrials::Load(std::move(stored_trials), study_id));
+  METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
+                           storage.GetPolicyState(key));
+  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
+                           registry::StoredBinding(models, live->stored));
+  METAOPT_ASSIGN_OR_RETURN(
+      std::shared_ptr<const policy::Policy> policy,
+      policy::CreatePolicy(live->stored.spec(), policy_state,
+                           std::move(binding.model)));
+  {
+    MutexLock lock(&live->mu);
+    live->trials = std::move(trials);
+    live->policy = std::move(policy);
+  }
+  return live;
+}
+
+v1::Study DescribeStudy(const LiveStudy& live) {
+  v1::Study study = live.stored;
+  study.set_trial_count(live.trials.size());
+  const v1::Goal goal = live.stored.spec().objective().goal();
+  const v1::Trial* best = nullptr;
+  for (const v1::Trial& trial : live.trials.all()) {
+    if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value() &&
+        (best == nullptr || Better(trial.value(), best->value(), goal))) {
+      best = &trial;
+    }
+  }
+  // Distinct configurations held (in a catalogue study every trial's
+  // configuration is a catalogue entry).
+  const size_t held = live.trials.held_keys().size();
+  if (best != nullptr) *study.mutable_best_trial() = *best;
+  study.set_state(!live.candidate_keys.empty() &&
+                          held >= live.candidate_keys.size()
+                      ? v1::STUDY_STATE_EXHAUSTED
+                      : v1::STUDY_STATE_ACTIVE);
+  return study;
+}
+
+}  // namespace metaopt::study

@@ -1,0 +1,67 @@
+// A study as the engine holds it in memory, how it is read from storage, and
+// how it is described to clients.
+#ifndef METAOPT_CORE_STUDY_LIVE_STUDY_H_
+#define METAOPT_CORE_STUDY_LIVE_STUDY_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/common/mutex.h"
+#include "core/policy/policy.h"
+#include "core/registry/model_manager.h"
+#include "core/space/search_space.h"
+#include "core/storage/storage.h"
+#include "core/study/study_trials.h"
+#include "metaopt/v1/study.pb.h"
+
+namespace metaopt::study {
+
+// One loaded study. Thread-safe: the fields above `mu` never change after
+// load; `mu` guards the rest and serializes the study's changes.
+struct LiveStudy {
+  storage::StudyKey key;  // (owner, study_id)
+  v1::Study stored;       // id, canonical spec, create_time, bound_model
+  std::unique_ptr<const space::SearchSpace> space;
+  absl::flat_hash_set<std::string> candidate_keys;
+  // The same keys in catalogue order (policy::StudyView::candidate_keys).
+  std::vector<std::string> candidate_key_list;
+
+  Mutex mu;
+  StudyTrials trials ABSL_GUARDED_BY(mu);
+  std::shared_ptr<const policy::Policy> policy ABSL_GUARDED_BY(mu);
+  // Bumped by every change of `trials` or `policy` (not by lease
+  // extensions, which policies do not see).
+  int64_t version ABSL_GUARDED_BY(mu) = 0;
+  bool deleted ABSL_GUARDED_BY(mu) = false;
+  // Recent wall time of one policy Suggest (see NextSuggestCost), once one
+  // was measured.
+  absl::Duration suggest_cost ABSL_GUARDED_BY(mu) = absl::ZeroDuration();
+  bool suggest_cost_measured ABSL_GUARDED_BY(mu) = false;
+};
+
+// NOT_FOUND `study "<id>" does not exist`: also what a caller gets for a study
+// of another owner.
+absl::Status StudyNotFound(const std::string& study_id);
+
+// Reads study `key` from storage: its spec, trials and policy state, and the
+// registry model it is bound to (`models` may be null: no registry). NOT_FOUND
+// if absent; FAILED_PRECONDITION if its bound model can no longer be loaded.
+absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
+    storage::Storage& storage, registry::ModelManager* models,
+    const storage::StudyKey& key);
+
+// The study with its derived fields: trial count, best trial, state
+// (EXHAUSTED once every catalogue entry is held).
+v1::Study DescribeStudy(const LiveStudy& live)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
+
+}  // namespace metaopt::study
+
+#endif  // METAOPT_CORE_STUDY_LIVE_STUDY_H_
