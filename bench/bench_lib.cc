@@ -24,7 +24,9 @@
 #include "absl/strings/strip.h"
 #include "bench/svg_plot.h"
 #include "clients/cpp/metaopt_client.h"
+#include "core/common/goal.h"
 #include "core/common/mutex.h"
+#include "core/common/strings.h"
 #include "core/common/status_macros.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
@@ -104,10 +106,6 @@ double Percentile(const std::vector<double>& sorted, double q) {
   const size_t i = static_cast<size_t>(std::floor(pos));
   const size_t j = std::min(i + 1, sorted.size() - 1);
   return sorted[i] + (pos - static_cast<double>(i)) * (sorted[j] - sorted[i]);
-}
-
-bool Better(double a, double b, v1::Goal goal) {
-  return goal == v1::GOAL_MAXIMIZE ? a > b : a < b;
 }
 
 // "m:ss" or "h:mm:ss".
@@ -1058,27 +1056,8 @@ std::string ReportMarkdown(const BenchResult& result,
 
 std::string ShellCommandLine(const std::vector<std::string>& args) {
   std::vector<std::string> quoted;
-  for (const std::string& arg : args) {
-    const bool plain =
-        !arg.empty() &&
-        std::all_of(arg.begin(), arg.end(), [](unsigned char c) {
-          return std::isalnum(c) || std::strchr("_-./=:,+@%", c) != nullptr;
-        });
-    if (plain) {
-      quoted.push_back(arg);
-      continue;
-    }
-    std::string q = "'";
-    for (char c : arg) {
-      if (c == '\'') {
-        q += "'\\''";
-      } else {
-        q += c;
-      }
-    }
-    q += "'";
-    quoted.push_back(std::move(q));
-  }
+  quoted.reserve(args.size());
+  for (const std::string& arg : args) quoted.push_back(ShellQuote(arg));
   return absl::StrJoin(quoted, " ");
 }
 

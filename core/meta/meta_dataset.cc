@@ -20,7 +20,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "core/common/file_util.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 #include "core/space/search_space.h"
 #include "nlohmann/json.hpp"
 
@@ -42,13 +44,6 @@ constexpr char kSeedPrefix[] = "y_seed";
 
 // ---------------------------------------------------------------------------------------------
 // Small text helpers.
-
-// A cell value for an error message: quoted and cut to a readable length.
-std::string Quote(absl::string_view s) {
-  constexpr size_t kMax = 80;
-  if (s.size() <= kMax) return absl::StrCat("\"", s, "\"");
-  return absl::StrCat("\"", s.substr(0, kMax), "...\"");
-}
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -113,31 +108,14 @@ std::optional<absl::string_view> BadNameReason(absl::string_view name) {
   return std::nullopt;
 }
 
-absl::Status ReadWholeFile(const std::string& path, std::string* out) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
+// The text of a file the format requires.
+absl::StatusOr<std::string> ReadRequiredFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFileToString(path, "");
+  if (absl::IsNotFound(text.status())) {
     return absl::NotFoundError(
-        absl::StrCat(path, ": no such file (required by the format)"));
+        absl::StrCat(text.status().message(), " (required by the format)"));
   }
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    return absl::NotFoundError(
-        absl::StrCat(path, ": cannot open: ", std::strerror(errno)));
-  }
-  out->clear();
-  char buffer[1 << 16];
-  size_t n;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    const long size = std::ftell(f);
-    if (size > 0) out->reserve(static_cast<size_t>(size));
-    std::fseek(f, 0, SEEK_SET);
-  }
-  while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0)
-    out->append(buffer, n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return absl::OkStatus();
+  return text;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -989,8 +967,7 @@ std::string JoinPath(const std::string& dir, absl::string_view file) {
 absl::StatusOr<CsvReader> OpenCsv(const std::string& dir,
                                   absl::string_view file) {
   std::string path = JoinPath(dir, file);
-  std::string text;
-  METAOPT_RETURN_IF_ERROR(ReadWholeFile(path, &text));
+  METAOPT_ASSIGN_OR_RETURN(std::string text, ReadRequiredFile(path));
   return CsvReader::Create(std::move(path), std::move(text));
 }
 
@@ -1146,9 +1123,9 @@ absl::StatusOr<MetaDataset> ReadMetaDataset(const std::string& dir,
         absl::StrCat("meta-dataset folder ", dir, " does not exist"));
   }
 
-  std::string space_text;
   const std::string space_path = JoinPath(dir, kSpaceFile);
-  METAOPT_RETURN_IF_ERROR(ReadWholeFile(space_path, &space_text));
+  METAOPT_ASSIGN_OR_RETURN(const std::string space_text,
+                           ReadRequiredFile(space_path));
   absl::StatusOr<SpaceFile> space_file = ParseSpaceJson(space_text);
   if (!space_file.ok()) {
     // Messages start with "space.json: "; name the full path instead.
