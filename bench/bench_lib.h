@@ -11,6 +11,9 @@
 //
 // Every (task, method, seed) run is an independent study, so results do not
 // depend on --jobs or on whether the engine runs in-process or in a server.
+//
+// Defined in bench_lib.cc (methods, tasks, running), backends.cc, metrics.cc
+// (regret, ranks, summaries) and reports.cc (CSV files, report.md, plots).
 #ifndef METAOPT_BENCH_BENCH_LIB_H_
 #define METAOPT_BENCH_BENCH_LIB_H_
 

@@ -9,6 +9,10 @@
 //
 // The output is standalone SVG 1.1 (opens in any browser). Every series is
 // exactly one <path> element; bands are <polygon>s and axes/ticks <line>s.
+//
+// Not a packaged library: Debian's plotting libraries (PLplot, gnuplot through
+// a pipe) add a runtime dependency or program for a few line charts, and do
+// not promise the element structure above, which svg_plot_test checks.
 #ifndef METAOPT_BENCH_SVG_PLOT_H_
 #define METAOPT_BENCH_SVG_PLOT_H_
 

@@ -9,9 +9,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libeigen3-dev libabsl-dev libsqlite3-dev libssl-dev
+  libeigen3-dev libabsl-dev libsqlite3-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libcivetweb-dev sqlite3
+  nlohmann-json3-dev libcli11-dev libcivetweb-dev prometheus-cpp-dev libssl-dev sqlite3
   python3-yaml  # tests/deploy (Dockerfile, compose and Kubernetes manifest checks)
   python3-grpcio python3-protobuf python3-sklearn openssl  # clients/python (its example; TLS test certificates)
   clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer) and scripts/sanitize.sh

@@ -126,8 +126,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
                                    server->models_.get());
     METAOPT_ASSIGN_OR_RETURN(
         server->metrics_http_,
-        metrics::MetricsHttpServer::Start(options.metrics_listen,
-                                          &server->metrics_->registry()));
+        metrics::MetricsHttpServer::Start(
+            options.metrics_listen,
+            [metrics = server->metrics_.get()] {
+              return metrics->TextExposition();
+            }));
   }
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -15,7 +15,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <iterator>
@@ -35,6 +34,7 @@
 #include "absl/time/time.h"
 #include "clients/cpp/client_flags.h"
 #include "clients/cpp/metaopt_client.h"
+#include "core/common/file_util.h"
 
 namespace metaopt {
 namespace {
@@ -47,23 +47,18 @@ struct GlobalFlags {
   bool proto_names = false;
 };
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
+// The file at `path`, or standard input for "-".
+absl::StatusOr<std::string> ReadFileOrStdin(const std::string& path) {
+  if (path != "-") return ReadFileToString(path, "");
   std::stringstream buffer;
-  if (path == "-") {
-    buffer << std::cin.rdbuf();
-    return buffer.str();
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open file"));
-  buffer << in.rdbuf();
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
+  buffer << std::cin.rdbuf();
   return buffer.str();
 }
 
 // Parses the proto3 JSON in `path` ("-": standard input) into `message`.
 absl::Status ParseJsonFile(const std::string& path,
                            google::protobuf::Message* message) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = ReadFileOrStdin(path);
   if (!text.ok()) return text.status();
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;

@@ -25,6 +25,19 @@ TEST(FileUtilTest, ReadsWholeFilesAndNamesMissingOnes) {
                        AllOf(HasSubstr("--tokens"), HasSubstr("absent"))));
 }
 
+TEST(FileUtilTest, DirectoriesAreNotFilesAndSizesAreBounded) {
+  ScopedTempDir dir;
+  EXPECT_THAT(ReadFileToString(dir.File(""), ""),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("directory")));
+  const std::string path = dir.File("f");
+  std::ofstream(path, std::ios::binary) << "12345";
+  EXPECT_EQ(ReadFileToString(path, "", 5).value(), "12345");
+  EXPECT_THAT(ReadFileToString(path, "", 4),
+              StatusIs(absl::StatusCode::kOutOfRange,
+                       AllOf(::testing::StartsWith(path + ": "),
+                             HasSubstr("larger than 4 bytes"))));
+}
+
 TEST(FileUtilTest, PemFilesMustHoldAPemBlock) {
   ScopedTempDir dir;
   const std::string pem = dir.File("cert.pem");

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/common/mutex.h"
+#include "nlohmann/json.hpp"
 
 namespace metaopt {
 namespace {
@@ -32,31 +33,11 @@ const char* SeverityName(LogSeverity severity) {
   return "INFO";
 }
 
-void AppendJsonEscaped(std::string_view text, std::string& out) {
-  for (char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
+// `text` as a JSON string, quotes included (nlohmann escapes it). Bytes that
+// are not UTF-8 become U+FFFD, so the line stays valid JSON.
+void AppendJsonString(std::string_view text, std::string& out) {
+  out += nlohmann::json(std::string(text))
+             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 bool NeedsQuotes(std::string_view text) {
@@ -82,9 +63,7 @@ void AppendTextField(const LogField& field, std::string& out) {
   out += '=';
   if (const auto* text = std::get_if<std::string>(&field.value)) {
     if (NeedsQuotes(*text)) {
-      out += '"';
-      AppendJsonEscaped(*text, out);
-      out += '"';
+      AppendJsonString(*text, out);
     } else {
       out += *text;
     }
@@ -102,13 +81,11 @@ void AppendTextField(const LogField& field, std::string& out) {
 }
 
 void AppendJsonField(const LogField& field, std::string& out) {
-  out += ",\"";
-  AppendJsonEscaped(field.key, out);
-  out += "\":";
+  out += ',';
+  AppendJsonString(field.key, out);
+  out += ':';
   if (const auto* text = std::get_if<std::string>(&field.value)) {
-    out += '"';
-    AppendJsonEscaped(*text, out);
-    out += '"';
+    AppendJsonString(*text, out);
   } else if (const auto* integer = std::get_if<int64_t>(&field.value)) {
     out += std::to_string(*integer);
   } else if (const auto* number = std::get_if<double>(&field.value)) {
@@ -146,9 +123,8 @@ void Log(LogSeverity severity, std::string_view message,
   std::string line;
   if (static_cast<LogFormat>(log_format.load()) == LogFormat::kJson) {
     line = "{\"time\":\"" + time + "\",\"level\":\"" + SeverityName(severity) +
-           "\",\"msg\":\"";
-    AppendJsonEscaped(message, line);
-    line += '"';
+           "\",\"msg\":";
+    AppendJsonString(message, line);
     for (const LogField& field : fields) AppendJsonField(field, line);
     line += "}\n";
   } else {

@@ -75,6 +75,22 @@ TEST_F(LoggingTest, JsonLineHasEveryFieldAsAMember) {
   EXPECT_TRUE(json["time"].is_string());
 }
 
+TEST_F(LoggingTest, JsonLineStaysValidForBytesThatAreNotUtf8) {
+  SetLogFormat(LogFormat::kJson);
+  // A lone continuation byte, a truncated two-byte sequence and 0xff, beside
+  // valid UTF-8 ("é", "→").
+  const std::string line =
+      Capture(LogSeverity::kWarning, "caf\xc3\xa9 \x80",
+              {{"study_id", std::string("a\xc3")},
+               {std::string("k\xff"), std::string("\xe2\x86\x92 ok")}});
+  ASSERT_FALSE(line.empty());
+  nlohmann::json json;
+  ASSERT_NO_THROW(json = nlohmann::json::parse(line)) << line;
+  EXPECT_EQ(json["msg"], "caf\xc3\xa9 \xef\xbf\xbd");
+  EXPECT_EQ(json["study_id"], "a\xef\xbf\xbd");
+  EXPECT_EQ(json["k\xef\xbf\xbd"], "\xe2\x86\x92 ok");
+}
+
 TEST_F(LoggingTest, MessagesBelowTheMinimumSeverityAreDropped) {
   EXPECT_EQ(Capture(LogSeverity::kDebug, "hidden", {}), "");
   SetMinLogSeverity(LogSeverity::kDebug);

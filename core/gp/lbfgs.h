@@ -5,6 +5,10 @@
 //
 // Used for GP marginal-likelihood fitting; general enough for any smooth
 // objective of a few hundred variables.
+//
+// Not a packaged library: Debian's liblbfgs has no box constraints, and
+// NLopt's L-BFGS leaves a non-finite objective value undefined, which this
+// line search backtracks from (GP fits meet them at extreme hyperparameters).
 #ifndef METAOPT_CORE_GP_LBFGS_H_
 #define METAOPT_CORE_GP_LBFGS_H_
 

@@ -11,6 +11,9 @@
 // The reader validates strictly; every error names the file, the line, the
 // column (by header name) and the rule, e.g. `<dir>/evaluations.csv:1234:
 // column "KNN.p": "abc" is not a number`.
+//
+// The parts: space_json.h (space.json), csv_reader.h (the strict CSV reader)
+// and table_readers.h (tasks.csv, evaluations.csv, metafeatures.csv).
 #ifndef METAOPT_CORE_META_META_DATASET_H_
 #define METAOPT_CORE_META_META_DATASET_H_
 
@@ -23,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/meta/space_json.h"
 #include "metaopt/v1/study.pb.h"
 
 namespace metaopt::meta {
@@ -94,24 +98,6 @@ struct ReadOptions {
 // Thread-safe (no shared state).
 absl::StatusOr<MetaDataset> ReadMetaDataset(const std::string& dir,
                                             const ReadOptions& options = {});
-
-// The contents of a space.json file.
-struct SpaceFile {
-  std::string name;
-  v1::SearchSpace space;
-  v1::Objective objective;
-};
-
-// Parses and validates the text of a space.json file. Errors are
-// INVALID_ARGUMENT starting with "space.json: " and naming the JSON path, e.g.
-// `space.json: stages[0].algorithms[1].params[2] ("lr"): low 5 > high 1`.
-absl::StatusOr<SpaceFile> ParseSpaceJson(std::string_view text);
-
-// The first columns of evaluations.csv for `space`: `task`, one per stage, one
-// per parameter in space order (`<algorithm>.<param>`, or
-// `<stage>.<algorithm>.<param>` when that
-// `<algorithm>.<param>` occurs in more than one stage), then `y`.
-std::vector<std::string> EvaluationColumns(const v1::SearchSpace& space);
 
 // Whether `split` is one of "train", "valid", "test", "holdout", "all";
 // otherwise INVALID_ARGUMENT listing those.

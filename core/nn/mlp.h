@@ -12,6 +12,10 @@
 // Flat parameters are the layers' flat parameters (nn::Dense) in layer order.
 // Serialized tensors: "<prefix>.layer<k>.weight" of shape [out, in] (PyTorch
 // nn.Linear layout) and "<prefix>.layer<k>.bias" of shape [out].
+//
+// Not a packaged library: Debian's libtorch-dev would bring hundreds of
+// megabytes of dependencies for networks of a few thousand parameters trained
+// on the CPU, and the deep kernel needs Eigen matrices in and out.
 #ifndef METAOPT_CORE_NN_MLP_H_
 #define METAOPT_CORE_NN_MLP_H_
 

@@ -24,27 +24,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/common/file_util.h"
 #include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 #include "core/registry/sha256.h"
 
 namespace metaopt::registry {
 namespace {
 
 namespace fs = std::filesystem;
-
-// abseil 20220623 on Debian has its own string_view type; the public API uses
-// std::string_view.
-absl::string_view ToAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
-
-// Same code, `prefix` + ": " + message.
-absl::Status Prefixed(const absl::Status& status, std::string_view prefix) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat(ToAbsl(prefix), ": ", status.message()));
-}
 
 std::string ErrnoText(int error) {
   return std::error_code(error, std::generic_category()).message();
@@ -172,36 +161,13 @@ ValidateAndCanonicalize(const v1::ModelArtifact& artifact) {
 
 // ---- Files ----
 
-absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int error = errno;
-    return absl::Status(
-        error == ENOENT ? absl::StatusCode::kNotFound
-                        : absl::StatusCode::kDataLoss,
-        absl::StrCat("cannot open ", path, ": ", ErrnoText(error)));
-  }
-  std::string contents;
-  char buffer[1 << 16];
-  while (true) {
-    const ssize_t n = read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int error = errno;
-      close(fd);
-      return absl::DataLossError(
-          absl::StrCat("cannot read ", path, ": ", ErrnoText(error)));
-    }
-    if (n == 0) break;
-    contents.append(buffer, static_cast<size_t>(n));
-    if (static_cast<int64_t>(contents.size()) > kMaxArtifactBytes) {
-      close(fd);
-      return absl::DataLossError(
-          absl::StrCat(path, " is larger than ", kMaxArtifactBytes, " bytes"));
-    }
-  }
-  close(fd);
-  return contents;
+// The bytes of a registry file, at most kMaxArtifactBytes. NOT_FOUND if it is
+// missing; any other failure is DATA_LOSS (the registry on disk is damaged).
+absl::StatusOr<std::string> ReadRegistryFile(const std::string& path) {
+  absl::StatusOr<std::string> bytes =
+      ReadFileToString(path, "", kMaxArtifactBytes);
+  if (bytes.ok() || absl::IsNotFound(bytes.status())) return bytes;
+  return absl::DataLossError(bytes.status().message());
 }
 
 // Writes `data` to a new file `path` (which must not exist) and fsyncs it.
@@ -289,7 +255,7 @@ absl::StatusOr<int64_t> MaxVersion(const std::string& model_dir) {
 
 absl::StatusOr<v1::ModelManifest> ReadManifest(const std::string& dir) {
   const std::string path = absl::StrCat(dir, "/", kManifestFileName);
-  absl::StatusOr<std::string> bytes = ReadFileToString(path);
+  absl::StatusOr<std::string> bytes = ReadRegistryFile(path);
   if (absl::IsNotFound(bytes.status())) {
     return absl::NotFoundError(
         absl::StrCat(dir, ": incomplete version: no ", kManifestFileName));
@@ -381,13 +347,13 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> ReadModelVersion(
   METAOPT_ASSIGN_OR_RETURN(v1::ModelManifest manifest, ReadManifest(dir));
 
   const std::string artifact_path = absl::StrCat(dir, "/", manifest.artifact());
-  absl::StatusOr<std::string> bytes = ReadFileToString(artifact_path);
+  absl::StatusOr<std::string> bytes = ReadRegistryFile(artifact_path);
   if (absl::IsNotFound(bytes.status())) {
     return absl::DataLossError(
         absl::StrCat(dir, ": ", kManifestFileName, " names artifact \"",
                      manifest.artifact(), "\" but it is missing"));
   }
-  if (!bytes.ok()) return Prefixed(bytes.status(), dir);
+  if (!bytes.ok()) return Annotate(bytes.status(), dir);
   if (static_cast<int64_t>(bytes->size()) != manifest.artifact_bytes()) {
     return absl::DataLossError(absl::StrCat(
         dir, ": artifact ", manifest.artifact(), " has ", bytes->size(),
@@ -408,7 +374,7 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> ReadModelVersion(
   }
   bytes->clear();
   auto validated = ValidateAndCanonicalize(artifact);
-  if (!validated.ok()) return Prefixed(validated.status(), dir);
+  if (!validated.ok()) return Annotate(validated.status(), dir);
   if (manifest.kind() != v1::MODEL_KIND_UNSPECIFIED &&
       manifest.kind() != artifact.kind()) {
     return absl::InvalidArgumentError(

@@ -1,11 +1,15 @@
-// SHA-256 (FIPS 180-4), used to check model artifacts against their MANIFEST.
+// SHA-256 (FIPS 180-4) from OpenSSL's libcrypto (the EVP digest interface),
+// used to check model artifacts against their MANIFEST.
 #ifndef METAOPT_CORE_REGISTRY_SHA256_H_
 #define METAOPT_CORE_REGISTRY_SHA256_H_
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+
+struct evp_md_ctx_st;
 
 namespace metaopt::registry {
 
@@ -19,6 +23,9 @@ class Sha256 {
   static constexpr int kDigestBytes = 32;
 
   Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
 
   // Appends `data` to the message. Must not be called after Digest() /
   // HexDigest().
@@ -30,12 +37,10 @@ class Sha256 {
   std::string HexDigest();
 
  private:
-  void ProcessBlock(const uint8_t* block);
-
-  std::array<uint32_t, 8> state_;
-  std::array<uint8_t, 64> buffer_;
-  size_t buffered_ = 0;       // bytes in buffer_
-  uint64_t total_bytes_ = 0;  // message length so far
+  struct FreeContext {
+    void operator()(evp_md_ctx_st* context) const;
+  };
+  std::unique_ptr<evp_md_ctx_st, FreeContext> context_;
 };
 
 // The lower-case hex SHA-256 of `data`.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -85,13 +86,14 @@ int LogCivetwebMessage(const ::mg_connection*, const char* message) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
-    const std::string& listen, Registry* registry, const std::string& flag) {
+    const std::string& listen, Exposition exposition, const std::string& flag) {
   absl::StatusOr<std::string> ports = ListeningPort(listen, flag);
   if (!ports.ok()) return ports.status();
   static std::once_flag init_library;
   std::call_once(init_library, [] { mg_init_library(0); });
 
-  std::unique_ptr<MetricsHttpServer> server(new MetricsHttpServer(registry));
+  std::unique_ptr<MetricsHttpServer> server(
+      new MetricsHttpServer(std::move(exposition)));
   const char* options[] = {
       "listening_ports",    ports->c_str(), "num_threads", "2",
       "request_timeout_ms", "10000",        nullptr};
@@ -144,8 +146,7 @@ int MetricsHttpServer::HandleRequest(::mg_connection* connection, void* self) {
                        "method not allowed: use GET /metrics\n");
     return 405;
   }
-  const std::string body =
-      static_cast<MetricsHttpServer*>(self)->registry_->TextExposition();
+  const std::string body = static_cast<MetricsHttpServer*>(self)->exposition_();
   mg_send_http_ok(connection, kContentType,
                   static_cast<long long>(body.size()));
   if (method == "GET") mg_write(connection, body.data(), body.size());

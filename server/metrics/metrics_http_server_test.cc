@@ -1,5 +1,7 @@
 #include "server/metrics/metrics_http_server.h"
 
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/http_get.h"
@@ -14,19 +16,21 @@ using ::metaopt::testing::HttpResponse;
 using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
 
+constexpr char kText[] =
+    "# HELP hits_total Hits.\n"
+    "# TYPE hits_total counter\n"
+    "hits_total{path=\"/a\"} 7\n";
+
 class MetricsHttpServerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    auto family = registry_.AddCounter("hits_total", "Hits.", {"path"});
-    ASSERT_TRUE(family.ok());
-    (*(*family)->WithLabels({"/a"}))->Increment(7);
-  }
-  Registry registry_;
+  const MetricsHttpServer::Exposition exposition_ = [] {
+    return std::string(kText);
+  };
 };
 
 TEST_F(MetricsHttpServerTest, ServesTextExpositionOnAnyFreePort) {
   METAOPT_ASSERT_OK_AND_ASSIGN(
-      auto server, MetricsHttpServer::Start("127.0.0.1:0", &registry_));
+      auto server, MetricsHttpServer::Start("127.0.0.1:0", exposition_));
   ASSERT_GT(server->port(), 0);
   METAOPT_ASSERT_OK_AND_ASSIGN(HttpResponse response,
                                HttpGet(server->port(), "/metrics"));
@@ -34,13 +38,13 @@ TEST_F(MetricsHttpServerTest, ServesTextExpositionOnAnyFreePort) {
   EXPECT_THAT(response.headers,
               HasSubstr("Content-Type: text/plain; version=0.0.4; "
                         "charset=utf-8"));
-  EXPECT_EQ(response.body, registry_.TextExposition());
+  EXPECT_EQ(response.body, kText);
   EXPECT_THAT(response.body, HasSubstr("hits_total{path=\"/a\"} 7\n"));
 }
 
 TEST_F(MetricsHttpServerTest, HeadHasNoBody) {
   METAOPT_ASSERT_OK_AND_ASSIGN(
-      auto server, MetricsHttpServer::Start("localhost:0", &registry_));
+      auto server, MetricsHttpServer::Start("localhost:0", exposition_));
   METAOPT_ASSERT_OK_AND_ASSIGN(HttpResponse response,
                                HttpRequest(server->port(), "/metrics", "HEAD"));
   EXPECT_EQ(response.status, 200);
@@ -49,7 +53,7 @@ TEST_F(MetricsHttpServerTest, HeadHasNoBody) {
 
 TEST_F(MetricsHttpServerTest, OtherPathsAndMethodsAreRefused) {
   METAOPT_ASSERT_OK_AND_ASSIGN(
-      auto server, MetricsHttpServer::Start("127.0.0.1:0", &registry_));
+      auto server, MetricsHttpServer::Start("127.0.0.1:0", exposition_));
   METAOPT_ASSERT_OK_AND_ASSIGN(HttpResponse root, HttpGet(server->port(), "/"));
   EXPECT_EQ(root.status, 404);
   METAOPT_ASSERT_OK_AND_ASSIGN(HttpResponse sub,
@@ -66,7 +70,7 @@ TEST_F(MetricsHttpServerTest, RejectsMalformedAddresses) {
         "127.0.0.1:90s", "host.example:9090", "1.2.3:80", "256.0.0.1:80",
         "[::1:80", ":9090"}) {
     EXPECT_THAT(
-        MetricsHttpServer::Start(listen, &registry_),
+        MetricsHttpServer::Start(listen, exposition_),
         StatusIs(absl::StatusCode::kInvalidArgument,
                  HasSubstr("--metrics-listen: \"" + std::string(listen) +
                            "\" must be HOST:PORT")))
@@ -76,9 +80,9 @@ TEST_F(MetricsHttpServerTest, RejectsMalformedAddresses) {
 
 TEST_F(MetricsHttpServerTest, PortInUseIsUnavailable) {
   METAOPT_ASSERT_OK_AND_ASSIGN(
-      auto first, MetricsHttpServer::Start("127.0.0.1:0", &registry_));
+      auto first, MetricsHttpServer::Start("127.0.0.1:0", exposition_));
   const std::string taken = "127.0.0.1:" + std::to_string(first->port());
-  EXPECT_THAT(MetricsHttpServer::Start(taken, &registry_),
+  EXPECT_THAT(MetricsHttpServer::Start(taken, exposition_),
               StatusIs(absl::StatusCode::kUnavailable,
                        HasSubstr("cannot listen on " + taken)));
 }
@@ -87,7 +91,7 @@ TEST_F(MetricsHttpServerTest, StopsListeningWhenDestroyed) {
   int port = 0;
   {
     METAOPT_ASSERT_OK_AND_ASSIGN(
-        auto server, MetricsHttpServer::Start("127.0.0.1:0", &registry_));
+        auto server, MetricsHttpServer::Start("127.0.0.1:0", exposition_));
     port = server->port();
   }
   EXPECT_THAT(HttpGet(port, "/metrics"),

@@ -1,20 +1,30 @@
-// The metaopt server's Prometheus metrics (docs/deploy.md lists them).
+// The metaopt server's Prometheus metrics (docs/deploy.md lists them), kept in
+// a prometheus-cpp registry.
 #ifndef METAOPT_SERVER_METRICS_SERVER_METRICS_H_
 #define METAOPT_SERVER_METRICS_SERVER_METRICS_H_
 
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/common/mutex.h"
 #include "core/registry/model_manager.h"
 #include "core/study/study_engine.h"
-#include "server/metrics/metrics_registry.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
 #include "server/rpc_record.h"
 
 namespace metaopt::server {
 
 // Counts RPCs and SQLite commits as they happen, and reads studies, trials and
-// registry models from their sources at each scrape. Thread-safe.
+// registry models from their sources at each scrape. Thread-safe (one scrape
+// at a time).
 class ServerMetrics final : public RpcObserver {
  public:
   // Registers every family in a fresh registry.
@@ -23,7 +33,8 @@ class ServerMetrics final : public RpcObserver {
   // Reads the loaded studies and their trials from `engine` and the served
   // models from `models` (may be null) at each scrape. Both must outlive this
   // object. Call once, before the first scrape.
-  void WatchSources(study::StudyEngine* engine, registry::ModelManager* models);
+  void WatchSources(study::StudyEngine* engine, registry::ModelManager* models)
+      ABSL_LOCKS_EXCLUDED(scrape_mu_);
 
   // metaopt_rpc_handled_total and metaopt_rpc_duration_seconds by method, code
   // and algorithm.
@@ -31,19 +42,30 @@ class ServerMetrics final : public RpcObserver {
   // metaopt_sqlite_commit_duration_seconds (storage::SqliteOptions::on_commit).
   void OnCommit(absl::Duration latency);
 
-  metrics::Registry& registry() { return registry_; }
+  // Brings the gauges up to date from the watched sources, then renders every
+  // metric in the Prometheus text format 0.0.4 (for MetricsHttpServer).
+  std::string TextExposition() ABSL_LOCKS_EXCLUDED(scrape_mu_);
 
  private:
   ServerMetrics() = default;
+  void Collect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(scrape_mu_);
 
-  metrics::Registry registry_;
-  metrics::Family<metrics::Counter>* rpcs_ = nullptr;
-  metrics::Family<metrics::Histogram>* rpc_seconds_ = nullptr;
-  metrics::Histogram* commit_seconds_ = nullptr;
-  metrics::Gauge* studies_loaded_ = nullptr;
-  metrics::Family<metrics::Gauge>* trials_ = nullptr;
-  metrics::Gauge* models_served_ = nullptr;
-  metrics::Family<metrics::Gauge>* model_versions_ = nullptr;
+  prometheus::Registry registry_;
+  prometheus::Family<prometheus::Counter>* rpcs_ = nullptr;
+  prometheus::Family<prometheus::Histogram>* rpc_seconds_ = nullptr;
+  prometheus::Histogram* commit_seconds_ = nullptr;
+  prometheus::Gauge* studies_loaded_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* trials_ = nullptr;
+  prometheus::Gauge* models_served_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* model_versions_ = nullptr;
+
+  Mutex scrape_mu_;
+  study::StudyEngine* engine_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
+  registry::ModelManager* models_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
+  // The children of model_versions_ published by the last scrape (each scrape
+  // republishes them, so a model no longer served disappears).
+  std::vector<prometheus::Gauge*> model_version_gauges_
+      ABSL_GUARDED_BY(scrape_mu_);
 };
 
 }  // namespace metaopt::server

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 #include "core/registry/artifact.h"
 #include "core/space/search_space.h"
 
@@ -22,39 +23,6 @@
 
 namespace metaopt::train {
 namespace {
-
-// Debian's abseil 20220623 has its own string_view: convert at the boundary.
-absl::string_view ToAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
-
-// Same code, "<context>: <message>".
-absl::Status Annotate(const absl::Status& status, std::string_view context) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      absl::StrCat(ToAbsl(context), ": ", status.message()));
-}
-
-bool IsShellSafe(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
-         std::string_view("_./=:@%+,-").find(c) != std::string_view::npos;
-}
-
-std::string ShellQuote(std::string_view arg) {
-  if (!arg.empty() && std::all_of(arg.begin(), arg.end(), IsShellSafe)) {
-    return std::string(arg);
-  }
-  std::string quoted = "'";
-  for (char c : arg) {
-    if (c == '\'') {
-      quoted += "'\\''";
-    } else {
-      quoted += c;
-    }
-  }
-  quoted += "'";
-  return quoted;
-}
 
 std::string KindName(v1::ModelKind kind) {
   switch (kind) {

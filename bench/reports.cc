@@ -1,0 +1,340 @@
+// metaopt-bench's outputs: summary.csv, per_task.csv, trials.csv, timing.csv,
+// report.md and the SVG plots (bench_lib.h, "Aggregation and outputs").
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bench/bench_lib.h"
+#include "bench/svg_plot.h"
+#include "core/common/status_macros.h"
+#include "core/common/strings.h"
+
+namespace metaopt::bench {
+namespace {
+
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "cannot open ", path, " for writing: ", std::strerror(errno)));
+  }
+  out << text;
+  out.close();
+  if (!out) {
+    return absl::DataLossError(absl::StrCat("writing ", path, " failed"));
+  }
+  return absl::OkStatus();
+}
+
+// A regret for report.md: 4 decimals, or 3 significant digits in scientific
+// notation below 0.001 (fcnet's regrets are ~1e-6: its worst values are huge).
+std::string FormatRegret(double v) {
+  if (v != 0 && std::abs(v) < 1e-3) return absl::StrFormat("%.2e", v);
+  return absl::StrFormat("%.4f", v);
+}
+
+std::string GoalName(v1::Goal goal) {
+  switch (goal) {
+    case v1::GOAL_MINIMIZE:
+      return "minimize";
+    case v1::GOAL_MAXIMIZE:
+      return "maximize";
+    default:
+      return "unspecified";
+  }
+}
+
+}  // namespace
+
+std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
+  std::string out = "method,trials,regret_mean,regret_sem,rank_mean\n";
+  for (const SummaryRow& row : rows) {
+    absl::StrAppend(
+        &out, absl::StrFormat("%s,%d,%.8g,%.8g,%.8g\n", row.method, row.trials,
+                              row.regret_mean, row.regret_sem, row.rank_mean));
+  }
+  return out;
+}
+
+std::string PerTaskCsv(const BenchResult& result) {
+  std::string out = "method,task,seed,trial,regret\n";
+  for (size_t m = 0; m < result.methods.size(); ++m) {
+    for (size_t t = 0; t < result.task_ids.size(); ++t) {
+      for (int s = 0; s < result.seeds; ++s) {
+        const RunResult& run = result.runs[result.RunIndex(m, t, s)];
+        for (size_t k = 0; k < run.regret.size(); ++k) {
+          absl::StrAppend(
+              &out,
+              absl::StrFormat("%s,%s,%d,%d,%.8g\n", result.methods[m].name,
+                              result.task_ids[t], s, k + 1, run.regret[k]));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string TrialsCsv(const BenchResult& result) {
+  std::string out = "method,task,seed,trial,entry,value\n";
+  for (size_t m = 0; m < result.methods.size(); ++m) {
+    for (size_t t = 0; t < result.task_ids.size(); ++t) {
+      for (int s = 0; s < result.seeds; ++s) {
+        const RunResult& run = result.runs[result.RunIndex(m, t, s)];
+        for (size_t k = 0; k < run.entries.size(); ++k) {
+          absl::StrAppend(
+              &out, absl::StrFormat("%s,%s,%d,%d,%d,%.10g\n",
+                                    result.methods[m].name, result.task_ids[t],
+                                    s, k + 1, run.entries[k], run.values[k]));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::string TimingCsv(const std::vector<TimingRow>& rows) {
+  std::string out = "method,suggest_ms_mean,suggest_ms_p50,suggest_ms_p95\n";
+  for (const TimingRow& row : rows) {
+    absl::StrAppend(&out, absl::StrFormat("%s,%.4f,%.4f,%.4f\n", row.method,
+                                          row.mean_ms, row.p50_ms, row.p95_ms));
+  }
+  return out;
+}
+
+std::vector<int> ReportCheckpoints(int trials) {
+  std::vector<int> out;
+  for (int k : {5, 10, 25, 50}) {
+    if (k <= trials) out.push_back(k);
+  }
+  if (out.empty() || out.back() != trials) out.push_back(trials);
+  return out;
+}
+
+std::string ReportMarkdown(const BenchResult& result,
+                           const std::vector<SummaryRow>& summary,
+                           const std::vector<TimingRow>& timing,
+                           const ReportInfo& info) {
+  const std::vector<int> checkpoints = ReportCheckpoints(result.trials);
+  auto row_of = [&](const std::string& method, int k) -> const SummaryRow* {
+    for (const SummaryRow& row : summary) {
+      if (row.method == method && row.trials == k) return &row;
+    }
+    return nullptr;
+  };
+  std::vector<std::string> method_names;
+  for (const MethodDefinition& m : result.methods)
+    method_names.push_back(m.name);
+
+  std::string md;
+  absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, " (",
+                  result.split, " split)\n\n");
+  absl::StrAppend(&md, "| | |\n|---|---|\n");
+  absl::StrAppend(&md, "| data | `", result.dataset_name, "` (folder `",
+                  result.data_dir, "`), split `", result.split, "` |\n");
+  absl::StrAppend(&md, "| objective | `", result.objective_name, "` (",
+                  GoalName(result.goal), ") |\n");
+  std::string skipped = result.skipped_tasks.empty()
+                            ? "none"
+                            : absl::StrJoin(result.skipped_tasks, ", ");
+  absl::StrAppend(&md, "| tasks | ", result.task_ids.size(), " evaluated of ",
+                  result.split_task_count,
+                  " in the split; skipped (zero y spread): ",
+                  result.skipped_tasks.size(), " (", skipped, ") |\n");
+  absl::StrAppend(&md, "| methods | ", absl::StrJoin(method_names, ", "),
+                  " |\n");
+  if (!result.unavailable_methods.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [name, reason] : result.unavailable_methods) {
+      parts.push_back(absl::StrCat(name, " (", reason, ")"));
+    }
+    absl::StrAppend(&md, "| not run (unavailable) | ",
+                    absl::StrJoin(parts, "; "), " |\n");
+  }
+  absl::StrAppend(&md, "| trials x seeds | ", result.trials, " x ",
+                  result.seeds,
+                  " (study seed = FNV-1a-64(task id) + seed, seeds 0..",
+                  result.seeds - 1, ") |\n");
+  absl::StrAppend(&md, "| engine | ", result.backend, ", ", result.jobs,
+                  result.jobs == 1 ? " job" : " jobs", " |\n");
+  absl::StrAppend(
+      &md, "| registry models | ",
+      result.models.empty() ? "none" : absl::StrJoin(result.models, ", "),
+      " |\n");
+  absl::StrAppend(&md, "| metaopt | ", info.version, " |\n");
+  absl::StrAppend(&md, "| compiler | ", info.compiler, " |\n");
+  absl::StrAppend(&md, "| date | ",
+                  absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", info.start_time,
+                                   absl::UTCTimeZone()),
+                  " |\n");
+  absl::StrAppend(
+      &md, "| wall time | ",
+      absl::StrFormat("%.1f s", absl::ToDoubleSeconds(result.wall_time)),
+      " |\n\n");
+  absl::StrAppend(&md, "Command:\n\n```sh\n", info.command_line, "\n```\n\n");
+
+  auto header = [&](const char* first) {
+    std::string h = absl::StrCat("| ", first, " |");
+    std::string rule = "|---|";
+    for (int k : checkpoints) {
+      absl::StrAppend(&h, " ", k, k == 1 ? " trial" : " trials", " |");
+      absl::StrAppend(&rule, "---|");
+    }
+    return absl::StrCat(h, "\n", rule, "\n");
+  };
+  absl::StrAppend(&md,
+                  "## Normalised regret\n\nMean ± standard error over tasks x "
+                  "seeds of `(best so far - best in task) / (worst in task - "
+                  "best in task)` (0: the task's best configuration was "
+                  "found).\n\n",
+                  header("method"));
+  for (const std::string& name : method_names) {
+    absl::StrAppend(&md, "| ", name, " |");
+    for (int k : checkpoints) {
+      const SummaryRow* row = row_of(name, k);
+      absl::StrAppend(&md, " ", FormatRegret(row->regret_mean), " ± ",
+                      FormatRegret(row->regret_sem), " |");
+    }
+    absl::StrAppend(&md, "\n");
+  }
+  absl::StrAppend(&md,
+                  "\n## Average rank\n\nRank of each method per (task, seed, "
+                  "trial count) on regret, ties averaged (1 = best), averaged "
+                  "over tasks x seeds.\n\n",
+                  header("method"));
+  for (const std::string& name : method_names) {
+    absl::StrAppend(&md, "| ", name, " |");
+    for (int k : checkpoints) {
+      absl::StrAppend(&md,
+                      absl::StrFormat(" %.2f |", row_of(name, k)->rank_mean));
+    }
+    absl::StrAppend(&md, "\n");
+  }
+  absl::StrAppend(&md,
+                  "\n## Suggest latency\n\nWall time of one Suggest(count=1) "
+                  "call as the bench sees it (",
+                  result.backend,
+                  ").\n\n| method | calls | mean (ms) | p50 (ms) | p95 (ms) "
+                  "|\n|---|---|---|---|---|\n");
+  for (const TimingRow& row : timing) {
+    absl::StrAppend(
+        &md, absl::StrFormat("| %s | %d | %.3f | %.3f | %.3f |\n", row.method,
+                             row.calls, row.mean_ms, row.p50_ms, row.p95_ms));
+  }
+  absl::StrAppend(
+      &md,
+      "\n## Plots\n\n![Normalised regret](regret_vs_trials.svg)\n\n"
+      "![Average rank](rank_vs_trials.svg)\n\n"
+      "![Normalised regret, log scale](log_regret_vs_trials.svg)\n");
+  if (!result.short_tasks.empty() || result.duplicate_rows > 0) {
+    absl::StrAppend(&md, "\n## Notes\n\n");
+    if (!result.short_tasks.empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [id, size] : result.short_tasks) {
+        parts.push_back(absl::StrCat(id, " (", size, ")"));
+      }
+      absl::StrAppend(&md, "- Tasks with fewer than ", result.trials,
+                      " configurations (the run stops when the catalogue is "
+                      "exhausted and its last best value is carried forward): ",
+                      absl::StrJoin(parts, ", "), ".\n");
+    }
+    if (result.duplicate_rows > 0) {
+      absl::StrAppend(&md, "- ", result.duplicate_rows,
+                      " rows repeated a configuration of their task; the "
+                      "first row of each configuration was used.\n");
+    }
+  }
+  return md;
+}
+
+std::string ShellCommandLine(const std::vector<std::string>& args) {
+  std::vector<std::string> quoted;
+  quoted.reserve(args.size());
+  for (const std::string& arg : args) quoted.push_back(ShellQuote(arg));
+  return absl::StrJoin(quoted, " ");
+}
+
+absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
+                          const std::string& out_dir) {
+  std::error_code error;
+  std::filesystem::create_directories(out_dir, error);
+  if (error) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("--out: cannot create ", out_dir, ": ", error.message()));
+  }
+  const std::vector<SummaryRow> summary = Summarize(result);
+  const std::vector<TimingRow> timing = SummarizeTiming(result);
+  const std::string dir = absl::StrCat(out_dir, "/");
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "summary.csv"), SummaryCsv(summary)));
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "per_task.csv"), PerTaskCsv(result)));
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "trials.csv"), TrialsCsv(result)));
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "timing.csv"), TimingCsv(timing)));
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "report.md"),
+                    ReportMarkdown(result, summary, timing, info)));
+
+  // Plots: one series per method over trials 1..T.
+  const std::string where =
+      absl::StrCat(result.dataset_name, " (", result.split, " split)");
+  const std::string sample = absl::StrCat(
+      result.task_ids.size(),
+      result.task_ids.size() == 1 ? " task x " : " tasks x ", result.seeds,
+      result.seeds == 1 ? " seed" : " seeds", "; mean ± 1 standard error");
+  LineChart regret;
+  regret.title = absl::StrCat(where, ": normalised regret");
+  regret.subtitle = absl::StrCat(sample, "; 0 = the task's best configuration");
+  regret.x_label = "trials";
+  regret.y_label = "normalised regret";
+  regret.y_min = 0;
+  LineChart log_regret = regret;
+  log_regret.title = absl::StrCat(where, ": normalised regret, log scale");
+  log_regret.log_y = true;
+  log_regret.y_min.reset();
+  LineChart rank;
+  rank.title = absl::StrCat(where, ": average rank");
+  rank.subtitle = absl::StrCat(sample, "; 1 = best, ties averaged");
+  rank.x_label = "trials";
+  rank.y_label = "average rank";
+  const double n = static_cast<double>(result.methods.size());
+  rank.y_min = n > 1 ? 1.0 : 0.0;
+  rank.y_max = n > 1 ? n : 2.0;
+  for (const MethodDefinition& method : result.methods) {
+    PlotSeries r{method.name, {}, {}, {}, {}};
+    PlotSeries k{method.name, {}, {}, {}, {}};
+    for (const SummaryRow& row : summary) {
+      if (row.method != method.name) continue;
+      r.x.push_back(row.trials);
+      r.y.push_back(row.regret_mean);
+      r.lower.push_back(row.regret_mean - row.regret_sem);
+      r.upper.push_back(row.regret_mean + row.regret_sem);
+      k.x.push_back(row.trials);
+      k.y.push_back(row.rank_mean);
+      k.lower.push_back(row.rank_mean - row.rank_sem);
+      k.upper.push_back(row.rank_mean + row.rank_sem);
+    }
+    regret.series.push_back(r);
+    log_regret.series.push_back(std::move(r));
+    rank.series.push_back(std::move(k));
+  }
+  METAOPT_RETURN_IF_ERROR(WriteTextFile(
+      absl::StrCat(dir, "regret_vs_trials.svg"), RenderLineChart(regret)));
+  METAOPT_RETURN_IF_ERROR(WriteTextFile(absl::StrCat(dir, "rank_vs_trials.svg"),
+                                        RenderLineChart(rank)));
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "log_regret_vs_trials.svg"),
+                    RenderLineChart(log_regret)));
+  return absl::OkStatus();
+}
+
+}  // namespace metaopt::bench
