@@ -106,6 +106,9 @@ def _columns(X: Any) -> Tuple[List[np.ndarray], List[str], List[bool]]:
         return columns, names, inferred
     try:
         array = np.asarray(X)
+        if not isinstance(X, np.ndarray) and array.dtype.kind not in "biuf":
+            # Nested lists that mix numbers and text: keep the numbers numbers.
+            array = np.asarray(X, dtype=object)
     except ValueError as error:  # ragged nested sequences
         raise ValueError(f"X: not a rectangular table of rows and columns ({error})") from None
     if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
@@ -204,11 +207,10 @@ def _labels(y: Any, n_rows: int) -> np.ndarray:
 
 
 def _categorical_mask(categorical: Any, n_columns: int) -> List[bool]:
-    values = list(np.asarray(categorical, dtype=object).ravel()) if not isinstance(
-        categorical, (str, bytes)) else None
-    if values is None:
+    if isinstance(categorical, (str, bytes)) or not hasattr(categorical, "__iter__"):
         raise ValueError(f"categorical: {categorical!r} is not a boolean mask or a list of "
                          "column indices")
+    values = list(np.asarray(categorical, dtype=object).ravel())
     if values and all(isinstance(v, (bool, np.bool_)) for v in values):
         if len(values) != n_columns:
             raise ValueError(f"categorical: a boolean mask of {len(values)} entries for "

@@ -102,6 +102,13 @@ class KnownCasesTest(unittest.TestCase):
         self.assertEqual(features["NumberOfMissingValues"], 1.0)
         self.assertEqual(features["ClassEntropy"], 1.0)
 
+    def test_nested_lists_keep_numeric_columns_numeric(self) -> None:
+        features = metafeatures.compute([[1, "a"], [2.5, None], [None, "b"]], ["u", "v", "u"])
+        self.assertEqual(features["NumberOfNumericFeatures"], 1.0)
+        # 1 numeric + (a, b, missing).
+        self.assertEqual(features["NumberOfFeaturesOneHotEncoded"], 4.0)
+        self.assertEqual(features["NumberOfMissingValues"], 2.0)
+
     def test_separable_classes_give_perfect_landmarkers(self) -> None:
         X = np.concatenate([np.arange(10.0), 100 + np.arange(10.0)])[:, None]
         y = np.repeat(["low", "high"], 10)
@@ -153,6 +160,7 @@ class ValidationTest(unittest.TestCase):
                             [True, False])
         self.assert_rejects("categorical: 'a' is not a column index", X, y, ["a"])
         self.assert_rejects("categorical: 'c1' is not a boolean mask", X, y, "c1")
+        self.assert_rejects("categorical: 1 is not a boolean mask", X, y, 1)
         self.assert_rejects("X column 1, row 0: 'a' is not a number", X, y, [2])
         self.assert_rejects("X column 0, row 1: inf is not finite",
                             np.array([[1.0], [math.inf]]), [0, 1])
