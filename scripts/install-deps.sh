@@ -14,6 +14,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libcivetweb-dev prometheus-cpp-dev libssl-dev sqlite3
   python3-yaml  # tests/deploy (Dockerfile, compose and Kubernetes manifest checks)
   python3-grpcio python3-protobuf python3-sklearn openssl  # clients/python (its example; TLS test certificates)
+  python3-pandas  # clients/python tests: meta-features of a DataFrame (the client needs no pandas)
   clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer) and scripts/sanitize.sh
 )
 # node and npm only when the machine has none (a newer one from elsewhere is fine).

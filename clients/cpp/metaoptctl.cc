@@ -10,9 +10,11 @@
 // localhost:50051; the token to $METAOPT_TOKEN.
 
 #include <google/protobuf/message.h>
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -68,6 +70,34 @@ absl::Status ParseJsonFile(const std::string& path,
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not a valid ", message->GetTypeName(),
                      " in proto3 JSON: ", std::string(status.message())));
+  }
+  return absl::OkStatus();
+}
+
+// Merges the JSON object {"name": number, ...} in `path` into `features`; a
+// name already there takes the file's value. Errors name the file and the key.
+absl::Status MergeDatasetFeatures(
+    const std::string& path,
+    google::protobuf::Map<std::string, double>* features) {
+  absl::StatusOr<std::string> text =
+      ReadFileToString(path, "--dataset-features");
+  if (!text.ok()) return text.status();
+  google::protobuf::Struct object;
+  const auto parsed =
+      google::protobuf::util::JsonStringToMessage(*text, &object);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dataset-features ", path, ": not a JSON object of name -> number: ",
+        std::string(parsed.message())));
+  }
+  for (const auto& [name, value] : object.fields()) {
+    if (value.kind_case() != google::protobuf::Value::kNumberValue ||
+        !std::isfinite(value.number_value())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--dataset-features ", path, ": key \"", name,
+                       "\": the value must be a finite number"));
+    }
+    (*features)[name] = value.number_value();
   }
   return absl::OkStatus();
 }
@@ -185,6 +215,7 @@ int Run(int argc, char** argv) {
   // create-study
   std::string study_id;
   std::string spec_path;
+  std::string dataset_features_path;
   auto* create = app.add_subcommand("create-study",
                                     "Create a study (or get it, if the same "
                                     "id and spec exist)");
@@ -193,12 +224,22 @@ int Run(int argc, char** argv) {
       ->add_option("--spec", spec_path,
                    "StudySpec as proto3 JSON (file, or - for stdin)")
       ->required();
+  create->add_option(
+      "--dataset-features", dataset_features_path,
+      "JSON object of meta-feature name -> number, merged into the spec's "
+      "datasetFeatures (e.g. from metaopt.metafeatures.compute)");
   create->callback([&] {
     run = [&](MetaoptClient& client) -> absl::Status {
       v1::CreateStudyRequest request;
       request.set_study_id(study_id);
       absl::Status parsed = ParseJsonFile(spec_path, request.mutable_spec());
       if (!parsed.ok()) return parsed;
+      if (!dataset_features_path.empty()) {
+        absl::Status merged = MergeDatasetFeatures(
+            dataset_features_path,
+            request.mutable_spec()->mutable_dataset_features());
+        if (!merged.ok()) return merged;
+      }
       return print(client.CreateStudy(request));
     };
   });

@@ -361,6 +361,63 @@ TEST_F(MetaoptctlTest, LocalErrors) {
   EXPECT_THAT(down.err, StartsWith("metaoptctl: UNAVAILABLE: "));
 }
 
+TEST_F(MetaoptctlTest, CreateStudyMergesDatasetFeatures) {
+  const fs::path spec = *dir_ / "spec_with_features.json";
+  std::ofstream(spec)
+      << R"({"searchSpace": {"stages": [{"name": "s", "algorithms": [{"name": "a",
+      "parameters": [{"name": "x", "floatDomain": {"low": 0, "high": 1}}]}]}]},
+      "objective": {"name": "loss", "goal": "GOAL_MINIMIZE"},
+      "algorithm": {"kind": "ALGORITHM_KIND_RANDOM"},
+      "datasetFeatures": {"NumberOfClasses": 2, "NumberOfFeatures": 4}})";
+  const fs::path features = *dir_ / "features.json";
+  std::ofstream(features)
+      << R"({"NumberOfClasses": 3, "ClassEntropy": 1.584962500721156})";
+  Result created =
+      Ctl({"create-study", "--id", "with-features", "--spec", spec.string(),
+           "--dataset-features", features.string()});
+  EXPECT_OK_RESULT(created);
+  // The file's names are added, and a name in both takes the file's value.
+  const Json expected = {{"NumberOfClasses", 3},
+                         {"NumberOfFeatures", 4},
+                         {"ClassEntropy", 1.584962500721156}};
+  EXPECT_EQ(created.json["study"]["spec"]["datasetFeatures"], expected);
+  Result got = Ctl({"get-study", "with-features"});
+  EXPECT_OK_RESULT(got);
+  EXPECT_EQ(got.json["study"]["spec"]["datasetFeatures"], expected);
+
+  const auto create_with = [&](const std::string& name,
+                               const std::string& text) {
+    const fs::path path = *dir_ / name;
+    std::ofstream(path) << text;
+    return Ctl({"create-study", "--id", "bad-features", "--spec", spec.string(),
+                "--dataset-features", path.string()});
+  };
+  const Result text_value =
+      create_with("text_value.json", R"({"NumberOfClasses": "three"})");
+  EXPECT_EQ(text_value.exit_code, 1);
+  EXPECT_THAT(text_value.err,
+              StartsWith("metaoptctl: INVALID_ARGUMENT: --dataset-features " +
+                         (*dir_ / "text_value.json").string() +
+                         ": key \"NumberOfClasses\": the value must be a "
+                         "finite number"));
+  const Result null_value =
+      create_with("null_value.json", R"({"Landmark1NN": null})");
+  EXPECT_EQ(null_value.exit_code, 1);
+  EXPECT_THAT(null_value.err, HasSubstr("key \"Landmark1NN\""));
+  const Result array = create_with("array.json", "[1, 2]");
+  EXPECT_EQ(array.exit_code, 1);
+  EXPECT_THAT(array.err,
+              HasSubstr("array.json: not a JSON object of name -> number"));
+  const Result absent =
+      Ctl({"create-study", "--id", "bad-features", "--spec", spec.string(),
+           "--dataset-features", (*dir_ / "absent.json").string()});
+  EXPECT_EQ(absent.exit_code, 1);
+  EXPECT_THAT(absent.err, StartsWith("metaoptctl: NOT_FOUND: "
+                                     "--dataset-features "));
+  EXPECT_THAT(absent.err, HasSubstr("absent.json"));
+  EXPECT_EQ(Ctl({"get-study", "bad-features"}).exit_code, 1);
+}
+
 TEST_F(MetaoptctlTest, ListAndDeleteStudies) {
   EXPECT_OK_RESULT(CreateExampleStudy("list-a"));
   EXPECT_OK_RESULT(CreateExampleStudy("list-b"));

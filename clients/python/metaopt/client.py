@@ -34,7 +34,7 @@ import random
 import socket
 import time
 import uuid
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import grpc
 
@@ -210,7 +210,9 @@ class Client:
 
         Give either ``space`` plus :func:`metaopt.study_spec` keywords (``objective``, ``goal``,
         ``algorithm``, ``model``, ``initial_trials``, ``seed``, ``candidates``,
-        ``dataset_features``), or a complete ``spec``.
+        ``dataset_features``), or a complete ``spec``. Instead of ``dataset_features``,
+        ``dataset=(X, y)`` or ``(X, y, categorical)`` computes them with
+        :func:`metaopt.metafeatures.compute`.
 
         Raises:
             AlreadyExistsError: the id is taken by a study with another spec.
@@ -220,6 +222,11 @@ class Client:
             raise ValueError("create_study: give either space (with keywords) or spec")
         if spec is not None and spec_options:
             raise ValueError(f"create_study: with spec, no other keywords ({sorted(spec_options)})")
+        dataset = spec_options.pop("dataset", None)
+        if dataset is not None:
+            if spec_options.get("dataset_features") is not None:
+                raise ValueError("create_study: give dataset or dataset_features, not both")
+            spec_options["dataset_features"] = _dataset_features(dataset)
         if spec is None:
             spec = spec_lib.study_spec(space, **spec_options)
         response = self.call("CreateStudy", pb.CreateStudyRequest(study_id=study_id, spec=spec))
@@ -253,6 +260,16 @@ class Client:
     def list_models(self) -> List[model_pb2.Model]:
         """The models the server's registry serves now."""
         return list(self.call("ListModels", pb.ListModelsRequest()).models)
+
+
+def _dataset_features(dataset: Any) -> Dict[str, float]:
+    """The meta-features of ``dataset``, an ``(X, y)`` or ``(X, y, categorical)`` tuple."""
+    if not isinstance(dataset, tuple) or len(dataset) not in (2, 3):
+        raise ValueError(f"dataset: {type(dataset).__name__} is not an (X, y) or "
+                         "(X, y, categorical) tuple")
+    from metaopt import metafeatures  # numpy, scipy and scikit-learn only when asked for
+
+    return metafeatures.compute(*dataset)
 
 
 def _outcome(value: Optional[float], failed: Optional[str], infeasible: Optional[str],

@@ -134,6 +134,35 @@ class AskTellTest(ServerTest):
         spec = metaopt.study_spec(quadratic_space(), algorithm="random")
         self.assertFalse(client.create_study("create-or-get", spec=spec).created)
 
+    def test_create_study_with_a_dataset_stores_its_meta_features(self):
+        from sklearn.datasets import load_iris
+        from metaopt import metafeatures
+
+        X, y = load_iris(return_X_y=True)
+        recorder = LoseResponses("none", times=0)
+        client = self.client(interceptors=[recorder])
+        study = client.create_study("iris", quadratic_space(), algorithm="random",
+                                    dataset=(X, y))
+        expected = metafeatures.compute(X, y)
+        self.assertIn("Landmark1NN", expected)
+        self.assertEqual(dict(client.get_study("iris").spec.dataset_features), expected)
+        self.assertEqual(dict(study.spec.dataset_features), expected)
+        # An explicit dict works too; both at once, or a malformed dataset, send nothing.
+        given = client.create_study("given-features", quadratic_space(), algorithm="random",
+                                    dataset_features={"NumberOfClasses": 3})
+        self.assertEqual(dict(given.spec.dataset_features), {"NumberOfClasses": 3.0})
+        sent = len(recorder.calls)
+        with self.assertRaisesRegex(ValueError, "dataset or dataset_features, not both"):
+            client.create_study("both", quadratic_space(), dataset=(X, y),
+                                dataset_features={"NumberOfClasses": 3})
+        with self.assertRaisesRegex(ValueError, "dataset: list is not an .X, y. or"):
+            client.create_study("malformed", quadratic_space(), dataset=[X, y])
+        with self.assertRaisesRegex(ValueError, "y: 149 labels for 150 rows of X"):
+            client.create_study("short-y", quadratic_space(), dataset=(X, y[1:]))
+        with self.assertRaisesRegex(ValueError, "with spec, no other keywords"):
+            client.create_study("spec", spec=given.spec, dataset=(X, y))
+        self.assertEqual(len(recorder.calls), sent)
+
     def test_pipeline_assignments_and_external_observations(self):
         client = self.client()
         study = client.create_study("pipeline", pipeline_space(), objective="accuracy",
