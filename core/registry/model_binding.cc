@@ -8,6 +8,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 
 namespace metaopt::registry {
 namespace {
@@ -26,10 +27,6 @@ const char* DomainType(const v1::Parameter& parameter) {
   return "unset";
 }
 
-std::string Quoted(const std::string& text) {
-  return absl::StrCat("\"", absl::CEscape(text), "\"");
-}
-
 // Compares the names of two lists element by element; returns the first
 // difference (described below `path` as "<what>[i] ...") or nullopt.
 // `name_of(list, i)` gives the i-th name.
@@ -44,18 +41,18 @@ std::optional<std::string> FirstNameMismatch(const List& model,
   for (int i = 0; i < common; ++i) {
     if (name_of(model, i) != name_of(study, i)) {
       return absl::StrCat(prefix, what, "[", i, "] is ",
-                          Quoted(name_of(model, i)), " in the model, ",
-                          Quoted(name_of(study, i)), " in the study");
+                          Quote(name_of(model, i)), " in the model, ",
+                          Quote(name_of(study, i)), " in the study");
     }
   }
   if (model.size() > common) {
     return absl::StrCat(prefix, what, "[", common, "] ",
-                        Quoted(name_of(model, common)),
+                        Quote(name_of(model, common)),
                         " is in the model only");
   }
   if (study.size() > common) {
     return absl::StrCat(prefix, what, "[", common, "] ",
-                        Quoted(name_of(study, common)),
+                        Quote(name_of(study, common)),
                         " is in the study only");
   }
   return std::nullopt;
@@ -75,14 +72,14 @@ std::optional<std::string> FirstParameterMismatch(const v1::Parameter& model,
   for (const std::string& value : model_values) {
     if (std::find(study_values.begin(), study_values.end(), value) ==
         study_values.end()) {
-      return absl::StrCat(path, ": value ", Quoted(value),
+      return absl::StrCat(path, ": value ", Quote(value),
                           " is in the model only");
     }
   }
   for (const std::string& value : study_values) {
     if (std::find(model_values.begin(), model_values.end(), value) ==
         model_values.end()) {
-      return absl::StrCat(path, ": value ", Quoted(value),
+      return absl::StrCat(path, ": value ", Quote(value),
                           " is in the study only");
     }
   }
@@ -102,7 +99,7 @@ std::optional<std::string> FirstMismatch(const v1::SearchSpace& model,
     const v1::Stage& model_stage = model.stages(s);
     const v1::Stage& study_stage = study.stages(s);
     const std::string stage_path =
-        absl::StrCat("stage[", s, "] ", Quoted(model_stage.name()));
+        absl::StrCat("stage[", s, "] ", Quote(model_stage.name()));
     if (auto mismatch = FirstNameMismatch(model_stage.algorithms(),
                                           study_stage.algorithms(), "algorithm",
                                           stage_path, name_of)) {
@@ -112,7 +109,7 @@ std::optional<std::string> FirstMismatch(const v1::SearchSpace& model,
       const v1::Algorithm& model_algorithm = model_stage.algorithms(a);
       const v1::Algorithm& study_algorithm = study_stage.algorithms(a);
       const std::string algorithm_path = absl::StrCat(
-          stage_path, ": algorithm[", a, "] ", Quoted(model_algorithm.name()));
+          stage_path, ": algorithm[", a, "] ", Quote(model_algorithm.name()));
       if (auto mismatch = FirstNameMismatch(
               model_algorithm.parameters(), study_algorithm.parameters(),
               "parameter", algorithm_path, name_of)) {
@@ -121,7 +118,7 @@ std::optional<std::string> FirstMismatch(const v1::SearchSpace& model,
       for (int p = 0; p < model_algorithm.parameters_size(); ++p) {
         const std::string parameter_path =
             absl::StrCat(algorithm_path, ": parameter[", p, "] ",
-                         Quoted(model_algorithm.parameters(p).name()));
+                         Quote(model_algorithm.parameters(p).name()));
         if (auto mismatch = FirstParameterMismatch(
                 model_algorithm.parameters(p), study_algorithm.parameters(p),
                 parameter_path)) {
@@ -185,7 +182,7 @@ absl::Status CheckMatches(const LoadedModel& model,
   if (std::optional<std::string> mismatch =
           FirstMismatch(model.space.proto(), study_space)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("model ", Quoted(model.reference()),
+        absl::StrCat("model ", Quote(model.reference()),
                      " does not match the study's space: ", *mismatch));
   }
   return absl::OkStatus();

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 
 namespace metaopt::registry {
 namespace {
@@ -22,16 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr char kTempDirPrefix[] = ".tmp-";
-
-// abseil 20220623 on Debian has its own string_view type; the public API uses
-// std::string_view.
-absl::string_view ToAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
-
-std::string Quoted(std::string_view text) {
-  return absl::StrCat("\"", absl::CEscape(ToAbsl(text)), "\"");
-}
 
 // ---- Files ----
 
@@ -84,7 +75,7 @@ absl::StatusOr<ModelReference> ParseModelReference(std::string_view spec,
     const std::optional<int64_t> parsed = ParseVersionDirName(version);
     if (!parsed.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          ToAbsl(field), ": ", Quoted(spec), ": version ", Quoted(version),
+          ToAbsl(field), ": ", Quote(ToAbsl(spec)), ": version ", Quote(ToAbsl(version)),
           " is not a positive integer without sign or leading zeros"));
     }
     reference.version = *parsed;
@@ -216,7 +207,7 @@ absl::Status ModelManager::PollOnce() {
       WarnOnce(it->path().string(),
                absl::StrCat(
                    "model registry: skipping ", it->path().string(), ": ",
-                   Quoted(name),
+                   Quote(name),
                    " is not a model name ([A-Za-z0-9][A-Za-z0-9._-]{0,127})"));
       continue;
     }
@@ -249,7 +240,7 @@ void ModelManager::PollModel(const std::string& name,
           it->path().string(),
           absl::StrCat(
               "model registry: skipping ", it->path().string(), ": ",
-              Quoted(entry),
+              Quote(entry),
               " is not a version (a positive integer without sign or leading "
               "zeros)"));
       continue;
@@ -348,7 +339,7 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> ModelManager::Get(
       absl::StrCat(options_.base_path, "/", ToAbsl(name), "/", version);
   std::error_code ec;
   if (!fs::is_directory(version_dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("model ", Quoted(name),
+    return absl::NotFoundError(absl::StrCat("model ", Quote(ToAbsl(name)),
                                             " has no version ", version,
                                             " in the registry"));
   }
@@ -371,7 +362,7 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> ModelManager::Resolve(
   std::shared_ptr<const LoadedModel> model = Get(reference.name);
   if (model == nullptr) {
     return absl::NotFoundError(
-        absl::StrCat("model ", Quoted(reference.name),
+        absl::StrCat("model ", Quote(reference.name),
                      " is not served (no loadable version in the registry)"));
   }
   return model;

@@ -18,15 +18,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 
 namespace metaopt::space {
 namespace {
-
-// abseil 20220623 on Debian has its own string_view type; the public API uses
-// std::string_view.
-absl::string_view ToAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
 
 // At most this many names are listed in an error message.
 constexpr int kMaxListed = 10;
@@ -41,10 +36,6 @@ std::string FormatNumber(double x) {
   double back;
   if (!absl::SimpleAtod(s, &back) || back != x) s = absl::StrFormat("%.17g", x);
   return s;
-}
-
-std::string Quote(absl::string_view s) {
-  return absl::StrCat("\"", absl::CEscape(s), "\"");
 }
 
 absl::Status Invalid(absl::string_view path, absl::string_view message) {

@@ -4,19 +4,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/common/goal.h"
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/model_binding.h"
 
 namespace metaopt::study {
-namespace {
-
-bool Better(double a, double b, v1::Goal goal) {
-  return goal == v1::GOAL_MAXIMIZE ? a > b : a < b;
-}
-
-}  // namespace
-
 absl::Status StudyNotFound(const std::string& study_id) {
   return absl::NotFoundError(
       absl::StrCat("study \"", study_id, "\" does not exist"));
