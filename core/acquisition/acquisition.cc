@@ -128,24 +128,4 @@ absl::StatusOr<Eigen::VectorXd> LowerConfidenceBound(
       .matrix();
 }
 
-absl::StatusOr<gp::GpPosterior> ConditionOnPending(
-    const gp::GpPosterior& posterior, const Eigen::MatrixXd& pending,
-    PendingStrategy strategy) {
-  METAOPT_RETURN_IF_ERROR(
-      posterior.model().ValidateData(pending, nullptr, "pending points"));
-  if (pending.rows() == 0) return posterior;
-  const Eigen::VectorXd& observed = posterior.targets();
-  Eigen::VectorXd fantasies;
-  if (strategy == PendingStrategy::kKrigingBeliever || observed.size() == 0) {
-    METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction,
-                             posterior.Predict(pending));
-    fantasies = std::move(prediction.mean);
-  } else if (strategy == PendingStrategy::kConstantLiarMin) {
-    fantasies = Eigen::VectorXd::Constant(pending.rows(), observed.minCoeff());
-  } else {
-    fantasies = Eigen::VectorXd::Constant(pending.rows(), observed.mean());
-  }
-  return posterior.ConditionOn(pending, fantasies);
-}
-
 }  // namespace metaopt::acquisition

@@ -7,7 +7,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "core/acquisition/acquisition.h"
 #include "core/common/status_macros.h"
 #include "core/nn/optimizer.h"
 #include "core/nn/tensor_io.h"
@@ -676,10 +675,8 @@ DeepPipeSurrogate::WithFantasies(const Eigen::MatrixXd& X) const {
     return std::make_unique<const DeepPipeSurrogate>(model_, posterior_);
   }
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::GpPosterior conditioned,
-      acquisition::ConditionOnPending(
-          posterior_, Z, acquisition::PendingStrategy::kKrigingBeliever));
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior conditioned,
+                           posterior_.WithFantasies(Z));
   return std::make_unique<const DeepPipeSurrogate>(model_,
                                                    std::move(conditioned));
 }
