@@ -43,16 +43,6 @@ absl::StatusOr<Eigen::VectorXd> ExpectedImprovement(
 absl::StatusOr<Eigen::VectorXd> LogExpectedImprovement(
     const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double best);
 
-// mean + sqrt(beta) * sd and mean - sqrt(beta) * sd. For minimisation pick the
-// candidate with the smallest LowerConfidenceBound (optimism);
-// UpperConfidenceBound is the pessimistic bound (and the acquisition to
-// maximise for a maximised objective). INVALID_ARGUMENT if the sizes differ or
-// beta is negative or not finite.
-absl::StatusOr<Eigen::VectorXd> UpperConfidenceBound(
-    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double beta);
-absl::StatusOr<Eigen::VectorXd> LowerConfidenceBound(
-    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double beta);
-
 }  // namespace metaopt::acquisition
 
 #endif  // METAOPT_CORE_ACQUISITION_ACQUISITION_H_

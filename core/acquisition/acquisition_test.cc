@@ -128,20 +128,12 @@ TEST(AcquisitionBatchTest, ElementwiseAndValidated) {
     EXPECT_DOUBLE_EQ(ei[i], ExpectedImprovement(mean[i], variance[i], 0.5));
     EXPECT_NEAR(log_ei[i], std::log(ei[i]), 1e-12);
   }
-  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd ucb,
-                               UpperConfidenceBound(mean, variance, 4.0));
-  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd lcb,
-                               LowerConfidenceBound(mean, variance, 4.0));
-  EXPECT_TRUE(ucb.isApprox(Eigen::Vector3d(2.0, 5.0, -2.0)));
-  EXPECT_TRUE(lcb.isApprox(Eigen::Vector3d(-2.0, -3.0, -2.0)));
 
   EXPECT_THAT(ExpectedImprovement(mean, Eigen::Vector2d(1, 1), 0.0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("3 means but 2 variances")));
   EXPECT_THAT(LogExpectedImprovement(mean, variance, std::nan("")).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("best")));
-  EXPECT_THAT(UpperConfidenceBound(mean, variance, -1.0).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("beta")));
 }
 
 }  // namespace
