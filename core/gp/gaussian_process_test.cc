@@ -501,8 +501,9 @@ TEST(FantasiesTest, NoPendingPointsLeavePosteriorUnchanged) {
   METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior same,
                                post.WithFantasies(Eigen::MatrixXd(0, 1)));
   EXPECT_EQ(same.num_points(), post.num_points());
-  EXPECT_THAT(post.WithFantasies(Eigen::MatrixXd::Zero(1, 2)).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("columns")));
+  EXPECT_THAT(
+      post.WithFantasies(Eigen::MatrixXd::Zero(1, 2)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("columns")));
 }
 
 }  // namespace

@@ -360,8 +360,9 @@ absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
   return loss;
 }
 
-absl::StatusOr<std::shared_ptr<const Surrogate>> DeepPipeModel::Posterior(
-    const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const {
+absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
+DeepPipeModel::Posterior(const Eigen::MatrixXd& X,
+                         const Eigen::VectorXd& y) const {
   METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Posterior"));
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, Embed(X));
   METAOPT_ASSIGN_OR_RETURN(
