@@ -34,14 +34,6 @@ absl::Status CheckBest(double best) {
   return absl::OkStatus();
 }
 
-absl::Status CheckBeta(double beta) {
-  if (!(beta >= 0.0) || !std::isfinite(beta)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("acquisition: beta must be finite and >= 0, got ", beta));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 double NormalPdf(double z) { return kInvSqrt2Pi * std::exp(-0.5 * z * z); }
@@ -110,42 +102,6 @@ absl::StatusOr<Eigen::VectorXd> LogExpectedImprovement(
     out[i] = LogExpectedImprovement(mean[i], variance[i], best);
   }
   return out;
-}
-
-absl::StatusOr<Eigen::VectorXd> UpperConfidenceBound(
-    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double beta) {
-  METAOPT_RETURN_IF_ERROR(CheckBatch(mean, variance));
-  METAOPT_RETURN_IF_ERROR(CheckBeta(beta));
-  return (mean.array() + std::sqrt(beta) * variance.array().max(0.0).sqrt())
-      .matrix();
-}
-
-absl::StatusOr<Eigen::VectorXd> LowerConfidenceBound(
-    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double beta) {
-  METAOPT_RETURN_IF_ERROR(CheckBatch(mean, variance));
-  METAOPT_RETURN_IF_ERROR(CheckBeta(beta));
-  return (mean.array() - std::sqrt(beta) * variance.array().max(0.0).sqrt())
-      .matrix();
-}
-
-absl::StatusOr<gp::GpPosterior> ConditionOnPending(
-    const gp::GpPosterior& posterior, const Eigen::MatrixXd& pending,
-    PendingStrategy strategy) {
-  METAOPT_RETURN_IF_ERROR(
-      posterior.model().ValidateData(pending, nullptr, "pending points"));
-  if (pending.rows() == 0) return posterior;
-  const Eigen::VectorXd& observed = posterior.targets();
-  Eigen::VectorXd fantasies;
-  if (strategy == PendingStrategy::kKrigingBeliever || observed.size() == 0) {
-    METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction,
-                             posterior.Predict(pending));
-    fantasies = std::move(prediction.mean);
-  } else if (strategy == PendingStrategy::kConstantLiarMin) {
-    fantasies = Eigen::VectorXd::Constant(pending.rows(), observed.minCoeff());
-  } else {
-    fantasies = Eigen::VectorXd::Constant(pending.rows(), observed.mean());
-  }
-  return posterior.ConditionOn(pending, fantasies);
 }
 
 }  // namespace metaopt::acquisition

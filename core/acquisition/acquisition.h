@@ -1,5 +1,5 @@
-// Acquisition functions over GP posterior marginals, and fantasies for pending
-// points.
+// Acquisition functions over posterior marginals (fantasies for pending points
+// live with the models: gp::GpPosterior::WithFantasies).
 //
 // Convention: every function here MINIMISES the objective the GP models. The
 // caller maps goals (negate a maximised metric before fitting, or flip the sign
@@ -22,7 +22,6 @@
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
-#include "core/gp/gaussian_process.h"
 
 namespace metaopt::acquisition {
 
@@ -43,38 +42,6 @@ absl::StatusOr<Eigen::VectorXd> ExpectedImprovement(
     const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double best);
 absl::StatusOr<Eigen::VectorXd> LogExpectedImprovement(
     const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double best);
-
-// mean + sqrt(beta) * sd and mean - sqrt(beta) * sd. For minimisation pick the
-// candidate with the smallest LowerConfidenceBound (optimism);
-// UpperConfidenceBound is the pessimistic bound (and the acquisition to
-// maximise for a maximised objective). INVALID_ARGUMENT if the sizes differ or
-// beta is negative or not finite.
-absl::StatusOr<Eigen::VectorXd> UpperConfidenceBound(
-    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double beta);
-absl::StatusOr<Eigen::VectorXd> LowerConfidenceBound(
-    const Eigen::VectorXd& mean, const Eigen::VectorXd& variance, double beta);
-
-// How pending (suggested, not yet observed) points enter the posterior.
-enum class PendingStrategy {
-  // Fantasy value = current posterior mean at the point (kriging believer).
-  // Conditioning on the
-  // posterior mean leaves the mean unchanged, so the joint and sequential
-  // variants coincide.
-  kKrigingBeliever,
-  // Fantasy value = the smallest observed target (optimistic constant liar for
-  // minimisation).
-  kConstantLiarMin,
-  // Fantasy value = the mean of the observed targets.
-  kConstantLiarMean,
-};
-
-// The posterior additionally conditioned on fantasy observations at `pending`
-// (rows = points), with the same hyperparameters and standardisation (no
-// refit). Without observed targets the constant liars fall back to the kriging
-// believer. INVALID_ARGUMENT for a column mismatch or non-finite points.
-absl::StatusOr<gp::GpPosterior> ConditionOnPending(
-    const gp::GpPosterior& posterior, const Eigen::MatrixXd& pending,
-    PendingStrategy strategy);
 
 }  // namespace metaopt::acquisition
 

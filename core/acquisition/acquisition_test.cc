@@ -128,97 +128,13 @@ TEST(AcquisitionBatchTest, ElementwiseAndValidated) {
     EXPECT_DOUBLE_EQ(ei[i], ExpectedImprovement(mean[i], variance[i], 0.5));
     EXPECT_NEAR(log_ei[i], std::log(ei[i]), 1e-12);
   }
-  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd ucb,
-                               UpperConfidenceBound(mean, variance, 4.0));
-  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd lcb,
-                               LowerConfidenceBound(mean, variance, 4.0));
-  EXPECT_TRUE(ucb.isApprox(Eigen::Vector3d(2.0, 5.0, -2.0)));
-  EXPECT_TRUE(lcb.isApprox(Eigen::Vector3d(-2.0, -3.0, -2.0)));
 
   EXPECT_THAT(ExpectedImprovement(mean, Eigen::Vector2d(1, 1), 0.0).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("3 means but 2 variances")));
   EXPECT_THAT(LogExpectedImprovement(mean, variance, std::nan("")).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("best")));
-  EXPECT_THAT(UpperConfidenceBound(mean, variance, -1.0).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("beta")));
 }
-
-// ---- Pending points.
-// -----------------------------------------------------------------------
-
-class PendingTest : public ::testing::TestWithParam<PendingStrategy> {
- protected:
-  gp::GpPosterior MakePosterior() {
-    auto gp = gp::GaussianProcess::Create("matern52", 1);
-    EXPECT_TRUE(gp.ok());
-    Eigen::VectorXd h = gp->hyperparameters();
-    h[0] = std::log(0.2);
-    EXPECT_TRUE(gp->set_hyperparameters(h).ok());
-    const Eigen::MatrixXd X = Eigen::Vector4d(0.0, 0.1, 0.8, 1.0);
-    auto post = gp::Condition(*gp, X, Eigen::Vector4d(3.0, 2.0, 1.0, 4.0));
-    EXPECT_TRUE(post.ok()) << post.status();
-    return std::move(post).value();
-  }
-};
-
-TEST_P(PendingTest, FantasiesReduceVarianceAtThePendingPoint) {
-  const gp::GpPosterior post = MakePosterior();
-  Eigen::MatrixXd pending(2, 1);
-  pending << 0.45, 0.5;
-  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction before, post.Predict(pending));
-  METAOPT_ASSERT_OK_AND_ASSIGN(gp::GpPosterior fantasised,
-                               ConditionOnPending(post, pending, GetParam()));
-  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction after,
-                               fantasised.Predict(pending));
-  EXPECT_EQ(fantasised.num_points(), 6);
-  for (int i = 0; i < 2; ++i) {
-    EXPECT_LT(after.variance[i], 0.05 * before.variance[i]) << i;
-  }
-  switch (GetParam()) {
-    case PendingStrategy::kKrigingBeliever:
-      EXPECT_NEAR(after.mean[0], before.mean[0], 1e-6);
-      break;
-    case PendingStrategy::kConstantLiarMin:
-      EXPECT_NEAR(after.mean[0], 1.0, 0.05);
-      break;
-    case PendingStrategy::kConstantLiarMean:
-      EXPECT_NEAR(after.mean[0], 2.5, 0.05);
-      break;
-  }
-  // Hyperparameters and standardisation are those of the original posterior.
-  EXPECT_EQ(fantasised.model().hyperparameters(),
-            post.model().hyperparameters());
-  EXPECT_EQ(fantasised.standardization().scale, post.standardization().scale);
-}
-
-TEST_P(PendingTest, NoPendingPointsLeavesPosteriorUnchanged) {
-  const gp::GpPosterior post = MakePosterior();
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      gp::GpPosterior same,
-      ConditionOnPending(post, Eigen::MatrixXd(0, 1), GetParam()));
-  EXPECT_EQ(same.num_points(), post.num_points());
-  EXPECT_THAT(
-      ConditionOnPending(post, Eigen::MatrixXd::Zero(1, 2), GetParam())
-          .status(),
-      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("columns")));
-}
-
-INSTANTIATE_TEST_SUITE_P(AllStrategies, PendingTest,
-                         ::testing::Values(PendingStrategy::kKrigingBeliever,
-                                           PendingStrategy::kConstantLiarMin,
-                                           PendingStrategy::kConstantLiarMean),
-                         [](const auto& info) {
-                           switch (info.param) {
-                             case PendingStrategy::kKrigingBeliever:
-                               return "KrigingBeliever";
-                             case PendingStrategy::kConstantLiarMin:
-                               return "ConstantLiarMin";
-                             case PendingStrategy::kConstantLiarMean:
-                               return "ConstantLiarMean";
-                           }
-                           return "Unknown";
-                         });
 
 }  // namespace
 }  // namespace metaopt::acquisition

@@ -452,6 +452,14 @@ absl::StatusOr<GpPosterior> GpPosterior::ConditionOn(
                      std::move(chol));
 }
 
+absl::StatusOr<GpPosterior> GpPosterior::WithFantasies(
+    const Eigen::MatrixXd& X) const {
+  METAOPT_RETURN_IF_ERROR(model_.ValidateData(X, nullptr, "pending points"));
+  if (X.rows() == 0) return *this;
+  METAOPT_ASSIGN_OR_RETURN(Prediction prediction, Predict(X));
+  return ConditionOn(X, prediction.mean);
+}
+
 double GpPosterior::noise_variance() const {
   return model_.noise_variance() * standardization_.scale *
          standardization_.scale;

@@ -235,11 +235,19 @@ class GpPosterior {
 
   // The posterior after also observing (X_new, y_new) (original units), with
   // the same hyperparameters and standardisation: for fantasies of pending
-  // points (kriging believer, constant liar) or cheap updates between refits.
+  // points or cheap updates between refits.
   // Extends the Cholesky factor by a block, O(n^2 k + k^3); falls back to a
   // full factorisation with jitter if needed.
   absl::StatusOr<GpPosterior> ConditionOn(const Eigen::MatrixXd& X_new,
                                           const Eigen::VectorXd& y_new) const;
+
+  // Fantasies for pending points (rows of X): the posterior after also
+  // "observing" its own mean at X (kriging believer), with the same
+  // hyperparameters and standardisation (no refit). The mean is unchanged, the
+  // variance shrinks around X; conditioning jointly or one point at a time
+  // gives the same result. INVALID_ARGUMENT for a column mismatch or
+  // non-finite points.
+  absl::StatusOr<GpPosterior> WithFantasies(const Eigen::MatrixXd& X) const;
 
   const GaussianProcess& model() const { return model_; }
   const Eigen::MatrixXd& inputs() const { return X_; }

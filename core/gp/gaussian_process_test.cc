@@ -463,5 +463,48 @@ TEST(GpPosteriorTest, ConditionOnEqualsConditioningOnEverything) {
   EXPECT_EQ(post.num_points(), 12);
 }
 
+// ---- Fantasies for pending points.
+
+GpPosterior OneDimensionalPosterior() {
+  auto gp = GaussianProcess::Create("matern52", 1);
+  EXPECT_TRUE(gp.ok());
+  Eigen::VectorXd h = gp->hyperparameters();
+  h[0] = std::log(0.2);
+  EXPECT_TRUE(gp->set_hyperparameters(h).ok());
+  const Eigen::MatrixXd X = Eigen::Vector4d(0.0, 0.1, 0.8, 1.0);
+  auto post = Condition(*gp, X, Eigen::Vector4d(3.0, 2.0, 1.0, 4.0));
+  EXPECT_TRUE(post.ok()) << post.status();
+  return std::move(post).value();
+}
+
+TEST(FantasiesTest, ReduceVarianceAtThePendingPointAndKeepTheMean) {
+  const GpPosterior post = OneDimensionalPosterior();
+  Eigen::MatrixXd pending(2, 1);
+  pending << 0.45, 0.5;
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction before, post.Predict(pending));
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior fantasised,
+                               post.WithFantasies(pending));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction after, fantasised.Predict(pending));
+  EXPECT_EQ(fantasised.num_points(), 6);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_LT(after.variance[i], 0.05 * before.variance[i]) << i;
+  }
+  EXPECT_NEAR(after.mean[0], before.mean[0], 1e-6);
+  // Hyperparameters and standardisation are those of the original posterior.
+  EXPECT_EQ(fantasised.model().hyperparameters(),
+            post.model().hyperparameters());
+  EXPECT_EQ(fantasised.standardization().scale, post.standardization().scale);
+}
+
+TEST(FantasiesTest, NoPendingPointsLeavePosteriorUnchanged) {
+  const GpPosterior post = OneDimensionalPosterior();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior same,
+                               post.WithFantasies(Eigen::MatrixXd(0, 1)));
+  EXPECT_EQ(same.num_points(), post.num_points());
+  EXPECT_THAT(
+      post.WithFantasies(Eigen::MatrixXd::Zero(1, 2)).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("columns")));
+}
+
 }  // namespace
 }  // namespace metaopt::gp

@@ -3,11 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
-#include "core/policy/gp_policy.h"
-#include "core/policy/random_policy.h"
 
 namespace metaopt::policy {
 namespace {
@@ -17,11 +14,12 @@ Eigen::VectorXd ToVector(const google::protobuf::RepeatedField<double>& v) {
 }
 
 // The catalogue's rows mapped through the network (null without a catalogue).
-absl::StatusOr<std::shared_ptr<const EncodedCatalogue>> EmbedCatalogue(
+absl::StatusOr<std::shared_ptr<const acquisition::EncodedCatalogue>>
+EmbedCatalogue(
     const surrogate::DeepPipeModel& model,
-    const std::shared_ptr<const EncodedCatalogue>& catalogue) {
+    const std::shared_ptr<const acquisition::EncodedCatalogue>& catalogue) {
   if (catalogue == nullptr) return nullptr;
-  auto embedded = std::make_shared<EncodedCatalogue>();
+  auto embedded = std::make_shared<acquisition::EncodedCatalogue>();
   embedded->keys = catalogue->keys;
   METAOPT_ASSIGN_OR_RETURN(embedded->X, model.Embed(catalogue->X));
   return embedded;
@@ -78,9 +76,9 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
   // differ from the study's, names and structure match).
   auto shared =
       std::make_shared<const surrogate::DeepPipeModel>(*std::move(network));
-  std::shared_ptr<const EncodedCatalogue> catalogue =
-      EncodeCatalogue(spec, shared->encoder());
-  std::shared_ptr<const EncodedCatalogue> embedded;
+  std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
+      acquisition::EncodeCatalogue(spec, shared->encoder());
+  std::shared_ptr<const acquisition::EncodedCatalogue> embedded;
   if (meta_learned) {
     METAOPT_ASSIGN_OR_RETURN(embedded, EmbedCatalogue(*shared, catalogue));
   }
@@ -94,8 +92,8 @@ DeepPipePolicy::DeepPipePolicy(
     v1::Goal goal, bool meta_learned, int initial_trials,
     std::vector<v1::Configuration> portfolio,
     std::shared_ptr<const surrogate::DeepPipeModel> model,
-    std::shared_ptr<const EncodedCatalogue> catalogue,
-    std::shared_ptr<const EncodedCatalogue> embedded_catalogue,
+    std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
+    std::shared_ptr<const acquisition::EncodedCatalogue> embedded_catalogue,
     v1::DeepPipePolicyState state, DeepPipePolicyOptions options)
     : goal_(goal),
       meta_learned_(meta_learned),
@@ -125,7 +123,8 @@ PolicyUpdate DeepPipePolicy::WithModel(const surrogate::DeepPipeModel& model,
   v1::PolicyState wrapper;
   *wrapper.mutable_deeppipe() = state;
   // A kernel-only change keeps the network, hence the embeddings.
-  std::shared_ptr<const EncodedCatalogue> embedded = embedded_catalogue_;
+  std::shared_ptr<const acquisition::EncodedCatalogue> embedded =
+      embedded_catalogue_;
   if (embedded != nullptr && state.network_parameters_size() > 0) {
     auto reembedded = EmbedCatalogue(model, catalogue_);
     embedded = reembedded.ok() ? *std::move(reembedded) : nullptr;
@@ -142,114 +141,70 @@ PolicyUpdate DeepPipePolicy::WithModel(const surrogate::DeepPipeModel& model,
 absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
                                                       int count,
                                                       space::Rng& rng) const {
-  SuggestResult result;
-  std::vector<std::string> sources;
-  auto finish = [&] {
-    result.source = "deeppipe/" + absl::StrJoin(sources, "+");
-    return result;
-  };
-  const space::Encoder& encoder = model_->encoder();
-  TrainingData data = CollectTrainingData(study, encoder);
-  const int64_t n = data.y.size();
-  int64_t started = 0;
-  for (const v1::Trial& trial : *study.trials) {
-    if (HoldsConfiguration(trial.state())) ++started;
-  }
+  static const std::vector<v1::Configuration> kNoPortfolio;
+  SurrogateSuggestSteps steps;
+  steps.name = "deeppipe";
+  steps.encoder = &model_->encoder();
   // Initial design: the portfolio (zero-shot) with a meta-learned model,
   // random otherwise; either way `initial_trials_` handed-out trials.
-  const int design_left =
-      std::clamp<int>(initial_trials_ - static_cast<int>(started), 0, count);
-  result.configurations =
-      NextPortfolioEntries(study, portfolio_, meta_learned_ ? design_left : 0);
-  if (!result.configurations.empty()) sources.push_back("portfolio");
+  steps.portfolio = meta_learned_ ? &portfolio_ : &kNoPortfolio;
+  steps.portfolio_in_design = true;
+  steps.random_design = !meta_learned_;
+  steps.initial_trials = initial_trials_;
   // A meta-learned kernel is informative from the first observation; a
   // scratch network needs the initial design and at least two points.
-  const int64_t min_points = meta_learned_ ? 1 : 2;
-  int random = 0;
-  if (n < min_points) {
-    random = count - static_cast<int>(result.configurations.size());
-  } else if (!meta_learned_) {
-    random = design_left;
-  }
-  if (random > 0) {
-    AugmentedView augmented(study, result.configurations);
-    for (auto& c : RandomPolicy::Sample(augmented.view, random, rng)) {
-      result.configurations.push_back(std::move(c));
-    }
-    sources.push_back("initial-design");
-  }
-  const int remaining = count - static_cast<int>(result.configurations.size());
-  if (remaining <= 0 || n < min_points) return finish();
-
-  // Fit: kernel fine-tune from the base (meta-learned), or continued
-  // training of the whole network (scratch).
-  surrogate::DeepPipeFineTuneOptions fit;
-  if (meta_learned_) {
-    fit.scope = surrogate::FineTuneScope::kKernel;
-    fit.max_steps = options_.suggest_steps;
-    fit.learning_rate = options_.kernel_learning_rate;
-    fit.time_budget = options_.suggest_budget;
-  } else {
-    fit.scope = surrogate::FineTuneScope::kFull;
-    fit.max_steps = options_.scratch_steps;
-    fit.learning_rate = options_.network_learning_rate;
-    fit.time_budget = options_.scratch_budget;
-  }
-  std::shared_ptr<const surrogate::DeepPipeModel> fitted = model_;
-  if (fit.max_steps > 0 &&
-      (meta_learned_ || n > state_.fitted_observations())) {
-    auto tuned = model_->FineTune(data.X, data.y, fit);
-    if (tuned.ok()) {
-      fitted = std::make_shared<const surrogate::DeepPipeModel>(tuned->model);
-      if (!meta_learned_) result.update = WithModel(tuned->model, n);
+  steps.min_observations = meta_learned_ ? 1 : 2;
+  steps.search = &options_.search;
+  steps.fit = [this](const TrainingData& data, space::Rng&,
+                     std::optional<PolicyUpdate>* update)
+      -> absl::StatusOr<FittedSurrogate> {
+    // Kernel fine-tune from the base (meta-learned), or continued training of
+    // the whole network (scratch).
+    surrogate::DeepPipeFineTuneOptions fit;
+    if (meta_learned_) {
+      fit.scope = surrogate::FineTuneScope::kKernel;
+      fit.max_steps = options_.suggest_steps;
+      fit.learning_rate = options_.kernel_learning_rate;
+      fit.time_budget = options_.suggest_budget;
     } else {
-      LogWarning(absl::StrCat("DeepPipe fine-tune failed (",
-                              tuned.status().ToString(),
-                              "); using the base parameters"));
+      fit.scope = surrogate::FineTuneScope::kFull;
+      fit.max_steps = options_.scratch_steps;
+      fit.learning_rate = options_.network_learning_rate;
+      fit.time_budget = options_.scratch_budget;
     }
-  }
-  AugmentedView augmented(study, result.configurations);
-  auto posterior = fitted->Posterior(data.X, data.y);
-  if (!posterior.ok()) {
-    LogWarning(absl::StrCat("DeepPipe posterior failed (",
-                            posterior.status().ToString(),
-                            "); suggesting at random"));
-    for (auto& c : RandomPolicy::Sample(augmented.view, remaining, rng)) {
-      result.configurations.push_back(std::move(c));
+    const int64_t n = data.y.size();
+    std::shared_ptr<const surrogate::DeepPipeModel> fitted = model_;
+    if (fit.max_steps > 0 &&
+        (meta_learned_ || n > state_.fitted_observations())) {
+      auto tuned = model_->FineTune(data.X, data.y, fit);
+      if (tuned.ok()) {
+        fitted = std::make_shared<const surrogate::DeepPipeModel>(tuned->model);
+        if (!meta_learned_) *update = WithModel(tuned->model, n);
+      } else {
+        LogWarning(absl::StrCat("DeepPipe fine-tune failed (",
+                                tuned.status().ToString(),
+                                "); using the base parameters"));
+      }
     }
-    sources.push_back("random-fallback");
-    return finish();
-  }
-  std::vector<v1::Configuration> picks;
-  const auto* deep =
-      dynamic_cast<const surrogate::DeepPipeSurrogate*>(posterior->get());
-  if (embedded_catalogue_ != nullptr && deep != nullptr) {
-    // Catalogue rows are already embedded: score them with the GP alone.
-    surrogate::GpSurrogate over_embeddings(deep->posterior());
     METAOPT_ASSIGN_OR_RETURN(
-        Eigen::MatrixXd pending_z,
-        fitted->Embed(PendingInputs(augmented.view, encoder)));
-    METAOPT_ASSIGN_OR_RETURN(
-        std::unique_ptr<const surrogate::Surrogate> model_now,
-        over_embeddings.WithFantasies(pending_z));
-    METAOPT_ASSIGN_OR_RETURN(
-        picks, ProposeByExpectedImprovement(
-                   augmented.view, encoder, embedded_catalogue_.get(),
-                   *model_now, data.y.minCoeff(), data.best_first, remaining,
-                   options_.search, rng));
-  } else {
-    METAOPT_ASSIGN_OR_RETURN(
-        std::unique_ptr<const surrogate::Surrogate> model_now,
-        (*posterior)->WithFantasies(PendingInputs(augmented.view, encoder)));
-    METAOPT_ASSIGN_OR_RETURN(
-        picks, ProposeByExpectedImprovement(augmented.view, encoder,
-                                            catalogue_.get(), *model_now,
-                                            data.y.minCoeff(), data.best_first,
-                                            remaining, options_.search, rng));
-  }
-  for (auto& c : picks) result.configurations.push_back(std::move(c));
-  sources.push_back("ei");
-  return finish();
+        std::shared_ptr<const surrogate::DeepPipeSurrogate> posterior,
+        fitted->Posterior(data.X, data.y));
+    FittedSurrogate out;
+    if (embedded_catalogue_ != nullptr) {
+      // Catalogue rows are already embedded: score them with the GP alone.
+      out.model = std::make_shared<const surrogate::GpSurrogate>(
+          posterior->posterior());
+      out.catalogue = embedded_catalogue_.get();
+      out.inputs = [fitted](const Eigen::MatrixXd& X) {
+        return fitted->Embed(X);
+      };
+    } else {
+      out.model = std::move(posterior);
+      out.catalogue = catalogue_.get();
+    }
+    return out;
+  };
+  return SuggestWithSurrogate(study, count, rng, steps);
 }
 
 absl::StatusOr<FineTuneResult> DeepPipePolicy::FineTune(

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/policy/acquisition_search.h"
+#include "core/acquisition/acquisition_search.h"
+#include "core/policy/model_based.h"
 #include "core/policy/policy.h"
 #include "core/registry/artifact.h"
 #include "core/surrogate/deeppipe_model.h"
@@ -37,7 +38,7 @@ struct DeepPipePolicyOptions {
   surrogate::DeepPipeArchitecture scratch_architecture;
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
-  AcquisitionSearchOptions search;
+  acquisition::SearchOptions search;
 };
 
 // With a bound DeepPipe registry model the policy starts from its portfolio
@@ -65,12 +66,13 @@ class DeepPipePolicy final : public Policy {
   bool meta_learned() const { return meta_learned_; }
 
  private:
-  DeepPipePolicy(v1::Goal goal, bool meta_learned, int initial_trials,
-                 std::vector<v1::Configuration> portfolio,
-                 std::shared_ptr<const surrogate::DeepPipeModel> model,
-                 std::shared_ptr<const EncodedCatalogue> catalogue,
-                 std::shared_ptr<const EncodedCatalogue> embedded_catalogue,
-                 v1::DeepPipePolicyState state, DeepPipePolicyOptions options);
+  DeepPipePolicy(
+      v1::Goal goal, bool meta_learned, int initial_trials,
+      std::vector<v1::Configuration> portfolio,
+      std::shared_ptr<const surrogate::DeepPipeModel> model,
+      std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
+      std::shared_ptr<const acquisition::EncodedCatalogue> embedded_catalogue,
+      v1::DeepPipePolicyState state, DeepPipePolicyOptions options);
 
   // This policy with `model`'s parameters as the new base.
   PolicyUpdate WithModel(const surrogate::DeepPipeModel& model,
@@ -83,10 +85,11 @@ class DeepPipePolicy final : public Policy {
   // The base model (meta-learned or trained so far), with the study's
   // persisted parameters applied.
   const std::shared_ptr<const surrogate::DeepPipeModel> model_;
-  const std::shared_ptr<const EncodedCatalogue> catalogue_;
+  const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue_;
   // With a meta-learned network (fixed between FULL fine-tunes): the
   // catalogue's embeddings, computed once, so a Suggest only runs the GP.
-  const std::shared_ptr<const EncodedCatalogue> embedded_catalogue_;
+  const std::shared_ptr<const acquisition::EncodedCatalogue>
+      embedded_catalogue_;
   const v1::DeepPipePolicyState state_;
   const DeepPipePolicyOptions options_;
 };

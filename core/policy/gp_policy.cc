@@ -1,53 +1,12 @@
 #include "core/policy/gp_policy.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "core/common/logging.h"
 #include "core/common/status_macros.h"
-#include "core/policy/random_policy.h"
 #include "core/surrogate/surrogate.h"
 
 namespace metaopt::policy {
-
-TrainingData CollectTrainingData(const StudyView& study,
-                                 const space::Encoder& encoder) {
-  const bool maximize = study.spec->objective().goal() == v1::GOAL_MAXIMIZE;
-  std::vector<const v1::Trial*> completed;
-  for (const v1::Trial& trial : *study.trials) {
-    if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value()) {
-      completed.push_back(&trial);
-    }
-  }
-  TrainingData data;
-  data.X.resize(static_cast<Eigen::Index>(completed.size()),
-                encoder.dimension());
-  data.y.resize(static_cast<Eigen::Index>(completed.size()));
-  for (size_t i = 0; i < completed.size(); ++i) {
-    data.X.row(i) = encoder.Encode(completed[i]->configuration()).transpose();
-    data.y[i] = maximize ? -completed[i]->value() : completed[i]->value();
-  }
-  std::vector<int> order(completed.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int a, int b) { return data.y[a] < data.y[b]; });
-  for (int i : order) data.best_first.push_back(completed[i]->configuration());
-  return data;
-}
-
-Eigen::MatrixXd PendingInputs(const StudyView& study,
-                              const space::Encoder& encoder) {
-  std::vector<v1::Configuration> pending;
-  for (const v1::Trial& trial : *study.trials) {
-    if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
-      pending.push_back(trial.configuration());
-    }
-  }
-  if (pending.empty()) return Eigen::MatrixXd(0, encoder.dimension());
-  return encoder.EncodeBatch(pending);
-}
 
 absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
     const v1::StudySpec& spec, std::optional<v1::GpPolicyState> state,
@@ -80,20 +39,19 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
   const int initial_trials = spec.algorithm().initial_trials() > 0
                                  ? spec.algorithm().initial_trials()
                                  : options.initial_trials;
-  std::shared_ptr<const EncodedCatalogue> catalogue =
-      EncodeCatalogue(spec, encoder);
+  std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
+      acquisition::EncodeCatalogue(spec, encoder);
   return std::shared_ptr<const GpPolicy>(new GpPolicy(
       spec.objective().goal(), initial_trials, std::move(portfolio),
       std::move(encoder), std::move(catalogue), std::move(prior),
       *std::move(state), std::move(options)));
 }
 
-GpPolicy::GpPolicy(v1::Goal goal, int initial_trials,
-                   std::vector<v1::Configuration> portfolio,
-                   space::Encoder encoder,
-                   std::shared_ptr<const EncodedCatalogue> catalogue,
-                   gp::GaussianProcess prior, v1::GpPolicyState state,
-                   GpPolicyOptions options)
+GpPolicy::GpPolicy(
+    v1::Goal goal, int initial_trials, std::vector<v1::Configuration> portfolio,
+    space::Encoder encoder,
+    std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
+    gp::GaussianProcess prior, v1::GpPolicyState state, GpPolicyOptions options)
     : goal_(goal),
       initial_trials_(initial_trials),
       portfolio_(std::move(portfolio)),
@@ -120,100 +78,51 @@ PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted, int64_t n,
   return update;
 }
 
-namespace {
-
-void Append(std::vector<v1::Configuration> more,
-            std::vector<v1::Configuration>& out) {
-  for (v1::Configuration& c : more) out.push_back(std::move(c));
-}
-
-}  // namespace
-
 absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
                                                 int count,
                                                 space::Rng& rng) const {
-  SuggestResult result;
-  std::vector<std::string> sources;
-  // Zero-shot start: the bound model's portfolio comes first.
-  result.configurations = NextPortfolioEntries(study, portfolio_, count);
-  if (!result.configurations.empty()) sources.push_back("portfolio");
-  auto finish = [&] {
-    result.source = "gp/" + absl::StrJoin(sources, "+");
-    return result;
+  SurrogateSuggestSteps steps;
+  steps.name = "gp";
+  steps.encoder = &encoder_;
+  // The bound model's portfolio comes first and replaces the random design.
+  steps.portfolio = &portfolio_;
+  steps.random_design = portfolio_.empty();
+  steps.initial_trials = initial_trials_;
+  steps.min_observations = 2;
+  steps.search = &options_.search;
+  steps.fit = [this](const TrainingData& data, space::Rng& rng,
+                     std::optional<PolicyUpdate>* update)
+      -> absl::StatusOr<FittedSurrogate> {
+    // Hyperparameters: refit on the schedule described in the class comment.
+    const int64_t n = data.y.size();
+    const bool full = state_.full_fit_observations() == 0 ||
+                      n >= 2 * state_.full_fit_observations();
+    const bool quick =
+        !full && n > state_.fitted_observations() &&
+        n - state_.fitted_observations() >=
+            std::max<int64_t>(
+                1, static_cast<int64_t>(
+                       options_.refit_growth *
+                       static_cast<double>(state_.fitted_observations())));
+    FittedSurrogate fitted;
+    fitted.catalogue = catalogue_.get();
+    if (full || quick) {
+      gp::FitOptions fit = full ? options_.full_fit : options_.quick_fit;
+      fit.seed = rng();
+      METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
+                               gp::Fit(prior_, data.X, data.y, fit));
+      *update = WithFit(posterior.model(), n, full);
+      fitted.model =
+          std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
+    } else {
+      METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
+                               gp::Condition(prior_, data.X, data.y));
+      fitted.model =
+          std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
+    }
+    return fitted;
   };
-  int remaining = count - static_cast<int>(result.configurations.size());
-  if (remaining == 0) return finish();
-
-  // Initial design: without a portfolio, random until `initial_trials_`
-  // trials have been handed out (failed and infeasible ones count; abandoned
-  // and stale ones do not); and random whenever fewer than two observations
-  // exist.
-  int64_t started = 0;
-  for (const v1::Trial& trial : *study.trials) {
-    if (HoldsConfiguration(trial.state())) ++started;
-  }
-  TrainingData data = CollectTrainingData(study, encoder_);
-  const int64_t n = data.y.size();
-  int design = 0;
-  if (n < 2) {
-    design = remaining;
-  } else if (portfolio_.empty()) {
-    design = std::clamp<int>(initial_trials_ - started, 0, remaining);
-  }
-  if (design > 0) {
-    AugmentedView augmented(study, result.configurations);
-    Append(RandomPolicy::Sample(augmented.view, design, rng),
-           result.configurations);
-    sources.push_back("initial-design");
-    remaining = count - static_cast<int>(result.configurations.size());
-  }
-  // (A catalogue that ran out leaves `remaining` > 0 with nothing to add.)
-  if (remaining == 0 || n < 2) return finish();
-
-  // Hyperparameters: refit on the schedule described in the class comment.
-  const bool full = state_.full_fit_observations() == 0 ||
-                    n >= 2 * state_.full_fit_observations();
-  const bool quick =
-      !full && n > state_.fitted_observations() &&
-      n - state_.fitted_observations() >=
-          std::max<int64_t>(
-              1, static_cast<int64_t>(
-                     options_.refit_growth *
-                     static_cast<double>(state_.fitted_observations())));
-  absl::StatusOr<gp::GpPosterior> posterior = absl::UnknownError("unset");
-  if (full || quick) {
-    gp::FitOptions fit = full ? options_.full_fit : options_.quick_fit;
-    fit.seed = rng();
-    posterior = gp::Fit(prior_, data.X, data.y, fit);
-    if (posterior.ok()) result.update = WithFit(posterior->model(), n, full);
-  } else {
-    posterior = gp::Condition(prior_, data.X, data.y);
-  }
-  AugmentedView augmented(study, result.configurations);
-  if (!posterior.ok()) {
-    // A numerically hopeless model must not stall the study: fall back to
-    // random search for this call and say so in the trials' metadata.
-    LogWarning(absl::StrCat("GP fit failed (", posterior.status().ToString(),
-                            "); suggesting at random"));
-    Append(RandomPolicy::Sample(augmented.view, remaining, rng),
-           result.configurations);
-    sources.push_back("random-fallback");
-    return finish();
-  }
-
-  // Pending trials and this call's earlier picks enter as fantasies.
-  surrogate::GpSurrogate base(*std::move(posterior));
-  METAOPT_ASSIGN_OR_RETURN(
-      std::unique_ptr<const surrogate::Surrogate> model_now,
-      base.WithFantasies(PendingInputs(augmented.view, encoder_)));
-  METAOPT_ASSIGN_OR_RETURN(
-      std::vector<v1::Configuration> picks,
-      ProposeByExpectedImprovement(
-          augmented.view, encoder_, catalogue_.get(), *model_now,
-          data.y.minCoeff(), data.best_first, remaining, options_.search, rng));
-  Append(std::move(picks), result.configurations);
-  sources.push_back("ei");
-  return finish();
+  return SuggestWithSurrogate(study, count, rng, steps);
 }
 
 absl::StatusOr<FineTuneResult> GpPolicy::FineTune(

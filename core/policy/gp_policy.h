@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/acquisition/acquisition_search.h"
 #include "core/gp/gaussian_process.h"
-#include "core/policy/acquisition_search.h"
+#include "core/policy/model_based.h"
 #include "core/policy/policy.h"
 #include "core/registry/artifact.h"
 #include "core/space/encoding.h"
@@ -41,7 +42,7 @@ struct GpPolicyOptions {
     return o;
   }();
   double refit_growth = 0.1;
-  AcquisitionSearchOptions search;
+  acquisition::SearchOptions search;
 };
 
 // With a bound registry model, the model's portfolio entries (those inside the
@@ -77,7 +78,7 @@ class GpPolicy final : public Policy {
  private:
   GpPolicy(v1::Goal goal, int initial_trials,
            std::vector<v1::Configuration> portfolio, space::Encoder encoder,
-           std::shared_ptr<const EncodedCatalogue> catalogue,
+           std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
            gp::GaussianProcess prior, v1::GpPolicyState state,
            GpPolicyOptions options);
 
@@ -91,26 +92,11 @@ class GpPolicy final : public Policy {
   const std::vector<v1::Configuration> portfolio_;
   const space::Encoder encoder_;
   // The study's catalogue, encoded once (null without a catalogue).
-  const std::shared_ptr<const EncodedCatalogue> catalogue_;
+  const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue_;
   const gp::GaussianProcess prior_;  // with the current hyperparameters
   const v1::GpPolicyState state_;
   const GpPolicyOptions options_;
 };
-
-// The completed observations of a study as training data: encoded inputs and
-// targets to MINIMISE (negated for GOAL_MAXIMIZE), plus the configurations
-// sorted best first.
-struct TrainingData {
-  Eigen::MatrixXd X;
-  Eigen::VectorXd y;
-  std::vector<v1::Configuration> best_first;
-};
-TrainingData CollectTrainingData(const StudyView& study,
-                                 const space::Encoder& encoder);
-
-// Encoded configurations of the study's ACTIVE trials.
-Eigen::MatrixXd PendingInputs(const StudyView& study,
-                              const space::Encoder& encoder);
 
 }  // namespace metaopt::policy
 

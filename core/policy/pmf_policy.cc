@@ -9,7 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/acquisition/acquisition.h"
+#include "core/acquisition/acquisition_search.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "core/gp/lbfgs.h"
@@ -27,6 +27,8 @@ struct PmfPolicy::Shared {
   std::vector<int> candidates;
   std::vector<int> warm_start;
   std::string warm_start_source;
+  // Row i: the latent row of catalogue entry candidates[i], and its key.
+  acquisition::EncodedCatalogue latent_candidates;
   int initial_trials = 5;
   PmfPolicyOptions options;
 };
@@ -229,6 +231,11 @@ absl::StatusOr<std::shared_ptr<const PmfPolicy>> PmfPolicy::Create(
   }
   for (int n : shared->candidates) add(n);  // without ranks: study order
   shared->warm_start = std::move(order);
+  shared->latent_candidates.X = shared->trained->Rows(shared->candidates);
+  for (int n : shared->candidates) {
+    shared->latent_candidates.keys.push_back(
+        space::ConfigurationKey(shared->catalogue[n]));
+  }
 
   std::shared_ptr<const surrogate::PmfModel> current = shared->trained;
   if (state.has_value() && state->log_kernel_params_size() > 0) {
@@ -353,33 +360,17 @@ absl::StatusOr<SuggestResult> PmfPolicy::Suggest(const StudyView& study,
     if (take_warm_start(remaining) > 0) sources.push_back("fallback");
     return finish();
   }
-  std::vector<int> untried;
-  for (int n : candidates_) {
-    if (!held[n]) untried.push_back(n);
-  }
   const double threshold =
       losses.minCoeff() - shared_->options.xi * pmf_->y_std();
-  bool picked_by_ei = false;
-  for (; remaining > 0 && !untried.empty(); --remaining) {
-    METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction,
-                             posterior->PredictEntries(untried));
-    METAOPT_ASSIGN_OR_RETURN(
-        Eigen::VectorXd log_ei,
-        acquisition::LogExpectedImprovement(prediction.mean,
-                                            prediction.variance, threshold));
-    Eigen::Index best = 0;
-    for (Eigen::Index i = 1; i < log_ei.size(); ++i) {
-      if (log_ei[i] > log_ei[best]) best = i;
-    }
-    const int n = untried[best];
-    pick(n);
-    picked_by_ei = true;
-    untried.erase(untried.begin() + best);
-    if (remaining > 1 && !untried.empty()) {
-      METAOPT_ASSIGN_OR_RETURN(posterior, posterior->WithFantasyEntries({n}));
-    }
-  }
-  if (picked_by_ei) sources.push_back("ei");
+  auto is_held = [&](const std::string& key) {
+    return held[shared_->index_by_key.at(key)] != 0;
+  };
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<int> rows,
+      acquisition::MaximizeOverCatalogue(*posterior, shared_->latent_candidates,
+                                         is_held, threshold, remaining));
+  for (int row : rows) pick(candidates_[row]);
+  if (!rows.empty()) sources.push_back("ei");
   return finish();
 }
 

@@ -72,8 +72,9 @@ absl::StatusOr<std::vector<int>> RankOrder(const v1::ModelArtifact& artifact,
 //   2. then EI ("pmf/ei") over the untried candidates under the GP posterior
 //      of the study's completed observations on the frozen latents, with the
 //      trained (or fine-tuned) kernel; pending trials and this call's earlier
-//      picks enter as kriging-believer fantasies. Exhaustive scan; ties to the
-//      first candidate.
+//      picks enter as kriging-believer fantasies. Exhaustive scan of the
+//      candidates' latent rows by acquisition::MaximizeOverCatalogue; ties to
+//      the first candidate.
 // FineTune refits the kernel parameters (not the latents) to the study's
 // observations: MAP by L-BFGS in log space with a Gaussian prior around the
 // trained values; the result is the policy state (v1::PmfPolicyState).

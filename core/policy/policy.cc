@@ -40,24 +40,38 @@ const HeldKeys& HeldConfigurationKeys(const StudyView& study,
   return *scratch;
 }
 
+HeldConfigurations::HeldConfigurations(const StudyView& study)
+    : keys_(&HeldConfigurationKeys(study, &scratch_)) {}
+
+void HeldConfigurations::Add(const std::vector<v1::Configuration>& picks) {
+  for (const v1::Configuration& c : picks) {
+    picks_.insert(space::ConfigurationKey(c));
+  }
+}
+
 std::vector<const v1::Configuration*> UntriedCandidates(
-    const StudyView& study) {
+    const StudyView& study, const HeldConfigurations& held) {
   std::vector<const v1::Configuration*> untried;
   if (study.spec->candidates().empty()) return untried;
-  HeldKeys scratch;
-  const HeldKeys& tried = HeldConfigurationKeys(study, &scratch);
   const bool keyed = study.candidate_keys != nullptr &&
                      study.candidate_keys->size() ==
                          static_cast<size_t>(study.spec->candidates_size());
   untried.reserve(study.spec->candidates_size());
   for (int i = 0; i < study.spec->candidates_size(); ++i) {
     const v1::Configuration& candidate = study.spec->candidates(i);
-    const bool held = keyed
-                          ? tried.contains((*study.candidate_keys)[i])
-                          : tried.contains(space::ConfigurationKey(candidate));
-    if (!held) untried.push_back(&candidate);
+    const bool tried = keyed
+                           ? held.contains((*study.candidate_keys)[i])
+                           : held.contains(space::ConfigurationKey(candidate));
+    if (!tried) untried.push_back(&candidate);
   }
   return untried;
+}
+
+std::vector<const v1::Configuration*> UntriedCandidates(
+    const StudyView& study) {
+  if (study.spec->candidates().empty()) return {};
+  const HeldConfigurations held(study);
+  return UntriedCandidates(study, held);
 }
 
 std::vector<v1::Configuration> PortfolioForStudy(
@@ -95,21 +109,6 @@ std::vector<v1::Configuration> PortfolioForStudy(
     portfolio.push_back(*std::move(canonical));
   }
   return portfolio;
-}
-
-AugmentedView::AugmentedView(const StudyView& study,
-                             const std::vector<v1::Configuration>& extra)
-    : trials(*study.trials), view(study) {
-  if (study.held_keys != nullptr) held_keys = *study.held_keys;
-  for (const v1::Configuration& c : extra) {
-    v1::Trial t;
-    *t.mutable_configuration() = c;
-    t.set_state(v1::TRIAL_STATE_ACTIVE);
-    if (study.held_keys != nullptr) ++held_keys[space::ConfigurationKey(c)];
-    trials.push_back(std::move(t));
-  }
-  view.trials = &trials;
-  if (study.held_keys != nullptr) view.held_keys = &held_keys;
 }
 
 std::vector<v1::Configuration> NextPortfolioEntries(

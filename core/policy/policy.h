@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -105,8 +106,33 @@ bool HoldsConfiguration(v1::TrialState state);
 const HeldKeys& HeldConfigurationKeys(const StudyView& study,
                                       HeldKeys* scratch);
 
+// What may not be suggested again: the configurations held by the study's
+// trials (its HeldKeys) plus a call's earlier picks, by
+// space::ConfigurationKey, without copying the trials or the keys. Not
+// copyable (it may refer to its own scratch keys); valid while `study` is.
+class HeldConfigurations {
+ public:
+  // Refers to *study.held_keys, or computes the keys from study.trials.
+  explicit HeldConfigurations(const StudyView& study);
+  HeldConfigurations(const HeldConfigurations&) = delete;
+  HeldConfigurations& operator=(const HeldConfigurations&) = delete;
+
+  // Counts `picks` (canonical) as held too.
+  void Add(const std::vector<v1::Configuration>& picks);
+  bool contains(const std::string& key) const {
+    return keys_->contains(key) || picks_.contains(key);
+  }
+
+ private:
+  HeldKeys scratch_;
+  const HeldKeys* keys_;
+  absl::flat_hash_set<std::string> picks_;
+};
+
 // Untried catalogue entries of `study` (empty if the study has no catalogue),
-// in catalogue order.
+// in catalogue order: those not in `held` (by default the study's own).
+std::vector<const v1::Configuration*> UntriedCandidates(
+    const StudyView& study, const HeldConfigurations& held);
 std::vector<const v1::Configuration*> UntriedCandidates(const StudyView& study);
 
 // The zero-shot portfolio of a registry model as configurations of the study:
@@ -117,20 +143,6 @@ std::vector<const v1::Configuration*> UntriedCandidates(const StudyView& study);
 std::vector<v1::Configuration> PortfolioForStudy(
     const v1::ModelArtifact* model, const v1::StudySpec& spec,
     const space::SearchSpace& space);
-
-// `study` as seen with `extra` configurations also held (as ACTIVE trials):
-// a call's earlier picks, so that later picks neither repeat nor ignore them.
-// Not copyable (view points into trials).
-struct AugmentedView {
-  AugmentedView(const StudyView& study,
-                const std::vector<v1::Configuration>& extra);
-  AugmentedView(const AugmentedView&) = delete;
-  AugmentedView& operator=(const AugmentedView&) = delete;
-
-  std::vector<v1::Trial> trials;
-  HeldKeys held_keys;  // used when `study` had held_keys
-  StudyView view;
-};
 
 // The first `count` entries of `portfolio` that no trial of `study` holds.
 std::vector<v1::Configuration> NextPortfolioEntries(

@@ -9,9 +9,17 @@ namespace metaopt::policy {
 std::vector<v1::Configuration> RandomPolicy::Sample(const StudyView& study,
                                                     int count,
                                                     space::Rng& rng) {
+  const HeldConfigurations held(study);
+  return Sample(study, held, count, rng);
+}
+
+std::vector<v1::Configuration> RandomPolicy::Sample(
+    const StudyView& study, const HeldConfigurations& held, int count,
+    space::Rng& rng) {
   std::vector<v1::Configuration> out;
   if (!study.spec->candidates().empty()) {
-    std::vector<const v1::Configuration*> untried = UntriedCandidates(study);
+    std::vector<const v1::Configuration*> untried =
+        UntriedCandidates(study, held);
     const int take = std::min<int>(count, static_cast<int>(untried.size()));
     // Partial Fisher-Yates: the first `take` entries become a uniform sample
     // without replacement.
@@ -22,8 +30,6 @@ std::vector<v1::Configuration> RandomPolicy::Sample(const StudyView& study,
     }
     return out;
   }
-  HeldKeys scratch;
-  const HeldKeys& held = HeldConfigurationKeys(study, &scratch);
   absl::flat_hash_set<std::string> drawn;
   // Tiny discrete spaces can run out of fresh points: give up after a bounded
   // number of draws.
@@ -50,8 +56,9 @@ absl::StatusOr<SuggestResult> RandomPolicy::Suggest(const StudyView& study,
   result.source = "random/portfolio";
   const int remaining = count - static_cast<int>(result.configurations.size());
   if (remaining > 0) {
-    AugmentedView augmented(study, result.configurations);
-    for (v1::Configuration& c : Sample(augmented.view, remaining, rng)) {
+    HeldConfigurations held(study);
+    held.Add(result.configurations);
+    for (v1::Configuration& c : Sample(study, held, remaining, rng)) {
       result.configurations.push_back(std::move(c));
     }
   }

@@ -19,7 +19,11 @@ class RandomPolicy final : public Policy {
       : portfolio_(std::move(portfolio)) {}
 
   // The sampling itself, shared with policies that fall back to random search
-  // (initial designs).
+  // (initial designs): never a configuration in `held` (by default the
+  // study's held ones).
+  static std::vector<v1::Configuration> Sample(const StudyView& study,
+                                               const HeldConfigurations& held,
+                                               int count, space::Rng& rng);
   static std::vector<v1::Configuration> Sample(const StudyView& study,
                                                int count, space::Rng& rng);
 

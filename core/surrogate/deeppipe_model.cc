@@ -7,7 +7,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "core/acquisition/acquisition.h"
 #include "core/common/status_macros.h"
 #include "core/nn/optimizer.h"
 #include "core/nn/tensor_io.h"
@@ -361,8 +360,9 @@ absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
   return loss;
 }
 
-absl::StatusOr<std::shared_ptr<const Surrogate>> DeepPipeModel::Posterior(
-    const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const {
+absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
+DeepPipeModel::Posterior(const Eigen::MatrixXd& X,
+                         const Eigen::VectorXd& y) const {
   METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Posterior"));
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, Embed(X));
   METAOPT_ASSIGN_OR_RETURN(
@@ -676,10 +676,8 @@ DeepPipeSurrogate::WithFantasies(const Eigen::MatrixXd& X) const {
     return std::make_unique<const DeepPipeSurrogate>(model_, posterior_);
   }
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::GpPosterior conditioned,
-      acquisition::ConditionOnPending(
-          posterior_, Z, acquisition::PendingStrategy::kKrigingBeliever));
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior conditioned,
+                           posterior_.WithFantasies(Z));
   return std::make_unique<const DeepPipeSurrogate>(model_,
                                                    std::move(conditioned));
 }

@@ -85,6 +85,7 @@ struct DeepPipeFineTuneOptions {
 };
 
 class DeepPipeModel;
+class DeepPipeSurrogate;
 struct DeepPipeFineTuneResult;
 
 // Per-point negative log marginal likelihood and its gradient w.r.t.
@@ -161,8 +162,9 @@ class DeepPipeModel {
 
   // The GP posterior given observations (X, y) (y standardised by its own mean
   // and standard deviation; n may be 0), as an immutable Surrogate that embeds
-  // its queries with a copy of this model.
-  absl::StatusOr<std::shared_ptr<const Surrogate>> Posterior(
+  // its queries with a copy of this model (its GP over embeddings is
+  // DeepPipeSurrogate::posterior()).
+  absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>> Posterior(
       const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const;
 
   // Fine-tunes a copy on (X, y) (y standardised as in Posterior; n >= 1).

@@ -7,7 +7,6 @@
 #include "Eigen/Cholesky"
 #include "Eigen/SVD"
 #include "absl/strings/str_cat.h"
-#include "core/acquisition/acquisition.h"
 #include "core/common/status_macros.h"
 #include "core/gp/kernel.h"
 
@@ -379,10 +378,8 @@ absl::StatusOr<std::unique_ptr<const Surrogate>> PmfSurrogate::WithFantasies(
   if (X.rows() == 0) {
     return std::unique_ptr<const Surrogate>(new PmfSurrogate(*this));
   }
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::GpPosterior conditioned,
-      acquisition::ConditionOnPending(
-          posterior_, X, acquisition::PendingStrategy::kKrigingBeliever));
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior conditioned,
+                           posterior_.WithFantasies(X));
   return std::unique_ptr<const Surrogate>(
       new PmfSurrogate(model_, std::move(conditioned)));
 }
@@ -391,11 +388,8 @@ absl::StatusOr<PmfSurrogate> PmfSurrogate::WithFantasyEntries(
     const std::vector<int>& entries) const {
   METAOPT_RETURN_IF_ERROR(CheckEntries(*model_, entries));
   if (entries.empty()) return *this;
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::GpPosterior conditioned,
-      acquisition::ConditionOnPending(
-          posterior_, model_->Rows(entries),
-          acquisition::PendingStrategy::kKrigingBeliever));
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior conditioned,
+                           posterior_.WithFantasies(model_->Rows(entries)));
   return PmfSurrogate(model_, std::move(conditioned));
 }
 

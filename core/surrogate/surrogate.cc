@@ -1,6 +1,5 @@
 #include "core/surrogate/surrogate.h"
 
-#include "core/acquisition/acquisition.h"
 #include "core/common/status_macros.h"
 
 namespace metaopt::surrogate {
@@ -13,10 +12,8 @@ absl::StatusOr<gp::Prediction> GpSurrogate::Predict(
 absl::StatusOr<std::unique_ptr<const Surrogate>> GpSurrogate::WithFantasies(
     const Eigen::MatrixXd& X) const {
   if (X.rows() == 0) return std::make_unique<const GpSurrogate>(posterior_);
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::GpPosterior conditioned,
-      acquisition::ConditionOnPending(
-          posterior_, X, acquisition::PendingStrategy::kKrigingBeliever));
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior conditioned,
+                           posterior_.WithFantasies(X));
   return std::make_unique<const GpSurrogate>(std::move(conditioned));
 }
 

@@ -1,4 +1,4 @@
-#include "core/policy/acquisition_search.h"
+#include "core/acquisition/acquisition_search.h"
 
 #include <algorithm>
 #include <limits>
@@ -11,22 +11,26 @@
 #include "core/acquisition/acquisition.h"
 #include "core/common/status_macros.h"
 
-namespace metaopt::policy {
+namespace metaopt::acquisition {
 namespace {
 
-// Candidates with their encodings; keys keep them unique.
+// Candidates, unique by key and never held.
 struct Pool {
-  std::vector<v1::Configuration> configs;
-  std::vector<std::string> keys;
-  absl::flat_hash_set<std::string> seen;
+  explicit Pool(HeldPredicate held_in) : held(held_in) {}
 
+  bool Contains(const std::string& key) const {
+    return held(key) || seen.contains(key);
+  }
   bool Add(v1::Configuration config) {
     std::string key = space::ConfigurationKey(config);
-    if (!seen.insert(key).second) return false;
+    if (held(key) || !seen.insert(std::move(key)).second) return false;
     configs.push_back(std::move(config));
-    keys.push_back(std::move(key));
     return true;
   }
+
+  HeldPredicate held;
+  std::vector<v1::Configuration> configs;
+  absl::flat_hash_set<std::string> seen;
 };
 
 absl::StatusOr<Eigen::VectorXd> ScoreLogEi(
@@ -35,16 +39,15 @@ absl::StatusOr<Eigen::VectorXd> ScoreLogEi(
   if (configs.empty()) return Eigen::VectorXd();
   METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction,
                            model.Predict(encoder.EncodeBatch(configs)));
-  return acquisition::LogExpectedImprovement(prediction.mean,
-                                             prediction.variance, best);
+  return LogExpectedImprovement(prediction.mean, prediction.variance, best);
 }
 
-// `config` canonical in the study's space, or nothing if it lies outside. (A
-// model's encoder may span other ranges than the study: its neighbours can
-// step beyond the study's bounds.)
-std::optional<v1::Configuration> InStudySpace(const StudyView& study,
-                                              const v1::Configuration& config) {
-  auto canonical = study.space->Canonicalize(config, "neighbor");
+// `config` canonical in `space`, or nothing if it lies outside. (A model's
+// encoder may span other ranges than the study: its neighbours can step beyond
+// the study's bounds.)
+std::optional<v1::Configuration> InSpace(const space::SearchSpace& space,
+                                         const v1::Configuration& config) {
+  auto canonical = space.Canonicalize(config, "neighbor");
   if (!canonical.ok()) return std::nullopt;
   return *std::move(canonical);
 }
@@ -79,20 +82,16 @@ std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
   return catalogue;
 }
 
-namespace {
-
-// Greedy batch EI over the untried rows of an encoded catalogue: no protos are
-// built or encoded per call, only the picks are copied out.
-absl::StatusOr<std::vector<v1::Configuration>> ProposeFromCatalogue(
-    const StudyView& study, const EncodedCatalogue& catalogue,
-    const absl::flat_hash_set<std::string>& held,
-    const surrogate::Surrogate& model, double best, int count) {
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    HeldPredicate held, double best, int count) {
+  // Only the untried rows are scored; no protos are built or encoded.
   std::vector<int> rows;
   rows.reserve(catalogue.keys.size());
   for (size_t i = 0; i < catalogue.keys.size(); ++i) {
-    if (!held.contains(catalogue.keys[i])) rows.push_back(static_cast<int>(i));
+    if (!held(catalogue.keys[i])) rows.push_back(static_cast<int>(i));
   }
-  std::vector<v1::Configuration> picks;
+  std::vector<int> picks;
   if (rows.empty()) return picks;
   Eigen::MatrixXd X(rows.size(), catalogue.X.cols());
   for (size_t r = 0; r < rows.size(); ++r) X.row(r) = catalogue.X.row(rows[r]);
@@ -101,13 +100,13 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeFromCatalogue(
   const surrogate::Surrogate* current = &model;
   while (static_cast<int>(picks.size()) < count) {
     METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction, current->Predict(X));
-    METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd scores,
-                             acquisition::LogExpectedImprovement(
-                                 prediction.mean, prediction.variance, best));
+    METAOPT_ASSIGN_OR_RETURN(
+        Eigen::VectorXd scores,
+        LogExpectedImprovement(prediction.mean, prediction.variance, best));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;
-    picks.push_back(study.spec->candidates(rows[pick]));
+    picks.push_back(rows[pick]);
     if (static_cast<int>(picks.size()) < count) {
       METAOPT_ASSIGN_OR_RETURN(fantasised, current->WithFantasies(X.row(pick)));
       current = fantasised.get();
@@ -116,44 +115,23 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeFromCatalogue(
   return picks;
 }
 
-}  // namespace
-
-absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
-    const StudyView& study, const space::Encoder& encoder,
-    const EncodedCatalogue* catalogue_index, const surrogate::Surrogate& model,
-    double best, const std::vector<v1::Configuration>& incumbents, int count,
-    const AcquisitionSearchOptions& options, space::Rng& rng) {
-  const bool catalogue = !study.spec->candidates().empty();
-  absl::flat_hash_set<std::string> held;
-  for (const v1::Trial& trial : *study.trials) {
-    if (HoldsConfiguration(trial.state())) {
-      held.insert(space::ConfigurationKey(trial.configuration()));
-    }
+absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
+    const surrogate::Surrogate& model, const space::SearchSpace& space,
+    const space::Encoder& encoder, HeldPredicate held, double best,
+    const std::vector<v1::Configuration>& incumbents, int count,
+    const SearchOptions& options, space::Rng& rng) {
+  Pool pool(held);
+  for (int i = 0; i < options.random_samples; ++i) {
+    pool.Add(space.Sample(rng));
   }
-  if (catalogue && catalogue_index != nullptr) {
-    return ProposeFromCatalogue(study, *catalogue_index, held, model, best,
-                                count);
-  }
-  Pool pool;
-  // Held configurations are marked seen so they never enter the pool.
-  pool.seen = held;
-  if (catalogue) {
-    for (const v1::Configuration* candidate : UntriedCandidates(study)) {
-      pool.Add(*candidate);
-    }
-  } else {
-    for (int i = 0; i < options.random_samples; ++i) {
-      pool.Add(study.space->Sample(rng));
-    }
-    const int num_incumbents =
-        std::min<int>(options.incumbents, static_cast<int>(incumbents.size()));
-    for (int i = 0; i < num_incumbents; ++i) {
-      for (int j = 0; j < options.neighbors_per_incumbent; ++j) {
-        auto neighbor = InStudySpace(
-            study,
-            encoder.Neighbor(incumbents[i], options.neighbor_step_sd, rng));
-        if (neighbor.has_value()) pool.Add(*std::move(neighbor));
-      }
+  const int num_incumbents =
+      std::min<int>(options.incumbents, static_cast<int>(incumbents.size()));
+  for (int i = 0; i < num_incumbents; ++i) {
+    for (int j = 0; j < options.neighbors_per_incumbent; ++j) {
+      auto neighbor = InSpace(
+          space,
+          encoder.Neighbor(incumbents[i], options.neighbor_step_sd, rng));
+      if (neighbor.has_value()) pool.Add(*std::move(neighbor));
     }
   }
 
@@ -164,7 +142,7 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
   while (static_cast<int>(picks.size()) < count) {
     METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd scores,
                              ScoreLogEi(*current, encoder, pool.configs, best));
-    if (!catalogue && options.refine_top > 0) {
+    if (options.refine_top > 0) {
       // Local search from the best few: keep improving neighbours, halving the
       // step every round.
       std::vector<int> order(scores.size());
@@ -181,10 +159,11 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
         for (int round = 0; round < options.refine_rounds; ++round, step /= 2) {
           std::vector<v1::Configuration> neighbors;
           for (int k = 0; k < options.refine_neighbors; ++k) {
-            auto n = InStudySpace(study, encoder.Neighbor(center, step, rng));
+            auto n = InSpace(space, encoder.Neighbor(center, step, rng));
             if (!n.has_value()) continue;
-            const std::string key = space::ConfigurationKey(*n);
-            if (!pool.seen.contains(key)) neighbors.push_back(*std::move(n));
+            if (!pool.Contains(space::ConfigurationKey(*n))) {
+              neighbors.push_back(*std::move(n));
+            }
           }
           METAOPT_ASSIGN_OR_RETURN(
               Eigen::VectorXd neighbor_scores,
@@ -212,7 +191,7 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
       }
     }
     const int pick = ArgMax(scores, taken);
-    if (pick < 0) break;  // the catalogue ran out
+    if (pick < 0) break;  // a tiny space ran out
     taken[pick] = true;
     picks.push_back(pool.configs[pick]);
     if (static_cast<int>(picks.size()) < count) {
@@ -224,4 +203,4 @@ absl::StatusOr<std::vector<v1::Configuration>> ProposeByExpectedImprovement(
   return picks;
 }
 
-}  // namespace metaopt::policy
+}  // namespace metaopt::acquisition

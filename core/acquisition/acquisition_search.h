@@ -1,0 +1,81 @@
+// The acquisition optimizer: maximises expected improvement under a surrogate
+// over a catalogue or a search space (the model / acquisition / optimizer
+// split of limbo). It knows configurations, encodings and keys, not studies:
+// callers say which configurations are held.
+#ifndef METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_
+#define METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/functional/function_ref.h"
+#include "absl/status/statusor.h"
+#include "core/space/encoding.h"
+#include "core/space/search_space.h"
+#include "core/surrogate/surrogate.h"
+#include "metaopt/v1/study.pb.h"
+
+namespace metaopt::acquisition {
+
+// Budget of the search over a space (defaults: ~3,000 scored candidates per
+// pick).
+struct SearchOptions {
+  // Uniform samples of the space.
+  int random_samples = 2000;
+  // The best observed configurations whose neighbourhoods are sampled...
+  int incumbents = 5;
+  // ...with this many neighbours each (space::Encoder::Neighbor)...
+  int neighbors_per_incumbent = 100;
+  // ...at this step (standard deviation in the unit cube).
+  double neighbor_step_sd = 0.1;
+  // The best few candidates are refined by local search: `refine_rounds`
+  // rounds of `refine_neighbors` neighbours each, the step halving every round.
+  int refine_top = 5;
+  int refine_rounds = 3;
+  int refine_neighbors = 30;
+};
+
+// A study's candidate catalogue, encoded once (immutable, shared by the
+// successive policies of a study). Row i of X is the model input of
+// spec.candidates(i): its space::Encoder encoding, or features of it.
+struct EncodedCatalogue {
+  std::vector<std::string> keys;  // space::ConfigurationKey per candidate
+  Eigen::MatrixXd X;
+};
+
+// Null for a study without a catalogue.
+std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
+    const v1::StudySpec& spec, const space::Encoder& encoder);
+
+// True for the space::ConfigurationKey of a configuration that must not be
+// proposed (held by a trial, or picked earlier in the same call).
+using HeldPredicate = absl::FunctionRef<bool(const std::string& key)>;
+
+// Both searches rank by log-EI (stable far in the tail) under `model`, an
+// objective to MINIMISE with incumbent value `best`; pending trials should
+// already be fantasised in `model`. Batches are greedy: after each pick the
+// model is conditioned on a kriging-believer fantasy at that pick, so the picks
+// spread out. No held configuration and no duplicate is returned. Ties go to
+// the first candidate; a NaN score never wins.
+
+// Up to `count` rows of `catalogue` whose keys are not held, best first; fewer
+// only when the catalogue runs out. `model` reads rows of catalogue.X.
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    HeldPredicate held, double best, int count);
+
+// `count` configurations of `space` (fewer only if a tiny space runs out):
+// uniform samples plus neighbours of `incumbents` (best first), the best few
+// refined by local search. `encoder` gives the model's inputs (its ranges may
+// differ from the space's: neighbours outside `space` are dropped).
+absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
+    const surrogate::Surrogate& model, const space::SearchSpace& space,
+    const space::Encoder& encoder, HeldPredicate held, double best,
+    const std::vector<v1::Configuration>& incumbents, int count,
+    const SearchOptions& options, space::Rng& rng);
+
+}  // namespace metaopt::acquisition
+
+#endif  // METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_

@@ -1,0 +1,161 @@
+#include "core/policy/model_based.h"
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/common/logging.h"
+#include "core/common/status_macros.h"
+#include "core/policy/random_policy.h"
+
+namespace metaopt::policy {
+
+TrainingData CollectTrainingData(const StudyView& study,
+                                 const space::Encoder& encoder) {
+  const bool maximize = study.spec->objective().goal() == v1::GOAL_MAXIMIZE;
+  std::vector<const v1::Trial*> completed;
+  for (const v1::Trial& trial : *study.trials) {
+    if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value()) {
+      completed.push_back(&trial);
+    }
+  }
+  TrainingData data;
+  data.X.resize(static_cast<Eigen::Index>(completed.size()),
+                encoder.dimension());
+  data.y.resize(static_cast<Eigen::Index>(completed.size()));
+  for (size_t i = 0; i < completed.size(); ++i) {
+    data.X.row(i) = encoder.Encode(completed[i]->configuration()).transpose();
+    data.y[i] = maximize ? -completed[i]->value() : completed[i]->value();
+  }
+  std::vector<int> order(completed.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return data.y[a] < data.y[b]; });
+  for (int i : order) data.best_first.push_back(completed[i]->configuration());
+  return data;
+}
+
+Eigen::MatrixXd PendingInputs(const StudyView& study,
+                              const std::vector<v1::Configuration>& picks,
+                              const space::Encoder& encoder) {
+  std::vector<v1::Configuration> pending;
+  for (const v1::Trial& trial : *study.trials) {
+    if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
+      pending.push_back(trial.configuration());
+    }
+  }
+  pending.insert(pending.end(), picks.begin(), picks.end());
+  if (pending.empty()) return Eigen::MatrixXd(0, encoder.dimension());
+  return encoder.EncodeBatch(pending);
+}
+
+namespace {
+
+void Append(std::vector<v1::Configuration> more,
+            std::vector<v1::Configuration>& out) {
+  for (v1::Configuration& c : more) out.push_back(std::move(c));
+}
+
+// EI picks under `fitted`, with the study's pending trials and `picks` as
+// fantasies.
+absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
+    const StudyView& study, const std::vector<v1::Configuration>& picks,
+    const SurrogateSuggestSteps& steps, const TrainingData& data,
+    const FittedSurrogate& fitted, int count, space::Rng& rng) {
+  Eigen::MatrixXd pending = PendingInputs(study, picks, *steps.encoder);
+  if (fitted.inputs != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(pending, fitted.inputs(pending));
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const surrogate::Surrogate> model,
+                           fitted.model->WithFantasies(pending));
+  HeldConfigurations held(study);
+  held.Add(picks);
+  auto is_held = [&held](const std::string& key) { return held.contains(key); };
+  const double best = data.y.minCoeff();
+  if (fitted.catalogue != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(
+        std::vector<int> rows,
+        acquisition::MaximizeOverCatalogue(*model, *fitted.catalogue, is_held,
+                                           best, count));
+    std::vector<v1::Configuration> out;
+    out.reserve(rows.size());
+    for (int row : rows) out.push_back(study.spec->candidates(row));
+    return out;
+  }
+  return acquisition::MaximizeOverSpace(*model, *study.space, *steps.encoder,
+                                        is_held, best, data.best_first, count,
+                                        *steps.search, rng);
+}
+
+}  // namespace
+
+absl::StatusOr<SuggestResult> SuggestWithSurrogate(
+    const StudyView& study, int count, space::Rng& rng,
+    const SurrogateSuggestSteps& steps) {
+  SuggestResult result;
+  std::vector<std::string> sources;
+  auto finish = [&] {
+    result.source = absl::StrCat(steps.name, "/", absl::StrJoin(sources, "+"));
+    return result;
+  };
+  int64_t started = 0;
+  for (const v1::Trial& trial : *study.trials) {
+    if (HoldsConfiguration(trial.state())) ++started;
+  }
+  const int design_left = static_cast<int>(
+      std::clamp<int64_t>(steps.initial_trials - started, 0, count));
+  // Zero-shot start: the portfolio.
+  result.configurations = NextPortfolioEntries(
+      study, *steps.portfolio, steps.portfolio_in_design ? design_left : count);
+  if (!result.configurations.empty()) sources.push_back("portfolio");
+  auto remaining = [&] {
+    return count - static_cast<int>(result.configurations.size());
+  };
+  if (remaining() == 0) return finish();
+
+  // Initial design: random for its first trials, and whenever there are too
+  // few observations for the surrogate.
+  TrainingData data = CollectTrainingData(study, *steps.encoder);
+  const int64_t n = data.y.size();
+  int design = 0;
+  if (n < steps.min_observations) {
+    design = remaining();
+  } else if (steps.random_design) {
+    design = std::min(design_left, remaining());
+  }
+  if (design > 0) {
+    HeldConfigurations held(study);
+    held.Add(result.configurations);
+    Append(RandomPolicy::Sample(study, held, design, rng),
+           result.configurations);
+    sources.push_back("initial-design");
+  }
+  // (A catalogue that ran out leaves remaining() > 0 with nothing to add.)
+  if (remaining() == 0 || n < steps.min_observations) return finish();
+
+  absl::StatusOr<FittedSurrogate> fitted = steps.fit(data, rng, &result.update);
+  if (!fitted.ok()) {
+    // A numerically hopeless model must not stall the study: fall back to
+    // random search for this call and say so in the trials' metadata.
+    LogWarning(absl::StrCat(steps.name, " surrogate failed (",
+                            fitted.status().ToString(),
+                            "); suggesting at random"));
+    HeldConfigurations held(study);
+    held.Add(result.configurations);
+    Append(RandomPolicy::Sample(study, held, remaining(), rng),
+           result.configurations);
+    sources.push_back("random-fallback");
+    return finish();
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<v1::Configuration> picks,
+      ExpectedImprovementPicks(study, result.configurations, steps, data,
+                               *fitted, remaining(), rng));
+  Append(std::move(picks), result.configurations);
+  sources.push_back("ei");
+  return finish();
+}
+
+}  // namespace metaopt::policy

@@ -1,0 +1,87 @@
+// The Suggest of the surrogate-based policies (GP, DeepPipe): zero-shot
+// portfolio, initial design, then expected improvement under a surrogate the
+// policy fits, through the shared acquisition optimizer.
+#ifndef METAOPT_CORE_POLICY_MODEL_BASED_H_
+#define METAOPT_CORE_POLICY_MODEL_BASED_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/statusor.h"
+#include "core/acquisition/acquisition_search.h"
+#include "core/policy/policy.h"
+#include "core/space/encoding.h"
+#include "core/surrogate/surrogate.h"
+
+namespace metaopt::policy {
+
+// The completed observations of a study as training data: encoded inputs and
+// targets to MINIMISE (negated for GOAL_MAXIMIZE), plus the configurations
+// sorted best first.
+struct TrainingData {
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  std::vector<v1::Configuration> best_first;
+};
+TrainingData CollectTrainingData(const StudyView& study,
+                                 const space::Encoder& encoder);
+
+// Encoded configurations of the study's ACTIVE trials, then of `picks` (a
+// call's earlier suggestions, pending too).
+Eigen::MatrixXd PendingInputs(const StudyView& study,
+                              const std::vector<v1::Configuration>& picks,
+                              const space::Encoder& encoder);
+
+// A surrogate fitted for one Suggest, with what the acquisition search needs.
+struct FittedSurrogate {
+  std::shared_ptr<const surrogate::Surrogate> model;
+  // Row i: the model's input for spec.candidates(i); null without a
+  // catalogue.
+  const acquisition::EncodedCatalogue* catalogue = nullptr;
+  // Maps encoded configurations (pending ones) to the model's inputs when
+  // those are not the encodings themselves (null: the identity).
+  std::function<absl::StatusOr<Eigen::MatrixXd>(const Eigen::MatrixXd&)> inputs;
+};
+
+// What a surrogate-based policy plugs into SuggestWithSurrogate.
+struct SurrogateSuggestSteps {
+  // The policy's name, the prefix of the result's source ("gp/ei").
+  std::string name;
+  // Encodes configurations for the surrogate (the model's space).
+  const space::Encoder* encoder = nullptr;
+  // Zero-shot entries (in the study's space), suggested before anything else;
+  // with `portfolio_in_design` only within the first `initial_trials` trials.
+  const std::vector<v1::Configuration>* portfolio = nullptr;
+  bool portfolio_in_design = false;
+  // Random configurations fill the first `initial_trials` handed-out trials
+  // (failed and infeasible ones count, abandoned and stale ones do not).
+  bool random_design = true;
+  int initial_trials = 0;
+  // Below this many observations every suggestion is random.
+  int64_t min_observations = 2;
+  const acquisition::SearchOptions* search = nullptr;
+  // Fits the surrogate to `data` (at least min_observations rows); may set
+  // `update` when the policy's state changed. An error makes this call fall
+  // back to random search ("random-fallback").
+  std::function<absl::StatusOr<FittedSurrogate>(
+      const TrainingData& data, space::Rng& rng,
+      std::optional<PolicyUpdate>* update)>
+      fit;
+};
+
+// Suggests up to `count` configurations: the portfolio, the random initial
+// design, then EI (pending trials and this call's earlier picks as
+// fantasies), recording the steps taken in the result's source
+// ("<name>/portfolio+initial-design+ei").
+absl::StatusOr<SuggestResult> SuggestWithSurrogate(
+    const StudyView& study, int count, space::Rng& rng,
+    const SurrogateSuggestSteps& steps);
+
+}  // namespace metaopt::policy
+
+#endif  // METAOPT_CORE_POLICY_MODEL_BASED_H_
