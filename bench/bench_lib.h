@@ -1,6 +1,6 @@
 // metaopt-bench: replays the tasks of a meta-dataset through the study engine
 // (in-process, or a running server over gRPC) and reports normalised regret,
-// average ranks and Suggest latency per method (DESIGN.md §5, issue 4).
+// average ranks and Suggest latency per method (docs/benchmarks.md).
 //
 //   bench::BenchOptions options;
 //   options.data_dir = "../shared/data/oboe";

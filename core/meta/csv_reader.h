@@ -1,4 +1,4 @@
-// The strict CSV reader of the meta-dataset format (shared/data/README.md):
+// The strict CSV reader of the meta-dataset format (docs/meta_datasets.md):
 // whole-file checks (not empty, no byte-order mark, LF line endings only, a
 // final LF), then one line at a time, split on every comma without allocating,
 // with errors that name the file and the line; and the format's number

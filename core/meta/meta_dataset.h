@@ -1,5 +1,5 @@
 // Meta-datasets: recorded evaluations of configurations on many tasks, in the
-// folder format of shared/data/README.md (space.json, evaluations.csv,
+// folder format of docs/meta_datasets.md (space.json, evaluations.csv,
 // tasks.csv, optional metafeatures.csv).
 //
 //   meta::ReadOptions options;

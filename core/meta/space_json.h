@@ -1,4 +1,4 @@
-// space.json of a meta-dataset folder (shared/data/README.md): the search
+// space.json of a meta-dataset folder (docs/meta_datasets.md): the search
 // space and the objective, parsed with nlohmann-json and validated strictly.
 #ifndef METAOPT_CORE_META_SPACE_JSON_H_
 #define METAOPT_CORE_META_SPACE_JSON_H_

@@ -1,4 +1,4 @@
-// The readers of a meta-dataset's tables (shared/data/README.md): tasks.csv,
+// The readers of a meta-dataset's tables (docs/meta_datasets.md): tasks.csv,
 // evaluations.csv (resolved against the search space of space.json) and
 // metafeatures.csv. Internal to ReadMetaDataset; errors name file:line, the
 // column and the rule. Thread-compatible (no shared state).

@@ -1,4 +1,5 @@
-// DeepPipe: BO with a meta-learned deep-kernel GP (seed 000, Algorithm 2).
+// DeepPipe: BO with a meta-learned deep-kernel GP ("Deep Pipeline Embeddings
+// for AutoML", Pineda Arango & Grabocka, KDD 2023, Algorithm 2).
 #ifndef METAOPT_CORE_POLICY_DEEPPIPE_POLICY_H_
 #define METAOPT_CORE_POLICY_DEEPPIPE_POLICY_H_
 

@@ -1,5 +1,6 @@
-// Monte-Carlo tree search over pipeline structures, as in Mosaic (thesis of
-// H. Rakotoarison, seed 003, §4.3; research/mosaic.md §1.4): PUCT selection,
+// Monte-Carlo tree search over pipeline structures, as in Mosaic (H.
+// Rakotoarison's thesis "Contributions to AutoML: hyper-parameter optimization
+// and meta-learning", §4.3): PUCT selection,
 // progressive widening, median node values, softmax priors from a surrogate,
 // greedy surrogate-driven expansion.
 //

@@ -36,8 +36,8 @@ TEST(MctsTest, SoftmaxPriorsNormaliseAndKeepTheOrder) {
 }
 
 TEST(MctsTest, ProgressiveWideningWithExponentPointSix) {
-  // research/mosaic.md gotcha 13: 1 for n = 1-3, 2 for 4-6, 3 for 7-10, 4
-  // from 11.
+  // floor(n^0.6) children with at least one: 1 for n = 1-3, 2 for 4-6, 3 for
+  // 7-10, 4 from 11.
   const int expected[] = {1, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 4};
   for (int n = 0; n <= 11; ++n) {
     EXPECT_EQ(AllowedChildren(n, 0.6), expected[n]) << n;

@@ -1,5 +1,7 @@
-// Mosaic (Rakotoarison, Schoenauer & Sebag, IJCAI 2019; thesis of H.
-// Rakotoarison, seed 003, chapter 4; research/mosaic.md): Monte-Carlo tree
+// Mosaic ("Automated Machine Learning with Monte-Carlo Tree Search",
+// Rakotoarison, Schoenauer & Sebag, IJCAI 2019; H. Rakotoarison's thesis
+// "Contributions to AutoML: hyper-parameter optimization and meta-learning",
+// chapter 4): Monte-Carlo tree
 // search over the pipeline structure, with Bayesian-optimization playouts for
 // the hyperparameters, both driven by one shared surrogate.
 #ifndef METAOPT_CORE_POLICY_MOSAIC_POLICY_H_
@@ -28,8 +30,8 @@
 namespace metaopt::policy {
 
 // The random-forest surrogate of Mosaic: RandomForest on the encoding with the
-// parameters of inactive algorithms set to -1 instead of 0 (research/mosaic.md
-// gotcha 10: a 0 would collide with real values at the bottom of a range).
+// parameters of inactive algorithms set to -1 instead of 0 (a 0 would collide
+// with real values at the bottom of a range).
 MosaicSurrogateFitter RandomForestFitter(
     const space::EncodingLayout& layout,
     surrogate::RandomForestOptions options);

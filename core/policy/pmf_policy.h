@@ -1,5 +1,6 @@
 // PMF: Bayesian optimisation over a registry model's pipeline catalogue with
-// the GP latent-variable model of Fusi et al. 2018 (research/pmf.md,
+// the GP latent-variable model of "Probabilistic Matrix Factorization for
+// Automated Machine Learning" (Fusi, Sheth & Elibol, NeurIPS 2018;
 // core/surrogate/pmf_model.h).
 #ifndef METAOPT_CORE_POLICY_PMF_POLICY_H_
 #define METAOPT_CORE_POLICY_PMF_POLICY_H_
@@ -26,7 +27,7 @@ struct PmfPolicyOptions {
   int initial_trials = 5;
   // Nearest training datasets of the L1 warm start (the authors' 5).
   int warm_start_datasets = 5;
-  // EI exploration margin xi (research/pmf.md §2.2: 0.01), in model units
+  // EI exploration margin xi (the PMF paper's §4.2: 0.01), in model units
   // (standardised losses): EI of improving on best - xi * y_std.
   double xi = 0.01;
   // FineTune: L-BFGS iterations (FineTuneOptions.steps overrides) and the
@@ -37,7 +38,8 @@ struct PmfPolicyOptions {
   double fine_tune_prior_log_std = 1.0;
 };
 
-// The L1 warm start (research/pmf.md §2.3, G13): the training datasets
+// The L1 warm start (the PMF paper's §4.3, after auto-sklearn's: the L1
+// distance of meta-features): the training datasets
 // nearest to `features` by the mean absolute difference of standardised
 // meta-features over the features both have (and whose training standard
 // deviation is positive); datasets sharing no feature are not candidates.

@@ -1,7 +1,7 @@
 // Model artifacts on disk: validation, reading one version directory, and
 // publishing a new version.
 //
-// Layout (DESIGN.md §4, after TensorFlow Serving's base path):
+// Layout (docs/models.md, after TensorFlow Serving's base path):
 //   <registry>/<name>/<version>/model.pb   binary v1::ModelArtifact
 //   <registry>/<name>/<version>/MANIFEST   binary v1::ModelManifest, written
 //   last

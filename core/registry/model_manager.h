@@ -1,6 +1,6 @@
 // The model registry served by this process: polls
 // `<base_path>/<name>/<version>/`, loads the newest complete version of each
-// model, and hands out immutable snapshots (DESIGN.md §4; after TensorFlow
+// model, and hands out immutable snapshots (docs/models.md; after TensorFlow
 // Serving's FileSystemStoragePathSource + AspiredVersionsManager with the
 // availability-preserving policy).
 #ifndef METAOPT_CORE_REGISTRY_MODEL_MANAGER_H_

@@ -1,4 +1,5 @@
-// DeepPipe (Pineda Arango & Grabocka, KDD 2023; research/deeppipe.md): a deep
+// DeepPipe ("Deep Pipeline Embeddings for AutoML", Pineda Arango & Grabocka,
+// KDD 2023): a deep
 // kernel GP over pipeline configurations whose feature network mirrors the
 // pipeline's structure.
 //
@@ -9,10 +10,9 @@
 //   gradient) --concatenate over stages--> aggregator MLP (ReLU hidden
 //   layers of width H = max(F * sum_i L_i, 24), linear output) --> z in R^Z
 //   --> GP with a Matérn-5/2 ARD kernel (Z lengthscales, output scale),
-//   constant mean and Gaussian noise (floor 1e-4, research/deeppipe.md §1.4).
+//   constant mean and Gaussian noise (floor 1e-4, as the authors' code).
 //
-// With 0 encoder layers (the authors' transfer models, research/deeppipe.md
-// §1.2 and gotcha 7) there are no encoders: the aggregator reads the whole
+// With 0 encoder layers (the authors' transfer models) there are no encoders: the aggregator reads the whole
 // encoded vector, i.e. the flat hyperparameter blocks of all algorithms (the
 // inactive ones are exactly 0 in space::Encoder) followed by each stage's
 // one-hot of its chosen algorithm. (We keep the one-hot of single-algorithm
@@ -69,8 +69,8 @@ enum class FineTuneScope {
   kFull,    // Network and GP hyperparameters.
 };
 
-// Adam on the per-point NLL of the standardised targets (research/deeppipe.md
-// §2.2 and gotcha 5): starts from the model's parameters, stops after
+// Adam on the per-point NLL of the standardised targets (as the authors'
+// fine-tuning): starts from the model's parameters, stops after
 // max_steps, when the time budget runs out, or when the loss changed by less
 // than `tolerance` for more than `patience` consecutive steps, and returns the
 // lowest-loss parameters seen.

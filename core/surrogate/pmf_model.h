@@ -1,5 +1,6 @@
 // Probabilistic matrix factorisation over a pipeline catalogue (Fusi, Sheth and
-// Elibol, NeurIPS 2018; research/pmf.md): a GP latent-variable model in which
+// Elibol, "Probabilistic Matrix Factorization for Automated Machine Learning",
+// NeurIPS 2018; docs/pmf.md): a GP latent-variable model in which
 // every catalogue entry (pipeline) n has a latent vector x_n in R^Q and every
 // dataset d is an independent output of one zero-mean GP over the latents,
 //
@@ -8,7 +9,7 @@
 //
 // plus the white-noise term w on the training covariance only. The positive
 // parameters (l_1..l_Q, a, w) are stored raw and mapped through softplus,
-// p = log(1 + e^u), as in the authors' code. Convention (research/pmf.md G4):
+// p = log(1 + e^u), as in the authors' code. Convention:
 // l_q is a lengthscale that DIVIDES the distance (the paper's gamma_q is
 // 1 / l_q^2). The paper's separate likelihood noise is folded into w (G5): the
 // two only ever appear as their sum.
@@ -101,7 +102,7 @@ absl::StatusOr<PmfNll> PmfNegativeLogLikelihood(const Eigen::MatrixXd& X,
 Eigen::VectorXd RawGradient(const Eigen::VectorXd& grad_log_params,
                             const PmfKernelParams& params);
 
-// PCA initialisation (research/pmf.md G11): Y is N x D (rows = entries,
+// PCA initialisation (as the authors' code does): Y is N x D (rows = entries,
 // columns = datasets) with NaN for missing entries. Missing entries are
 // imputed with their column's mean (0 for a column without observations),
 // columns are centred, and the result is the matrix of the first Q principal
@@ -156,7 +157,7 @@ class PmfModel {
   double y_std_;
 };
 
-// A new dataset's posterior (research/pmf.md §2.1): exact GP regression over
+// A new dataset's posterior (the paper's prediction step): exact GP regression over
 // the frozen latents of its observed entries with the trained kernel, zero
 // prior mean in model units, predictions in loss units. Predict(X) takes
 // latent rows (PmfModel::Rows); PredictEntries takes catalogue indices. The

@@ -1,5 +1,6 @@
 // RandomForest: a regression random forest over encoded configurations, the
-// surrogate of SMAC and of Mosaic (thesis of H. Rakotoarison, seed 003, §4.3.1:
+// surrogate of SMAC and of Mosaic (H. Rakotoarison's thesis "Contributions to
+// AutoML: hyper-parameter optimization and meta-learning", §4.3.1:
 // "Mosaic shares the hyper-parameters of SMAC").
 #ifndef METAOPT_CORE_SURROGATE_RANDOM_FOREST_H_
 #define METAOPT_CORE_SURROGATE_RANDOM_FOREST_H_

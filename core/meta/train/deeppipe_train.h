@@ -1,4 +1,5 @@
-// Meta-training of DeepPipe (research/deeppipe.md §2.1, Algorithm 1) and
+// Meta-training of DeepPipe ("Deep Pipeline Embeddings for AutoML",
+// Algorithm 1) and
 // metaopt-train --kind deeppipe.
 //
 // Per epoch, in a shuffled task order, one Adam step per training task on a
@@ -17,7 +18,8 @@
 // The best epoch by that score is returned (the last epoch without validation
 // tasks).
 //
-// With `augmentation` (FSBO's task augmentation, research/fsbo.md §2.2) the
+// With `augmentation` (the task augmentation of "Few-Shot Bayesian
+// Optimization with Deep Kernel Surrogates", Wistuba & Grabocka, ICLR 2021) the
 // batch targets are not standardised but rescaled as y <- (y - l) / (u - l)
 // with l < u drawn uniformly from [min y, max y] over all training tasks.
 //

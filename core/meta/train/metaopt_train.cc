@@ -1,5 +1,5 @@
 // metaopt-train: meta-trains a model on a meta-dataset folder and publishes it
-// as a new version of a model registry (DESIGN.md §4). See train_main.h.
+// as a new version of a model registry (docs/models.md). See train_main.h.
 #include <iostream>
 
 #include "core/meta/train/train_main.h"

@@ -223,8 +223,8 @@ absl::StatusOr<surrogate::PmfModel> TrainPmfModel(
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd X0,
                            surrogate::PcaLatents(Y, Q));
   // One common lengthscale such that two typical latents are at scaled
-  // squared distance ~2 (the PCA scores are not rescaled; research/pmf.md
-  // G11 notes their interaction with the initial lengthscales).
+  // squared distance ~2 (the PCA scores are not rescaled, so their scale
+  // sets how far apart the initial lengthscales see them).
   const double mean_sq = X0.rowwise().squaredNorm().mean();
   const double l0 = mean_sq > 1e-12 ? std::sqrt(mean_sq) : 1.0;
   const surrogate::PmfKernelParams init_params =

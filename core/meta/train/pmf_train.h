@@ -1,5 +1,6 @@
 // metaopt-train --kind pmf: probabilistic matrix factorisation over the
-// catalogue of a meta-dataset (Fusi et al. 2018; research/pmf.md;
+// catalogue of a meta-dataset ("Probabilistic Matrix Factorization for
+// Automated Machine Learning", Fusi et al. 2018;
 // core/surrogate/pmf_model.h for the model).
 //
 //   metaopt-train --kind pmf --data ../shared/data/oboe --registry models

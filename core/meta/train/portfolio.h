@@ -1,4 +1,5 @@
-// Zero-shot warm-start portfolios (DESIGN.md §3; research/fsbo.md §3): K
+// Zero-shot warm-start portfolios (the warm start of "Few-Shot Bayesian
+// Optimization with Deep Kernel Surrogates"; docs/algorithms.md): K
 // configurations, chosen greedily from a meta-dataset's training tasks, whose
 // best member is good on as many tasks as possible. A new study tries them
 // first, before it has any observation.
