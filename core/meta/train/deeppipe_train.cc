@@ -322,7 +322,7 @@ std::string FormatNll(double v) {
 
 absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
     const DeepPipeFlags& flags, const CommonTrainOptions& options,
-    const TrainingData& data, Progress& progress) {
+    const TrainingSplits& data, Progress& progress) {
   DeepPipeTrainOptions train = flags.train;
   train.seed = options.seed;
   if (flags.max_minutes > 0) {
@@ -477,8 +477,8 @@ TrainerKind DeepPipeTrainerKind() {
                     "no limit)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    return [state](const CommonTrainOptions& options, const TrainingData& data,
-                   Progress& progress) {
+    return [state](const CommonTrainOptions& options,
+                   const TrainingSplits& data, Progress& progress) {
       return TrainDeepPipeArtifact(*state, options, data, progress);
     };
   };

@@ -97,8 +97,7 @@ std::vector<double> NormalisedRanks(const Eigen::VectorXd& losses) {
 absl::StatusOr<PmfProblem> BuildPmfProblem(
     const meta::MetaDataset& data, const std::vector<const meta::Task*>& train,
     const std::vector<const meta::Task*>& valid) {
-  const double sign =
-      data.objective.goal() == v1::GOAL_MAXIMIZE ? -1.0 : 1.0;
+  const double sign = data.objective.goal() == v1::GOAL_MAXIMIZE ? -1.0 : 1.0;
   PmfProblem problem;
   for (const meta::Task* task : train) {
     for (const v1::Configuration& config : task->configurations) {
@@ -115,8 +114,8 @@ absl::StatusOr<PmfProblem> BuildPmfProblem(
     absl::flat_hash_set<int> seen;
     std::vector<double> losses;
     for (size_t i = 0; i < task.configurations.size(); ++i) {
-      auto it =
-          problem.index_by_key.find(space::ConfigurationKey(task.configurations[i]));
+      auto it = problem.index_by_key.find(
+          space::ConfigurationKey(task.configurations[i]));
       if (it == problem.index_by_key.end() || !seen.insert(it->second).second) {
         continue;
       }
@@ -142,10 +141,10 @@ absl::StatusOr<PmfProblem> BuildPmfProblem(
         "PMF: the training tasks have no evaluations");
   }
   problem.y_mean = sum / static_cast<double>(count);
-  const double var =
-      count > 1 ? (sum_sq - count * problem.y_mean * problem.y_mean) /
-                      static_cast<double>(count - 1)
-                : 0.0;
+  const double var = count > 1
+                         ? (sum_sq - count * problem.y_mean * problem.y_mean) /
+                               static_cast<double>(count - 1)
+                         : 0.0;
   problem.y_std = var > 1e-24 ? std::sqrt(var) : 1.0;
   for (const meta::Task* task : valid) {
     PmfColumn column = column_of(*task);
@@ -212,31 +211,30 @@ absl::StatusOr<surrogate::PmfModel> TrainPmfModel(
   };
 
   // PCA initialisation of the standardised, mean-imputed matrix.
-  Eigen::MatrixXd Y = Eigen::MatrixXd::Constant(
-      N, D, std::numeric_limits<double>::quiet_NaN());
+  Eigen::MatrixXd Y =
+      Eigen::MatrixXd::Constant(N, D, std::numeric_limits<double>::quiet_NaN());
   for (int d = 0; d < D; ++d) {
     const PmfColumn& column = problem.train[d];
     for (size_t i = 0; i < column.entries.size(); ++i) {
       Y(column.entries[i], d) = column.targets[i];
     }
   }
-  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd X0,
-                           surrogate::PcaLatents(Y, Q));
+  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd X0, surrogate::PcaLatents(Y, Q));
   // One common lengthscale such that two typical latents are at scaled
   // squared distance ~2 (the PCA scores are not rescaled, so their scale
   // sets how far apart the initial lengthscales see them).
   const double mean_sq = X0.rowwise().squaredNorm().mean();
   const double l0 = mean_sq > 1e-12 ? std::sqrt(mean_sq) : 1.0;
   const surrogate::PmfKernelParams init_params =
-      surrogate::PmfKernelParams::FromPositive(
-          Eigen::VectorXd::Constant(Q, l0), 1.0,
-          options.initial_noise_variance);
+      surrogate::PmfKernelParams::FromPositive(Eigen::VectorXd::Constant(Q, l0),
+                                               1.0,
+                                               options.initial_noise_variance);
 
   // theta = [latents (row-major N x Q), raw kernel parameters (Q + 2)].
   const Eigen::Index nx = static_cast<Eigen::Index>(N) * Q;
   Eigen::VectorXd theta(nx + Q + 2);
-  theta.head(nx) = Eigen::Map<const Eigen::VectorXd>(RowMajorMatrix(X0).data(),
-                                                     nx);
+  theta.head(nx) =
+      Eigen::Map<const Eigen::VectorXd>(RowMajorMatrix(X0).data(), nx);
   theta.tail(Q + 2) = init_params.Raw();
   auto model_of = [&](const Eigen::VectorXd& th) {
     return surrogate::PmfModel::Create(
@@ -256,10 +254,9 @@ absl::StatusOr<surrogate::PmfModel> TrainPmfModel(
       report->initial_train_nll,
       PmfMeanNll(initial, problem.train, options.max_pipelines, eval_seed));
   report->initial_valid_nll =
-      problem.valid.empty()
-          ? std::numeric_limits<double>::quiet_NaN()
-          : *PmfMeanNll(initial, problem.valid, options.max_pipelines,
-                        eval_seed);
+      problem.valid.empty() ? std::numeric_limits<double>::quiet_NaN()
+                            : *PmfMeanNll(initial, problem.valid,
+                                          options.max_pipelines, eval_seed);
   METAOPT_ASSIGN_OR_RETURN(double best,
                            criterion_of(initial, report->initial_train_nll));
   Eigen::VectorXd best_theta = theta;
@@ -354,17 +351,16 @@ absl::StatusOr<surrogate::PmfModel> TrainPmfModel(
   METAOPT_ASSIGN_OR_RETURN(
       report->train_nll,
       PmfMeanNll(trained, problem.train, options.max_pipelines, eval_seed));
-  report->valid_nll =
-      problem.valid.empty()
-          ? std::numeric_limits<double>::quiet_NaN()
-          : *PmfMeanNll(trained, problem.valid, options.max_pipelines,
-                        eval_seed);
+  report->valid_nll = problem.valid.empty()
+                          ? std::numeric_limits<double>::quiet_NaN()
+                          : *PmfMeanNll(trained, problem.valid,
+                                        options.max_pipelines, eval_seed);
   return trained;
 }
 
 void AddPmfWarmStartData(const PmfProblem& problem,
-                         const std::vector<const meta::Task*>& train,
-                         int depth, v1::ModelArtifact* artifact) {
+                         const std::vector<const meta::Task*>& train, int depth,
+                         v1::ModelArtifact* artifact) {
   std::map<std::string, std::vector<double>> by_name;
   for (const meta::Task* task : train) {
     v1::DatasetFeatures* features = artifact->add_training_features();
@@ -448,10 +444,11 @@ struct PmfFlags {
 
 absl::StatusOr<v1::ModelArtifact> TrainPmf(const PmfFlags& flags,
                                            const CommonTrainOptions& options,
-                                           const TrainingData& data,
+                                           const TrainingSplits& data,
                                            Progress& progress) {
-  METAOPT_ASSIGN_OR_RETURN(PmfProblem problem,
-                           BuildPmfProblem(data.dataset, data.train, data.valid));
+  METAOPT_ASSIGN_OR_RETURN(
+      PmfProblem problem,
+      BuildPmfProblem(data.dataset, data.train, data.valid));
   PmfTrainOptions train_options = flags.train;
   train_options.seed = options.seed;
   PmfTrainReport report;
@@ -483,9 +480,9 @@ absl::StatusOr<v1::ModelArtifact> TrainPmf(const PmfFlags& flags,
     portfolio_options.size = options.portfolio_size;
     portfolio_options.seed = options.seed;
     portfolio_options.match = PortfolioMatch::kExact;
-    METAOPT_ASSIGN_OR_RETURN(
-        PortfolioResult result,
-        BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
+    METAOPT_ASSIGN_OR_RETURN(PortfolioResult result,
+                             BuildPortfolio(data.dataset, data.train,
+                                            data.valid, portfolio_options));
     portfolio = std::move(result.configurations);
   }
   if (!portfolio.empty()) {
@@ -502,7 +499,8 @@ absl::StatusOr<v1::ModelArtifact> TrainPmf(const PmfFlags& flags,
       AddCurveMetrics("valid_regret", valid_curve, metrics);
     }
   }
-  for (v1::Configuration& c : portfolio) *artifact.add_portfolio() = std::move(c);
+  for (v1::Configuration& c : portfolio)
+    *artifact.add_portfolio() = std::move(c);
 
   (*metrics)["train_nll"] = report.train_nll;
   (*metrics)["initial_train_nll"] = report.initial_train_nll;
@@ -530,37 +528,43 @@ TrainerKind PmfTrainerKind() {
       "meta-feature warm start (Fusi et al. 2018)";
   kind.add_flags = [](CLI::App& flags) -> Trainer {
     auto state = std::make_shared<PmfFlags>();
-    flags.add_option("--latent-dim", state->train.latent_dim,
-                     "Q, latent dimensions per catalogue entry")
+    flags
+        .add_option("--latent-dim", state->train.latent_dim,
+                    "Q, latent dimensions per catalogue entry")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000));
     flags.add_option("--epochs", state->train.epochs, "training epochs")
         ->capture_default_str()
         ->check(CLI::Range(0, 1000000));
-    flags.add_option("--batch-datasets", state->train.batch_datasets,
-                     "datasets per step")
+    flags
+        .add_option("--batch-datasets", state->train.batch_datasets,
+                    "datasets per step")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000000));
-    flags.add_option("--max-pipelines", state->train.max_pipelines,
-                     "catalogue entries per dataset per step")
+    flags
+        .add_option("--max-pipelines", state->train.max_pipelines,
+                    "catalogue entries per dataset per step")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000000));
-    flags.add_option("--learning-rate", state->train.learning_rate,
-                     "Adam learning rate (cosine-decayed to a tenth)")
+    flags
+        .add_option("--learning-rate", state->train.learning_rate,
+                    "Adam learning rate (cosine-decayed to a tenth)")
         ->capture_default_str()
         ->check(CLI::PositiveNumber);
-    flags.add_option("--warm-start-depth", state->warm_start_depth,
-                     "best entries stored per training task for the "
-                     "meta-feature warm start")
+    flags
+        .add_option("--warm-start-depth", state->warm_start_depth,
+                    "best entries stored per training task for the "
+                    "meta-feature warm start")
         ->capture_default_str()
         ->check(CLI::Range(1, 1000000));
-    flags.add_option("--portfolio", state->portfolio,
-                     "warm-start portfolio without meta-features: greedy "
-                     "(minimum summed regret) or average-rank")
+    flags
+        .add_option("--portfolio", state->portfolio,
+                    "warm-start portfolio without meta-features: greedy "
+                    "(minimum summed regret) or average-rank")
         ->capture_default_str()
         ->check(CLI::IsMember({"greedy", "average-rank"}));
-    return [state](const CommonTrainOptions& options, const TrainingData& data,
-                   Progress& progress) {
+    return [state](const CommonTrainOptions& options,
+                   const TrainingSplits& data, Progress& progress) {
       return TrainPmf(*state, options, data, progress);
     };
   };

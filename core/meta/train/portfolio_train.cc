@@ -20,7 +20,7 @@ struct PortfolioFlags {
 
 absl::StatusOr<v1::ModelArtifact> TrainPortfolio(
     const PortfolioFlags& flags, const CommonTrainOptions& options,
-    const TrainingData& data, Progress& progress) {
+    const TrainingSplits& data, Progress& progress) {
   PortfolioOptions portfolio_options;
   portfolio_options.size = options.portfolio_size;
   portfolio_options.seed = options.seed;
@@ -77,8 +77,8 @@ TrainerKind PortfolioTrainerKind() {
                     "configurations of each training task (0: all)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    return [state](const CommonTrainOptions& options, const TrainingData& data,
-                   Progress& progress) {
+    return [state](const CommonTrainOptions& options,
+                   const TrainingSplits& data, Progress& progress) {
       return TrainPortfolio(*state, options, data, progress);
     };
   };

@@ -113,7 +113,7 @@ void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
   }
 }
 
-absl::StatusOr<TrainingData> ReadTrainingData(
+absl::StatusOr<TrainingSplits> ReadTrainingSplits(
     const CommonTrainOptions& options) {
   METAOPT_RETURN_IF_ERROR(
       Annotate(meta::ValidateSplitName(options.split_train), "--split-train"));
@@ -129,7 +129,7 @@ absl::StatusOr<TrainingData> ReadTrainingData(
                        "; use two different splits or --split-valid none"));
     }
   }
-  TrainingData data;
+  TrainingSplits data;
   data.folder_name = DataFolderName(options.data_dir);
   meta::ReadOptions read_options;
   read_options.splits = {options.split_train};
@@ -164,7 +164,7 @@ absl::StatusOr<TrainResult> RunTraining(const CommonTrainOptions& options,
   progress.Log(absl::StrCat("reading ", options.data_dir, " (splits ",
                             options.split_train, ", ", options.split_valid,
                             ")"));
-  absl::StatusOr<TrainingData> data = ReadTrainingData(options);
+  absl::StatusOr<TrainingSplits> data = ReadTrainingSplits(options);
   if (!data.ok()) return Annotate(data.status(), "reading the data");
   progress.Log(absl::StrCat("read ", data->dataset.name, ": ",
                             data->train.size(), " ", options.split_train,

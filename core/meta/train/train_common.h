@@ -52,7 +52,7 @@ struct CommonTrainOptions {
 };
 
 // The meta-dataset read for training: only the two splits are loaded.
-struct TrainingData {
+struct TrainingSplits {
   std::string folder_name;  // Last component of --data, e.g. "oboe".
   meta::MetaDataset dataset;
   std::vector<const meta::Task*> train;  // Non-empty.
@@ -83,7 +83,7 @@ class Progress {
 // format_version, search_space and objective when left empty, and the rest of
 // the provenance.
 using Trainer = std::function<absl::StatusOr<v1::ModelArtifact>(
-    const CommonTrainOptions&, const TrainingData&, Progress&)>;
+    const CommonTrainOptions&, const TrainingSplits&, Progress&)>;
 
 // One entry of metaopt-train's kind table.
 struct TrainerKind {
@@ -125,7 +125,7 @@ void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
 // Reads `options.data_dir` (only the train and valid splits). INVALID_ARGUMENT
 // for bad split names, equal splits, or a training split without tasks;
 // reader errors as meta::ReadMetaDataset.
-absl::StatusOr<TrainingData> ReadTrainingData(
+absl::StatusOr<TrainingSplits> ReadTrainingSplits(
     const CommonTrainOptions& options);
 
 struct TrainResult {

@@ -276,7 +276,7 @@ TEST_F(TrainTest, RunTrainingReportsTrainerErrorsAndWritesNothing) {
   options.registry_dir = registry_dir_;
   Progress progress(nullptr);
 
-  Trainer failing = [](const CommonTrainOptions&, const TrainingData&,
+  Trainer failing = [](const CommonTrainOptions&, const TrainingSplits&,
                        Progress&) -> absl::StatusOr<v1::ModelArtifact> {
     return absl::InternalError("diverged");
   };
@@ -284,7 +284,7 @@ TEST_F(TrainTest, RunTrainingReportsTrainerErrorsAndWritesNothing) {
               StatusIs(absl::StatusCode::kInternal,
                        HasSubstr("training fake: diverged")));
 
-  Trainer invalid = [](const CommonTrainOptions&, const TrainingData& data,
+  Trainer invalid = [](const CommonTrainOptions&, const TrainingSplits& data,
                        Progress&) -> absl::StatusOr<v1::ModelArtifact> {
     EXPECT_EQ(data.folder_name, "toy");
     EXPECT_EQ(data.train.size(), 8u);
@@ -302,7 +302,7 @@ TEST_F(TrainTest, RunTrainingReportsTrainerErrorsAndWritesNothing) {
                        HasSubstr("the trained artifact is invalid")));
   EXPECT_FALSE(std::filesystem::exists(registry_dir_));
 
-  Trainer minimal = [](const CommonTrainOptions&, const TrainingData&,
+  Trainer minimal = [](const CommonTrainOptions&, const TrainingSplits&,
                        Progress&) -> absl::StatusOr<v1::ModelArtifact> {
     v1::ModelArtifact artifact;
     artifact.set_kind(v1::MODEL_KIND_PORTFOLIO);
