@@ -14,7 +14,6 @@
 namespace metaopt::study {
 namespace {
 
-constexpr int kMaxClientIdLength = 128;
 constexpr int kMaxFailureReasonLength = 4096;
 constexpr int kMaxMetrics = 256;
 constexpr int kMaxFineTuneSteps = 10000;
@@ -147,11 +146,7 @@ absl::Status ValidateMetrics(
                      " entries exceed the limit of ", kMaxMetrics));
   }
   for (const auto& [name, value] : metrics) {
-    if (name.empty() || name.size() > 128) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metrics: name \"", name.substr(0, 64),
-                       "\" must have 1..128 characters"));
-    }
+    METAOPT_RETURN_IF_ERROR(space::ValidateName(name, "metrics"));
     if (!std::isfinite(value)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "metrics[\"", name, "\"]: ", value, " is not a finite number"));
@@ -176,11 +171,9 @@ absl::Status ValidateSuggestRequest(const v1::SuggestRequest& request,
         absl::StrCat("count: ", request.count(), " is outside [0, ",
                      options.max_suggest_count, "] (0 means 1)"));
   }
-  if (request.client_id().size() > kMaxClientIdLength) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "client_id: longer than ", kMaxClientIdLength, " characters"));
-  }
-  return absl::OkStatus();
+  // Empty: no client (no lease renewal, no idempotent retry).
+  if (request.client_id().empty()) return absl::OkStatus();
+  return space::ValidateName(request.client_id(), "client_id", "client id");
 }
 
 absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {

@@ -1,0 +1,106 @@
+// Request rules found wanting by testing the server from outside: names with
+// control characters, and a spec whose DeepPipe network is too large.
+#include <memory>
+#include <string>
+
+#include "core/storage/storage.h"
+#include "core/study/request_validation.h"
+#include "core/study/study_engine.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/test_specs.h"
+
+namespace metaopt::study {
+namespace {
+
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::PipelineSpec;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+TEST(RequestValidationTest, ClientIdFollowsTheNameRules) {
+  v1::SuggestRequest request;
+  request.set_study_id("s");
+  EXPECT_THAT(ValidateSuggestRequest(request, {}), IsOk());  // no client
+  request.set_client_id("worker-1");
+  EXPECT_THAT(ValidateSuggestRequest(request, {}), IsOk());
+  request.set_client_id(std::string("w\0\n", 3) + "\xF0\x9F\x98\x80");
+  EXPECT_THAT(ValidateSuggestRequest(request, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("client_id: client id \"w\\000\\n")));
+  request.set_client_id("w\x7f");
+  EXPECT_THAT(ValidateSuggestRequest(request, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("control character 0x7f")));
+  request.set_client_id(std::string(129, 'w'));
+  EXPECT_THAT(ValidateSuggestRequest(request, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("more than the limit of 128")));
+}
+
+TEST(RequestValidationTest, MetricNamesFollowTheNameRules) {
+  v1::ObserveRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(1);
+  request.set_value(0.5);
+  (*request.mutable_metrics())["fit_seconds"] = 2.5;
+  EXPECT_THAT(ValidateObserveRequest(request), IsOk());
+  (*request.mutable_metrics())[std::string("m\0", 2)] = 1;
+  EXPECT_THAT(ValidateObserveRequest(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics: name \"m\\000\" contains control "
+                                 "character 0x00")));
+  request.mutable_metrics()->clear();
+  (*request.mutable_metrics())[""] = 1;
+  EXPECT_THAT(ValidateObserveRequest(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics: name must not be empty")));
+}
+
+class EngineRequestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto storage = storage::OpenInMemoryStorage();
+    ASSERT_THAT(storage, IsOk());
+    storage_ = *std::move(storage);
+    engine_ = std::make_unique<StudyEngine>(storage_.get(), nullptr);
+  }
+
+  absl::Status Create(const std::string& id, const v1::StudySpec& spec) {
+    v1::CreateStudyRequest request;
+    request.set_study_id(id);
+    *request.mutable_spec() = spec;
+    return engine_->CreateStudy(request).status();
+  }
+
+  std::unique_ptr<storage::Storage> storage_;
+  std::unique_ptr<StudyEngine> engine_;
+};
+
+// A space too wide for a DeepPipe network built from scratch is the spec's
+// fault, and the error says where.
+TEST_F(EngineRequestTest, OversizedDeepPipeNetworkNamesTheSearchSpace) {
+  v1::StudySpec spec = PipelineSpec(v1::ALGORITHM_KIND_DEEPPIPE);
+  v1::SearchSpace& space = *spec.mutable_search_space();
+  space.clear_stages();
+  for (int s = 0; s < 5; ++s) {
+    v1::Stage* stage = space.add_stages();
+    stage->set_name("stage" + std::to_string(s));
+    v1::Algorithm* algorithm = stage->add_algorithms();
+    algorithm->set_name("a");
+    for (int p = 0; p < 256; ++p) {
+      v1::Parameter* parameter = algorithm->add_parameters();
+      parameter->set_name("p" + std::to_string(p));
+      parameter->mutable_float_domain()->set_high(1);
+    }
+  }
+  EXPECT_THAT(Create("wide", spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       StartsWith("spec.search_space: building the DeepPipe "
+                                  "network: ")));
+}
+
+}  // namespace
+}  // namespace metaopt::study
