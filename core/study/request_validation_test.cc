@@ -1,5 +1,6 @@
 // Request rules found wanting by testing the server from outside: names with
-// control characters, and a spec whose DeepPipe network is too large.
+// control characters, FineTune's unspecified scope, and a spec whose DeepPipe
+// network is too large.
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@ namespace metaopt::study {
 namespace {
 
 using ::metaopt::testing::IsOk;
+using ::metaopt::testing::PipelineAccuracy;
 using ::metaopt::testing::PipelineSpec;
 using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -75,9 +77,53 @@ class EngineRequestTest : public ::testing::Test {
     return engine_->CreateStudy(request).status();
   }
 
+  // Suggests and observes `n` trials of study `id` one at a time.
+  void Run(const std::string& id, int n) {
+    for (int i = 0; i < n; ++i) {
+      v1::SuggestRequest suggest;
+      suggest.set_study_id(id);
+      auto suggested = engine_->Suggest(suggest);
+      ASSERT_THAT(suggested, IsOk());
+      ASSERT_EQ(suggested->trials_size(), 1);
+      v1::ObserveRequest observe;
+      observe.set_study_id(id);
+      observe.set_trial_id(suggested->trials(0).id());
+      observe.set_value(
+          PipelineAccuracy(suggested->trials(0).configuration()));
+      ASSERT_THAT(engine_->Observe(observe), IsOk());
+    }
+  }
+
   std::unique_ptr<storage::Storage> storage_;
   std::unique_ptr<StudyEngine> engine_;
 };
+
+// docs/api.md: an unspecified scope is FINE_TUNE_SCOPE_KERNEL, like the
+// other unspecified fields that mean a default.
+TEST_F(EngineRequestTest, FineTuneWithoutScopeTunesTheKernel) {
+  for (const char* id : {"kernel", "unspecified"}) {
+    ASSERT_THAT(Create(id, PipelineSpec(v1::ALGORITHM_KIND_GP)), IsOk());
+    Run(id, 8);
+  }
+  v1::FineTuneRequest request;
+  request.set_study_id("kernel");
+  request.set_steps(20);
+  request.set_scope(v1::FINE_TUNE_SCOPE_KERNEL);
+  auto kernel = engine_->FineTune(request);
+  ASSERT_THAT(kernel, IsOk());
+  request.set_study_id("unspecified");
+  request.clear_scope();
+  auto unspecified = engine_->FineTune(request);
+  ASSERT_THAT(unspecified, IsOk());
+  EXPECT_GT(unspecified->steps_run(), 0);
+  EXPECT_EQ(unspecified->steps_run(), kernel->steps_run());
+  EXPECT_DOUBLE_EQ(unspecified->loss_after(), kernel->loss_after());
+
+  request.set_scope(static_cast<v1::FineTuneScope>(7));
+  EXPECT_THAT(engine_->FineTune(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("scope: 7 is not a FineTuneScope")));
+}
 
 // A space too wide for a DeepPipe network built from scratch is the spec's
 // fault, and the error says where.
