@@ -399,8 +399,34 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
                                          : *entry->policy;
     info.source = proposed->source.empty() ? producer.name() : proposed->source;
     info.fallback_reason = fallback_reason;
+    // Whatever the policy proposed, no configuration is handed out twice in
+    // one Suggest, nor a catalogue entry a trial holds; random untried ones
+    // take the place of those dropped.
+    const policy::StudyView live =
+        view_of(entry->trials.all(), entry->trials.held_keys());
+    const int dropped = DropHeldAndRepeated(live, proposed->configurations);
+    std::vector<v1::Configuration> replacements;
+    if (dropped > 0) {
+      LogWarning(absl::StrCat(
+          "study \"", request.study_id(), "\": ", info.source, " proposed ",
+          dropped, " configuration(s) held or repeated; replaced by random "
+          "untried ones"));
+      policy::AugmentedView augmented(live, proposed->configurations);
+      space::Rng rng = SuggestRng(spec, augmented.trials.size());
+      replacements = policy::RandomPolicy::Sample(augmented.view, dropped, rng);
+    }
     std::vector<v1::Trial> created = NewTrials(
         std::move(proposed->configurations), entry->trials.size() + 1, info);
+    if (!replacements.empty()) {
+      NewTrialInfo replacement_info = info;
+      replacement_info.source = "random";
+      for (v1::Trial& trial :
+           NewTrials(std::move(replacements),
+                     entry->trials.size() + 1 + created.size(),
+                     replacement_info)) {
+        created.push_back(std::move(trial));
+      }
+    }
     METAOPT_RETURN_IF_ERROR(
         CommitSuggest(*entry, staged, created, proposed->update));
     if (!fallback_reason.empty()) {
