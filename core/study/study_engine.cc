@@ -206,6 +206,13 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
           return absl::OkStatus();
         });
     if (absl::IsNotFound(listed)) continue;  // deleted meanwhile
+    if (absl::IsDataLoss(listed)) {
+      // A damaged study is listed by its id alone, so that it hides no
+      // healthy one; GetStudy names the damage and DeleteStudy removes it.
+      LogError(absl::StrCat("listing studies: ", listed.message()));
+      response.add_studies()->set_study_id(study.study_id());
+      continue;
+    }
     METAOPT_RETURN_IF_ERROR(listed);
   }
   if (more && !stored.empty()) {
@@ -218,8 +225,17 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
 absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
     const v1::DeleteStudyRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
-  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                           FindStudy({context.owner, request.study_id()}));
+  const storage::StudyKey key{context.owner, request.study_id()};
+  absl::StatusOr<std::shared_ptr<LiveStudy>> found = FindStudy(key);
+  if (absl::IsDataLoss(found.status())) {
+    // A study whose records do not parse never loads; it can still go.
+    METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(key));
+    LogInfo(absl::StrCat("deleted damaged study \"", request.study_id(),
+                         "\" (", found.status().message(), ")"));
+    return v1::DeleteStudyResponse();
+  }
+  METAOPT_RETURN_IF_ERROR(found.status());
+  const std::shared_ptr<LiveStudy>& entry = *found;
   {
     MutexLock lock(&entry->mu);
     if (entry->deleted) {
