@@ -84,6 +84,10 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
           limit.name, ": ", limit.value, " is outside [1, ", limit.max, "]"));
     }
   }
+  if (options.max_page_bytes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_page_bytes: ", options.max_page_bytes, " must be positive"));
+  }
   if (options.trial_lease <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("trial_lease: ", DurationText(options.trial_lease),

@@ -196,28 +196,45 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
       std::vector<v1::Study> stored,
       storage_->ListStudies(context.owner, after, page_size + 1));
   v1::ListStudiesResponse response;
-  const bool more = static_cast<int>(stored.size()) > page_size;
+  bool more = static_cast<int>(stored.size()) > page_size;
   if (more) stored.resize(page_size);
+  // The page's serialized size: each study plus its field tag and length.
+  constexpr int64_t kEntryOverhead = 1 + 5;
+  int64_t page_bytes = 0;
+  std::string last_listed;
   for (const v1::Study& study : stored) {
+    v1::Study described;
     const absl::Status listed = WithLiveStudy(
         {context.owner, study.study_id()},
         [&](LiveStudy& live, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          *response.add_studies() = DescribeStudy(live);
+          described = DescribeStudy(live);
           return absl::OkStatus();
         });
-    if (absl::IsNotFound(listed)) continue;  // deleted meanwhile
+    if (absl::IsNotFound(listed)) {  // deleted meanwhile
+      last_listed = study.study_id();
+      continue;
+    }
     if (absl::IsDataLoss(listed)) {
       // A damaged study is listed by its id alone, so that it hides no
       // healthy one; GetStudy names the damage and DeleteStudy removes it.
       LogError(absl::StrCat("listing studies: ", listed.message()));
-      response.add_studies()->set_study_id(study.study_id());
-      continue;
+      described.set_study_id(study.study_id());
+    } else {
+      METAOPT_RETURN_IF_ERROR(listed);
     }
-    METAOPT_RETURN_IF_ERROR(listed);
+    const int64_t bytes =
+        static_cast<int64_t>(described.ByteSizeLong()) + kEntryOverhead;
+    if (response.studies_size() > 0 &&
+        page_bytes + bytes > options_.max_page_bytes) {
+      more = true;  // the page is full by size; this study starts the next
+      break;
+    }
+    page_bytes += bytes;
+    last_listed = study.study_id();
+    *response.add_studies() = std::move(described);
   }
-  if (more && !stored.empty()) {
-    response.set_next_page_token(
-        EncodePageToken("study", stored.back().study_id()));
+  if (more && !last_listed.empty()) {
+    response.set_next_page_token(EncodePageToken("study", last_listed));
   }
   return response;
 }
