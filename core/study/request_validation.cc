@@ -15,6 +15,10 @@ namespace metaopt::study {
 namespace {
 
 constexpr int kMaxFailureReasonLength = 4096;
+// Objective values lie within +-1e100: the surrogates standardize values and
+// sum their squares, which stay finite in double for such values (1.7e308
+// overflowed and every model-based Suggest fell back to random search).
+constexpr double kMaxValueMagnitude = 1e100;
 constexpr int kMaxMetrics = 256;
 constexpr int kMaxFineTuneSteps = 10000;
 constexpr int kMaxHeartbeatTrials = 1000;
@@ -200,6 +204,11 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {
       if (!std::isfinite(request.value())) {
         return absl::InvalidArgumentError(absl::StrCat(
             "value: ", request.value(), " is not a finite number"));
+      }
+      if (std::abs(request.value()) > kMaxValueMagnitude) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "value: ", request.value(), " is outside [-1e100, 1e100]; "
+            "rescale the objective"));
       }
       break;
     case v1::ObserveRequest::kFailure:

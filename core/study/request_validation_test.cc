@@ -3,6 +3,7 @@
 // network is too large.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/storage/storage.h"
 #include "core/study/request_validation.h"
@@ -20,6 +21,7 @@ using ::metaopt::testing::PipelineAccuracy;
 using ::metaopt::testing::PipelineSpec;
 using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 
 TEST(RequestValidationTest, ClientIdFollowsTheNameRules) {
@@ -77,8 +79,10 @@ class EngineRequestTest : public ::testing::Test {
     return engine_->CreateStudy(request).status();
   }
 
-  // Suggests and observes `n` trials of study `id` one at a time.
-  void Run(const std::string& id, int n) {
+  // Suggests and observes `n` trials of study `id` one at a time; the
+  // values of `extremes` replace the first ones observed.
+  void Run(const std::string& id, int n,
+           const std::vector<double>& extremes = {}) {
     for (int i = 0; i < n; ++i) {
       v1::SuggestRequest suggest;
       suggest.set_study_id(id);
@@ -89,7 +93,9 @@ class EngineRequestTest : public ::testing::Test {
       observe.set_study_id(id);
       observe.set_trial_id(suggested->trials(0).id());
       observe.set_value(
-          PipelineAccuracy(suggested->trials(0).configuration()));
+          i < static_cast<int>(extremes.size())
+              ? extremes[i]
+              : PipelineAccuracy(suggested->trials(0).configuration()));
       ASSERT_THAT(engine_->Observe(observe), IsOk());
     }
   }
@@ -123,6 +129,47 @@ TEST_F(EngineRequestTest, FineTuneWithoutScopeTunesTheKernel) {
   EXPECT_THAT(engine_->FineTune(request),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("scope: 7 is not a FineTuneScope")));
+}
+
+TEST(RequestValidationTest, ValuesLieWithinTheStatedBound) {
+  v1::ObserveRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(1);
+  for (const double value : {1e100, -1e100, 0.0}) {
+    request.set_value(value);
+    EXPECT_THAT(ValidateObserveRequest(request), IsOk()) << value;
+  }
+  for (const double value : {1.7e308, -1.7e308, 1.0001e100}) {
+    request.set_value(value);
+    EXPECT_THAT(ValidateObserveRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("is outside [-1e100, 1e100]")))
+        << value;
+  }
+}
+
+// Values at the bound keep the model-based kinds on their models (1.7e308
+// turned every GP and DeepPipe Suggest into random-fallback) and FineTune
+// working.
+TEST_F(EngineRequestTest, ValuesAtTheBoundKeepTheSurrogates) {
+  for (const v1::AlgorithmKind kind :
+       {v1::ALGORITHM_KIND_GP, v1::ALGORITHM_KIND_DEEPPIPE}) {
+    const std::string id = v1::AlgorithmKind_Name(kind);
+    SCOPED_TRACE(id);
+    ASSERT_THAT(Create(id, PipelineSpec(kind)), IsOk());
+    Run(id, 10, {1e100, -1e100});
+    v1::SuggestRequest suggest;
+    suggest.set_study_id(id);
+    auto suggested = engine_->Suggest(suggest);
+    ASSERT_THAT(suggested, IsOk());
+    ASSERT_EQ(suggested->trials_size(), 1);
+    EXPECT_THAT(suggested->trials(0).metadata().at("policy"),
+                Not(HasSubstr("fallback")));
+    v1::FineTuneRequest fine_tune;
+    fine_tune.set_study_id(id);
+    fine_tune.set_steps(5);
+    EXPECT_THAT(engine_->FineTune(fine_tune), IsOk());
+  }
 }
 
 // A space too wide for a DeepPipe network built from scratch is the spec's
