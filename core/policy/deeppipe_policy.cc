@@ -44,11 +44,10 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
                 spec.search_space(), options.scratch_architecture, spec.seed());
   if (!network.ok()) {
     // A network built from scratch is sized by the study's search space.
-    return absl::Status(
-        network.status().code(),
-        absl::StrCat(meta_learned ? "" : "spec.search_space: ",
-                     "building the DeepPipe network: ",
-                     network.status().message()));
+    return absl::Status(network.status().code(),
+                        absl::StrCat(meta_learned ? "" : "spec.search_space: ",
+                                     "building the DeepPipe network: ",
+                                     network.status().message()));
   }
   if (!state.has_value()) state = v1::DeepPipePolicyState();
   // The study's own parameters, if FineTune or scratch training set them.

@@ -67,7 +67,8 @@ std::string ListNames(const Container& items, GetName get_name) {
 
 }  // namespace
 
-absl::Status ValidateName(std::string_view name_view, std::string_view path_view,
+absl::Status ValidateName(std::string_view name_view,
+                          std::string_view path_view,
                           std::string_view what_view) {
   const absl::string_view name = ToAbsl(name_view);
   const absl::string_view path = ToAbsl(path_view);

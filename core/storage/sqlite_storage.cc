@@ -184,13 +184,15 @@ absl::Status CheckWritable(Database& db) {
 absl::Status QuickCheck(Database& db) {
   // The check itself fails on some damage (an unreadable schema, say).
   auto failed = [](const absl::Status& status) {
-    return absl::Status(
-        status.code(), absl::StrCat("the database is damaged (PRAGMA "
-                                    "quick_check failed: ",
-                                    status.message(), "); restore it from a "
-                                    "backup"));
+    return absl::Status(status.code(),
+                        absl::StrCat("the database is damaged (PRAGMA "
+                                     "quick_check failed: ",
+                                     status.message(),
+                                     "); restore it from a "
+                                     "backup"));
   };
-  absl::StatusOr<Statement> check = Statement::Prepare(db, "PRAGMA quick_check");
+  absl::StatusOr<Statement> check =
+      Statement::Prepare(db, "PRAGMA quick_check");
   if (!check.ok()) return failed(check.status());
   std::vector<std::string> findings;
   int total = 0;
@@ -200,14 +202,15 @@ absl::Status QuickCheck(Database& db) {
     if (!*has_row) break;
     std::string finding = check->ColumnText(0);
     if (finding == "ok") continue;
-    if (++total <= kMaxIntegrityFindings) findings.push_back(std::move(finding));
+    if (++total <= kMaxIntegrityFindings)
+      findings.push_back(std::move(finding));
   }
   if (total == 0) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(
-      "the database is damaged (PRAGMA quick_check found ", total,
-      " problem(s): ", absl::StrJoin(findings, "; "),
-      total > kMaxIntegrityFindings ? "; ..." : "",
-      "); restore it from a backup"));
+  return absl::DataLossError(
+      absl::StrCat("the database is damaged (PRAGMA quick_check found ", total,
+                   " problem(s): ", absl::StrJoin(findings, "; "),
+                   total > kMaxIntegrityFindings ? "; ..." : "",
+                   "); restore it from a backup"));
 }
 
 absl::Status StudyNotFound(const StudyKey& key) {

@@ -206,9 +206,10 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {
             "value: ", request.value(), " is not a finite number"));
       }
       if (std::abs(request.value()) > kMaxValueMagnitude) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "value: ", request.value(), " is outside [-1e100, 1e100]; "
-            "rescale the objective"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("value: ", request.value(),
+                         " is outside [-1e100, 1e100]; "
+                         "rescale the objective"));
       }
       break;
     case v1::ObserveRequest::kFailure:

@@ -1,12 +1,13 @@
 // Request rules found wanting by testing the server from outside: names with
 // control characters, FineTune's unspecified scope, and a spec whose DeepPipe
 // network is too large.
+#include "core/study/request_validation.h"
+
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/storage/storage.h"
-#include "core/study/request_validation.h"
 #include "core/study/study_engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -247,8 +247,8 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
   if (absl::IsDataLoss(found.status())) {
     // A study whose records do not parse never loads; it can still go.
     METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(key));
-    LogInfo(absl::StrCat("deleted damaged study \"", request.study_id(),
-                         "\" (", found.status().message(), ")"));
+    LogInfo(absl::StrCat("deleted damaged study \"", request.study_id(), "\" (",
+                         found.status().message(), ")"));
     return v1::DeleteStudyResponse();
   }
   METAOPT_RETURN_IF_ERROR(found.status());
@@ -440,10 +440,11 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     const int dropped = DropHeldAndRepeated(live, proposed->configurations);
     std::vector<v1::Configuration> replacements;
     if (dropped > 0) {
-      LogWarning(absl::StrCat(
-          "study \"", request.study_id(), "\": ", info.source, " proposed ",
-          dropped, " configuration(s) held or repeated; replaced by random "
-          "untried ones"));
+      LogWarning(
+          absl::StrCat("study \"", request.study_id(), "\": ", info.source,
+                       " proposed ", dropped,
+                       " configuration(s) held or repeated; replaced by random "
+                       "untried ones"));
       policy::AugmentedView augmented(live, proposed->configurations);
       space::Rng rng = SuggestRng(spec, augmented.trials.size());
       replacements = policy::RandomPolicy::Sample(augmented.view, dropped, rng);
@@ -453,10 +454,9 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     if (!replacements.empty()) {
       NewTrialInfo replacement_info = info;
       replacement_info.source = "random";
-      for (v1::Trial& trial :
-           NewTrials(std::move(replacements),
-                     entry->trials.size() + 1 + created.size(),
-                     replacement_info)) {
+      for (v1::Trial& trial : NewTrials(
+               std::move(replacements),
+               entry->trials.size() + 1 + created.size(), replacement_info)) {
         created.push_back(std::move(trial));
       }
     }
