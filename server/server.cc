@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <utility>
@@ -116,6 +117,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   server->models_ = *std::move(models);
   study::EngineOptions engine_options = options.engine;
   engine_options.max_studies_per_owner = options.max_studies_per_owner;
+  // A ListStudies page fits in one response, with room for its other fields.
+  engine_options.max_page_bytes =
+      std::min<int64_t>(engine_options.max_page_bytes,
+                        std::max(1, options.max_message_bytes / 8 * 7));
   METAOPT_RETURN_IF_ERROR(study::CheckEngineOptions(engine_options));
   server->engine_ = std::make_unique<study::StudyEngine>(
       server->storage_.get(), server->models_.get(), engine_options);

@@ -41,8 +41,10 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
           : surrogate::DeepPipeModel::Create(
                 spec.search_space(), options.scratch_architecture, spec.seed());
   if (!network.ok()) {
+    // A network built from scratch is sized by the study's search space.
     return absl::Status(network.status().code(),
-                        absl::StrCat("building the DeepPipe network: ",
+                        absl::StrCat(meta_learned ? "" : "spec.search_space: ",
+                                     "building the DeepPipe network: ",
                                      network.status().message()));
   }
   if (!state.has_value()) state = v1::DeepPipePolicyState();

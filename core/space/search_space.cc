@@ -56,10 +56,14 @@ std::string ListNames(const Container& items, GetName get_name) {
   return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
 }
 
-// Rules shared by every name: non-empty, at most kMaxNameLength bytes, no
-// control characters. `what` is "name" or "category" in the messages.
-absl::Status ValidateName(absl::string_view name, absl::string_view path,
-                          absl::string_view what) {
+}  // namespace
+
+absl::Status ValidateName(std::string_view name_view,
+                          std::string_view path_view,
+                          std::string_view what_view) {
+  const absl::string_view name = ToAbsl(name_view);
+  const absl::string_view path = ToAbsl(path_view);
+  const absl::string_view what = ToAbsl(what_view);
   if (name.empty())
     return Invalid(path, absl::StrCat(what, " must not be empty"));
   if (name.size() > static_cast<size_t>(kMaxNameLength)) {
@@ -78,6 +82,8 @@ absl::Status ValidateName(absl::string_view name, absl::string_view path,
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status CheckCount(int count, int limit, absl::string_view path,
                         absl::string_view what) {
@@ -604,7 +610,8 @@ absl::StatusOr<v1::StudySpec> ValidateAndCanonicalizeStudySpec(
   for (absl::string_view name : features) {
     const std::string feature_path =
         absl::StrCat("spec.dataset_features[", Quote(name), "]");
-    METAOPT_RETURN_IF_ERROR(ValidateName(name, feature_path, "name"));
+    METAOPT_RETURN_IF_ERROR(
+        ValidateName(std::string_view(name.data(), name.size()), feature_path));
     const double value = spec.dataset_features().at(std::string(name));
     if (!std::isfinite(value)) {
       return Invalid(feature_path,

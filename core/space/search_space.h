@@ -41,6 +41,12 @@ inline constexpr int64_t kMaxIntMagnitude = int64_t{1} << 53;
 absl::Status ValidateSearchSpace(const v1::SearchSpace& space,
                                  std::string_view path = "spec.search_space");
 
+// The rules every name of the API follows: non-empty, at most kMaxNameLength
+// bytes, no control characters (bytes below 0x20, and 0x7f). INVALID_ARGUMENT
+// names `path`; `what` ("name", "category", ...) begins the message.
+absl::Status ValidateName(std::string_view name, std::string_view path,
+                          std::string_view what = "name");
+
 // An immutable, validated search space. Thread-safe (all methods const).
 class SearchSpace {
  public:

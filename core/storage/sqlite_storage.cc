@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
 
 namespace metaopt::storage {
@@ -165,6 +166,53 @@ absl::Status Annotate(const absl::Status& status, std::string_view context) {
                                                   status.message()));
 }
 
+// At most this many of quick_check's findings are quoted in an error.
+constexpr int kMaxIntegrityFindings = 3;
+
+// FAILED_PRECONDITION when this connection cannot write `db` (a read-only
+// file, or one SQLite opened read-only for lack of permission), so that the
+// server fails at start rather than on every write.
+absl::Status CheckWritable(Database& db) {
+  if (sqlite3_db_readonly(db.get(), "main") != 1) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "the database is read-only for this process (check the permissions "
+      "and owner of the file and of its directory); the server writes to it");
+}
+
+// DATA_LOSS quoting SQLite's findings when PRAGMA quick_check finds the file
+// damaged (pages that are not a valid b-tree, bad record formats, ...).
+absl::Status QuickCheck(Database& db) {
+  // The check itself fails on some damage (an unreadable schema, say).
+  auto failed = [](const absl::Status& status) {
+    return absl::Status(status.code(),
+                        absl::StrCat("the database is damaged (PRAGMA "
+                                     "quick_check failed: ",
+                                     status.message(),
+                                     "); restore it from a "
+                                     "backup"));
+  };
+  absl::StatusOr<Statement> check =
+      Statement::Prepare(db, "PRAGMA quick_check");
+  if (!check.ok()) return failed(check.status());
+  std::vector<std::string> findings;
+  int total = 0;
+  while (true) {
+    absl::StatusOr<bool> has_row = check->Step();
+    if (!has_row.ok()) return failed(has_row.status());
+    if (!*has_row) break;
+    std::string finding = check->ColumnText(0);
+    if (finding == "ok") continue;
+    if (++total <= kMaxIntegrityFindings)
+      findings.push_back(std::move(finding));
+  }
+  if (total == 0) return absl::OkStatus();
+  return absl::DataLossError(
+      absl::StrCat("the database is damaged (PRAGMA quick_check found ", total,
+                   " problem(s): ", absl::StrJoin(findings, "; "),
+                   total > kMaxIntegrityFindings ? "; ..." : "",
+                   "); restore it from a backup"));
+}
+
 absl::Status StudyNotFound(const StudyKey& key) {
   return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));
 }
@@ -244,6 +292,8 @@ absl::StatusOr<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(
       SqliteStatus(sqlite3_busy_timeout(db.get(), options.busy_timeout_ms),
                    db.get(), "setting busy timeout"),
       context));
+  METAOPT_RETURN_IF_ERROR(Annotate(CheckWritable(db), context));
+  METAOPT_RETURN_IF_ERROR(Annotate(QuickCheck(db), context));
   absl::StatusOr<std::optional<std::string>> mode =
       db.QueryText("PRAGMA journal_mode = WAL");
   METAOPT_RETURN_IF_ERROR(Annotate(mode.status(), context));
@@ -333,11 +383,15 @@ absl::StatusOr<std::vector<v1::Study>> SqliteStorage::ListStudies(
   while (true) {
     METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
     if (!has_row) break;
-    METAOPT_ASSIGN_OR_RETURN(
-        v1::Study study,
-        ParseStudy(StudyKey{std::string(owner), query.ColumnText(0)},
-                   query.ColumnBlob(1)));
-    studies.push_back(std::move(study));
+    const StudyKey key{std::string(owner), query.ColumnText(0)};
+    absl::StatusOr<v1::Study> study = ParseStudy(key, query.ColumnBlob(1));
+    if (!study.ok()) {
+      // Listed by its key alone; GetStudy reports the damage.
+      study = v1::Study();
+      study->set_owner(key.owner);
+      study->set_study_id(key.study_id);
+    }
+    studies.push_back(*std::move(study));
   }
   return studies;
 }

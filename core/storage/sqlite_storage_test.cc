@@ -2,9 +2,16 @@
 // corruption. The Storage contracts themselves are covered by storage_test.cc.
 #include "core/storage/sqlite_storage.h"
 
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,6 +170,71 @@ TEST_F(SqliteStorageTest, FileThatIsNotADatabaseIsDataLoss) {
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr(DbPath())));
 }
 
+// Random bytes over a database's pages (not its header): the damage is found
+// when the file is opened, not by the RPCs that happen to read those pages.
+TEST_F(SqliteStorageTest, DamagedPagesAreDataLossAtOpen) {
+  {
+    METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                                 OpenSqliteStorage(DbPath()));
+    for (int i = 0; i < 200; ++i) {
+      ASSERT_THAT(storage->CreateStudy(MakeStudy(absl::StrCat("s", i))),
+                  IsOk());
+    }
+  }  // the last connection's close checkpoints the WAL into the file
+  const auto size = std::filesystem::file_size(DbPath());
+  ASSERT_GT(size, 8 * 4096u);
+  {
+    std::fstream file(DbPath(), std::ios::binary | std::ios::in |
+                                    std::ios::out);
+    file.seekp(4 * 4096);
+    std::mt19937 random(22);
+    for (int i = 0; i < 4096; ++i) file.put(static_cast<char>(random()));
+  }
+  EXPECT_THAT(OpenSqliteStorage(DbPath()),
+              StatusIs(absl::StatusCode::kDataLoss,
+                       AllOf(HasSubstr(DbPath()), HasSubstr("quick_check"),
+                             HasSubstr("damaged"))));
+}
+
+// chmod 444 on the file: the open fails naming the cause, instead of every
+// later write failing with INTERNAL. Runs the open as an unprivileged user
+// (root writes read-only files), in a child process.
+TEST_F(SqliteStorageTest, ReadOnlyDatabaseFailsAtOpen) {
+  ASSERT_THAT(OpenSqliteStorage(DbPath()), IsOk());  // create it
+  const passwd* nobody = getpwnam("nobody");
+  if (nobody == nullptr) GTEST_SKIP() << "no user 'nobody'";
+  const uid_t uid = geteuid() == 0 ? nobody->pw_uid : geteuid();
+  const gid_t gid = geteuid() == 0 ? nobody->pw_gid : getegid();
+  const std::filesystem::path dir = std::filesystem::path(DbPath()).parent_path();
+  ASSERT_EQ(chown(dir.c_str(), uid, gid), 0);
+  ASSERT_EQ(chown(DbPath().c_str(), uid, gid), 0);
+  ASSERT_EQ(chmod(DbPath().c_str(), 0444), 0);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(pipe_fds[0]);
+    if (geteuid() == 0 && (setgid(gid) != 0 || setuid(uid) != 0)) _exit(2);
+    const absl::Status opened = OpenSqliteStorage(DbPath()).status();
+    const std::string text = opened.ToString();
+    if (write(pipe_fds[1], text.data(), text.size()) < 0) _exit(3);
+    _exit(0);
+  }
+  close(pipe_fds[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof(buffer))) > 0;) {
+    text.append(buffer, n);
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_THAT(text, AllOf(HasSubstr("FAILED_PRECONDITION"),
+                          HasSubstr(DbPath()), HasSubstr("read-only")));
+}
+
 // ----- Schema versions and migrations -----
 
 TEST_F(SqliteStorageTest, NewDatabaseIsAtTheCurrentSchemaVersion) {
@@ -317,8 +389,31 @@ TEST_F(SqliteStorageTest, UnparsableStudyBlobIsDataLossNamingTheStudy) {
   ASSERT_THAT(Raw().Exec("UPDATE studies SET study = x'ffffffff'"), IsOk());
   EXPECT_THAT(storage->GetStudy(Key("broken")),
               StatusIs(absl::StatusCode::kDataLoss, HasSubstr("\"broken\"")));
-  EXPECT_THAT(storage->ListStudies("", "", 10),
-              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("\"broken\"")));
+}
+
+// One damaged study neither hides the others from a listing nor escapes
+// deletion.
+TEST_F(SqliteStorageTest, UnparsableStudyIsListedByItsKeyAndCanBeDeleted) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
+                               OpenSqliteStorage(DbPath()));
+  for (const char* id : {"a", "broken", "c"}) {
+    ASSERT_THAT(storage->CreateStudy(MakeStudy(id)), IsOk());
+  }
+  ASSERT_THAT(storage->PutTrials(Key("broken"), {MakeTrial(1)}), IsOk());
+  ASSERT_THAT(Raw().Exec("UPDATE studies SET study = x'ffffffff' "
+                         "WHERE study_id = 'broken'"),
+              IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> listed,
+                               storage->ListStudies("", "", 10));
+  ASSERT_THAT(listed, SizeIs(3));
+  EXPECT_TRUE(listed[0].has_spec());
+  EXPECT_EQ(listed[1].study_id(), "broken");
+  EXPECT_FALSE(listed[1].has_spec());
+  EXPECT_EQ(listed[2].study_id(), "c");
+  EXPECT_THAT(storage->DeleteStudy(Key("broken")), IsOk());
+  EXPECT_THAT(storage->GetStudy(Key("broken")),
+              StatusIs(absl::StatusCode::kNotFound, _));
+  EXPECT_THAT(storage->ListStudies("", "", 10), IsOk());
 }
 
 TEST_F(SqliteStorageTest, StudyBlobUnderAnotherKeyIsDataLoss) {

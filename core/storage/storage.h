@@ -67,13 +67,16 @@ class Storage {
   virtual absl::StatusOr<v1::Study> GetStudy(const StudyKey& key) = 0;
   // Up to `limit` studies of `owner` with study_id > `after_study_id`, ordered
   // by study_id (byte-wise), so passing the last id returned pages through all
-  // of the owner's studies. Other owners' studies are never returned.
-  // INVALID_ARGUMENT if limit <= 0.
+  // of the owner's studies. Other owners' studies are never returned. A study
+  // whose stored record does not parse comes with only owner and study_id
+  // set, so that one damaged study does not hide the others (GetStudy reports
+  // the damage). INVALID_ARGUMENT if limit <= 0.
   virtual absl::StatusOr<std::vector<v1::Study>> ListStudies(
       std::string_view owner, std::string_view after_study_id, int limit) = 0;
   // How many studies `owner` has.
   virtual absl::StatusOr<int64_t> CountStudies(std::string_view owner) = 0;
-  // Removes the study, its trials and its surrogate state. NOT_FOUND if absent.
+  // Removes the study, its trials and its surrogate state, whether or not its
+  // records parse. NOT_FOUND if absent.
   virtual absl::Status DeleteStudy(const StudyKey& key) = 0;
 
   // Stores every change of `write` in one transaction: all of them or none.

@@ -2,6 +2,7 @@
 #ifndef METAOPT_CORE_STUDY_ENGINE_OPTIONS_H_
 #define METAOPT_CORE_STUDY_ENGINE_OPTIONS_H_
 
+#include <cstdint>
 #include <functional>
 
 #include "absl/time/time.h"
@@ -18,6 +19,10 @@ struct EngineOptions {
   // `default_page_size`.
   int max_page_size = 1000;
   int default_page_size = 100;
+  // Largest ListStudies page in serialized bytes (specs can be large): a page
+  // ends before the study that would cross it, but holds at least one study.
+  // The server sets it below its largest message.
+  int64_t max_page_bytes = int64_t{4} << 20;
   // Size limits of a study spec at CreateStudy (INVALID_ARGUMENT beyond them).
   int max_stages = space::kMaxStages;
   int max_algorithms_per_stage = space::kMaxAlgorithmsPerStage;

@@ -14,8 +14,11 @@
 namespace metaopt::study {
 namespace {
 
-constexpr int kMaxClientIdLength = 128;
 constexpr int kMaxFailureReasonLength = 4096;
+// Objective values lie within +-1e100: the surrogates standardize values and
+// sum their squares, which stay finite in double for such values (1.7e308
+// overflowed and every model-based Suggest fell back to random search).
+constexpr double kMaxValueMagnitude = 1e100;
 constexpr int kMaxMetrics = 256;
 constexpr int kMaxFineTuneSteps = 10000;
 constexpr int kMaxHeartbeatTrials = 1000;
@@ -85,6 +88,10 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
           limit.name, ": ", limit.value, " is outside [1, ", limit.max, "]"));
     }
   }
+  if (options.max_page_bytes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_page_bytes: ", options.max_page_bytes, " must be positive"));
+  }
   if (options.trial_lease <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat("trial_lease: ", DurationText(options.trial_lease),
@@ -147,11 +154,7 @@ absl::Status ValidateMetrics(
                      " entries exceed the limit of ", kMaxMetrics));
   }
   for (const auto& [name, value] : metrics) {
-    if (name.empty() || name.size() > 128) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("metrics: name \"", name.substr(0, 64),
-                       "\" must have 1..128 characters"));
-    }
+    METAOPT_RETURN_IF_ERROR(space::ValidateName(name, "metrics"));
     if (!std::isfinite(value)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "metrics[\"", name, "\"]: ", value, " is not a finite number"));
@@ -176,11 +179,9 @@ absl::Status ValidateSuggestRequest(const v1::SuggestRequest& request,
         absl::StrCat("count: ", request.count(), " is outside [0, ",
                      options.max_suggest_count, "] (0 means 1)"));
   }
-  if (request.client_id().size() > kMaxClientIdLength) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "client_id: longer than ", kMaxClientIdLength, " characters"));
-  }
-  return absl::OkStatus();
+  // Empty: no client (no lease renewal, no idempotent retry).
+  if (request.client_id().empty()) return absl::OkStatus();
+  return space::ValidateName(request.client_id(), "client_id", "client id");
 }
 
 absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {
@@ -203,6 +204,12 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {
       if (!std::isfinite(request.value())) {
         return absl::InvalidArgumentError(absl::StrCat(
             "value: ", request.value(), " is not a finite number"));
+      }
+      if (std::abs(request.value()) > kMaxValueMagnitude) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("value: ", request.value(),
+                         " is outside [-1e100, 1e100]; "
+                         "rescale the objective"));
       }
       break;
     case v1::ObserveRequest::kFailure:

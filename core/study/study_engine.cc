@@ -196,21 +196,45 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
       std::vector<v1::Study> stored,
       storage_->ListStudies(context.owner, after, page_size + 1));
   v1::ListStudiesResponse response;
-  const bool more = static_cast<int>(stored.size()) > page_size;
+  bool more = static_cast<int>(stored.size()) > page_size;
   if (more) stored.resize(page_size);
+  // The page's serialized size: each study plus its field tag and length.
+  constexpr int64_t kEntryOverhead = 1 + 5;
+  int64_t page_bytes = 0;
+  std::string last_listed;
   for (const v1::Study& study : stored) {
+    v1::Study described;
     const absl::Status listed = WithLiveStudy(
         {context.owner, study.study_id()},
         [&](LiveStudy& live, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          *response.add_studies() = DescribeStudy(live);
+          described = DescribeStudy(live);
           return absl::OkStatus();
         });
-    if (absl::IsNotFound(listed)) continue;  // deleted meanwhile
-    METAOPT_RETURN_IF_ERROR(listed);
+    if (absl::IsNotFound(listed)) {  // deleted meanwhile
+      last_listed = study.study_id();
+      continue;
+    }
+    if (absl::IsDataLoss(listed)) {
+      // A damaged study is listed by its id alone, so that it hides no
+      // healthy one; GetStudy names the damage and DeleteStudy removes it.
+      LogError(absl::StrCat("listing studies: ", listed.message()));
+      described.set_study_id(study.study_id());
+    } else {
+      METAOPT_RETURN_IF_ERROR(listed);
+    }
+    const int64_t bytes =
+        static_cast<int64_t>(described.ByteSizeLong()) + kEntryOverhead;
+    if (response.studies_size() > 0 &&
+        page_bytes + bytes > options_.max_page_bytes) {
+      more = true;  // the page is full by size; this study starts the next
+      break;
+    }
+    page_bytes += bytes;
+    last_listed = study.study_id();
+    *response.add_studies() = std::move(described);
   }
-  if (more && !stored.empty()) {
-    response.set_next_page_token(
-        EncodePageToken("study", stored.back().study_id()));
+  if (more && !last_listed.empty()) {
+    response.set_next_page_token(EncodePageToken("study", last_listed));
   }
   return response;
 }
@@ -218,8 +242,17 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
 absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
     const v1::DeleteStudyRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
-  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                           FindStudy({context.owner, request.study_id()}));
+  const storage::StudyKey key{context.owner, request.study_id()};
+  absl::StatusOr<std::shared_ptr<LiveStudy>> found = FindStudy(key);
+  if (absl::IsDataLoss(found.status())) {
+    // A study whose records do not parse never loads; it can still go.
+    METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(key));
+    LogInfo(absl::StrCat("deleted damaged study \"", request.study_id(), "\" (",
+                         found.status().message(), ")"));
+    return v1::DeleteStudyResponse();
+  }
+  METAOPT_RETURN_IF_ERROR(found.status());
+  const std::shared_ptr<LiveStudy>& entry = *found;
   {
     MutexLock lock(&entry->mu);
     if (entry->deleted) {
@@ -399,8 +432,36 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
                                          : *entry->policy;
     info.source = proposed->source.empty() ? producer.name() : proposed->source;
     info.fallback_reason = fallback_reason;
+    // Whatever the policy proposed, no configuration is handed out twice in
+    // one Suggest, nor a catalogue entry a trial holds; random untried ones
+    // take the place of those dropped.
+    const policy::StudyView live =
+        view_of(entry->trials.all(), entry->trials.held_keys());
+    const int dropped = DropHeldAndRepeated(live, proposed->configurations);
+    std::vector<v1::Configuration> replacements;
+    if (dropped > 0) {
+      LogWarning(
+          absl::StrCat("study \"", request.study_id(), "\": ", info.source,
+                       " proposed ", dropped,
+                       " configuration(s) held or repeated; replaced by random "
+                       "untried ones"));
+      policy::HeldConfigurations held(live);
+      held.Add(proposed->configurations);
+      space::Rng rng = SuggestRng(
+          spec, live.trials->size() + proposed->configurations.size());
+      replacements = policy::RandomPolicy::Sample(live, held, dropped, rng);
+    }
     std::vector<v1::Trial> created = NewTrials(
         std::move(proposed->configurations), entry->trials.size() + 1, info);
+    if (!replacements.empty()) {
+      NewTrialInfo replacement_info = info;
+      replacement_info.source = "random";
+      for (v1::Trial& trial : NewTrials(
+               std::move(replacements),
+               entry->trials.size() + 1 + created.size(), replacement_info)) {
+        created.push_back(std::move(trial));
+      }
+    }
     METAOPT_RETURN_IF_ERROR(
         CommitSuggest(*entry, staged, created, proposed->update));
     if (!fallback_reason.empty()) {

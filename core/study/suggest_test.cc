@@ -5,12 +5,16 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/meta/train/pmf_testutil.h"
+#include "core/registry/artifact.h"
+#include "core/registry/model_manager.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "core/study/fake_clock.h"
@@ -37,8 +41,11 @@ constexpr absl::Duration kLease = absl::Minutes(60);
 // Restart() reopens it) and a fake clock.
 class Harness {
  public:
-  Harness(EngineOptions options, std::string db_path = "")
-      : options_(std::move(options)), db_path_(std::move(db_path)) {
+  Harness(EngineOptions options, std::string db_path = "",
+          registry::ModelManager* models = nullptr)
+      : options_(std::move(options)),
+        db_path_(std::move(db_path)),
+        models_(models) {
     options_.trial_lease = kLease;
     options_.clock = FakeClock::Source(&clock_);
     Restart();
@@ -51,7 +58,7 @@ class Harness {
                                     : storage::OpenSqliteStorage(db_path_);
     ASSERT_THAT(storage, IsOk());
     storage_ = *std::move(storage);
-    engine_ = std::make_unique<StudyEngine>(storage_.get(), nullptr, options_);
+    engine_ = std::make_unique<StudyEngine>(storage_.get(), models_, options_);
   }
 
   StudyEngine& engine() { return *engine_; }
@@ -107,6 +114,7 @@ class Harness {
  private:
   EngineOptions options_;
   std::string db_path_;
+  registry::ModelManager* const models_;
   FakeClock clock_;
   std::unique_ptr<storage::Storage> storage_;
   std::unique_ptr<StudyEngine> engine_;
@@ -201,6 +209,62 @@ TEST(SuggestTest, AConfigurationHeldTwiceStaysHeldUntilBothLetGo) {
   EXPECT_THAT(last, UnorderedElementsAre(first[1]));
   EXPECT_EQ(server.Describe().state(), v1::STUDY_STATE_EXHAUSTED);
   EXPECT_THAT(server.Suggest(1, "w4"), IsEmpty());
+}
+
+// The engine's invariant for every algorithm kind: a catalogue entry is
+// suggested once while a trial holds it, within one Suggest and across calls
+// (MOSAIC handed out x = 0.3 twice in one Suggest of count 3).
+TEST(SuggestTest, NoKindSuggestsAHeldCatalogueEntry) {
+  // PMF needs a model over the catalogue: x = n / 9 for n = 0..9.
+  train::testing::SyntheticPmfOptions pmf_options;
+  pmf_options.entries = 10;
+  auto artifact = train::testing::TrainSyntheticPmfArtifact(pmf_options);
+  ASSERT_THAT(artifact, IsOk());
+  ::metaopt::testing::ScopedTempDir registry_dir;
+  ASSERT_THAT(registry::WriteModelVersion(registry_dir.path(), "pmf", *artifact),
+              IsOk());
+  auto models = registry::ModelManager::Create({registry_dir.path()});
+  ASSERT_THAT(models, IsOk());
+  const google::protobuf::EnumDescriptor* kinds =
+      v1::AlgorithmKind_descriptor();
+  for (int k = 0; k < kinds->value_count(); ++k) {
+    const auto kind = static_cast<v1::AlgorithmKind>(kinds->value(k)->number());
+    if (kind == v1::ALGORITHM_KIND_UNSPECIFIED) continue;
+    SCOPED_TRACE(v1::AlgorithmKind_Name(kind));
+    auto spec_of = [&](int size) {
+      v1::StudySpec spec = CatalogueSpec(size);
+      spec.mutable_algorithm()->set_kind(kind);
+      if (kind == v1::ALGORITHM_KIND_PMF) {
+        *spec.mutable_search_space() = artifact->search_space();
+        spec.clear_candidates();
+        for (int i = 0; i < size; ++i) {
+          *spec.add_candidates() = artifact->catalogue(i);
+        }
+      }
+      return spec;
+    };
+    for (const int size : {3, 10}) {
+      SCOPED_TRACE(size);
+      Harness server({}, "", models->get());
+      server.Create(spec_of(size));
+      const std::vector<std::string> all = server.Suggest(size, "w1");
+      EXPECT_THAT(all, SizeIs(size));
+      EXPECT_THAT(std::set<std::string>(all.begin(), all.end()), SizeIs(size));
+      EXPECT_THAT(server.Suggest(size, "w2"), IsEmpty());
+    }
+    // Across calls, with observations and a lease ending in between.
+    Harness server({}, "", models->get());
+    server.Create(spec_of(10));
+    std::vector<std::string> keys = server.Suggest(3, "w1");  // 1-3
+    server.Observe(1, 0.5);
+    server.Observe(2, 0.25);
+    for (const std::string& key : server.Suggest(3, "w2")) keys.push_back(key);
+    server.clock().Advance(kLease);  // 3-6 turn STALE: their entries are free
+    keys.erase(keys.begin() + 2, keys.end());
+    for (const std::string& key : server.Suggest(10, "w3")) keys.push_back(key);
+    EXPECT_THAT(keys, SizeIs(10));
+    EXPECT_THAT(std::set<std::string>(keys.begin(), keys.end()), SizeIs(10));
+  }
 }
 
 // Counts the writes that reach the storage it wraps.

@@ -4,8 +4,10 @@
 #include <random>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/proto_time.h"
+#include "core/space/search_space.h"
 #include "core/study/request_validation.h"
 
 namespace metaopt::study {
@@ -38,6 +40,28 @@ std::string DeadlineFallbackReason(absl::Duration left, absl::Duration cost,
 absl::Duration NextSuggestCost(absl::Duration previous,
                                absl::Duration measured) {
   return std::max(measured, previous * kCostDecay);
+}
+
+int DropHeldAndRepeated(const policy::StudyView& study,
+                        std::vector<v1::Configuration>& configurations) {
+  const bool catalogue = !study.spec->candidates().empty();
+  policy::HeldKeys scratch;
+  const policy::HeldKeys* held =
+      catalogue ? &policy::HeldConfigurationKeys(study, &scratch) : nullptr;
+  absl::flat_hash_set<std::string> seen;
+  size_t kept = 0;
+  for (v1::Configuration& config : configurations) {
+    std::string key = space::ConfigurationKey(config);
+    if (held != nullptr && held->contains(key)) continue;
+    if (!seen.insert(std::move(key)).second) continue;
+    if (&configurations[kept] != &config) {
+      configurations[kept] = std::move(config);
+    }
+    ++kept;
+  }
+  const int dropped = static_cast<int>(configurations.size() - kept);
+  configurations.resize(kept);
+  return dropped;
 }
 
 std::vector<v1::Trial> NewTrials(std::vector<v1::Configuration> configurations,

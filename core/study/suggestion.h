@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/policy/policy.h"
 #include "core/space/random.h"
 #include "metaopt/v1/study.pb.h"
 
@@ -30,6 +31,13 @@ std::string DeadlineFallbackReason(absl::Duration left, absl::Duration cost,
 // and forgotten over a few faster ones.
 absl::Duration NextSuggestCost(absl::Duration previous,
                                absl::Duration measured);
+
+// The engine's invariant over what any policy proposes: removes from
+// `configurations` each one that repeats an earlier one and, in a catalogue
+// study, each entry that a trial of `study` holds. Returns how many it
+// removed.
+int DropHeldAndRepeated(const policy::StudyView& study,
+                        std::vector<v1::Configuration>& configurations);
 
 // What new trials record besides their configuration.
 struct NewTrialInfo {

@@ -530,6 +530,43 @@ TEST_F(ServiceTest, ListStudiesIsStableAndPaged) {
   EXPECT_EQ(pages, 3);
 }
 
+// Pages are bounded by bytes too: four studies of about 290 KB under a 1 MiB
+// message limit (was RESOURCE_EXHAUSTED for the first page).
+TEST(ListStudiesSizeTest, PagesFitTheMessageLimit) {
+  ScopedTempDir dir;
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = dir.File("models");
+  options.max_message_bytes = 1 << 20;
+  TestServer server(options);
+  const v1::StudySpec spec = CatalogueSpec(9600);
+  ASSERT_GT(spec.ByteSizeLong(), 280'000u);
+  for (const char* id : {"a", "b", "c", "d"}) {
+    v1::CreateStudyRequest create;
+    create.set_study_id(id);
+    *create.mutable_spec() = spec;
+    v1::CreateStudyResponse created;
+    ASSERT_TRUE(server.stub()
+                    .CreateStudy(ContextWithDeadline().get(), create, &created)
+                    .ok());
+  }
+  std::vector<std::string> ids;
+  v1::ListStudiesRequest request;
+  int pages = 0;
+  do {
+    v1::ListStudiesResponse response;
+    const grpc::Status status = server.stub().ListStudies(
+        ContextWithDeadline().get(), request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_LE(response.ByteSizeLong(), 1u << 20);
+    for (const v1::Study& s : response.studies()) ids.push_back(s.study_id());
+    request.set_page_token(response.next_page_token());
+    ++pages;
+  } while (!request.page_token().empty());
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_GE(pages, 2);
+}
+
 TEST_F(ServiceTest, ListModelsAnswers) {
   v1::ListModelsResponse response;
   ASSERT_TRUE(server_.stub()

@@ -1,0 +1,200 @@
+// Request rules found wanting by testing the server from outside: names with
+// control characters, FineTune's unspecified scope, and a spec whose DeepPipe
+// network is too large.
+#include "core/study/request_validation.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/storage/storage.h"
+#include "core/study/study_engine.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/test_specs.h"
+
+namespace metaopt::study {
+namespace {
+
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::PipelineAccuracy;
+using ::metaopt::testing::PipelineSpec;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+TEST(RequestValidationTest, ClientIdFollowsTheNameRules) {
+  v1::SuggestRequest request;
+  request.set_study_id("s");
+  EXPECT_THAT(ValidateSuggestRequest(request, {}), IsOk());  // no client
+  request.set_client_id("worker-1");
+  EXPECT_THAT(ValidateSuggestRequest(request, {}), IsOk());
+  request.set_client_id(std::string("w\0\n", 3) + "\xF0\x9F\x98\x80");
+  EXPECT_THAT(ValidateSuggestRequest(request, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("client_id: client id \"w\\000\\n")));
+  request.set_client_id("w\x7f");
+  EXPECT_THAT(ValidateSuggestRequest(request, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("control character 0x7f")));
+  request.set_client_id(std::string(129, 'w'));
+  EXPECT_THAT(ValidateSuggestRequest(request, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("more than the limit of 128")));
+}
+
+TEST(RequestValidationTest, MetricNamesFollowTheNameRules) {
+  v1::ObserveRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(1);
+  request.set_value(0.5);
+  (*request.mutable_metrics())["fit_seconds"] = 2.5;
+  EXPECT_THAT(ValidateObserveRequest(request), IsOk());
+  (*request.mutable_metrics())[std::string("m\0", 2)] = 1;
+  EXPECT_THAT(ValidateObserveRequest(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics: name \"m\\000\" contains control "
+                                 "character 0x00")));
+  request.mutable_metrics()->clear();
+  (*request.mutable_metrics())[""] = 1;
+  EXPECT_THAT(ValidateObserveRequest(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics: name must not be empty")));
+}
+
+class EngineRequestTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto storage = storage::OpenInMemoryStorage();
+    ASSERT_THAT(storage, IsOk());
+    storage_ = *std::move(storage);
+    engine_ = std::make_unique<StudyEngine>(storage_.get(), nullptr);
+  }
+
+  absl::Status Create(const std::string& id, const v1::StudySpec& spec) {
+    v1::CreateStudyRequest request;
+    request.set_study_id(id);
+    *request.mutable_spec() = spec;
+    return engine_->CreateStudy(request).status();
+  }
+
+  // Suggests and observes `n` trials of study `id` one at a time; the
+  // values of `extremes` replace the first ones observed.
+  void Run(const std::string& id, int n,
+           const std::vector<double>& extremes = {}) {
+    for (int i = 0; i < n; ++i) {
+      v1::SuggestRequest suggest;
+      suggest.set_study_id(id);
+      auto suggested = engine_->Suggest(suggest);
+      ASSERT_THAT(suggested, IsOk());
+      ASSERT_EQ(suggested->trials_size(), 1);
+      v1::ObserveRequest observe;
+      observe.set_study_id(id);
+      observe.set_trial_id(suggested->trials(0).id());
+      observe.set_value(
+          i < static_cast<int>(extremes.size())
+              ? extremes[i]
+              : PipelineAccuracy(suggested->trials(0).configuration()));
+      ASSERT_THAT(engine_->Observe(observe), IsOk());
+    }
+  }
+
+  std::unique_ptr<storage::Storage> storage_;
+  std::unique_ptr<StudyEngine> engine_;
+};
+
+// docs/api.md: an unspecified scope is FINE_TUNE_SCOPE_KERNEL, like the
+// other unspecified fields that mean a default.
+TEST_F(EngineRequestTest, FineTuneWithoutScopeTunesTheKernel) {
+  for (const char* id : {"kernel", "unspecified"}) {
+    ASSERT_THAT(Create(id, PipelineSpec(v1::ALGORITHM_KIND_GP)), IsOk());
+    Run(id, 8);
+  }
+  v1::FineTuneRequest request;
+  request.set_study_id("kernel");
+  request.set_steps(20);
+  request.set_scope(v1::FINE_TUNE_SCOPE_KERNEL);
+  auto kernel = engine_->FineTune(request);
+  ASSERT_THAT(kernel, IsOk());
+  request.set_study_id("unspecified");
+  request.clear_scope();
+  auto unspecified = engine_->FineTune(request);
+  ASSERT_THAT(unspecified, IsOk());
+  EXPECT_GT(unspecified->steps_run(), 0);
+  EXPECT_EQ(unspecified->steps_run(), kernel->steps_run());
+  EXPECT_DOUBLE_EQ(unspecified->loss_after(), kernel->loss_after());
+
+  request.set_scope(static_cast<v1::FineTuneScope>(7));
+  EXPECT_THAT(engine_->FineTune(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("scope: 7 is not a FineTuneScope")));
+}
+
+TEST(RequestValidationTest, ValuesLieWithinTheStatedBound) {
+  v1::ObserveRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(1);
+  for (const double value : {1e100, -1e100, 0.0}) {
+    request.set_value(value);
+    EXPECT_THAT(ValidateObserveRequest(request), IsOk()) << value;
+  }
+  for (const double value : {1.7e308, -1.7e308, 1.0001e100}) {
+    request.set_value(value);
+    EXPECT_THAT(ValidateObserveRequest(request),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("is outside [-1e100, 1e100]")))
+        << value;
+  }
+}
+
+// Values at the bound keep the model-based kinds on their models (1.7e308
+// turned every GP and DeepPipe Suggest into random-fallback) and FineTune
+// working.
+TEST_F(EngineRequestTest, ValuesAtTheBoundKeepTheSurrogates) {
+  for (const v1::AlgorithmKind kind :
+       {v1::ALGORITHM_KIND_GP, v1::ALGORITHM_KIND_DEEPPIPE}) {
+    const std::string id = v1::AlgorithmKind_Name(kind);
+    SCOPED_TRACE(id);
+    ASSERT_THAT(Create(id, PipelineSpec(kind)), IsOk());
+    Run(id, 10, {1e100, -1e100});
+    v1::SuggestRequest suggest;
+    suggest.set_study_id(id);
+    auto suggested = engine_->Suggest(suggest);
+    ASSERT_THAT(suggested, IsOk());
+    ASSERT_EQ(suggested->trials_size(), 1);
+    EXPECT_THAT(suggested->trials(0).metadata().at("policy"),
+                Not(HasSubstr("fallback")));
+    v1::FineTuneRequest fine_tune;
+    fine_tune.set_study_id(id);
+    fine_tune.set_steps(5);
+    EXPECT_THAT(engine_->FineTune(fine_tune), IsOk());
+  }
+}
+
+// A space too wide for a DeepPipe network built from scratch is the spec's
+// fault, and the error says where.
+TEST_F(EngineRequestTest, OversizedDeepPipeNetworkNamesTheSearchSpace) {
+  v1::StudySpec spec = PipelineSpec(v1::ALGORITHM_KIND_DEEPPIPE);
+  v1::SearchSpace& space = *spec.mutable_search_space();
+  space.clear_stages();
+  for (int s = 0; s < 5; ++s) {
+    v1::Stage* stage = space.add_stages();
+    stage->set_name("stage" + std::to_string(s));
+    v1::Algorithm* algorithm = stage->add_algorithms();
+    algorithm->set_name("a");
+    for (int p = 0; p < 256; ++p) {
+      v1::Parameter* parameter = algorithm->add_parameters();
+      parameter->set_name("p" + std::to_string(p));
+      parameter->mutable_float_domain()->set_high(1);
+    }
+  }
+  EXPECT_THAT(Create("wide", spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       StartsWith("spec.search_space: building the DeepPipe "
+                                  "network: ")));
+}
+
+}  // namespace
+}  // namespace metaopt::study
