@@ -78,6 +78,65 @@ inline v1::SearchSpace MixedPipelineSpace() {
   )pb");
 }
 
+// Plain HPO: one stage "train", one algorithm "xgb" (lr log float, depth int,
+// booster cat).
+inline v1::SearchSpace HpoSpace() {
+  return ParseTextProto<v1::SearchSpace>(R"pb(
+    stages {
+      name: "train"
+      algorithms {
+        name: "xgb"
+        parameters {
+          name: "lr"
+          float_domain { low: 1e-5 high: 1 log: true }
+        }
+        parameters {
+          name: "depth"
+          int_domain { low: 2 high: 10 }
+        }
+        parameters {
+          name: "booster"
+          categorical_domain { values: "gbtree" values: "dart" }
+        }
+      }
+    }
+  )pb");
+}
+
+// A valid HpoSpace configuration (algorithm omitted, as the single-algorithm
+// stage allows).
+inline v1::Configuration HpoConfig() {
+  return ParseTextProto<v1::Configuration>(R"pb(
+    assignments {
+      stage: "train"
+      parameters {
+        key: "lr"
+        value { number: 0.01 }
+      }
+      parameters {
+        key: "depth"
+        value { number: 4 }
+      }
+      parameters {
+        key: "booster"
+        value { category: "dart" }
+      }
+    }
+  )pb");
+}
+
+// The value of parameter `name` in the first assignment of `config` (inserted
+// if absent).
+inline v1::ParameterValue& HpoValue(v1::Configuration& config,
+                                    const std::string& name) {
+  return (*config.mutable_assignments(0)->mutable_parameters())[name];
+}
+
+// The first parameter of the first algorithm of the first stage of `space`.
+inline v1::Parameter* FirstParameter(v1::SearchSpace& space) {
+  return space.mutable_stages(0)->mutable_algorithms(0)->mutable_parameters(0);
+}
+
 // A two-stage pipeline space: scaler {none, standard}, estimator {svm(C log
 // float, kernel cat), knn(n_neighbors int)}.
 inline v1::StudySpec PipelineSpec(
