@@ -1,7 +1,5 @@
 #include "server/malformed_request.h"
 
-#include <utility>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "google/protobuf/descriptor.h"
@@ -16,8 +14,10 @@ using grpc::experimental::InterceptionHookPoints;
 class MalformedRequestInterceptor final
     : public grpc::experimental::Interceptor {
  public:
-  explicit MalformedRequestInterceptor(std::string method)
-      : method_(std::move(method)) {}
+  // `info` outlives the interceptor (both belong to the call).
+  explicit MalformedRequestInterceptor(
+      const grpc::experimental::ServerRpcInfo* info)
+      : info_(info) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) final {
     if (methods->QueryInterceptionHookPoint(
@@ -27,14 +27,14 @@ class MalformedRequestInterceptor final
           status.error_message().empty()) {
         methods->ModifySendStatus(
             grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                         MalformedRequestMessage(method_)));
+                         MalformedRequestMessage(info_->method())));
       }
     }
     methods->Proceed();
   }
 
  private:
-  const std::string method_;
+  const grpc::experimental::ServerRpcInfo* const info_;
 };
 
 class MalformedRequestInterceptorFactory final
@@ -42,7 +42,7 @@ class MalformedRequestInterceptorFactory final
  public:
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) final {
-    return new MalformedRequestInterceptor(info->method());
+    return new MalformedRequestInterceptor(info);
   }
 };
 

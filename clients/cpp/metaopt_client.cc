@@ -18,12 +18,10 @@ namespace {
 // Large enough for a full page of trials with big configurations.
 constexpr int kMaxReceiveMessageBytes = 64 << 20;
 
-// Uniform in [d / 2, d]: "equal jitter", so concurrent clients spread out but
-// never retry at once.
-absl::Duration Jitter(absl::Duration d) {
+// A uniform draw in [0, 1) for BackoffDelay.
+double UnitDraw() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::uniform_real_distribution<double> unit(0.5, 1.0);
-  return d * unit(rng);
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
 }
 
 // The channel credentials `options` ask for: given ones, TLS, or plaintext.
@@ -63,6 +61,14 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
 }
 
 }  // namespace
+
+absl::Duration BackoffDelay(int retry, absl::Duration initial,
+                            absl::Duration max, double unit) {
+  absl::Duration delay = initial;
+  for (int i = 1; i < retry && delay < max; ++i) delay *= 2;
+  delay = std::min(delay, max);
+  return delay / 2 + delay / 2 * std::clamp(unit, 0.0, 1.0);
+}
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
@@ -158,7 +164,6 @@ absl::StatusOr<Response> MetaoptClient::Call(Method<Request, Response> method,
                                              bool idempotent, bool* retried) {
   const absl::Time deadline = absl::Now() + options_.timeout;
   const int attempts = idempotent ? options_.max_attempts : 1;
-  absl::Duration backoff = options_.initial_backoff;
   if (retried != nullptr) *retried = false;
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext context;
@@ -174,10 +179,10 @@ absl::StatusOr<Response> MetaoptClient::Call(Method<Request, Response> method,
         attempt >= attempts) {
       return FromGrpcStatus(status);
     }
-    const absl::Duration sleep = Jitter(backoff);
+    const absl::Duration sleep = BackoffDelay(attempt, options_.initial_backoff,
+                                              options_.max_backoff, UnitDraw());
     if (absl::Now() + sleep >= deadline) return FromGrpcStatus(status);
     absl::SleepFor(sleep);
-    backoff = std::min(backoff * 2, options_.max_backoff);
     if (retried != nullptr) *retried = true;
   }
 }

@@ -30,6 +30,13 @@
 
 namespace metaopt {
 
+// The wait before retry number `retry` (>= 1) of exponential backoff with
+// "equal jitter": initial * 2^(retry - 1), capped at `max`, times a factor in
+// [1/2, 1] given by `unit`, a uniform draw in [0, 1). Concurrent clients thus
+// spread out but never retry at once.
+absl::Duration BackoffDelay(int retry, absl::Duration initial,
+                            absl::Duration max, double unit);
+
 class MetaoptClient {
  public:
   struct Options {

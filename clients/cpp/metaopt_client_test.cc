@@ -119,6 +119,16 @@ class MetaoptClientTest : public ::testing::Test {
   MetaoptClient::Options options_;
 };
 
+TEST(BackoffDelayTest, DoublesFromInitialToMaxWithEqualJitter) {
+  const absl::Duration initial = absl::Milliseconds(100);
+  const absl::Duration max = absl::Seconds(2);
+  EXPECT_EQ(BackoffDelay(1, initial, max, 1.0), absl::Milliseconds(100));
+  EXPECT_EQ(BackoffDelay(1, initial, max, 0.0), absl::Milliseconds(50));
+  EXPECT_EQ(BackoffDelay(3, initial, max, 0.5), absl::Milliseconds(300));
+  EXPECT_EQ(BackoffDelay(6, initial, max, 1.0), absl::Seconds(2));  // 3.2 s
+  EXPECT_EQ(BackoffDelay(1 << 20, initial, max, 0.0), absl::Seconds(1));
+}
+
 TEST_F(MetaoptClientTest, RetriesIdempotentCallOnUnavailable) {
   service_.unavailable_before_success = 2;
   auto client = NewClient();

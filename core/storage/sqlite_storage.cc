@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 
 namespace metaopt::storage {
 namespace sqlite_storage_internal {
@@ -159,12 +160,6 @@ namespace {
 
 using sqlite_storage_internal::Migrate;
 using sqlite_storage_internal::Migrations;
-
-absl::Status Annotate(const absl::Status& status, std::string_view context) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(std::string(context), ": ",
-                                                  status.message()));
-}
 
 // At most this many of quick_check's findings are quoted in an error.
 constexpr int kMaxIntegrityFindings = 3;

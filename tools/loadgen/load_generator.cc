@@ -390,11 +390,8 @@ int64_t LoadReport::failed_ops() const {
 }
 
 absl::Duration RetryDelay(int consecutive_failures, double unit) {
-  const absl::Duration cap = absl::Seconds(1);
-  absl::Duration delay = absl::Milliseconds(10);
-  for (int i = 1; i < consecutive_failures && delay < cap; ++i) delay *= 2;
-  delay = std::min(delay, cap);
-  return delay / 2 + delay / 2 * std::clamp(unit, 0.0, 1.0);
+  return BackoffDelay(consecutive_failures, absl::Milliseconds(10),
+                      absl::Seconds(1), unit);
 }
 
 double LoadReport::ops_per_second() const { return Rate(ops(), elapsed); }
