@@ -69,7 +69,7 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
     }
     METAOPT_RETURN_IF_ERROR(network->set_parameters(params));
   }
-  std::vector<v1::Configuration> portfolio = PortfolioForStudy(
+  ZeroShotDesign portfolio = ZeroShotDesignForStudy(
       model == nullptr ? nullptr : &model->artifact, spec, space);
   const int initial_trials = spec.algorithm().initial_trials() > 0
                                  ? spec.algorithm().initial_trials()
@@ -92,7 +92,7 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
 
 DeepPipePolicy::DeepPipePolicy(
     v1::Goal goal, bool meta_learned, int initial_trials,
-    std::vector<v1::Configuration> portfolio,
+    ZeroShotDesign portfolio,
     std::shared_ptr<const surrogate::DeepPipeModel> model,
     std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
     std::shared_ptr<const acquisition::EncodedCatalogue> embedded_catalogue,
@@ -149,7 +149,8 @@ absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
   steps.encoder = &model_->encoder();
   // Initial design: the portfolio (zero-shot) with a meta-learned model,
   // random otherwise; either way `initial_trials_` handed-out trials.
-  steps.portfolio = meta_learned_ ? &portfolio_ : &kNoPortfolio;
+  steps.portfolio = meta_learned_ ? &portfolio_.configurations : &kNoPortfolio;
+  steps.portfolio_source = portfolio_.source;
   steps.portfolio_in_design = true;
   steps.random_design = !meta_learned_;
   steps.initial_trials = initial_trials_;

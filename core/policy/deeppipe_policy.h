@@ -69,7 +69,7 @@ class DeepPipePolicy final : public Policy {
  private:
   DeepPipePolicy(
       v1::Goal goal, bool meta_learned, int initial_trials,
-      std::vector<v1::Configuration> portfolio,
+      ZeroShotDesign portfolio,
       std::shared_ptr<const surrogate::DeepPipeModel> model,
       std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
       std::shared_ptr<const acquisition::EncodedCatalogue> embedded_catalogue,
@@ -82,7 +82,7 @@ class DeepPipePolicy final : public Policy {
   const v1::Goal goal_;
   const bool meta_learned_;
   const int initial_trials_;
-  const std::vector<v1::Configuration> portfolio_;
+  const ZeroShotDesign portfolio_;
   // The base model (meta-learned or trained so far), with the study's
   // persisted parameters applied.
   const std::shared_ptr<const surrogate::DeepPipeModel> model_;

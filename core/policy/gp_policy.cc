@@ -14,7 +14,7 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
     GpPolicyOptions options) {
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
-  std::vector<v1::Configuration> portfolio = PortfolioForStudy(
+  ZeroShotDesign portfolio = ZeroShotDesignForStudy(
       model == nullptr ? nullptr : &model->artifact, spec, space);
   space::Encoder encoder(space);
   const std::string kernel = state.has_value() && !state->kernel().empty()
@@ -48,7 +48,7 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
 }
 
 GpPolicy::GpPolicy(
-    v1::Goal goal, int initial_trials, std::vector<v1::Configuration> portfolio,
+    v1::Goal goal, int initial_trials, ZeroShotDesign portfolio,
     space::Encoder encoder,
     std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
     gp::GaussianProcess prior, v1::GpPolicyState state, GpPolicyOptions options)
@@ -85,8 +85,9 @@ absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
   steps.name = "gp";
   steps.encoder = &encoder_;
   // The bound model's portfolio comes first and replaces the random design.
-  steps.portfolio = &portfolio_;
-  steps.random_design = portfolio_.empty();
+  steps.portfolio = &portfolio_.configurations;
+  steps.portfolio_source = portfolio_.source;
+  steps.random_design = portfolio_.configurations.empty();
   steps.initial_trials = initial_trials_;
   steps.min_observations = 2;
   steps.search = &options_.search;

@@ -76,8 +76,8 @@ class GpPolicy final : public Policy {
   const v1::GpPolicyState& state() const { return state_; }
 
  private:
-  GpPolicy(v1::Goal goal, int initial_trials,
-           std::vector<v1::Configuration> portfolio, space::Encoder encoder,
+  GpPolicy(v1::Goal goal, int initial_trials, ZeroShotDesign portfolio,
+           space::Encoder encoder,
            std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
            gp::GaussianProcess prior, v1::GpPolicyState state,
            GpPolicyOptions options);
@@ -88,8 +88,8 @@ class GpPolicy final : public Policy {
 
   const v1::Goal goal_;
   const int initial_trials_;
-  // The bound model's zero-shot portfolio (in the study's space), tried first.
-  const std::vector<v1::Configuration> portfolio_;
+  // The bound model's zero-shot design (in the study's space), tried first.
+  const ZeroShotDesign portfolio_;
   const space::Encoder encoder_;
   // The study's catalogue, encoded once (null without a catalogue).
   const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue_;

@@ -109,7 +109,10 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
   // Zero-shot start: the portfolio.
   result.configurations = NextPortfolioEntries(
       study, *steps.portfolio, steps.portfolio_in_design ? design_left : count);
-  if (!result.configurations.empty()) sources.push_back("portfolio");
+  if (!result.configurations.empty()) {
+    sources.push_back(steps.portfolio_source.empty() ? "portfolio"
+                                                     : steps.portfolio_source);
+  }
   auto remaining = [&] {
     return count - static_cast<int>(result.configurations.size());
   };

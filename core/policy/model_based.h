@@ -58,6 +58,9 @@ struct SurrogateSuggestSteps {
   // with `portfolio_in_design` only within the first `initial_trials` trials.
   const std::vector<v1::Configuration>* portfolio = nullptr;
   bool portfolio_in_design = false;
+  // What the portfolio is, in the result's source: "portfolio" or a
+  // task-aware design's method ("metabu").
+  std::string portfolio_source = "portfolio";
   // Random configurations fill the first `initial_trials` handed-out trials
   // (failed and infeasible ones count, abandoned and stale ones do not).
   bool random_design = true;

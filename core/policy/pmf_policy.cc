@@ -213,7 +213,16 @@ absl::StatusOr<std::shared_ptr<const PmfPolicy>> PmfPolicy::Create(
       order.push_back(n);
     }
   };
-  if (!nearest.empty()) {
+  // A task-aware design (Metabu neighbours' best configurations) leads;
+  // the L1 neighbours' rank order follows.
+  const ZeroShotDesign design = ZeroShotDesignForStudy(&artifact, spec, space);
+  if (design.source != "portfolio" && !design.configurations.empty()) {
+    shared->warm_start_source = design.source;
+    for (const v1::Configuration& entry : design.configurations) {
+      const auto it = shared->index_by_key.find(space::ConfigurationKey(entry));
+      if (it != shared->index_by_key.end()) add(it->second);
+    }
+  } else if (!nearest.empty()) {
     shared->warm_start_source = "warm-start-l1";
   } else {
     shared->warm_start_source = "portfolio";

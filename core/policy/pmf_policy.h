@@ -101,7 +101,7 @@ class PmfPolicy final : public Policy {
   // Candidate catalogue indices, in the study's order.
   const std::vector<int>& candidates() const { return candidates_; }
   // The warm-start order (catalogue indices, candidates only) and its source
-  // ("warm-start-l1" or "portfolio").
+  // ("metabu" for a task-aware design, "warm-start-l1" or "portfolio").
   const std::vector<int>& warm_start() const { return warm_start_; }
   const std::string& warm_start_source() const { return warm_start_source_; }
 

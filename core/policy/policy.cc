@@ -1,10 +1,13 @@
 #include "core/policy/policy.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/registry/task_design.h"
 #include "core/space/encoding.h"
 
 namespace metaopt::policy {
@@ -74,11 +77,28 @@ std::vector<const v1::Configuration*> UntriedCandidates(
   return UntriedCandidates(study, held);
 }
 
-std::vector<v1::Configuration> PortfolioForStudy(
-    const v1::ModelArtifact* model, const v1::StudySpec& spec,
-    const space::SearchSpace& space) {
-  std::vector<v1::Configuration> portfolio;
-  if (model == nullptr) return portfolio;
+ZeroShotDesign ZeroShotDesignForStudy(const v1::ModelArtifact* model,
+                                      const v1::StudySpec& spec,
+                                      const space::SearchSpace& space) {
+  ZeroShotDesign design;
+  if (model == nullptr) return design;
+  std::vector<const v1::Configuration*> entries;
+  size_t size = static_cast<size_t>(model->portfolio_size());
+  if (model->has_task_design() && !spec.dataset_features().empty()) {
+    registry::DesignQuery query = registry::QueryTaskDesign(
+        model->task_design(), spec.dataset_features());
+    entries = std::move(query.configurations);
+    design.source = model->task_design().method();
+    design.neighbours = std::move(query.neighbours);
+    design.imputed_features = std::move(query.imputed_features);
+    size =
+        std::max(size, static_cast<size_t>(model->task_design().neighbours()));
+  } else {
+    design.source = "portfolio";
+    for (const v1::Configuration& entry : model->portfolio()) {
+      entries.push_back(&entry);
+    }
+  }
   absl::flat_hash_map<std::string, int> catalogue;
   for (int i = 0; i < spec.candidates_size(); ++i) {
     catalogue.emplace(space::ConfigurationKey(spec.candidates(i)), i);
@@ -87,8 +107,9 @@ std::vector<v1::Configuration> PortfolioForStudy(
   std::optional<space::Encoder> encoder;
   Eigen::MatrixXd encoded;
   absl::flat_hash_set<std::string> seen;
-  for (const v1::Configuration& entry : model->portfolio()) {
-    auto canonical = space.Canonicalize(entry, "portfolio");
+  for (const v1::Configuration* entry : entries) {
+    if (design.configurations.size() >= size) break;
+    auto canonical = space.Canonicalize(*entry, "portfolio");
     if (!canonical.ok()) continue;
     std::string key = space::ConfigurationKey(*canonical);
     if (!catalogue.empty() && !catalogue.contains(key)) {
@@ -106,9 +127,28 @@ std::vector<v1::Configuration> PortfolioForStudy(
       key = space::ConfigurationKey(*canonical);
     }
     if (!seen.insert(std::move(key)).second) continue;
-    portfolio.push_back(*std::move(canonical));
+    design.configurations.push_back(*std::move(canonical));
   }
-  return portfolio;
+  return design;
+}
+
+std::vector<v1::Configuration> PortfolioForStudy(
+    const v1::ModelArtifact* model, const v1::StudySpec& spec,
+    const space::SearchSpace& space) {
+  return ZeroShotDesignForStudy(model, spec, space).configurations;
+}
+
+std::map<std::string, std::string> ZeroShotDesign::Metadata() const {
+  std::map<std::string, std::string> out;
+  if (source.empty()) return out;
+  out["zero_shot_design"] = source;
+  if (source != "portfolio") {
+    out["design_neighbours"] = absl::StrJoin(neighbours, ",");
+    out["imputed_features"] = imputed_features.empty()
+                                  ? "none"
+                                  : absl::StrJoin(imputed_features, ",");
+  }
+  return out;
 }
 
 std::vector<v1::Configuration> NextPortfolioEntries(

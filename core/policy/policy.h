@@ -2,6 +2,7 @@
 #ifndef METAOPT_CORE_POLICY_POLICY_H_
 #define METAOPT_CORE_POLICY_POLICY_H_
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -135,11 +136,32 @@ std::vector<const v1::Configuration*> UntriedCandidates(
     const StudyView& study, const HeldConfigurations& held);
 std::vector<const v1::Configuration*> UntriedCandidates(const StudyView& study);
 
-// The zero-shot portfolio of a registry model as configurations of the study:
-// each entry canonicalized in the study's space (entries outside it, e.g.
-// beyond narrower ranges, are dropped); in a catalogue study an entry that is
-// not a catalogue entry is replaced by the nearest one in the encoded space
-// (Euclidean). Duplicates dropped; portfolio order. Empty without a model.
+// The zero-shot design of a registry model for a study. With
+// spec.dataset_features and a task-aware design in the model
+// (v1::TaskDesign), the best configurations of the archived tasks nearest to
+// the study's dataset (registry::QueryTaskDesign), at most
+// max(portfolio size, design neighbours) of them; otherwise the model's fixed
+// portfolio. Each entry is canonicalized in the study's space (entries outside
+// it, e.g. beyond narrower ranges, are dropped); in a catalogue study an entry
+// that is not a catalogue entry is replaced by the nearest one in the encoded
+// space (Euclidean). Duplicates dropped; design order.
+struct ZeroShotDesign {
+  std::vector<v1::Configuration> configurations;
+  // "portfolio", the task design's method ("metabu"), or "" without a model.
+  std::string source;
+  std::vector<std::string> neighbours;        // nearest archived tasks
+  std::vector<std::string> imputed_features;  // missing from the spec
+
+  // What a study records about its design (v1::Study.metadata):
+  // "zero_shot_design", and for a task-aware one "design_neighbours" and
+  // "imputed_features" (comma-separated, "none").
+  std::map<std::string, std::string> Metadata() const;
+};
+ZeroShotDesign ZeroShotDesignForStudy(const v1::ModelArtifact* model,
+                                      const v1::StudySpec& spec,
+                                      const space::SearchSpace& space);
+
+// ZeroShotDesignForStudy(...).configurations; empty without a model.
 std::vector<v1::Configuration> PortfolioForStudy(
     const v1::ModelArtifact* model, const v1::StudySpec& spec,
     const space::SearchSpace& space);

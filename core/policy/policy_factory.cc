@@ -46,7 +46,7 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
       METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                                space::SearchSpace::Create(spec.search_space()));
       return std::make_shared<const RandomPolicy>(
-          PortfolioForStudy(&model->artifact, spec, space));
+          ZeroShotDesignForStudy(&model->artifact, spec, space));
     }
     case v1::ALGORITHM_KIND_DEEPPIPE: {
       std::optional<v1::DeepPipePolicyState> deeppipe_state;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 
 namespace metaopt::policy {
 
@@ -48,12 +49,13 @@ absl::StatusOr<SuggestResult> RandomPolicy::Suggest(const StudyView& study,
                                                     int count,
                                                     space::Rng& rng) const {
   SuggestResult result;
-  result.configurations = NextPortfolioEntries(study, portfolio_, count);
+  result.configurations =
+      NextPortfolioEntries(study, design_.configurations, count);
   if (result.configurations.empty()) {
     result.configurations = Sample(study, count, rng);
     return result;
   }
-  result.source = "random/portfolio";
+  result.source = absl::StrCat("random/", design_.source);
   const int remaining = count - static_cast<int>(result.configurations.size());
   if (remaining > 0) {
     HeldConfigurations held(study);

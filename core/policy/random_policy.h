@@ -11,12 +11,12 @@ namespace metaopt::policy {
 // other and from every configuration already held by a trial. Thread-safe
 // (stateless).
 //
-// With a portfolio (from a registry model the study names), its entries come
-// first.
+// With a zero-shot design (the portfolio or task-aware design of a registry
+// model the study names), its entries come first.
 class RandomPolicy final : public Policy {
  public:
-  explicit RandomPolicy(std::vector<v1::Configuration> portfolio = {})
-      : portfolio_(std::move(portfolio)) {}
+  explicit RandomPolicy(ZeroShotDesign design = {})
+      : design_(std::move(design)) {}
 
   // The sampling itself, shared with policies that fall back to random search
   // (initial designs): never a configuration in `held` (by default the
@@ -32,7 +32,7 @@ class RandomPolicy final : public Policy {
   std::string name() const override { return "random"; }
 
  private:
-  const std::vector<v1::Configuration> portfolio_;
+  const ZeroShotDesign design_;
 };
 
 }  // namespace metaopt::policy

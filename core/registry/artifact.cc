@@ -29,6 +29,7 @@
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
 #include "core/registry/sha256.h"
+#include "core/registry/task_design.h"
 
 namespace metaopt::registry {
 namespace {
@@ -155,6 +156,20 @@ ValidateAndCanonicalize(const v1::ModelArtifact& artifact) {
         *canonical.mutable_catalogue(i),
         space.Canonicalize(artifact.catalogue(i),
                            absl::StrCat("artifact.catalogue[", i, "]")));
+  }
+  if (artifact.has_task_design()) {
+    METAOPT_RETURN_IF_ERROR(ValidateTaskDesign(artifact.task_design()));
+    v1::TaskDesign& design = *canonical.mutable_task_design();
+    for (int t = 0; t < design.tasks_size(); ++t) {
+      v1::DesignTask& task = *design.mutable_tasks(t);
+      for (int i = 0; i < task.top_size(); ++i) {
+        METAOPT_ASSIGN_OR_RETURN(
+            *task.mutable_top(i),
+            space.Canonicalize(task.top(i),
+                               absl::StrCat("artifact.task_design.tasks[", t,
+                                            "].top[", i, "]")));
+      }
+    }
   }
   return std::make_pair(std::move(space), std::move(canonical));
 }

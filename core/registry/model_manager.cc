@@ -107,6 +107,13 @@ v1::Model Describe(const LoadedModel& model) {
       provenance.validation_metrics().begin(),
       provenance.validation_metrics().end());
   out.set_portfolio_size(model.artifact.portfolio_size());
+  if (model.artifact.has_task_design()) {
+    const v1::TaskDesign& design = model.artifact.task_design();
+    out.set_task_design(absl::StrCat(
+        design.method(), ", ", design.projection().shape(0), " dimensions, ",
+        design.feature_names_size(), " meta-features, ", design.tasks_size(),
+        " archived tasks, ", design.neighbours(), " neighbours"));
+  }
   return out;
 }
 

@@ -111,7 +111,16 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   study.set_study_id(request.study_id());
   study.set_owner(context.owner);
   *study.mutable_spec() = spec;
-  if (model != nullptr) study.set_bound_model(model->reference());
+  if (model != nullptr) {
+    study.set_bound_model(model->reference());
+    METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
+                             space::SearchSpace::Create(spec.search_space()));
+    for (auto& [key, value] :
+         policy::ZeroShotDesignForStudy(&model->artifact, spec, space)
+             .Metadata()) {
+      (*study.mutable_metadata())[key] = std::move(value);
+    }
+  }
   *study.mutable_create_time() = ToProtoTimestamp(options_.clock());
   study.set_state(v1::STUDY_STATE_ACTIVE);
 

@@ -1,5 +1,8 @@
 // The model registry seen through the service: ListModels, study <-> model
 // binding, zero-shot portfolios and hot reload of new versions.
+#include <map>
+#include <string>
+
 #include "core/registry/artifact.h"
 #include "core/registry/test_artifacts.h"
 #include "gmock/gmock.h"
@@ -42,9 +45,14 @@ class RegistryServiceTest : public ::testing::Test {
     return version.ok() ? *version : 0;
   }
 
-  grpc::Status CreateGpStudy(const std::string& id, const std::string& model,
-                             v1::CreateStudyResponse* response) {
+  grpc::Status CreateGpStudy(
+      const std::string& id, const std::string& model,
+      v1::CreateStudyResponse* response,
+      const std::map<std::string, double>& dataset_features = {}) {
     v1::CreateStudyRequest request;
+    for (const auto& [name, value] : dataset_features) {
+      (*request.mutable_spec()->mutable_dataset_features())[name] = value;
+    }
     request.set_study_id(id);
     *request.mutable_spec()->mutable_search_space() =
         registry::testing::TestSearchSpace();
@@ -59,6 +67,29 @@ class RegistryServiceTest : public ::testing::Test {
   ScopedTempDir dir_;
   TestServer server_;
 };
+
+// A task design over TestArtifact's space: feature "f" (mean 0, sd 1) mapped
+// as is; archived task "a" at 0 whose best configuration is portfolio entry 0,
+// task "b" at 10 with entry 1; one neighbour.
+v1::ModelArtifact ArtifactWithTaskDesign() {
+  v1::ModelArtifact artifact = registry::testing::TestArtifact(3.0);
+  v1::TaskDesign& design = *artifact.mutable_task_design();
+  design.set_method("metabu");
+  design.add_feature_names("f");
+  design.add_feature_means(0);
+  design.add_feature_stds(1);
+  design.mutable_projection()->add_shape(1);
+  design.mutable_projection()->add_shape(1);
+  design.mutable_projection()->add_values(1);
+  design.set_neighbours(1);
+  for (int t = 0; t < 2; ++t) {
+    v1::DesignTask& task = *design.add_tasks();
+    task.set_task_id(t == 0 ? "a" : "b");
+    task.add_embedding(10.0 * t);
+    *task.add_top() = artifact.portfolio(t);
+  }
+  return artifact;
+}
 
 TEST_F(RegistryServiceTest, ListsPublishedModelsAndSkipsBrokenVersions) {
   EXPECT_EQ(ListModels().models_size(), 0);
@@ -148,6 +179,61 @@ TEST_F(RegistryServiceTest, NamedModelsMustExistAndMatch) {
                   .CreateStudy(ContextWithDeadline().get(), request, &created)
                   .ok());
   EXPECT_EQ(created.study().bound_model(), "");
+}
+
+}  // namespace
+}  // namespace metaopt::testing
+
+namespace metaopt::testing {
+namespace {
+
+TEST_F(RegistryServiceTest, DatasetFeaturesChooseTheTaskAwareDesign) {
+  ASSERT_TRUE(registry::WriteModelVersion(dir_.File("models"), "pipelines",
+                                          ArtifactWithTaskDesign())
+                  .ok());
+  ASSERT_TRUE(server_.server().models().PollOnce().ok());
+  v1::ListModelsResponse listed = ListModels();
+  ASSERT_EQ(listed.models_size(), 1);
+  EXPECT_THAT(listed.models(0).task_design(),
+              HasSubstr("metabu, 1 dimensions, 1 meta-features, 2 archived"));
+  const v1::ModelArtifact artifact = ArtifactWithTaskDesign();
+  auto first_suggestion = [&](const std::string& id,
+                              const std::map<std::string, double>& features,
+                              v1::CreateStudyResponse* created) {
+    EXPECT_TRUE(CreateGpStudy(id, "", created, features).ok());
+    v1::SuggestRequest suggest;
+    suggest.set_study_id(id);
+    v1::SuggestResponse suggested;
+    EXPECT_TRUE(server_.stub()
+                    .Suggest(ContextWithDeadline().get(), suggest, &suggested)
+                    .ok());
+    return suggested.trials(0);
+  };
+
+  // Near task "b": its best configuration comes first.
+  v1::CreateStudyResponse near_b;
+  v1::Trial trial = first_suggestion("near-b", {{"f", 9.0}, {"g", 1}}, &near_b);
+  EXPECT_EQ(trial.metadata().at("policy"), "gp/metabu");
+  EXPECT_EQ(trial.configuration().assignments(1).algorithm(),
+            artifact.portfolio(1).assignments(1).algorithm());
+  EXPECT_EQ(near_b.study().metadata().at("zero_shot_design"), "metabu");
+  EXPECT_EQ(near_b.study().metadata().at("design_neighbours"), "b");
+  EXPECT_EQ(near_b.study().metadata().at("imputed_features"), "none");
+
+  // "f" missing: imputed with its training mean (0), which is task "a".
+  v1::CreateStudyResponse imputed;
+  trial = first_suggestion("imputed", {{"g", 1}}, &imputed);
+  EXPECT_EQ(trial.configuration().assignments(1).algorithm(),
+            artifact.portfolio(0).assignments(1).algorithm());
+  EXPECT_EQ(imputed.study().metadata().at("imputed_features"), "f");
+  EXPECT_EQ(imputed.study().metadata().at("design_neighbours"), "a");
+
+  // No features at all: the fixed portfolio, as before.
+  v1::CreateStudyResponse fixed;
+  trial = first_suggestion("fixed", {}, &fixed);
+  EXPECT_EQ(trial.metadata().at("policy"), "gp/portfolio");
+  EXPECT_EQ(fixed.study().metadata().at("zero_shot_design"), "portfolio");
+  EXPECT_FALSE(fixed.study().metadata().contains("imputed_features"));
 }
 
 }  // namespace

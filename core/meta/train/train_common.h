@@ -97,7 +97,7 @@ struct TrainerKind {
 };
 
 // Every kind metaopt-train knows by name, built in or not: portfolio,
-// deeppipe, pmf.
+// deeppipe, pmf, metabu.
 const std::vector<std::string>& KnownKinds();
 
 // The kinds built into this binary (defined in train_main.cc).

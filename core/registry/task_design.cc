@@ -1,0 +1,133 @@
+#include "core/registry/task_design.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace metaopt::registry {
+namespace {
+
+constexpr char kField[] = "artifact.task_design";
+
+bool AllFinite(const google::protobuf::RepeatedField<double>& values) {
+  return std::all_of(values.begin(), values.end(),
+                     [](double v) { return std::isfinite(v); });
+}
+
+}  // namespace
+
+absl::Status ValidateTaskDesign(const v1::TaskDesign& design) {
+  if (design.method().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kField, ".method: must be set (e.g. \"metabu\")"));
+  }
+  const int num_features = design.feature_names_size();
+  if (num_features == 0 || design.feature_means_size() != num_features ||
+      design.feature_stds_size() != num_features) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kField, ": ", num_features,
+                     " feature_names need as many feature_means (",
+                     design.feature_means_size(), ") and feature_stds (",
+                     design.feature_stds_size(), "), at least one"));
+  }
+  for (int i = 0; i < num_features; ++i) {
+    const double sd = design.feature_stds(i);
+    if (!std::isfinite(design.feature_means(i)) || !std::isfinite(sd) ||
+        !(sd > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kField, ".feature_stds[", i, "] (", design.feature_names(i),
+          "): mean ", design.feature_means(i), " and standard deviation ", sd,
+          " must be finite, the deviation positive"));
+    }
+  }
+  const v1::Tensor& projection = design.projection();
+  if (projection.shape_size() != 2 || projection.shape(0) < 1 ||
+      projection.shape(1) != num_features ||
+      projection.values_size() != projection.shape(0) * num_features ||
+      !AllFinite(projection.values())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kField, ".projection: must be a finite [d, ", num_features,
+        "] tensor, got shape [", absl::StrJoin(projection.shape(), ", "),
+        "] with ", projection.values_size(), " values"));
+  }
+  if (design.neighbours() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kField, ".neighbours: ", design.neighbours(), " must be at least 1"));
+  }
+  if (design.tasks().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kField, ".tasks: at least one archived task is needed"));
+  }
+  for (int t = 0; t < design.tasks_size(); ++t) {
+    const v1::DesignTask& task = design.tasks(t);
+    if (task.embedding_size() != projection.shape(0) ||
+        !AllFinite(task.embedding()) || task.top().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kField, ".tasks[", t, "] \"", task.task_id(), "\": needs a finite ",
+          projection.shape(0), "-dimensional embedding (got ",
+          task.embedding_size(), ") and at least one top configuration"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+Eigen::VectorXd EmbedFeatures(
+    const v1::TaskDesign& design,
+    const google::protobuf::Map<std::string, double>& features,
+    std::vector<std::string>* imputed) {
+  const int num_features = design.feature_names_size();
+  Eigen::VectorXd x(num_features);
+  for (int i = 0; i < num_features; ++i) {
+    const auto it = features.find(design.feature_names(i));
+    if (it == features.end() || !std::isfinite(it->second)) {
+      x(i) = 0.0;  // the training mean, standardized
+      if (imputed != nullptr) imputed->push_back(design.feature_names(i));
+    } else {
+      x(i) = (it->second - design.feature_means(i)) / design.feature_stds(i);
+    }
+  }
+  const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
+                                       Eigen::RowMajor>>
+      projection(design.projection().values().data(),
+                 design.projection().shape(0), num_features);
+  return projection * x;
+}
+
+DesignQuery QueryTaskDesign(
+    const v1::TaskDesign& design,
+    const google::protobuf::Map<std::string, double>& features) {
+  DesignQuery query;
+  const Eigen::VectorXd z =
+      EmbedFeatures(design, features, &query.imputed_features);
+  std::vector<std::pair<double, int>> distances;
+  for (int t = 0; t < design.tasks_size(); ++t) {
+    const Eigen::Map<const Eigen::VectorXd> e(
+        design.tasks(t).embedding().data(), design.tasks(t).embedding_size());
+    distances.emplace_back((e - z).squaredNorm(), t);
+  }
+  std::stable_sort(
+      distances.begin(), distances.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
+  const size_t k =
+      std::min(distances.size(), static_cast<size_t>(design.neighbours()));
+  int longest = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const v1::DesignTask& task = design.tasks(distances[i].second);
+    query.neighbours.push_back(task.task_id());
+    longest = std::max(longest, task.top_size());
+  }
+  for (int rank = 0; rank < longest; ++rank) {
+    for (size_t i = 0; i < k; ++i) {
+      const v1::DesignTask& task = design.tasks(distances[i].second);
+      if (rank < task.top_size())
+        query.configurations.push_back(&task.top(rank));
+    }
+  }
+  return query;
+}
+
+}  // namespace metaopt::registry

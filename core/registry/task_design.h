@@ -1,0 +1,55 @@
+// Serving a model's task-aware zero-shot design (v1::TaskDesign, learned by
+// `metaopt-train --kind metabu`): a study's dataset features are
+// standardized with the training statistics (a missing feature takes its
+// training mean), mapped by the learned projection, and the nearest archived
+// tasks' top configurations become the study's first suggestions.
+//
+// Pure functions of their arguments; thread-safe.
+#ifndef METAOPT_CORE_REGISTRY_TASK_DESIGN_H_
+#define METAOPT_CORE_REGISTRY_TASK_DESIGN_H_
+
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/status.h"
+#include "google/protobuf/map.h"
+#include "metaopt/v1/model.pb.h"
+#include "metaopt/v1/study.pb.h"
+
+namespace metaopt::registry {
+
+// INVALID_ARGUMENT naming the field below `artifact.task_design` unless the
+// design is consistent: a method, features with finite means and positive
+// finite standard deviations, a projection [d, features] of finite values,
+// neighbours >= 1, at least one task, each with a d-dimensional finite
+// embedding and at least one top configuration. (The configurations are
+// checked against the artifact's space by ValidateArtifact.)
+absl::Status ValidateTaskDesign(const v1::TaskDesign& design);
+
+struct DesignQuery {
+  // Round robin over the nearest tasks: the best configuration of each
+  // neighbour (nearest first), then the second best of each, and so on; may
+  // repeat a configuration. Points into the design.
+  std::vector<const v1::Configuration*> configurations;
+  std::vector<std::string> neighbours;        // task ids, nearest first
+  std::vector<std::string> imputed_features;  // took their training mean
+};
+
+// The mapped (embedded) features; the names of imputed features are appended
+// to `*imputed` when given. `design` must be valid.
+Eigen::VectorXd EmbedFeatures(
+    const v1::TaskDesign& design,
+    const google::protobuf::Map<std::string, double>& features,
+    std::vector<std::string>* imputed = nullptr);
+
+// The design for a dataset with `features` (the design.neighbours nearest
+// archived tasks by Euclidean distance of the embeddings; ties: archive
+// order). `design` must be valid.
+DesignQuery QueryTaskDesign(
+    const v1::TaskDesign& design,
+    const google::protobuf::Map<std::string, double>& features);
+
+}  // namespace metaopt::registry
+
+#endif  // METAOPT_CORE_REGISTRY_TASK_DESIGN_H_

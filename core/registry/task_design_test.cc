@@ -1,0 +1,131 @@
+#include "core/registry/task_design.h"
+
+#include "core/registry/artifact.h"
+#include "core/registry/test_artifacts.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::registry {
+namespace {
+
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+v1::Configuration Config(double x) {
+  v1::Configuration c;
+  v1::Assignment& a = *c.add_assignments();
+  a.set_stage("model");
+  a.set_algorithm("m");
+  (*a.mutable_parameters())["x"].set_number(x);
+  return c;
+}
+
+// Two features, a 1 x 2 projection that reads only the first; three tasks at
+// embeddings 0, 1 and 5.
+v1::TaskDesign Design() {
+  v1::TaskDesign design;
+  design.set_method("metabu");
+  design.add_feature_names("a");
+  design.add_feature_names("b");
+  design.add_feature_means(10);
+  design.add_feature_means(0);
+  design.add_feature_stds(2);
+  design.add_feature_stds(1);
+  v1::Tensor& p = *design.mutable_projection();
+  p.add_shape(1);
+  p.add_shape(2);
+  p.add_values(1);
+  p.add_values(0);
+  const double embeddings[] = {0, 1, 5};
+  for (int t = 0; t < 3; ++t) {
+    v1::DesignTask& task = *design.add_tasks();
+    task.set_task_id("t" + std::to_string(t));
+    task.add_embedding(embeddings[t]);
+    *task.add_top() = Config(0.1 * t);
+    *task.add_top() = Config(0.1 * t + 0.05);
+  }
+  design.set_neighbours(2);
+  return design;
+}
+
+double X(const v1::Configuration* c) {
+  return c->assignments(0).parameters().at("x").number();
+}
+
+TEST(QueryTaskDesignTest, RoundRobinOverTheNearestTasks) {
+  google::protobuf::Map<std::string, double> features;
+  features["a"] = 12;  // standardized 1: nearest t1, then t0
+  features["b"] = 7;
+  const v1::TaskDesign design = Design();  // the query points into it
+  const DesignQuery query = QueryTaskDesign(design, features);
+  EXPECT_THAT(query.neighbours, ElementsAre("t1", "t0"));
+  ASSERT_EQ(query.configurations.size(), 4u);
+  EXPECT_DOUBLE_EQ(X(query.configurations[0]), 0.1);
+  EXPECT_DOUBLE_EQ(X(query.configurations[1]), 0.0);
+  EXPECT_DOUBLE_EQ(X(query.configurations[2]), 0.15);
+  EXPECT_DOUBLE_EQ(X(query.configurations[3]), 0.05);
+  EXPECT_TRUE(query.imputed_features.empty());
+}
+
+TEST(QueryTaskDesignTest, MissingFeaturesTakeTheTrainingMeanAndAreNamed) {
+  google::protobuf::Map<std::string, double> features;
+  features["b"] = 3;
+  features["unused"] = 1;
+  const DesignQuery query = QueryTaskDesign(Design(), features);
+  EXPECT_THAT(query.imputed_features, ElementsAre("a"));
+  // a = its mean: embedding 0, nearest t0 then t1.
+  EXPECT_THAT(query.neighbours, ElementsAre("t0", "t1"));
+  features["a"] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THAT(QueryTaskDesign(Design(), features).imputed_features,
+              ElementsAre("a"));
+}
+
+TEST(ValidateTaskDesignTest, AcceptsAConsistentDesignAndNamesEachBrokenField) {
+  EXPECT_THAT(ValidateTaskDesign(Design()), IsOk());
+  v1::TaskDesign d = Design();
+  d.clear_method();
+  EXPECT_THAT(ValidateTaskDesign(d),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("task_design.method")));
+  d = Design();
+  d.set_feature_stds(1, 0);
+  EXPECT_THAT(ValidateTaskDesign(d),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("feature_stds[1] (b)")));
+  d = Design();
+  d.mutable_projection()->add_values(1);
+  EXPECT_THAT(ValidateTaskDesign(d),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("task_design.projection")));
+  d = Design();
+  d.set_neighbours(0);
+  EXPECT_THAT(ValidateTaskDesign(d),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("task_design.neighbours")));
+  d = Design();
+  d.mutable_tasks(2)->add_embedding(1);
+  EXPECT_THAT(ValidateTaskDesign(d),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("task_design.tasks[2] \"t2\"")));
+}
+
+TEST(ValidateArtifactTest, ChecksTheDesignsConfigurationsAgainstTheSpace) {
+  v1::ModelArtifact artifact = testing::TestArtifact();
+  v1::TaskDesign design = Design();
+  for (v1::DesignTask& task : *design.mutable_tasks()) {
+    for (v1::Configuration& c : *task.mutable_top()) c = artifact.portfolio(0);
+  }
+  *artifact.mutable_task_design() = design;
+  EXPECT_THAT(ValidateArtifact(artifact), IsOk());
+  // Stage "model" is not in the artifact's space.
+  *artifact.mutable_task_design()->mutable_tasks(1)->mutable_top(1) = Config(0);
+  EXPECT_THAT(ValidateArtifact(artifact),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("artifact.task_design.tasks[1].top[1]")));
+}
+
+}  // namespace
+}  // namespace metaopt::registry
