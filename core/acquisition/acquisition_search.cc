@@ -1,6 +1,7 @@
 #include "core/acquisition/acquisition_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -33,13 +34,46 @@ struct Pool {
   absl::flat_hash_set<std::string> seen;
 };
 
-absl::StatusOr<Eigen::VectorXd> ScoreLogEi(
-    const surrogate::Surrogate& model, const space::Encoder& encoder,
-    const std::vector<v1::Configuration>& configs, double best) {
-  if (configs.empty()) return Eigen::VectorXd();
-  METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction,
-                           model.Predict(encoder.EncodeBatch(configs)));
-  return LogExpectedImprovement(prediction.mean, prediction.variance, best);
+// Log-EI and predicted mean of each candidate.
+struct Scores {
+  Eigen::VectorXd log_ei;
+  Eigen::VectorXd mean;
+  Ties ties = Ties::kFirst;
+
+  // True if candidate i ranks above candidate j: by log-EI, then as `ties`
+  // says; a NaN log-EI never ranks above a number.
+  bool Better(int i, int j) const { return Better(i, log_ei[j], mean[j]); }
+  bool Better(int i, double other_log_ei, double other_mean) const {
+    if (std::isnan(other_log_ei)) return !std::isnan(log_ei[i]);
+    if (log_ei[i] != other_log_ei) return log_ei[i] > other_log_ei;
+    return ties == Ties::kLowerMean && mean[i] < other_mean;
+  }
+  void Append(const Scores& more) {
+    Eigen::VectorXd a(log_ei.size() + more.log_ei.size());
+    a << log_ei, more.log_ei;
+    Eigen::VectorXd m(mean.size() + more.mean.size());
+    m << mean, more.mean;
+    log_ei = std::move(a);
+    mean = std::move(m);
+  }
+};
+
+absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
+                                 const Eigen::MatrixXd& X, double best,
+                                 Ties ties) {
+  METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction, model.Predict(X));
+  METAOPT_ASSIGN_OR_RETURN(
+      Eigen::VectorXd log_ei,
+      LogExpectedImprovement(prediction.mean, prediction.variance, best));
+  return Scores{std::move(log_ei), std::move(prediction.mean), ties};
+}
+
+absl::StatusOr<Scores> Score(const surrogate::Surrogate& model,
+                             const space::Encoder& encoder,
+                             const std::vector<v1::Configuration>& configs,
+                             double best, Ties ties) {
+  if (configs.empty()) return Scores{{}, {}, ties};
+  return ScoreRows(model, encoder.EncodeBatch(configs), best, ties);
 }
 
 // `config` canonical in `space`, or nothing if it lies outside. (A model's
@@ -52,18 +86,52 @@ std::optional<v1::Configuration> InSpace(const space::SearchSpace& space,
   return *std::move(canonical);
 }
 
-// Index of the largest score whose candidate is not excluded; -1 if none.
-int ArgMax(const Eigen::VectorXd& scores, const std::vector<bool>& excluded) {
+// Index of the best candidate that is not excluded; -1 if none.
+int ArgMax(const Scores& scores, const std::vector<bool>& excluded) {
   int best = -1;
-  for (int i = 0; i < scores.size(); ++i) {
+  for (int i = 0; i < scores.log_ei.size(); ++i) {
     if (excluded[i]) continue;
-    // NaN-safe: a NaN score never wins.
-    if (best < 0 || scores[i] > scores[best] ||
-        (std::isnan(scores[best]) && !std::isnan(scores[i]))) {
-      best = i;
-    }
+    if (best < 0 || scores.Better(i, best)) best = i;
   }
   return best;
+}
+
+// Adds `start` and the neighbourhoods of a hill climb from it to `pool`
+// (SearchOptions::incumbent_steps).
+absl::Status ClimbFrom(
+    const v1::Configuration& start, const SearchOptions& options,
+    absl::FunctionRef<std::vector<v1::Configuration>(const v1::Configuration&)>
+        neighbors,
+    const surrogate::Surrogate& model, const space::Encoder& encoder,
+    double best, Pool& pool) {
+  pool.Add(start);
+  v1::Configuration current = start;
+  Scores current_score;
+  if (options.incumbent_steps > 1) {
+    METAOPT_ASSIGN_OR_RETURN(
+        current_score, Score(model, encoder, {current}, best, options.ties));
+  }
+  for (int step = 0; step < options.incumbent_steps; ++step) {
+    std::vector<v1::Configuration> next = neighbors(current);
+    if (step + 1 == options.incumbent_steps) {
+      for (v1::Configuration& c : next) pool.Add(std::move(c));
+      break;
+    }
+    if (next.empty()) break;
+    // Held neighbours are scored too: the climb may pass through them.
+    METAOPT_ASSIGN_OR_RETURN(Scores scores,
+                             Score(model, encoder, next, best, options.ties));
+    const int top = ArgMax(scores, std::vector<bool>(next.size(), false));
+    for (const v1::Configuration& c : next) pool.Add(c);
+    if (top < 0 ||
+        !scores.Better(top, current_score.log_ei[0], current_score.mean[0])) {
+      break;
+    }
+    current = next[top];
+    current_score.log_ei[0] = scores.log_ei[top];
+    current_score.mean[0] = scores.mean[top];
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -85,11 +153,20 @@ std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
     HeldPredicate held, double best, int count) {
+  std::vector<int> all(catalogue.keys.size());
+  std::iota(all.begin(), all.end(), 0);
+  return MaximizeOverCatalogue(model, catalogue, all, held, best, count);
+}
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    absl::Span<const int> candidates, HeldPredicate held, double best,
+    int count, Ties ties) {
   // Only the untried rows are scored; no protos are built or encoded.
   std::vector<int> rows;
-  rows.reserve(catalogue.keys.size());
-  for (size_t i = 0; i < catalogue.keys.size(); ++i) {
-    if (!held(catalogue.keys[i])) rows.push_back(static_cast<int>(i));
+  rows.reserve(candidates.size());
+  for (int i : candidates) {
+    if (!held(catalogue.keys[i])) rows.push_back(i);
   }
   std::vector<int> picks;
   if (rows.empty()) return picks;
@@ -99,10 +176,7 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
   std::unique_ptr<const surrogate::Surrogate> fantasised;
   const surrogate::Surrogate* current = &model;
   while (static_cast<int>(picks.size()) < count) {
-    METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction, current->Predict(X));
-    METAOPT_ASSIGN_OR_RETURN(
-        Eigen::VectorXd scores,
-        LogExpectedImprovement(prediction.mean, prediction.variance, best));
+    METAOPT_ASSIGN_OR_RETURN(Scores scores, ScoreRows(*current, X, best, ties));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;
@@ -122,17 +196,23 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
     const SearchOptions& options, space::Rng& rng) {
   Pool pool(held);
   for (int i = 0; i < options.random_samples; ++i) {
-    pool.Add(space.Sample(rng));
+    pool.Add(options.sample ? options.sample(rng) : space.Sample(rng));
   }
+  auto neighbors = [&](const v1::Configuration& center) {
+    if (options.neighbors) return options.neighbors(center, rng);
+    std::vector<v1::Configuration> out;
+    for (int j = 0; j < options.neighbors_per_incumbent; ++j) {
+      auto neighbor = InSpace(
+          space, encoder.Neighbor(center, options.neighbor_step_sd, rng));
+      if (neighbor.has_value()) out.push_back(*std::move(neighbor));
+    }
+    return out;
+  };
   const int num_incumbents =
       std::min<int>(options.incumbents, static_cast<int>(incumbents.size()));
   for (int i = 0; i < num_incumbents; ++i) {
-    for (int j = 0; j < options.neighbors_per_incumbent; ++j) {
-      auto neighbor = InSpace(
-          space,
-          encoder.Neighbor(incumbents[i], options.neighbor_step_sd, rng));
-      if (neighbor.has_value()) pool.Add(*std::move(neighbor));
-    }
+    METAOPT_RETURN_IF_ERROR(ClimbFrom(incumbents[i], options, neighbors, model,
+                                      encoder, best, pool));
   }
 
   std::vector<v1::Configuration> picks;
@@ -140,21 +220,24 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
   const surrogate::Surrogate* current = &model;
   std::vector<bool> taken(pool.configs.size(), false);
   while (static_cast<int>(picks.size()) < count) {
-    METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd scores,
-                             ScoreLogEi(*current, encoder, pool.configs, best));
+    METAOPT_ASSIGN_OR_RETURN(
+        Scores scores,
+        Score(*current, encoder, pool.configs, best, options.ties));
     if (options.refine_top > 0) {
       // Local search from the best few: keep improving neighbours, halving the
       // step every round.
-      std::vector<int> order(scores.size());
+      std::vector<int> order(scores.log_ei.size());
       std::iota(order.begin(), order.end(), 0);
-      const int top = std::min<int>(options.refine_top, scores.size());
-      std::partial_sort(order.begin(), order.begin() + top, order.end(),
-                        [&](int a, int b) { return scores[a] > scores[b]; });
+      const int top = std::min<int>(options.refine_top, order.size());
+      std::partial_sort(
+          order.begin(), order.begin() + top, order.end(),
+          [&](int a, int b) { return scores.log_ei[a] > scores.log_ei[b]; });
       std::vector<v1::Configuration> fresh;
       for (int t = 0; t < top; ++t) {
         if (taken[order[t]]) continue;
         v1::Configuration center = pool.configs[order[t]];
-        double center_score = scores[order[t]];
+        double center_log_ei = scores.log_ei[order[t]];
+        double center_mean = scores.mean[order[t]];
         double step = options.neighbor_step_sd;
         for (int round = 0; round < options.refine_rounds; ++round, step /= 2) {
           std::vector<v1::Configuration> neighbors;
@@ -166,11 +249,12 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
             }
           }
           METAOPT_ASSIGN_OR_RETURN(
-              Eigen::VectorXd neighbor_scores,
-              ScoreLogEi(*current, encoder, neighbors, best));
-          for (int k = 0; k < neighbor_scores.size(); ++k) {
-            if (neighbor_scores[k] > center_score) {
-              center_score = neighbor_scores[k];
+              Scores neighbor_scores,
+              Score(*current, encoder, neighbors, best, options.ties));
+          for (int k = 0; k < neighbor_scores.log_ei.size(); ++k) {
+            if (neighbor_scores.Better(k, center_log_ei, center_mean)) {
+              center_log_ei = neighbor_scores.log_ei[k];
+              center_mean = neighbor_scores.mean[k];
               center = neighbors[k];
             }
           }
@@ -182,11 +266,10 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
         if (pool.Add(config)) added.push_back(std::move(config));
       }
       if (!added.empty()) {
-        METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd added_scores,
-                                 ScoreLogEi(*current, encoder, added, best));
-        Eigen::VectorXd all(scores.size() + added_scores.size());
-        all << scores, added_scores;
-        scores = std::move(all);
+        METAOPT_ASSIGN_OR_RETURN(
+            Scores added_scores,
+            Score(*current, encoder, added, best, options.ties));
+        scores.Append(added_scores);
         taken.resize(pool.configs.size(), false);
       }
     }

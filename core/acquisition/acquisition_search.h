@@ -5,6 +5,7 @@
 #ifndef METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_
 #define METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "Eigen/Core"
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/space/encoding.h"
 #include "core/space/search_space.h"
 #include "core/surrogate/surrogate.h"
@@ -19,22 +21,49 @@
 
 namespace metaopt::acquisition {
 
+// Which of the candidates with the same log-EI wins.
+enum class Ties {
+  // The first.
+  kFirst,
+  // The one with the lower predicted mean, then the first: for a model whose
+  // predictions can be deterministic (a random forest's), whose log-EI is then
+  // -inf wherever it does not improve.
+  kLowerMean,
+};
+
 // Budget of the search over a space (defaults: ~3,000 scored candidates per
 // pick).
 struct SearchOptions {
-  // Uniform samples of the space.
+  // Samples of the space...
   int random_samples = 2000;
-  // The best observed configurations whose neighbourhoods are sampled...
+  // ...each drawn by `sample` (canonical configurations of the space); null:
+  // space::SearchSpace::Sample, uniform over the space. (Mosaic's playouts
+  // draw the completions of one pipeline structure.)
+  std::function<v1::Configuration(space::Rng&)> sample;
+  // The best observed configurations whose neighbourhoods are searched
+  // (each is a candidate too, unless held)...
   int incumbents = 5;
   // ...with this many neighbours each (space::Encoder::Neighbor)...
   int neighbors_per_incumbent = 100;
   // ...at this step (standard deviation in the unit cube).
   double neighbor_step_sd = 0.1;
+  // Replaces those neighbours of a configuration when set (canonical
+  // configurations of the space; e.g. Mosaic's one-exchange neighbours, which
+  // keep the structure a playout is restricted to).
+  std::function<std::vector<v1::Configuration>(const v1::Configuration&,
+                                               space::Rng&)>
+      neighbors;
+  // Hill climbing from each incumbent: each step adds the neighbourhood of
+  // the current configuration to the candidates and moves to its best
+  // neighbour if that improves on it, for at most this many neighbourhoods
+  // (1: the incumbents' own).
+  int incumbent_steps = 1;
   // The best few candidates are refined by local search: `refine_rounds`
   // rounds of `refine_neighbors` neighbours each, the step halving every round.
   int refine_top = 5;
   int refine_rounds = 3;
   int refine_neighbors = 30;
+  Ties ties = Ties::kFirst;
 };
 
 // A study's candidate catalogue, encoded once (immutable, shared by the
@@ -58,7 +87,7 @@ using HeldPredicate = absl::FunctionRef<bool(const std::string& key)>;
 // already be fantasised in `model`. Batches are greedy: after each pick the
 // model is conditioned on a kriging-believer fantasy at that pick, so the picks
 // spread out. No held configuration and no duplicate is returned. Ties go to
-// the first candidate; a NaN score never wins.
+// the first candidate unless told otherwise (Ties); a NaN score never wins.
 
 // Up to `count` rows of `catalogue` whose keys are not held, best first; fewer
 // only when the catalogue runs out. `model` reads rows of catalogue.X.
@@ -66,9 +95,16 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
     HeldPredicate held, double best, int count);
 
+// The same over `rows` of the catalogue only, in their order (the first of
+// tied rows is the earlier): e.g. the entries of one pipeline structure.
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    absl::Span<const int> rows, HeldPredicate held, double best, int count,
+    Ties ties = Ties::kFirst);
+
 // `count` configurations of `space` (fewer only if a tiny space runs out):
-// uniform samples plus neighbours of `incumbents` (best first), the best few
-// refined by local search. `encoder` gives the model's inputs (its ranges may
+// samples plus neighbours of `incumbents` (best first), the best few refined
+// by local search. `encoder` gives the model's inputs (its ranges may
 // differ from the space's: neighbours outside `space` are dropped).
 absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
     const surrogate::Surrogate& model, const space::SearchSpace& space,

@@ -89,9 +89,8 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
         RandomForestFitter(space::Encoder(space).layout(), resolved.forest);
   }
   auto shared = std::make_shared<const MosaicShared>(
-      spec.objective().goal(), std::move(space), std::move(levels),
-      std::move(resolved), std::move(fitter), std::move(portfolio),
-      spec.algorithm().initial_trials());
+      spec, std::move(space), std::move(levels), std::move(resolved),
+      std::move(fitter), std::move(portfolio));
   MctsTree tree(static_cast<int>(shared->levels.size()));
   if (!state.has_value()) state = v1::MosaicPolicyState();
   for (const v1::MosaicNode& node : state->nodes()) {
@@ -118,26 +117,6 @@ MosaicPolicy::MosaicPolicy(std::shared_ptr<const MosaicShared> shared,
 
 const std::vector<int>& MosaicPolicy::levels() const { return shared_->levels; }
 
-namespace {
-
-// `study` with `extra` configurations also held (ACTIVE).
-struct PicksView {
-  PicksView(const StudyView& study, const std::vector<v1::Configuration>& extra)
-      : trials(*study.trials), view(study) {
-    for (const v1::Configuration& c : extra) {
-      v1::Trial t;
-      *t.mutable_configuration() = c;
-      t.set_state(v1::TRIAL_STATE_ACTIVE);
-      trials.push_back(std::move(t));
-    }
-    view.trials = &trials;
-  }
-  std::vector<v1::Trial> trials;
-  StudyView view;
-};
-
-}  // namespace
-
 absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
                                                     int count,
                                                     space::Rng& rng) const {
@@ -157,6 +136,11 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
   if (remaining() <= 0) return finish();
 
   MosaicSearch search(shared, study, rng);
+  auto pick = [&](v1::Configuration c) {
+    search.AddPick(c);
+    result.configurations.push_back(std::move(c));
+  };
+  for (const v1::Configuration& c : result.configurations) search.AddPick(c);
   // 2. Initial design (Mosaic.Vanilla), then random while the surrogate has
   // fewer than two observations.
   int64_t started = 0;
@@ -165,20 +149,17 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
   }
   bool designed = false;
   for (int64_t i = started; i < shared.design_size && remaining() > 0; ++i) {
-    PicksView augmented(study, result.configurations);
-    search.SetView(augmented.view);
     std::optional<v1::Configuration> item =
         search.DesignItem(static_cast<int>(i));
     if (!item.has_value()) continue;
-    result.configurations.push_back(*std::move(item));
+    pick(*std::move(item));
     designed = true;
   }
   if (designed) sources.push_back("initial-design");
   if (remaining() > 0 && search.completed() < 2) {
-    PicksView augmented(study, result.configurations);
     for (v1::Configuration& c :
-         RandomPolicy::Sample(augmented.view, remaining(), rng)) {
-      result.configurations.push_back(std::move(c));
+         RandomPolicy::Sample(study, search.held(), remaining(), rng)) {
+      pick(std::move(c));
     }
     sources.push_back("random");
   }
@@ -188,10 +169,9 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
   if (absl::Status fitted = search.FitSurrogate(); !fitted.ok()) {
     LogWarning(absl::StrCat("Mosaic surrogate fit failed (", fitted.ToString(),
                             "); suggesting at random"));
-    PicksView augmented(study, result.configurations);
     for (v1::Configuration& c :
-         RandomPolicy::Sample(augmented.view, remaining(), rng)) {
-      result.configurations.push_back(std::move(c));
+         RandomPolicy::Sample(study, search.held(), remaining(), rng)) {
+      pick(std::move(c));
     }
     sources.push_back("random-fallback");
     return finish();
@@ -199,22 +179,20 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
   MctsTree tree = tree_;
   bool walked = false;
   while (remaining() > 0) {
-    PicksView augmented(study, result.configurations);
-    search.SetView(augmented.view);
     absl::StatusOr<MctsWalk> walk = tree.Walk(search, shared.options.mcts);
     if (absl::IsNotFound(walk.status())) break;  // the catalogue ran out
     METAOPT_RETURN_IF_ERROR(walk.status());
-    METAOPT_ASSIGN_OR_RETURN(std::optional<v1::Configuration> pick,
+    METAOPT_ASSIGN_OR_RETURN(std::optional<v1::Configuration> found,
                              search.Playout(walk->path));
-    if (!pick.has_value()) {
+    if (!found.has_value()) {
       // Everything the playout found below the node is held (a small
       // discrete space): a random configuration anywhere instead.
       std::vector<v1::Configuration> fallback =
-          RandomPolicy::Sample(augmented.view, 1, rng);
+          RandomPolicy::Sample(study, search.held(), 1, rng);
       if (fallback.empty()) break;
-      pick = std::move(fallback[0]);
+      found = std::move(fallback[0]);
     }
-    result.configurations.push_back(*std::move(pick));
+    pick(*std::move(found));
     walked = true;
   }
   if (walked) sources.push_back("mcts");

@@ -2,32 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <string>
 #include <utility>
 
-#include "core/acquisition/acquisition.h"
+#include "absl/container/flat_hash_set.h"
 #include "core/common/status_macros.h"
 
 namespace metaopt::policy {
 namespace {
-
-// A surrogate owned through a shared_ptr, as a Surrogate (for WithFantasies
-// on a shared base with no pending rows).
-class SharedSurrogate final : public surrogate::Surrogate {
- public:
-  explicit SharedSurrogate(std::shared_ptr<const Surrogate> base)
-      : base_(std::move(base)) {}
-  absl::StatusOr<gp::Prediction> Predict(
-      const Eigen::MatrixXd& X) const override {
-    return base_->Predict(X);
-  }
-  absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
-      const Eigen::MatrixXd& X) const override {
-    return base_->WithFantasies(X);
-  }
-
- private:
-  std::shared_ptr<const Surrogate> base_;
-};
 
 bool IsPrefix(const MctsPath& prefix, const MctsPath& structure) {
   return std::equal(prefix.begin(), prefix.end(), structure.begin());
@@ -37,7 +20,7 @@ bool IsPrefix(const MctsPath& prefix, const MctsPath& structure) {
 
 MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
                            space::Rng& rng)
-    : shared_(shared), spec_(*study.spec), rng_(rng) {
+    : shared_(shared), spec_(*study.spec), rng_(rng), held_(study) {
   const bool maximize = shared.goal == v1::GOAL_MAXIMIZE;
   std::vector<double> ys;
   for (const v1::Trial& trial : *study.trials) {
@@ -60,32 +43,8 @@ MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
     }
     best_target_ = targets_.minCoeff();
   }
-  if (!spec_.candidates().empty()) {
-    const int n = spec_.candidates_size();
-    catalogue_structure_.reserve(n);
-    std::vector<v1::Configuration> all(spec_.candidates().begin(),
-                                       spec_.candidates().end());
-    for (int i = 0; i < n; ++i) {
-      catalogue_structure_.push_back(shared.Structure(all[i]));
-      catalogue_index_[&spec_.candidates(i)] = i;
-    }
-    catalogue_X_ = shared.encoder.EncodeBatch(all);
-  }
-}
-
-absl::Status MosaicSearch::FitSurrogate() {
-  Eigen::MatrixXd X = shared_.encoder.EncodeBatch(completed_);
-  METAOPT_ASSIGN_OR_RETURN(model_, shared_.fitter(X, targets_, rng_()));
-  return absl::OkStatus();
-}
-
-void MosaicSearch::SetView(const StudyView& study) {
-  stats_.clear();
-  held_.clear();
-  pending_.clear();
   for (const v1::Trial& trial : *study.trials) {
     if (!HoldsConfiguration(trial.state())) continue;
-    held_.insert(space::ConfigurationKey(trial.configuration()));
     if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
       pending_.push_back(trial.configuration());
     }
@@ -95,26 +54,51 @@ void MosaicSearch::SetView(const StudyView& study) {
     } else if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
       reward = 0.0;  // failed or infeasible (or completed without a value)
     }
-    MctsPath structure = shared_.Structure(trial.configuration());
-    for (size_t k = 0; k <= structure.size(); ++k) {
-      NodeStats& s = stats_[MctsPath(structure.begin(), structure.begin() + k)];
-      ++s.visits;
-      if (reward.has_value()) s.rewards.push_back(*reward);
-    }
+    Visit(trial.configuration(), reward);
   }
-  untried_.clear();
-  untried_prefixes_.clear();
-  if (!spec_.candidates().empty()) {
-    for (const v1::Configuration* c : UntriedCandidates(study)) {
-      const int i = catalogue_index_.at(c);
-      untried_.push_back(i);
-      const MctsPath& structure = catalogue_structure_[i];
+  if (shared.catalogue != nullptr) {
+    for (size_t i = 0; i < shared.catalogue->keys.size(); ++i) {
+      if (held_.contains(shared.catalogue->keys[i])) continue;
+      untried_.push_back(static_cast<int>(i));
+      const MctsPath& structure = shared.catalogue_structure[i];
       for (size_t k = 0; k <= structure.size(); ++k) {
-        untried_prefixes_.insert(
-            MctsPath(structure.begin(), structure.begin() + k));
+        ++untried_below_[MctsPath(structure.begin(), structure.begin() + k)];
       }
     }
   }
+}
+
+absl::Status MosaicSearch::FitSurrogate() {
+  Eigen::MatrixXd X = shared_.encoder.EncodeBatch(completed_);
+  METAOPT_ASSIGN_OR_RETURN(model_, shared_.fitter(X, targets_, rng_()));
+  return absl::OkStatus();
+}
+
+void MosaicSearch::Visit(const v1::Configuration& c,
+                         std::optional<double> reward) {
+  const MctsPath structure = shared_.Structure(c);
+  for (size_t k = 0; k <= structure.size(); ++k) {
+    NodeStats& s = stats_[MctsPath(structure.begin(), structure.begin() + k)];
+    ++s.visits;
+    if (reward.has_value()) s.rewards.push_back(*reward);
+  }
+}
+
+void MosaicSearch::AddPick(const v1::Configuration& pick) {
+  held_.Add({pick});
+  pending_.push_back(pick);
+  Visit(pick, std::nullopt);
+  if (shared_.catalogue == nullptr) return;
+  const std::string key = space::ConfigurationKey(pick);
+  auto row = std::find_if(untried_.begin(), untried_.end(), [&](int i) {
+    return shared_.catalogue->keys[i] == key;
+  });
+  if (row == untried_.end()) return;
+  const MctsPath& structure = shared_.catalogue_structure[*row];
+  for (size_t k = 0; k <= structure.size(); ++k) {
+    --untried_below_[MctsPath(structure.begin(), structure.begin() + k)];
+  }
+  untried_.erase(row);
 }
 
 std::vector<int> MosaicSearch::ValidActions(const MctsPath& path) {
@@ -124,7 +108,10 @@ std::vector<int> MosaicSearch::ValidActions(const MctsPath& path) {
   child.push_back(0);
   for (int a = 0; a < actions; ++a) {
     child.back() = a;
-    if (spec_.candidates().empty() || untried_prefixes_.contains(child)) {
+    if (shared_.catalogue == nullptr) {
+      valid.push_back(a);
+    } else if (auto it = untried_below_.find(child);
+               it != untried_below_.end() && it->second > 0) {
       valid.push_back(a);
     }
   }
@@ -147,7 +134,7 @@ double MosaicSearch::Estimate(const MctsPath& path) {
   if (it != estimates_.end()) return it->second;
   const int n = shared_.options.prior_samples;
   Eigen::MatrixXd X;
-  if (spec_.candidates().empty()) {
+  if (shared_.catalogue == nullptr) {
     std::vector<v1::Configuration> samples;
     samples.reserve(n);
     for (int i = 0; i < n; ++i) {
@@ -171,67 +158,57 @@ double MosaicSearch::Estimate(const MctsPath& path) {
 absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::Playout(
     const MctsPath& path) {
   // Pending trials and this call's picks as fantasies.
-  std::unique_ptr<const surrogate::Surrogate> model;
-  if (pending_.empty()) {
-    model = std::make_unique<const SharedSurrogate>(model_);
-  } else {
+  std::unique_ptr<const surrogate::Surrogate> fantasised;
+  const surrogate::Surrogate* model = model_.get();
+  if (!pending_.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
-        model, model_->WithFantasies(shared_.encoder.EncodeBatch(pending_)));
+        fantasised,
+        model_->WithFantasies(shared_.encoder.EncodeBatch(pending_)));
+    model = fantasised.get();
   }
-  // The incumbent below `path`: the best evaluated compatible configuration.
-  std::optional<v1::Configuration> incumbent;
+  // The local search starts from the best evaluated configuration below
+  // `path`, or from its default completion.
+  const v1::Configuration* incumbent = nullptr;
   double incumbent_y = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < completed_.size(); ++i) {
     if (y_[i] < incumbent_y &&
         IsPrefix(path, shared_.Structure(completed_[i]))) {
       incumbent_y = y_[i];
-      incumbent = completed_[i];
+      incumbent = &completed_[i];
     }
   }
-  if (!spec_.candidates().empty())
-    return CataloguePlayout(path, incumbent, *model);
-
-  std::vector<v1::Configuration> candidates;
-  absl::flat_hash_set<std::string> seen;
-  auto add = [&](v1::Configuration c) {
-    std::string key = space::ConfigurationKey(c);
-    if (held_.contains(key) || !seen.insert(std::move(key)).second)
-      return false;
-    candidates.push_back(std::move(c));
-    return true;
+  const v1::Configuration start =
+      incumbent != nullptr ? *incumbent : shared_.DefaultCompletion(path);
+  auto is_held = [this](const std::string& key) { return held_.contains(key); };
+  if (shared_.catalogue != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(
+        std::vector<int> picks,
+        acquisition::MaximizeOverCatalogue(
+            *model, *shared_.catalogue, PlayoutRows(path, start), is_held,
+            best_target_, 1, acquisition::Ties::kLowerMean));
+    if (picks.empty()) return std::nullopt;
+    return spec_.candidates(picks[0]);
+  }
+  // Strategy C: n_r draws of D(X(path)) and a hill climb over one-exchange
+  // neighbours that keep the structure of `path`.
+  acquisition::SearchOptions options;
+  options.random_samples = shared_.options.playout_samples;
+  options.sample = [&](space::Rng& rng) {
+    return shared_.SampleCompletion(path, rng);
   };
-  for (int i = 0; i < shared_.options.playout_samples; ++i) {
-    add(shared_.SampleCompletion(path, rng_));
-  }
-  // Local search from the incumbent (or the default completion).
-  v1::Configuration current =
-      incumbent.has_value() ? *incumbent : shared_.DefaultCompletion(path);
-  add(current);
-  METAOPT_ASSIGN_OR_RETURN(std::vector<Score> current_score,
-                           ScoreAll({current}, *model));
-  for (int step = 0; step < shared_.options.local_search_steps; ++step) {
-    std::vector<v1::Configuration> neighbors =
-        shared_.Neighbors(current, path, rng_);
-    if (neighbors.empty()) break;
-    METAOPT_ASSIGN_OR_RETURN(std::vector<Score> scores,
-                             ScoreAll(neighbors, *model));
-    int best = 0;
-    for (size_t i = 1; i < scores.size(); ++i) {
-      if (scores[i].BetterThan(scores[best])) best = static_cast<int>(i);
-    }
-    for (const v1::Configuration& n : neighbors) add(n);
-    if (!scores[best].BetterThan(current_score[0])) break;
-    current = neighbors[best];
-    current_score[0] = scores[best];
-  }
-  if (candidates.empty()) return std::nullopt;
-  METAOPT_ASSIGN_OR_RETURN(std::vector<Score> scores,
-                           ScoreAll(candidates, *model));
-  int best = 0;
-  for (size_t i = 1; i < scores.size(); ++i) {
-    if (scores[i].BetterThan(scores[best])) best = static_cast<int>(i);
-  }
-  return candidates[best];
+  options.incumbents = 1;
+  options.neighbors = [&](const v1::Configuration& c, space::Rng& rng) {
+    return shared_.Neighbors(c, path, rng);
+  };
+  options.incumbent_steps = shared_.options.local_search_steps;
+  options.refine_top = 0;
+  options.ties = acquisition::Ties::kLowerMean;
+  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Configuration> picks,
+                           acquisition::MaximizeOverSpace(
+                               *model, shared_.space, shared_.encoder, is_held,
+                               best_target_, {start}, 1, options, rng_));
+  if (picks.empty()) return std::nullopt;
+  return std::move(picks[0]);
 }
 
 double MosaicSearch::Quantile(double y) const {
@@ -259,7 +236,7 @@ double MosaicSearch::RewardOfMean(double mean) const {
 std::vector<int> MosaicSearch::CompatibleUntried(const MctsPath& path) const {
   std::vector<int> rows;
   for (int i : untried_) {
-    if (IsPrefix(path, catalogue_structure_[i])) rows.push_back(i);
+    if (IsPrefix(path, shared_.catalogue_structure[i])) rows.push_back(i);
   }
   return rows;
 }
@@ -275,74 +252,44 @@ void MosaicSearch::Subsample(std::vector<int>& rows, int n) {
 }
 
 Eigen::MatrixXd MosaicSearch::Rows(const std::vector<int>& rows) const {
-  Eigen::MatrixXd X(rows.size(), catalogue_X_.cols());
-  for (size_t i = 0; i < rows.size(); ++i) X.row(i) = catalogue_X_.row(rows[i]);
+  const Eigen::MatrixXd& all = shared_.catalogue->X;
+  Eigen::MatrixXd X(rows.size(), all.cols());
+  for (size_t i = 0; i < rows.size(); ++i) X.row(i) = all.row(rows[i]);
   return X;
 }
 
-absl::StatusOr<std::vector<MosaicSearch::Score>> MosaicSearch::ScoreRows(
-    const Eigen::MatrixXd& X, const surrogate::Surrogate& model) const {
-  METAOPT_ASSIGN_OR_RETURN(gp::Prediction p, model.Predict(X));
-  std::vector<Score> scores(X.rows());
-  for (Eigen::Index i = 0; i < X.rows(); ++i) {
-    scores[i].log_ei = acquisition::LogExpectedImprovement(
-        p.mean[i], p.variance[i], best_target_);
-    scores[i].mean = p.mean[i];
-    if (std::isnan(scores[i].log_ei)) {
-      scores[i].log_ei = -std::numeric_limits<double>::infinity();
-    }
-  }
-  return scores;
-}
-
-absl::StatusOr<std::vector<MosaicSearch::Score>> MosaicSearch::ScoreAll(
-    const std::vector<v1::Configuration>& configs,
-    const surrogate::Surrogate& model) const {
-  return ScoreRows(shared_.encoder.EncodeBatch(configs), model);
-}
-
-absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::CataloguePlayout(
-    const MctsPath& path, const std::optional<v1::Configuration>& incumbent,
-    const surrogate::Surrogate& model) {
+std::vector<int> MosaicSearch::PlayoutRows(const MctsPath& path,
+                                           const v1::Configuration& center) {
   std::vector<int> rows = CompatibleUntried(path);
-  if (rows.empty()) return std::nullopt;
   const int budget = shared_.options.playout_samples;
-  if (static_cast<int>(rows.size()) > budget) {
-    // The entries nearest the incumbent (or the default completion), then
-    // a uniform sample of the others.
-    const Eigen::VectorXd center = shared_.encoder.Encode(
-        incumbent.has_value() ? *incumbent : shared_.DefaultCompletion(path));
-    std::vector<int> by_distance = rows;
-    std::stable_sort(by_distance.begin(), by_distance.end(), [&](int a, int b) {
-      return (catalogue_X_.row(a).transpose() - center).squaredNorm() <
-             (catalogue_X_.row(b).transpose() - center).squaredNorm();
-    });
-    const int near = std::min<int>(shared_.options.catalogue_neighbors,
-                                   static_cast<int>(by_distance.size()));
-    absl::flat_hash_set<int> chosen(by_distance.begin(),
-                                    by_distance.begin() + near);
-    std::vector<int> others;
-    for (int r : rows) {
-      if (!chosen.contains(r)) others.push_back(r);
-    }
-    Subsample(others, budget);
-    rows.assign(by_distance.begin(), by_distance.begin() + near);
-    rows.insert(rows.end(), others.begin(), others.end());
+  if (static_cast<int>(rows.size()) <= budget) return rows;
+  // The entries nearest the center, then a uniform sample of the others.
+  const Eigen::MatrixXd& X = shared_.catalogue->X;
+  const Eigen::VectorXd x = shared_.encoder.Encode(center);
+  std::vector<int> by_distance = rows;
+  std::stable_sort(by_distance.begin(), by_distance.end(), [&](int a, int b) {
+    return (X.row(a).transpose() - x).squaredNorm() <
+           (X.row(b).transpose() - x).squaredNorm();
+  });
+  const int near = std::min<int>(shared_.options.catalogue_neighbors,
+                                 static_cast<int>(by_distance.size()));
+  absl::flat_hash_set<int> chosen(by_distance.begin(),
+                                  by_distance.begin() + near);
+  std::vector<int> others;
+  for (int r : rows) {
+    if (!chosen.contains(r)) others.push_back(r);
   }
-  METAOPT_ASSIGN_OR_RETURN(std::vector<Score> scores,
-                           ScoreRows(Rows(rows), model));
-  int best = 0;
-  for (size_t i = 1; i < scores.size(); ++i) {
-    if (scores[i].BetterThan(scores[best])) best = static_cast<int>(i);
-  }
-  return spec_.candidates(rows[best]);
+  Subsample(others, budget);
+  rows.assign(by_distance.begin(), by_distance.begin() + near);
+  rows.insert(rows.end(), others.begin(), others.end());
+  return rows;
 }
 
 std::optional<v1::Configuration> MosaicSearch::DesignItem(int i) {
   const int a = i % shared_.first_level_actions;
   const MctsPath path = shared_.levels.empty() ? MctsPath() : MctsPath{a};
   const bool default_item = i < shared_.first_level_actions;
-  if (!spec_.candidates().empty()) {
+  if (shared_.catalogue != nullptr) {
     std::vector<int> rows = CompatibleUntried(path);
     if (rows.empty()) return std::nullopt;
     int pick = rows[space::UniformIndex(rng_, rows.size())];
@@ -352,7 +299,7 @@ std::optional<v1::Configuration> MosaicSearch::DesignItem(int i) {
       double nearest = std::numeric_limits<double>::infinity();
       for (int r : rows) {
         const double d =
-            (catalogue_X_.row(r).transpose() - center).squaredNorm();
+            (shared_.catalogue->X.row(r).transpose() - center).squaredNorm();
         if (d < nearest) {
           nearest = d;
           pick = r;

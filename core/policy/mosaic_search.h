@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,8 +13,8 @@
 
 #include "Eigen/Core"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "core/acquisition/acquisition_search.h"
 #include "core/policy/mcts.h"
 #include "core/policy/mosaic_options.h"
 #include "core/policy/policy.h"
@@ -34,17 +33,18 @@ using MosaicSurrogateFitter =
 
 // The immutable part of a Mosaic policy, shared by its successive versions.
 struct MosaicShared {
-  MosaicShared(v1::Goal goal, space::SearchSpace space_in,
+  MosaicShared(const v1::StudySpec& spec, space::SearchSpace space_in,
                std::vector<int> levels_in, MosaicPolicyOptions options_in,
                MosaicSurrogateFitter fitter_in,
-               std::vector<v1::Configuration> portfolio_in, int initial_trials)
-      : goal(goal),
+               std::vector<v1::Configuration> portfolio_in)
+      : goal(spec.objective().goal()),
         space(std::move(space_in)),
         encoder(space),
         levels(std::move(levels_in)),
         options(std::move(options_in)),
         fitter(std::move(fitter_in)),
-        portfolio(std::move(portfolio_in)) {
+        portfolio(std::move(portfolio_in)),
+        catalogue(acquisition::EncodeCatalogue(spec, encoder)) {
     const v1::SearchSpace& proto = space.proto();
     level_of_stage.assign(proto.stages_size(), -1);
     for (size_t k = 0; k < levels.size(); ++k) level_of_stage[levels[k]] = k;
@@ -64,12 +64,16 @@ struct MosaicShared {
       block_parameters[layout.block_start[p.stage] + p.algorithm].push_back(
           {p.offset, p.size, categorical});
     }
+    catalogue_structure.reserve(spec.candidates_size());
+    for (const v1::Configuration& c : spec.candidates()) {
+      catalogue_structure.push_back(Structure(c));
+    }
     first_level_actions =
         levels.empty() ? 1 : proto.stages(levels[0]).algorithms_size();
     if (!portfolio.empty()) {
       design_size = 0;
-    } else if (initial_trials > 0) {
-      design_size = initial_trials;
+    } else if (spec.algorithm().initial_trials() > 0) {
+      design_size = spec.algorithm().initial_trials();
     } else {
       design_size =
           std::min(first_level_actions * (1 + options.random_per_algorithm),
@@ -208,6 +212,10 @@ struct MosaicShared {
   const MosaicPolicyOptions options;
   const MosaicSurrogateFitter fitter;
   const std::vector<v1::Configuration> portfolio;
+  // The study's catalogue (null without one), encoded and keyed once, and
+  // the structure of each entry.
+  const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue;
+  std::vector<MctsPath> catalogue_structure;
   std::vector<int> level_of_stage;
   std::vector<absl::flat_hash_map<std::string, int>> algorithm_index;
   std::vector<std::vector<Param>> block_parameters;  // per layout block
@@ -219,6 +227,7 @@ struct MosaicShared {
 // thread-safe (one per call).
 class MosaicSearch final : public MctsEnvironment {
  public:
+  // Valid while `study` is.
   MosaicSearch(const MosaicShared& shared, const StudyView& study,
                space::Rng& rng);
 
@@ -227,8 +236,13 @@ class MosaicSearch final : public MctsEnvironment {
   // Fits the shared surrogate on the completed trials.
   absl::Status FitSurrogate();
 
-  // Points the tree statistics at `study` (this call's picks included).
-  void SetView(const StudyView& study);
+  // What may not be proposed: the configurations the study's trials hold and
+  // this call's picks.
+  const HeldConfigurations& held() const { return held_; }
+
+  // Counts this call's `pick` (canonical) as a pending trial: held, a virtual
+  // visit of the nodes of its structure, a fantasy in later playouts.
+  void AddPick(const v1::Configuration& pick);
 
   // MctsEnvironment.
   std::vector<int> ValidActions(const MctsPath& path) override;
@@ -246,21 +260,14 @@ class MosaicSearch final : public MctsEnvironment {
   std::optional<v1::Configuration> DesignItem(int i);
 
  private:
-  // An acquisition score, compared by log-EI and then by the lower mean (EI is
-  // exactly 0 for a deterministic prediction without improvement).
-  struct Score {
-    double log_ei = -std::numeric_limits<double>::infinity();
-    double mean = std::numeric_limits<double>::infinity();
-    bool BetterThan(const Score& o) const {
-      if (log_ei != o.log_ei) return log_ei > o.log_ei;
-      return mean < o.mean;
-    }
-  };
-
   struct NodeStats {
     int64_t visits = 0;
     std::vector<double> rewards;
   };
+
+  // One trial holding `c`: a visit of every node on its structure's path,
+  // with `reward` if the trial has one.
+  void Visit(const v1::Configuration& c, std::optional<double> reward);
 
   // The mid-rank quantile of y (to minimise) among the completed values: 0
   // for the best, 1 for the worst, ties averaged; 0.5 for a single value.
@@ -280,16 +287,10 @@ class MosaicSearch final : public MctsEnvironment {
 
   Eigen::MatrixXd Rows(const std::vector<int>& rows) const;
 
-  absl::StatusOr<std::vector<Score>> ScoreRows(
-      const Eigen::MatrixXd& X, const surrogate::Surrogate& model) const;
-
-  absl::StatusOr<std::vector<Score>> ScoreAll(
-      const std::vector<v1::Configuration>& configs,
-      const surrogate::Surrogate& model) const;
-
-  absl::StatusOr<std::optional<v1::Configuration>> CataloguePlayout(
-      const MctsPath& path, const std::optional<v1::Configuration>& incumbent,
-      const surrogate::Surrogate& model);
+  // The catalogue rows a playout at `path` scores: its untried entries, or
+  // when there are more than n_r, the nearest to `center` and n_r others.
+  std::vector<int> PlayoutRows(const MctsPath& path,
+                               const v1::Configuration& center);
 
   const MosaicShared& shared_;
   const v1::StudySpec& spec_;
@@ -300,14 +301,12 @@ class MosaicSearch final : public MctsEnvironment {
   Eigen::VectorXd targets_;     // the surrogate's: y_ or its quantiles
   double best_ = 0, worst_ = 0, scale_ = 1, best_target_ = 0;
   std::shared_ptr<const surrogate::Surrogate> model_;
-  // Catalogue: structure and encoding of every entry; the untried ones.
-  std::vector<MctsPath> catalogue_structure_;
-  Eigen::MatrixXd catalogue_X_;
-  absl::flat_hash_map<const v1::Configuration*, int> catalogue_index_;
+  HeldConfigurations held_;
+  // Catalogue: the untried rows, in catalogue order, and how many of them lie
+  // below each node.
   std::vector<int> untried_;
-  absl::flat_hash_set<MctsPath> untried_prefixes_;
+  absl::flat_hash_map<MctsPath, int> untried_below_;
   absl::flat_hash_map<MctsPath, NodeStats> stats_;
-  absl::flat_hash_set<std::string> held_;
   std::vector<v1::Configuration> pending_;
   // Q_F̂ per node, under the surrogate of this call (before fantasies).
   absl::flat_hash_map<MctsPath, double> estimates_;

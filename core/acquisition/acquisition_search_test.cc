@@ -1,0 +1,141 @@
+#include "core/acquisition/acquisition_search.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/test_specs.h"
+
+namespace metaopt::acquisition {
+namespace {
+
+using ::metaopt::testing::CatalogueSpec;
+using ::testing::ElementsAre;
+using ::testing::UnorderedElementsAre;
+
+// A deterministic model (variance 0) of (x - 0.3)^2, x the encoded column
+// `column`, as a random forest's prediction can be; its fantasies change
+// nothing. With best = -1 nothing improves: every log-EI is -inf, a tie.
+class Parabola final : public surrogate::Surrogate {
+ public:
+  explicit Parabola(int column) : column_(column) {}
+  absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& X) const override {
+    gp::Prediction p;
+    p.mean = (X.col(column_).array() - 0.3).square().matrix();
+    p.variance = Eigen::VectorXd::Zero(X.rows());
+    return p;
+  }
+  absl::StatusOr<std::unique_ptr<const surrogate::Surrogate>> WithFantasies(
+      const Eigen::MatrixXd&) const override {
+    return std::unique_ptr<const surrogate::Surrogate>(new Parabola(column_));
+  }
+
+ private:
+  int column_;
+};
+
+constexpr double kNothingImproves = -1;
+
+// x of a CatalogueSpec configuration.
+double X(const v1::Configuration& c) {
+  return c.assignments(0).parameters().at("x").number();
+}
+
+class AcquisitionSearchTest : public ::testing::Test {
+ protected:
+  AcquisitionSearchTest()
+      : spec_(CatalogueSpec(11)),
+        space_(*space::SearchSpace::Create(spec_.search_space())),
+        encoder_(space_),
+        catalogue_(EncodeCatalogue(spec_, encoder_)),
+        model_(encoder_.layout().parameters[0].offset) {}
+
+  // The canonical configuration with this x.
+  v1::Configuration Point(double x) const {
+    v1::Configuration c = spec_.candidates(0);
+    (*c.mutable_assignments(0)->mutable_parameters())["x"].set_number(x);
+    return *space_.Canonicalize(c, "point");
+  }
+
+  const v1::StudySpec spec_;  // x in [0, 1]; catalogue x = 0, 0.1, ..., 1
+  const space::SearchSpace space_;
+  const space::Encoder encoder_;
+  const std::shared_ptr<const EncodedCatalogue> catalogue_;
+  const Parabola model_;
+};
+
+TEST_F(AcquisitionSearchTest, TiesInLogEiGoToTheFirstOrToTheLowerMean) {
+  const std::string held = catalogue_->keys[3];  // x = 0.3
+  auto is_held = [&](const std::string& key) { return key == held; };
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::vector<int> rows,
+      MaximizeOverCatalogue(model_, *catalogue_, is_held, kNothingImproves, 2));
+  EXPECT_THAT(rows, ElementsAre(0, 1));
+  const std::vector<int> all = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      rows, MaximizeOverCatalogue(model_, *catalogue_, all, is_held,
+                                  kNothingImproves, 2, Ties::kLowerMean));
+  EXPECT_THAT(rows, UnorderedElementsAre(2, 4));
+}
+
+TEST_F(AcquisitionSearchTest, CatalogueRowsAreOnlyTheGivenOnesInTheirOrder) {
+  const std::string held = catalogue_->keys[3];
+  auto is_held = [&](const std::string& key) { return key == held; };
+  const std::vector<int> rows = {7, 5, 3};
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::vector<int> picks,
+      MaximizeOverCatalogue(model_, *catalogue_, rows, is_held,
+                            kNothingImproves, 5));
+  EXPECT_THAT(picks, ElementsAre(7, 5));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      picks, MaximizeOverCatalogue(model_, *catalogue_, rows, is_held,
+                                   kNothingImproves, 5, Ties::kLowerMean));
+  EXPECT_THAT(picks, ElementsAre(5, 7));
+}
+
+// The search restricted to x >= 0.6 by its sampler and its neighbours (as a
+// Mosaic playout keeps one structure) climbs from the incumbent at 0.95 to
+// the subspace's best point, 0.6.
+TEST_F(AcquisitionSearchTest, SamplerNeighboursAndClimbKeepToASubspace) {
+  SearchOptions options;
+  options.random_samples = 20;
+  options.sample = [this](space::Rng& rng) {
+    return Point(0.6 + 0.4 * space::Uniform01(rng));
+  };
+  options.neighbors = [this](const v1::Configuration& c, space::Rng&) {
+    std::vector<v1::Configuration> out;
+    for (double x : {X(c) - 0.05, X(c) + 0.05}) {
+      if (x >= 0.6 - 1e-12 && x <= 1) out.push_back(Point(std::max(x, 0.6)));
+    }
+    return out;
+  };
+  options.incumbents = 1;
+  options.incumbent_steps = 20;
+  options.refine_top = 0;
+  options.ties = Ties::kLowerMean;
+  const v1::Configuration incumbent = Point(0.95);
+  const std::string held = space::ConfigurationKey(incumbent);
+  auto is_held = [&](const std::string& key) { return key == held; };
+  space::Rng rng(1);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::vector<v1::Configuration> picks,
+      MaximizeOverSpace(model_, space_, encoder_, is_held, kNothingImproves,
+                        {incumbent}, 3, options, rng));
+  ASSERT_EQ(picks.size(), 3u);
+  EXPECT_NEAR(X(picks[0]), 0.6, 1e-9);
+  absl::flat_hash_set<std::string> keys;
+  for (const v1::Configuration& c : picks) {
+    EXPECT_GE(X(c), 0.6);
+    EXPECT_NE(space::ConfigurationKey(c), held);
+    EXPECT_TRUE(keys.insert(space::ConfigurationKey(c)).second);
+  }
+}
+
+}  // namespace
+}  // namespace metaopt::acquisition
