@@ -86,7 +86,7 @@ ZeroShotDesign ZeroShotDesignForStudy(const v1::ModelArtifact* model,
   size_t size = static_cast<size_t>(model->portfolio_size());
   if (model->has_task_design() && !spec.dataset_features().empty()) {
     registry::DesignQuery query = registry::QueryTaskDesign(
-        model->task_design(), spec.dataset_features());
+        model->task_design(), spec.dataset_features(), model->portfolio());
     entries = std::move(query.configurations);
     design.source = model->task_design().method();
     design.neighbours = std::move(query.neighbours);

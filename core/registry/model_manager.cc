@@ -110,9 +110,12 @@ v1::Model Describe(const LoadedModel& model) {
   if (model.artifact.has_task_design()) {
     const v1::TaskDesign& design = model.artifact.task_design();
     out.set_task_design(absl::StrCat(
-        design.method(), ", ", design.projection().shape(0), " dimensions, ",
-        design.feature_names_size(), " meta-features, ", design.tasks_size(),
-        " archived tasks, ", design.neighbours(), " neighbours"));
+        design.method(), ", ",
+        design.projection().shape().empty() ? design.feature_names_size()
+                                            : design.projection().shape(0),
+        " dimensions, ", design.feature_names_size(), " meta-features, ",
+        design.tasks_size(), " archived tasks, ", design.neighbours(),
+        " neighbours"));
   }
   return out;
 }

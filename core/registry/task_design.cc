@@ -45,14 +45,24 @@ absl::Status ValidateTaskDesign(const v1::TaskDesign& design) {
     }
   }
   const v1::Tensor& projection = design.projection();
-  if (projection.shape_size() != 2 || projection.shape(0) < 1 ||
-      projection.shape(1) != num_features ||
-      projection.values_size() != projection.shape(0) * num_features ||
-      !AllFinite(projection.values())) {
+  const bool identity =
+      projection.shape().empty() && projection.values().empty();
+  if (!identity &&
+      (projection.shape_size() != 2 || projection.shape(0) < 1 ||
+       projection.shape(1) != num_features ||
+       projection.values_size() != projection.shape(0) * num_features ||
+       !AllFinite(projection.values()))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        kField, ".projection: must be a finite [d, ", num_features,
-        "] tensor, got shape [", absl::StrJoin(projection.shape(), ", "),
-        "] with ", projection.values_size(), " values"));
+        kField, ".projection: must be empty (the identity) or a finite [d, ",
+        num_features, "] tensor, got shape [",
+        absl::StrJoin(projection.shape(), ", "), "] with ",
+        projection.values_size(), " values"));
+  }
+  const int64_t dimension = identity ? num_features : projection.shape(0);
+  if (!design.blend().empty() && design.blend() != "interleave") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kField, ".blend: \"", design.blend(),
+                     "\" is not a blend (\"\" or \"interleave\")"));
   }
   if (design.neighbours() < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -64,12 +74,12 @@ absl::Status ValidateTaskDesign(const v1::TaskDesign& design) {
   }
   for (int t = 0; t < design.tasks_size(); ++t) {
     const v1::DesignTask& task = design.tasks(t);
-    if (task.embedding_size() != projection.shape(0) ||
-        !AllFinite(task.embedding()) || task.top().empty()) {
+    if (task.embedding_size() != dimension || !AllFinite(task.embedding()) ||
+        task.top().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           kField, ".tasks[", t, "] \"", task.task_id(), "\": needs a finite ",
-          projection.shape(0), "-dimensional embedding (got ",
-          task.embedding_size(), ") and at least one top configuration"));
+          dimension, "-dimensional embedding (got ", task.embedding_size(),
+          ") and at least one top configuration"));
     }
   }
   return absl::OkStatus();
@@ -90,6 +100,7 @@ Eigen::VectorXd EmbedFeatures(
       x(i) = (it->second - design.feature_means(i)) / design.feature_stds(i);
     }
   }
+  if (design.projection().shape().empty()) return x;  // the identity
   const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
                                        Eigen::RowMajor>>
       projection(design.projection().values().data(),
@@ -99,7 +110,8 @@ Eigen::VectorXd EmbedFeatures(
 
 DesignQuery QueryTaskDesign(
     const v1::TaskDesign& design,
-    const google::protobuf::Map<std::string, double>& features) {
+    const google::protobuf::Map<std::string, double>& features,
+    const google::protobuf::RepeatedPtrField<v1::Configuration>& portfolio) {
   DesignQuery query;
   const Eigen::VectorXd z =
       EmbedFeatures(design, features, &query.imputed_features);
@@ -126,6 +138,20 @@ DesignQuery QueryTaskDesign(
       if (rank < task.top_size())
         query.configurations.push_back(&task.top(rank));
     }
+  }
+  if (design.blend() == "interleave" && !portfolio.empty()) {
+    std::vector<const v1::Configuration*> blended;
+    const size_t n = std::max(query.configurations.size(),
+                              static_cast<size_t>(portfolio.size()));
+    for (size_t i = 0; i < n; ++i) {
+      if (i < query.configurations.size()) {
+        blended.push_back(query.configurations[i]);
+      }
+      if (i < static_cast<size_t>(portfolio.size())) {
+        blended.push_back(&portfolio.Get(static_cast<int>(i)));
+      }
+    }
+    query.configurations = std::move(blended);
   }
   return query;
 }

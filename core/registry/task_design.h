@@ -21,9 +21,10 @@ namespace metaopt::registry {
 
 // INVALID_ARGUMENT naming the field below `artifact.task_design` unless the
 // design is consistent: a method, features with finite means and positive
-// finite standard deviations, a projection [d, features] of finite values,
-// neighbours >= 1, at least one task, each with a d-dimensional finite
-// embedding and at least one top configuration. (The configurations are
+// finite standard deviations, a projection [d, features] of finite values
+// (or none: the identity, d = features), neighbours >= 1, at least one task,
+// each with a d-dimensional finite embedding and at least one top
+// configuration. (The configurations are
 // checked against the artifact's space by ValidateArtifact.)
 absl::Status ValidateTaskDesign(const v1::TaskDesign& design);
 
@@ -45,10 +46,14 @@ Eigen::VectorXd EmbedFeatures(
 
 // The design for a dataset with `features` (the design.neighbours nearest
 // archived tasks by Euclidean distance of the embeddings; ties: archive
-// order). `design` must be valid.
+// order), blended with `portfolio` as design.blend says ("interleave":
+// alternately a design entry and a portfolio entry, design first, each list
+// in order). `design` must be valid.
 DesignQuery QueryTaskDesign(
     const v1::TaskDesign& design,
-    const google::protobuf::Map<std::string, double>& features);
+    const google::protobuf::Map<std::string, double>& features,
+    const google::protobuf::RepeatedPtrField<v1::Configuration>& portfolio =
+        {});
 
 }  // namespace metaopt::registry
 

@@ -83,6 +83,41 @@ TEST(QueryTaskDesignTest, MissingFeaturesTakeTheTrainingMeanAndAreNamed) {
               ElementsAre("a"));
 }
 
+TEST(QueryTaskDesignTest, InterleavesWithThePortfolio) {
+  v1::TaskDesign design = Design();
+  design.set_blend("interleave");
+  google::protobuf::RepeatedPtrField<v1::Configuration> portfolio;
+  *portfolio.Add() = Config(0.9);
+  google::protobuf::Map<std::string, double> features;
+  features["a"] = 12;  // nearest t1, then t0
+  const DesignQuery query = QueryTaskDesign(design, features, portfolio);
+  ASSERT_EQ(query.configurations.size(), 5u);
+  EXPECT_DOUBLE_EQ(X(query.configurations[0]), 0.1);  // t1's best
+  EXPECT_DOUBLE_EQ(X(query.configurations[1]), 0.9);  // the portfolio's first
+  EXPECT_DOUBLE_EQ(X(query.configurations[2]), 0.0);  // t0's best
+  EXPECT_DOUBLE_EQ(X(query.configurations[3]), 0.15);
+  EXPECT_DOUBLE_EQ(X(query.configurations[4]), 0.05);
+  design.set_blend("mix");
+  EXPECT_THAT(ValidateTaskDesign(design),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("task_design.blend: \"mix\"")));
+}
+
+TEST(QueryTaskDesignTest, AnEmptyProjectionIsTheIdentity) {
+  v1::TaskDesign design = Design();
+  design.clear_projection();
+  for (v1::DesignTask& task : *design.mutable_tasks()) {
+    task.add_embedding(0);  // d = 2 features
+  }
+  ASSERT_THAT(ValidateTaskDesign(design), IsOk());
+  google::protobuf::Map<std::string, double> features;
+  features["a"] = 14;  // standardized 2: nearest t1 (1), then t0 (0)
+  features["b"] = 0;
+  EXPECT_THAT(EmbedFeatures(design, features), ElementsAre(2.0, 0.0));
+  EXPECT_THAT(QueryTaskDesign(design, features).neighbours,
+              ElementsAre("t1", "t0"));
+}
+
 TEST(ValidateTaskDesignTest, AcceptsAConsistentDesignAndNamesEachBrokenField) {
   EXPECT_THAT(ValidateTaskDesign(Design()), IsOk());
   v1::TaskDesign d = Design();

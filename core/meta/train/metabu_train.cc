@@ -36,6 +36,7 @@ struct MetabuFlags {
   // split among 3, 5 and 10.
   int neighbours = 0;
   std::string design = "auto";
+  std::string blend = "auto";  // none, interleave or auto
   MetabuOptions fit;
 };
 
@@ -171,13 +172,15 @@ v1::TaskDesign MakeDesign(const std::string& method,
     design.add_feature_means(scaler.means[i]);
     design.add_feature_stds(scaler.stds[i]);
   }
-  v1::Tensor& tensor = *design.mutable_projection();
-  tensor.set_name("psi");
-  tensor.add_shape(projection.rows());
-  tensor.add_shape(projection.cols());
-  for (Eigen::Index r = 0; r < projection.rows(); ++r) {
-    for (Eigen::Index c = 0; c < projection.cols(); ++c) {
-      tensor.add_values(projection(r, c));
+  if (!projection.isIdentity(0)) {  // the identity is stored as no tensor
+    v1::Tensor& tensor = *design.mutable_projection();
+    tensor.set_name("psi");
+    tensor.add_shape(projection.rows());
+    tensor.add_shape(projection.cols());
+    for (Eigen::Index r = 0; r < projection.rows(); ++r) {
+      for (Eigen::Index c = 0; c < projection.cols(); ++c) {
+        tensor.add_values(projection(r, c));
+      }
     }
   }
   for (const ArchiveTask& task : archive) {
@@ -196,13 +199,14 @@ v1::TaskDesign MakeDesign(const std::string& method,
 // training tasks.
 absl::StatusOr<std::vector<double>> ValidRegret(
     const meta::MetaDataset& data, const v1::TaskDesign& design,
+    const google::protobuf::RepeatedPtrField<v1::Configuration>& portfolio,
     const std::vector<ArchiveTask>& valid, int size) {
   std::vector<double> mean(size, 0.0);
   for (const ArchiveTask& task : valid) {
     google::protobuf::Map<std::string, double> features(
         task.task->metafeatures.begin(), task.task->metafeatures.end());
     const registry::DesignQuery query =
-        registry::QueryTaskDesign(design, features);
+        registry::QueryTaskDesign(design, features, portfolio);
     std::vector<v1::Configuration> picks;
     absl::flat_hash_set<std::string> seen;
     for (const v1::Configuration* c : query.configurations) {
@@ -304,36 +308,51 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
   const Eigen::MatrixXd identity =
       Eigen::MatrixXd::Identity(scaler.names.size(), scaler.names.size());
   // The candidates: the map(s) --design allows, K from --neighbours (0: 3, 5
-  // and 10); with validation tasks the pair with the lowest mean regret over
-  // the first kSelectionHorizon trials wins, otherwise the first.
+  // and 10), alone or interleaved with the model's portfolio (--blend); with
+  // validation tasks the one with the lowest mean regret over the first
+  // kSelectionHorizon trials wins, otherwise the first.
   std::vector<std::string> methods;
   if (flags.design != "nearest") methods.push_back("metabu");
   if (flags.design != "metabu") methods.push_back("nearest");
   const std::vector<int> ks = flags.neighbours > 0
                                   ? std::vector<int>{flags.neighbours}
                                   : std::vector<int>{3, 5, 10};
+  std::vector<std::string> blends;
+  if (flags.blend != "interleave") blends.push_back("");
+  if (flags.blend != "none" && !base->artifact.portfolio().empty()) {
+    blends.push_back("interleave");
+  }
+  if (blends.empty()) blends.push_back("");
   std::string method = methods.front();
+  std::string blend = blends.front();
   int neighbours = ks.size() == 1 ? ks.front() : 5;
   const int size = kSelectionHorizon;
   if (!valid.empty()) {
     double best = std::numeric_limits<double>::infinity();
     for (const std::string& m : methods) {
       for (int k : ks) {
-        const v1::TaskDesign design = MakeDesign(
-            m, scaler, m == "metabu" ? fit.projection : identity, train, k);
-        METAOPT_ASSIGN_OR_RETURN(
-            std::vector<double> regret,
-            ValidRegret(data.dataset, design, valid, size));
-        AddCurveMetrics(absl::StrCat("design/", m, "-k", k, "/valid_regret"),
-                        regret, &metrics);
-        progress.Log(absl::StrFormat(
-            "design %s, K = %d: mean regret over the first %d trials of %d "
-            "validation tasks %.4f (@5 %.4f, @10 %.4f)",
-            m, k, size, valid.size(), Mean(regret), regret[4], regret[9]));
-        if (Mean(regret) < best) {
-          best = Mean(regret);
-          method = m;
-          neighbours = k;
+        for (const std::string& b : blends) {
+          v1::TaskDesign design = MakeDesign(
+              m, scaler, m == "metabu" ? fit.projection : identity, train, k);
+          design.set_blend(b);
+          METAOPT_ASSIGN_OR_RETURN(
+              std::vector<double> regret,
+              ValidRegret(data.dataset, design, base->artifact.portfolio(),
+                          valid, size));
+          const std::string name =
+              absl::StrCat(m, "-k", k, b.empty() ? "" : "-", b);
+          AddCurveMetrics(absl::StrCat("design/", name, "/valid_regret"),
+                          regret, &metrics);
+          progress.Log(absl::StrFormat(
+              "design %s: mean regret over the first %d trials of %d "
+              "validation tasks %.4f (@5 %.4f, @10 %.4f)",
+              name, size, valid.size(), Mean(regret), regret[4], regret[9]));
+          if (Mean(regret) < best) {
+            best = Mean(regret);
+            method = m;
+            neighbours = k;
+            blend = b;
+          }
         }
       }
     }
@@ -353,7 +372,8 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
           "fixed portfolio: mean regret %.4f (@5 %.4f, @10 %.4f)",
           Mean(portfolio_regret), portfolio_regret[4], portfolio_regret[9]));
     }
-    progress.Log(absl::StrFormat("using %s with K = %d", method, neighbours));
+    progress.Log(absl::StrFormat("using %s with K = %d%s", method, neighbours,
+                                 blend.empty() ? "" : ", " + blend));
   }
   // The archive: every task with meta-features of both splits.
   std::vector<ArchiveTask> archive = train;
@@ -362,6 +382,7 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
       MakeDesign(method, scaler, method == "metabu" ? fit.projection : identity,
                  archive, neighbours);
   artifact.mutable_task_design()->set_base_model(base->reference());
+  artifact.mutable_task_design()->set_blend(blend);
   return artifact;
 }
 
@@ -394,6 +415,13 @@ TrainerKind MetabuTrainerKind() {
                     "auto (the lower validation regret)")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "metabu", "nearest"}));
+    flags
+        .add_option("--blend", state->blend,
+                    "none (the neighbours' configurations only), interleave "
+                    "(alternately with the model's portfolio) or auto (the "
+                    "lower validation regret)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "none", "interleave"}));
     flags
         .add_option("--alpha", state->fit.alpha,
                     "fused Gromov-Wasserstein trade-off")
