@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/meta/train/deeppipe_train.h"
+#include "core/meta/train/grosi_train.h"
 #include "core/meta/train/pmf_train.h"
 #include "core/meta/train/portfolio_train.h"
 #include "core/meta/train/train_common.h"
@@ -21,6 +22,7 @@ std::vector<TrainerKind> BuiltinTrainerKinds() {
       PortfolioTrainerKind(),
       PmfTrainerKind(),
       DeepPipeTrainerKind(),
+      GrosiTrainerKind(),
   };
 }
 
