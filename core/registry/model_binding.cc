@@ -142,6 +142,8 @@ absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
                kind == v1::MODEL_KIND_PORTFOLIO;
       case v1::ALGORITHM_KIND_PMF:
         return kind == v1::MODEL_KIND_PMF;
+      case v1::ALGORITHM_KIND_GROSI:
+        return kind == v1::MODEL_KIND_GROSI;
       default:
         return true;  // every model kind carries a portfolio
     }
