@@ -75,6 +75,14 @@ constexpr MethodRow kMethodTable[] = {
      "meta-features"},
     {"pmf-nofeatures", "kind: ALGORITHM_KIND_PMF", false,
      "PMF without meta-features: warm start from the model's portfolio"},
+    {"grosi", "kind: ALGORITHM_KIND_GROSI", true,
+     "GROSI: the top 5 of the meta-learned gray-box surrogate for the task's "
+     "meta-features, then GROSI(+10): refit on the observations, a draw from "
+     "the top 10"},
+    {"grosi-zero-shot", "kind: ALGORITHM_KIND_GROSI initial_trials: 100000",
+     true,
+     "GROSI zero-shot only: the surrogate's ranking for the task's "
+     "meta-features, never refitted (Algorithm 2)"},
     {"mosaic", "kind: ALGORITHM_KIND_MOSAIC model: \"none\"", true,
      "Mosaic: MCTS over pipeline structure, EI playouts under a random "
      "forest (no transfer)"},
@@ -411,6 +419,10 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
                              PrepareTask(*task, result.goal));
     if (replay.best == replay.worst) {
       result.skipped_tasks.push_back(task->id);
+      continue;
+    }
+    if (options.tasks_with_features && task->metafeatures.empty()) {
+      result.featureless_tasks.push_back(task->id);
       continue;
     }
     if (options.max_tasks > 0 &&

@@ -180,6 +180,10 @@ struct BenchOptions {
   // Methods whose studies cannot be created (UNIMPLEMENTED kinds, missing
   // models) are dropped and listed instead of failing the whole run.
   bool skip_unavailable = false;
+  // Only the tasks with meta-features (a metafeatures.csv row): methods that
+  // need them (GROSI) cannot run on the others, and every method then
+  // replays the same tasks.
+  bool tasks_with_features = false;
   // Progress line destination (null: none).
   std::FILE* progress = stderr;
 };
@@ -213,6 +217,8 @@ struct BenchResult {
   std::vector<std::string> task_ids;  // the evaluated tasks, in tasks.csv order
   int split_task_count = 0;           // tasks in the split
   std::vector<std::string> skipped_tasks;  // zero y spread
+  // Left out by tasks_with_features.
+  std::vector<std::string> featureless_tasks;
   // Evaluated tasks with fewer than `trials` distinct configurations.
   std::vector<std::pair<std::string, int>> short_tasks;
   int duplicate_rows = 0;

@@ -31,6 +31,7 @@ using ::metaopt::testing::ScopedTempDir;
 using ::metaopt::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Pair;
 
 // ---------------------------------------------------------------------------
@@ -295,6 +296,23 @@ TEST(ReportCheckpointsTest, StandardCountsUpToT) {
 
 // ---------------------------------------------------------------------------
 // Full runs
+
+TEST_F(BenchRunTest, TasksWithFeaturesLeavesTheOthersOut) {
+  meta::MetaDataset data = MakeDataset();
+  for (meta::Task& task : data.tasks) {
+    if (task.id == "t3") task.metafeatures.clear();
+  }
+  ASSERT_THAT(meta::WriteMetaDataset(data, dir_.File("toy")), IsOk());
+  BenchOptions options = Options();
+  absl::StatusOr<BenchResult> all = RunBenchmark(options);
+  ASSERT_THAT(all, IsOk());
+  EXPECT_THAT(all->featureless_tasks, IsEmpty());
+  options.tasks_with_features = true;
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_THAT(result->task_ids, ElementsAre("t1", "t2", "small", "t4"));
+  EXPECT_THAT(result->featureless_tasks, ElementsAre("t3"));
+}
 
 TEST_F(BenchRunTest, RandomRunsAreMonotoneAndSkipFlatTasks) {
   absl::StatusOr<BenchResult> result = RunBenchmark(Options());

@@ -80,6 +80,9 @@ int main(int argc, char** argv) {
                "drop methods whose studies cannot be created (e.g. algorithm "
                "kinds not implemented yet) and list them in report.md, "
                "instead of failing");
+  app.add_flag("--tasks-with-features", options.tasks_with_features,
+               "replay only the tasks that have meta-features "
+               "(metafeatures.csv), as GROSI needs them");
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
 

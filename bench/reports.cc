@@ -147,7 +147,13 @@ std::string ReportMarkdown(const BenchResult& result,
   absl::StrAppend(&md, "| tasks | ", result.task_ids.size(), " evaluated of ",
                   result.split_task_count,
                   " in the split; skipped (zero y spread): ",
-                  result.skipped_tasks.size(), " (", skipped, ") |\n");
+                  result.skipped_tasks.size(), " (", skipped, ")");
+  if (!result.featureless_tasks.empty()) {
+    absl::StrAppend(&md, "; without meta-features (--tasks-with-features): ",
+                    result.featureless_tasks.size(), " (",
+                    absl::StrJoin(result.featureless_tasks, ", "), ")");
+  }
+  absl::StrAppend(&md, " |\n");
   absl::StrAppend(&md, "| methods | ", absl::StrJoin(method_names, ", "),
                   " |\n");
   if (!result.unavailable_methods.empty()) {

@@ -75,4 +75,19 @@ absl::StatusOr<Eigen::VectorXd> ReadTensor(const TensorMap& tensors,
   return values;
 }
 
+absl::StatusOr<int> ReadIntOption(const v1::ModelArtifact& artifact,
+                                  const std::string& key, int low, int high) {
+  auto it = artifact.int_options().find(key);
+  if (it == artifact.int_options().end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact.int_options[\"", key, "\"]: missing"));
+  }
+  if (it->second < low || it->second > high) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact.int_options[\"", key, "\"]: ", it->second,
+                     " is outside [", low, ", ", high, "]"));
+  }
+  return static_cast<int>(it->second);
+}
+
 }  // namespace metaopt::nn

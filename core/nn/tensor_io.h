@@ -35,6 +35,11 @@ absl::StatusOr<Eigen::VectorXd> ReadTensor(const TensorMap& tensors,
                                            const std::string& name,
                                            const std::vector<int64_t>& shape);
 
+// artifact.int_options[key] as an int in [low, high]; INVALID_ARGUMENT naming
+// the option when it is missing or out of range.
+absl::StatusOr<int> ReadIntOption(const v1::ModelArtifact& artifact,
+                                  const std::string& key, int low, int high);
+
 }  // namespace metaopt::nn
 
 #endif  // METAOPT_CORE_NN_TENSOR_IO_H_

@@ -4,6 +4,7 @@
 #include "core/common/status_macros.h"
 #include "core/policy/deeppipe_policy.h"
 #include "core/policy/gp_policy.h"
+#include "core/policy/grosi_policy.h"
 #include "core/policy/mosaic_policy.h"
 #include "core/policy/pmf_policy.h"
 #include "core/policy/random_policy.h"
@@ -18,13 +19,14 @@ absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
     case v1::ALGORITHM_KIND_DEEPPIPE:
     case v1::ALGORITHM_KIND_MOSAIC:
     case v1::ALGORITHM_KIND_PMF:
+    case v1::ALGORITHM_KIND_GROSI:
       return absl::OkStatus();
     case v1::ALGORITHM_KIND_UNSPECIFIED:
       return absl::InvalidArgumentError(
           "spec.algorithm.kind: ALGORITHM_KIND_UNSPECIFIED; set one of "
           "ALGORITHM_KIND_RANDOM, "
           "ALGORITHM_KIND_GP, ALGORITHM_KIND_DEEPPIPE, ALGORITHM_KIND_PMF, "
-          "ALGORITHM_KIND_MOSAIC");
+          "ALGORITHM_KIND_MOSAIC, ALGORITHM_KIND_GROSI");
     default:
       return absl::UnimplementedError(absl::StrCat(
           "spec.algorithm.kind: ", v1::AlgorithmKind_Name(algorithm.kind()),
@@ -70,6 +72,9 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
       if (state.has_pmf()) pmf_state = state.pmf();
       return PmfPolicy::Create(spec, std::move(pmf_state), std::move(model));
     }
+    case v1::ALGORITHM_KIND_GROSI:
+      // Refitted from the meta-learned model at every Suggest: no state.
+      return GrosiPolicy::Create(spec, std::move(model));
     default:
       return absl::InternalError("unreachable algorithm kind");
   }

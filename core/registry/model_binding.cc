@@ -142,6 +142,8 @@ absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
                kind == v1::MODEL_KIND_PORTFOLIO;
       case v1::ALGORITHM_KIND_PMF:
         return kind == v1::MODEL_KIND_PMF;
+      case v1::ALGORITHM_KIND_GROSI:
+        return kind == v1::MODEL_KIND_GROSI;
       default:
         return true;  // every model kind carries a portfolio
     }
@@ -153,6 +155,11 @@ absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
 }
 
 bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind) {
+  // A GROSI model binds other kinds only by name: its portfolio is its data's
+  // portfolio model's, which also carries the task-aware design.
+  if (kind == v1::MODEL_KIND_GROSI) {
+    return algorithm.kind() == v1::ALGORITHM_KIND_GROSI;
+  }
   switch (algorithm.kind()) {
     case v1::ALGORITHM_KIND_RANDOM:
       return false;

@@ -18,7 +18,8 @@ namespace metaopt::registry {
 // Whether a study of this algorithm binds by itself (spec.algorithm.model
 // empty) to a served registry model of kind `kind` over its space, and whether
 // it accepts such a model when named. RANDOM uses only named models (for their
-// portfolio), so the random baseline stays a baseline.
+// portfolio), so the random baseline stays a baseline; only GROSI studies bind
+// to a GROSI model by themselves.
 bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind);
 absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
                             v1::ModelKind kind);

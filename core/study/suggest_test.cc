@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "core/meta/train/grosi_testutil.h"
 #include "core/meta/train/pmf_testutil.h"
 #include "core/registry/artifact.h"
 #include "core/registry/model_manager.h"
@@ -223,6 +224,11 @@ TEST(SuggestTest, NoKindSuggestsAHeldCatalogueEntry) {
   ::metaopt::testing::ScopedTempDir registry_dir;
   ASSERT_THAT(registry::WriteModelVersion(registry_dir.path(), "pmf", *artifact),
               IsOk());
+  // GROSI needs a model over CatalogueSpec's space and dataset features.
+  auto grosi = train::testing::TwoFamilyGrosiArtifact();
+  ASSERT_THAT(grosi, IsOk());
+  ASSERT_THAT(registry::WriteModelVersion(registry_dir.path(), "grosi", *grosi),
+              IsOk());
   auto models = registry::ModelManager::Create({registry_dir.path()});
   ASSERT_THAT(models, IsOk());
   const google::protobuf::EnumDescriptor* kinds =
@@ -240,6 +246,9 @@ TEST(SuggestTest, NoKindSuggestsAHeldCatalogueEntry) {
         for (int i = 0; i < size; ++i) {
           *spec.add_candidates() = artifact->catalogue(i);
         }
+      }
+      if (kind == v1::ALGORITHM_KIND_GROSI) {
+        (*spec.mutable_dataset_features())["f"] = 1.0;
       }
       return spec;
     };

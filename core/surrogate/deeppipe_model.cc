@@ -33,21 +33,6 @@ constexpr char kLogOutputScale[] = "gp.log_output_scale";
 constexpr char kLogNoise[] = "gp.log_noise";
 constexpr char kMean[] = "gp.mean";
 
-absl::StatusOr<int> ReadIntOption(const v1::ModelArtifact& artifact,
-                                  const std::string& key, int low, int high) {
-  auto it = artifact.int_options().find(key);
-  if (it == artifact.int_options().end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("artifact.int_options[\"", key, "\"]: missing"));
-  }
-  if (it->second < low || it->second > high) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("artifact.int_options[\"", key, "\"]: ", it->second,
-                     " is outside [", low, ", ", high, "]"));
-  }
-  return static_cast<int>(it->second);
-}
-
 }  // namespace
 
 struct DeepPipeModel::Structure {
@@ -610,17 +595,18 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
   DeepPipeArchitecture arch;
   METAOPT_ASSIGN_OR_RETURN(
       arch.encoder_layers,
-      ReadIntOption(artifact, "encoder_layers", 0, kMaxEncoderLayers));
-  METAOPT_ASSIGN_OR_RETURN(
-      arch.aggregation_layers,
-      ReadIntOption(artifact, "aggregation_layers", 1, kMaxAggregationLayers));
+      nn::ReadIntOption(artifact, "encoder_layers", 0, kMaxEncoderLayers));
+  METAOPT_ASSIGN_OR_RETURN(arch.aggregation_layers,
+                           nn::ReadIntOption(artifact, "aggregation_layers", 1,
+                                             kMaxAggregationLayers));
   METAOPT_ASSIGN_OR_RETURN(
       arch.width_factor,
-      ReadIntOption(artifact, "width_factor", 1, kMaxWidthFactor));
-  METAOPT_ASSIGN_OR_RETURN(arch.hidden,
-                           ReadIntOption(artifact, "hidden", 1, kMaxHidden));
+      nn::ReadIntOption(artifact, "width_factor", 1, kMaxWidthFactor));
   METAOPT_ASSIGN_OR_RETURN(
-      arch.embedding, ReadIntOption(artifact, "embedding", 1, kMaxEmbedding));
+      arch.hidden, nn::ReadIntOption(artifact, "hidden", 1, kMaxHidden));
+  METAOPT_ASSIGN_OR_RETURN(
+      arch.embedding,
+      nn::ReadIntOption(artifact, "embedding", 1, kMaxEmbedding));
   double noise_floor = kNoiseFloor;
   if (auto it = artifact.normalization().find("noise_floor");
       it != artifact.normalization().end()) {
@@ -629,8 +615,8 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
   METAOPT_ASSIGN_OR_RETURN(DeepPipeModel model,
                            Build(artifact.search_space(), arch, noise_floor));
   METAOPT_ASSIGN_OR_RETURN(
-      int input_dim, ReadIntOption(artifact, "input_dim", model.input_dim(),
-                                   model.input_dim()));
+      int input_dim, nn::ReadIntOption(artifact, "input_dim", model.input_dim(),
+                                       model.input_dim()));
   (void)input_dim;
 
   METAOPT_ASSIGN_OR_RETURN(nn::TensorMap tensors,

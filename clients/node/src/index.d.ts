@@ -134,6 +134,7 @@ export interface StudySpec {
       | 'ALGORITHM_KIND_DEEPPIPE'
       | 'ALGORITHM_KIND_PMF'
       | 'ALGORITHM_KIND_MOSAIC'
+      | 'ALGORITHM_KIND_GROSI'
       | number;
     model?: string;
     initial_trials?: number;

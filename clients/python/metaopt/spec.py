@@ -73,6 +73,7 @@ _ALGORITHMS = {
     "deeppipe": study_pb2.ALGORITHM_KIND_DEEPPIPE,
     "pmf": study_pb2.ALGORITHM_KIND_PMF,
     "mosaic": study_pb2.ALGORITHM_KIND_MOSAIC,
+    "grosi": study_pb2.ALGORITHM_KIND_GROSI,
 }
 
 
@@ -143,8 +144,8 @@ def study_spec(
         space: the search space (see :func:`search_space`, :func:`flat_space`).
         objective: the objective's name.
         goal: ``"maximize"`` or ``"minimize"`` (or a ``metaopt.v1.Goal`` value).
-        algorithm: ``"random"``, ``"gp"``, ``"deeppipe"``, ``"pmf"`` or ``"mosaic"`` (or a
-            ``metaopt.v1.AlgorithmKind`` value).
+        algorithm: ``"random"``, ``"gp"``, ``"deeppipe"``, ``"pmf"``, ``"mosaic"`` or
+            ``"grosi"`` (or a ``metaopt.v1.AlgorithmKind`` value).
         model: a registry model (``"name"`` or ``"name@version"``); empty: the one whose space
             matches, if any; ``"none"``: no model.
         initial_trials: initial-design suggestions before the model takes over (0: default).

@@ -55,21 +55,6 @@ struct ValidTask {
   Eigen::VectorXd y_query;
 };
 
-// The first k entries of a uniformly random permutation of 0..n-1.
-std::vector<Eigen::Index> SampleWithoutReplacement(Eigen::Index n,
-                                                   Eigen::Index k,
-                                                   space::Rng& rng) {
-  std::vector<Eigen::Index> idx(n);
-  std::iota(idx.begin(), idx.end(), Eigen::Index{0});
-  for (Eigen::Index i = 0; i < k; ++i) {
-    const Eigen::Index j =
-        i + static_cast<Eigen::Index>(space::UniformIndex(rng, n - i));
-    std::swap(idx[i], idx[j]);
-  }
-  idx.resize(k);
-  return idx;
-}
-
 absl::StatusOr<TaskData> PrepareTask(const DeepPipeModel& model,
                                      const meta::Task& task, double sign,
                                      int min_rows) {

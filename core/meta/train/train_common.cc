@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -32,6 +33,8 @@ std::string KindName(v1::ModelKind kind) {
       return "deeppipe";
     case v1::MODEL_KIND_PMF:
       return "pmf";
+    case v1::MODEL_KIND_GROSI:
+      return "grosi";
     default:
       return absl::StrCat("kind ", static_cast<int>(kind));
   }
@@ -82,7 +85,8 @@ void Progress::Step(std::string_view what, int64_t done, int64_t total) {
 
 const std::vector<std::string>& KnownKinds() {
   static const auto* kinds =
-      new std::vector<std::string>{"portfolio", "deeppipe", "pmf", "metabu"};
+      new std::vector<std::string>{"portfolio", "deeppipe", "pmf", "metabu",
+                                   "grosi"};
   return *kinds;
 }
 
@@ -105,6 +109,20 @@ std::string JoinCommandLine(int argc, const char* const* argv) {
 }
 
 std::string MetaoptVersion() { return METAOPT_TRAIN_VERSION; }
+
+std::vector<Eigen::Index> SampleWithoutReplacement(Eigen::Index n,
+                                                   Eigen::Index k,
+                                                   space::Rng& rng) {
+  std::vector<Eigen::Index> idx(n);
+  std::iota(idx.begin(), idx.end(), Eigen::Index{0});
+  for (Eigen::Index i = 0; i < k; ++i) {
+    const Eigen::Index j =
+        i + static_cast<Eigen::Index>(space::UniformIndex(rng, n - i));
+    std::swap(idx[i], idx[j]);
+  }
+  idx.resize(k);
+  return idx;
+}
 
 void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
                      google::protobuf::Map<std::string, double>* metrics) {

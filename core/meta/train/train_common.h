@@ -22,9 +22,11 @@
 #include <string_view>
 #include <vector>
 
+#include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/meta/meta_dataset.h"
+#include "core/space/random.h"
 #include "google/protobuf/map.h"
 #include "metaopt/v1/model.pb.h"
 
@@ -36,7 +38,7 @@ namespace metaopt::train {
 
 // The flags every kind has (metaopt-train --help lists them).
 struct CommonTrainOptions {
-  std::string kind;          // --kind: "portfolio", "deeppipe", "pmf".
+  std::string kind;          // --kind: "portfolio", "deeppipe", "pmf", "grosi".
   std::string data_dir;      // --data: a meta-dataset folder.
   std::string registry_dir;  // --registry: created if needed.
   // --name; empty: DefaultModelName(data_dir, kind).
@@ -97,7 +99,7 @@ struct TrainerKind {
 };
 
 // Every kind metaopt-train knows by name, built in or not: portfolio,
-// deeppipe, pmf, metabu.
+// deeppipe, pmf, metabu, grosi.
 const std::vector<std::string>& KnownKinds();
 
 // The kinds built into this binary (defined in train_main.cc).
@@ -117,6 +119,11 @@ std::string JoinCommandLine(int argc, const char* const* argv);
 
 // The version of this build: "<project version> (git <describe>)".
 std::string MetaoptVersion();
+
+// The first k entries of a uniformly random permutation of 0..n-1 (k <= n).
+std::vector<Eigen::Index> SampleWithoutReplacement(Eigen::Index n,
+                                                   Eigen::Index k,
+                                                   space::Rng& rng);
 
 // Sets metrics["<prefix>@k"] = curve[k - 1] for k = 1..curve.size().
 void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,

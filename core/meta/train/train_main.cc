@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/meta/train/deeppipe_train.h"
+#include "core/meta/train/grosi_train.h"
 #include "core/meta/train/metabu_train.h"
 #include "core/meta/train/pmf_train.h"
 #include "core/meta/train/portfolio_train.h"
@@ -23,6 +24,7 @@ std::vector<TrainerKind> BuiltinTrainerKinds() {
       PmfTrainerKind(),
       DeepPipeTrainerKind(),
       MetabuTrainerKind(),
+      GrosiTrainerKind(),
   };
 }
 

@@ -1,0 +1,77 @@
+#include "core/meta/train/grosi_testutil.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/common/status_macros.h"
+#include "core/registry/artifact.h"
+#include "core/space/random.h"
+#include "tests/testutil/test_specs.h"
+
+namespace metaopt::train::testing {
+
+meta::MetaDataset TwoFamilyDataset(int train, int valid, int test,
+                                   uint64_t seed) {
+  const v1::StudySpec spec = metaopt::testing::CatalogueSpec(21);
+  meta::MetaDataset data;
+  data.name = "two-family";
+  data.space = spec.search_space();
+  data.objective = spec.objective();
+  data.metafeature_names = {"f", "g", "h"};
+  space::Rng rng(seed);
+  for (int t = 0; t < train + valid + test; ++t) {
+    meta::Task task;
+    task.id = absl::StrCat("task", t);
+    task.split = t < train ? "train" : t < train + valid ? "valid" : "test";
+    const bool right = t % 2 == 1;
+    const double center =
+        (right ? 0.85 : 0.15) + 0.05 * (space::Uniform01(rng) - 0.5);
+    task.metafeatures["f"] =
+        (right ? 1.0 : -1.0) + 0.1 * space::StandardNormal(rng);
+    task.metafeatures["g"] = space::StandardNormal(rng);
+    if (t % 4 < 2) task.metafeatures["h"] = 3.0 + space::StandardNormal(rng);
+    for (const v1::Configuration& c : spec.candidates()) {
+      const double x = c.assignments(0).parameters().at("x").number();
+      task.configurations.push_back(c);
+      task.y.push_back((x - center) * (x - center));
+    }
+    data.tasks.push_back(std::move(task));
+  }
+  return data;
+}
+
+GrosiTrainOptions SmallGrosiOptions() {
+  GrosiTrainOptions options;
+  options.epochs = 60;
+  options.meta_batch = 4;
+  options.lr = 3e-3;
+  options.batch_configs = 12;
+  options.seed = 3;
+  options.architecture.embedding = 4;
+  options.architecture.feature_hidden = 8;
+  options.architecture.tower_layers = 2;
+  options.architecture.tower_width = 4;
+  options.architecture.head_layers = 2;
+  options.architecture.head_width = 8;
+  return options;
+}
+
+absl::StatusOr<v1::ModelArtifact> TwoFamilyGrosiArtifact() {
+  const meta::MetaDataset data = TwoFamilyDataset(16, 4, 0);
+  std::vector<const meta::Task*> train, valid;
+  for (const meta::Task& task : data.tasks) {
+    (task.split == "train" ? train : valid).push_back(&task);
+  }
+  METAOPT_ASSIGN_OR_RETURN(GrosiTrainResult trained,
+                           TrainGrosi(data, train, valid, SmallGrosiOptions()));
+  v1::ModelArtifact artifact;
+  artifact.set_format_version(registry::kCurrentFormatVersion);
+  trained.best.ToArtifact(&artifact);
+  *artifact.mutable_objective() = data.objective;
+  *artifact.add_portfolio() = data.tasks[0].configurations[3];
+  artifact.mutable_provenance()->set_data_name(data.name);
+  artifact.mutable_provenance()->set_split("train");
+  return artifact;
+}
+
+}  // namespace metaopt::train::testing

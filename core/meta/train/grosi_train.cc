@@ -1,0 +1,509 @@
+#include "core/meta/train/grosi_train.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <utility>
+
+#include "CLI/CLI.hpp"
+#include "Eigen/Core"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/common/status_macros.h"
+#include "core/meta/train/portfolio.h"
+#include "core/nn/optimizer.h"
+#include "core/space/random.h"
+
+namespace metaopt::train {
+namespace {
+
+using surrogate::GrosiModel;
+
+struct TaskData {
+  std::string id;
+  Eigen::VectorXd z;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;  // normalised regret
+};
+
+// Normalised regrets of a task's values, or nullopt without a spread.
+std::optional<Eigen::VectorXd> NormalisedRegret(const meta::Task& task,
+                                                v1::Goal goal) {
+  if (task.y.empty() || task.y.size() != task.configurations.size()) {
+    return std::nullopt;
+  }
+  Eigen::VectorXd loss = Eigen::Map<const Eigen::VectorXd>(
+      task.y.data(), static_cast<Eigen::Index>(task.y.size()));
+  if (goal == v1::GOAL_MAXIMIZE) loss = -loss;
+  if (!loss.allFinite()) return std::nullopt;
+  const double lo = loss.minCoeff();
+  const double hi = loss.maxCoeff();
+  if (!(hi > lo)) return std::nullopt;
+  return ((loss.array() - lo) / (hi - lo)).matrix();
+}
+
+std::vector<double> RegretCurve(const Eigen::VectorXd& predicted,
+                                const Eigen::VectorXd& regret, int k) {
+  std::vector<int> order(predicted.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return predicted[a] < predicted[b]; });
+  std::vector<double> curve;
+  double best = 1.0;
+  for (int i = 0; i < k; ++i) {
+    if (i < static_cast<int>(order.size())) {
+      best = std::min(best, regret[order[i]]);
+    }
+    curve.push_back(best);
+  }
+  return curve;
+}
+
+absl::Status ValidateOptions(const GrosiTrainOptions& o) {
+  if (o.epochs < 0 || o.meta_batch < 1 || o.inner_steps < 1 ||
+      !(o.inner_lr > 0) || !(o.lr > 0) || !std::isfinite(o.lr) ||
+      !std::isfinite(o.inner_lr) || o.batch_configs < 1 ||
+      !(o.feature_dropout >= 0 && o.feature_dropout < 1) || o.select_k < 1 ||
+      o.curve_k < o.select_k || !(o.weights.alpha >= 0) ||
+      !(o.weights.delta >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GROSI training options: need epochs >= 0 (got ", o.epochs,
+        "), meta_batch >= 1 (", o.meta_batch, "), inner_steps >= 1 (",
+        o.inner_steps, "), inner_lr > 0 (", o.inner_lr, "), lr > 0 (", o.lr,
+        "), batch_configs >= 1 (", o.batch_configs,
+        "), feature_dropout in [0, 1) (", o.feature_dropout,
+        "), 1 <= select_k <= curve_k (", o.select_k, ", ", o.curve_k,
+        "), alpha and delta >= 0"));
+  }
+  return absl::OkStatus();
+}
+
+// Sorted union of the training tasks' meta-feature names, and their means and
+// standard deviations (n - 1; 0 when constant or seen once).
+struct FeatureStatistics {
+  std::vector<std::string> names;
+  Eigen::VectorXd means;
+  Eigen::VectorXd stds;
+};
+
+FeatureStatistics ComputeFeatureStatistics(
+    const std::vector<const meta::Task*>& tasks) {
+  std::map<std::string, std::vector<double>> values;
+  for (const meta::Task* task : tasks) {
+    for (const auto& [name, value] : task->metafeatures) {
+      if (std::isfinite(value)) values[name].push_back(value);
+    }
+  }
+  FeatureStatistics stats;
+  stats.means = Eigen::VectorXd::Zero(values.size());
+  stats.stds = Eigen::VectorXd::Zero(values.size());
+  for (const auto& [name, v] : values) {
+    const Eigen::Index f = static_cast<Eigen::Index>(stats.names.size());
+    const Eigen::Map<const Eigen::VectorXd> x(
+        v.data(), static_cast<Eigen::Index>(v.size()));
+    stats.means[f] = x.mean();
+    if (v.size() > 1) {
+      stats.stds[f] = std::sqrt((x.array() - stats.means[f]).square().sum() /
+                                static_cast<double>(v.size() - 1));
+    }
+    stats.names.push_back(name);
+  }
+  return stats;
+}
+
+struct ValidData {
+  const meta::Task* task;
+  Eigen::VectorXd z;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+};
+
+void Validate(const GrosiModel& model, const std::vector<ValidData>& valid,
+              const GrosiTrainOptions& options, GrosiEpochStats* stats) {
+  if (valid.empty()) return;
+  std::vector<double> curve(options.curve_k, 0.0);
+  double mse = 0.0;
+  for (const ValidData& v : valid) {
+    const Eigen::VectorXd predicted = model.Predict(model.Embed(v.z), v.X);
+    mse += (predicted - v.y).squaredNorm() / static_cast<double>(v.y.size());
+    const std::vector<double> c = RegretCurve(predicted, v.y, options.curve_k);
+    for (int k = 0; k < options.curve_k; ++k) curve[k] += c[k];
+  }
+  const double n = static_cast<double>(valid.size());
+  for (double& c : curve) c /= n;
+  stats->valid_mse = mse / n;
+  stats->valid_regret = curve;
+  double score = 0.0;
+  for (int k = 0; k < options.select_k; ++k) score += curve[k];
+  stats->valid_score = score / options.select_k;
+}
+
+}  // namespace
+
+std::vector<double> GrosiZeroShotRegret(const GrosiModel& model,
+                                        const meta::Task& task, v1::Goal goal,
+                                        int k) {
+  const std::optional<Eigen::VectorXd> regret = NormalisedRegret(task, goal);
+  if (!regret.has_value()) return {};
+  const Eigen::VectorXd z = model.Standardize(task.metafeatures, nullptr);
+  const Eigen::VectorXd predicted = model.Predict(
+      model.Embed(z), model.encoder().EncodeBatch(task.configurations));
+  return RegretCurve(predicted, *regret, k);
+}
+
+absl::StatusOr<GrosiTrainResult> TrainGrosi(
+    const meta::MetaDataset& data, const std::vector<const meta::Task*>& train,
+    const std::vector<const meta::Task*>& valid,
+    const GrosiTrainOptions& options,
+    const std::function<void(const GrosiEpochStats&)>& progress) {
+  METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
+  const v1::Goal goal = data.objective.goal();
+  std::vector<const meta::Task*> used;
+  int skipped = 0;
+  for (const meta::Task* task : train) {
+    if (task->metafeatures.empty() || !NormalisedRegret(*task, goal)) {
+      ++skipped;
+      continue;
+    }
+    used.push_back(task);
+  }
+  if (used.size() < 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GROSI training needs at least 2 training tasks with meta-features "
+        "(metafeatures.csv) and a spread of y; ",
+        used.size(), " of ", train.size(), " have them"));
+  }
+  const FeatureStatistics stats = ComputeFeatureStatistics(used);
+  METAOPT_ASSIGN_OR_RETURN(
+      GrosiModel model, GrosiModel::Create(data.space, stats.names,
+                                           options.architecture, options.seed));
+  METAOPT_RETURN_IF_ERROR(model.SetFeatureStatistics(stats.means, stats.stds));
+
+  std::vector<TaskData> tasks;
+  for (const meta::Task* task : used) {
+    TaskData d;
+    d.id = task->id;
+    d.z = model.Standardize(task->metafeatures, nullptr);
+    d.X = model.encoder().EncodeBatch(task->configurations);
+    d.y = *NormalisedRegret(*task, goal);
+    tasks.push_back(std::move(d));
+  }
+  std::vector<ValidData> valid_data;
+  int skipped_valid = 0;
+  for (const meta::Task* task : valid) {
+    const std::optional<Eigen::VectorXd> y = NormalisedRegret(*task, goal);
+    if (task->metafeatures.empty() || !y.has_value()) {
+      ++skipped_valid;
+      continue;
+    }
+    valid_data.push_back({task, model.Standardize(task->metafeatures, nullptr),
+                          model.encoder().EncodeBatch(task->configurations),
+                          *y});
+  }
+
+  GrosiTrainResult result{model};
+  for (const TaskData& t : tasks) result.train_tasks.push_back(t.id);
+  result.skipped_train_tasks = skipped;
+  result.valid_tasks = static_cast<int>(valid_data.size());
+  result.skipped_valid_tasks = skipped_valid;
+
+  GrosiEpochStats initial;
+  initial.epochs = options.epochs;
+  Validate(model, valid_data, options, &initial);
+  initial.best = true;
+  double best_score = std::isnan(initial.valid_score)
+                          ? std::numeric_limits<double>::infinity()
+                          : initial.valid_score;
+  result.history.push_back(initial);
+  if (progress) progress(initial);
+
+  Eigen::VectorXd beta = model.parameters();
+  nn::Adam adam(static_cast<int>(beta.size()));
+  GrosiModel inner = model;
+  space::Rng rng(options.seed ^ 0x67726f7369ULL);  // "grosi"
+  const int T = static_cast<int>(tasks.size());
+  const absl::Time start = absl::Now();
+  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
+    const absl::Time epoch_start = absl::Now();
+    GrosiEpochStats stats;
+    stats.epoch = epoch;
+    stats.epochs = options.epochs;
+    std::vector<int> order(T);
+    std::iota(order.begin(), order.end(), 0);
+    for (int i = T - 1; i > 0; --i) {
+      std::swap(order[i], order[space::UniformIndex(rng, i + 1)]);
+    }
+    double sums[3] = {0, 0, 0};
+    int steps = 0;
+    for (int g = 0; g < T; g += options.meta_batch) {
+      const int k = std::min(options.meta_batch, T - g);
+      Eigen::VectorXd direction = Eigen::VectorXd::Zero(beta.size());
+      for (int i = 0; i < k; ++i) {
+        const TaskData& t = tasks[order[g + i]];
+        Eigen::VectorXd beta_inner = beta;
+        METAOPT_RETURN_IF_ERROR(inner.set_parameters(beta_inner));
+        for (int v = 0; v < options.inner_steps; ++v) {
+          int q = static_cast<int>(space::UniformIndex(rng, T - 1));
+          if (q >= order[g + i]) ++q;
+          const std::vector<Eigen::Index> rows = SampleWithoutReplacement(
+              t.y.size(),
+              std::min<Eigen::Index>(options.batch_configs, t.y.size()), rng);
+          surrogate::GrosiStepBatch batch;
+          batch.features = t.z;
+          batch.positive = t.z;
+          for (Eigen::Index f = 0; f < t.z.size(); ++f) {
+            if (space::Uniform01(rng) < options.feature_dropout) {
+              batch.positive[f] = 0.0;
+            }
+          }
+          batch.negative = tasks[q].z;
+          batch.X = t.X(rows, Eigen::all);
+          batch.y = t.y(rows);
+          const surrogate::GrosiLoss loss = inner.Loss(batch, options.weights);
+          if (!std::isfinite(loss.value) || !loss.gradient.allFinite()) {
+            continue;
+          }
+          sums[0] += loss.regression;
+          sums[1] += loss.consistency;
+          sums[2] += loss.identification;
+          ++steps;
+          beta_inner -= options.inner_lr * loss.gradient;
+          METAOPT_RETURN_IF_ERROR(inner.set_parameters(beta_inner));
+        }
+        direction += beta - beta_inner;
+      }
+      direction /= static_cast<double>(k);
+      adam.Step(direction, options.lr, beta);
+      METAOPT_RETURN_IF_ERROR(model.set_parameters(beta));
+    }
+    if (steps > 0) {
+      stats.regression = sums[0] / steps;
+      stats.consistency = sums[1] / steps;
+      stats.identification = sums[2] / steps;
+    }
+    Validate(model, valid_data, options, &stats);
+    if (valid_data.empty() || stats.valid_score < best_score) {
+      if (!valid_data.empty()) best_score = stats.valid_score;
+      stats.best = true;
+      result.best = model;
+      result.best_epoch = epoch;
+    }
+    stats.epoch_time = absl::Now() - epoch_start;
+    result.history.push_back(stats);
+    if (progress) progress(stats);
+    if (absl::Now() - start >= options.time_budget) break;
+  }
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// metaopt-train --kind grosi.
+
+namespace {
+
+struct GrosiFlags {
+  GrosiTrainOptions train;
+  double max_minutes = 0.0;
+};
+
+std::string Format(double v) {
+  return std::isnan(v) ? std::string("-") : absl::StrFormat("%.4f", v);
+}
+
+std::string CurveAt(const std::vector<double>& curve, int k) {
+  return k <= static_cast<int>(curve.size()) ? Format(curve[k - 1])
+                                             : std::string("-");
+}
+
+absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
+    const GrosiFlags& flags, const CommonTrainOptions& options,
+    const TrainingSplits& data, Progress& progress) {
+  GrosiTrainOptions train = flags.train;
+  train.seed = options.seed;
+  if (flags.max_minutes > 0) {
+    train.time_budget = absl::Seconds(60.0 * flags.max_minutes);
+  }
+  const surrogate::GrosiArchitecture& a = train.architecture;
+  progress.Log(absl::StrFormat(
+      "grosi: %d train / %d valid tasks, %d epochs, meta-batch %d, %d inner "
+      "steps (SGD %g), Adam %g, %d configurations per step, alpha %g, delta "
+      "%g, K %d, towers %dx%d, head %dx%d",
+      data.train.size(), data.valid.size(), train.epochs, train.meta_batch,
+      train.inner_steps, train.inner_lr, train.lr, train.batch_configs,
+      train.weights.alpha, train.weights.delta, a.embedding, a.tower_layers,
+      a.tower_width, a.head_layers, a.head_width));
+  METAOPT_ASSIGN_OR_RETURN(
+      GrosiTrainResult trained,
+      TrainGrosi(data.dataset, data.train, data.valid, train,
+                 [&](const GrosiEpochStats& s) {
+                   progress.Log(absl::StrFormat(
+                       "epoch %d/%d  O %s  R %s  P %s  valid regret@1/5/10 "
+                       "%s/%s/%s  MSE %s%s  %.2fs",
+                       s.epoch, s.epochs, Format(s.regression),
+                       Format(s.consistency), Format(s.identification),
+                       CurveAt(s.valid_regret, 1), CurveAt(s.valid_regret, 5),
+                       CurveAt(s.valid_regret, 10), Format(s.valid_mse),
+                       s.best ? " *" : "",
+                       absl::ToDoubleSeconds(s.epoch_time)));
+                 }));
+  const GrosiEpochStats& best = trained.history[trained.best_epoch];
+  const int epochs_run = static_cast<int>(trained.history.size()) - 1;
+  double epoch_seconds = 0.0;
+  for (size_t e = 1; e < trained.history.size(); ++e) {
+    epoch_seconds += absl::ToDoubleSeconds(trained.history[e].epoch_time);
+  }
+  if (epochs_run > 0) epoch_seconds /= epochs_run;
+  progress.Log(absl::StrFormat(
+      "grosi: %d training tasks used (%d without meta-features or y spread "
+      "left out), %d validation tasks (%d left out); best epoch %d (valid "
+      "regret@1/5/10 %s/%s/%s), %d parameters, %.2fs/epoch",
+      trained.train_tasks.size(), trained.skipped_train_tasks,
+      trained.valid_tasks, trained.skipped_valid_tasks, trained.best_epoch,
+      CurveAt(best.valid_regret, 1), CurveAt(best.valid_regret, 5),
+      CurveAt(best.valid_regret, 10), trained.best.num_parameters(),
+      epoch_seconds));
+
+  PortfolioOptions portfolio_options;
+  portfolio_options.size = options.portfolio_size;
+  portfolio_options.seed = options.seed;
+  METAOPT_ASSIGN_OR_RETURN(
+      PortfolioResult portfolio,
+      BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
+  progress.Log(absl::StrFormat(
+      "portfolio: %d picks (match %s)", portfolio.configurations.size(),
+      std::string(PortfolioMatchName(portfolio.match))));
+
+  v1::ModelArtifact artifact;
+  trained.best.ToArtifact(&artifact);
+  *artifact.mutable_objective() = data.dataset.objective;
+  for (v1::Configuration& c : portfolio.configurations) {
+    *artifact.add_portfolio() = std::move(c);
+  }
+  const std::set<std::string> used(trained.train_tasks.begin(),
+                                   trained.train_tasks.end());
+  for (const meta::Task* task : data.train) {
+    if (used.count(task->id) == 0) continue;
+    v1::DatasetFeatures* features = artifact.add_training_features();
+    features->set_task_id(task->id);
+    for (const auto& [name, value] : task->metafeatures) {
+      (*features->mutable_features())[name] = value;
+    }
+  }
+  auto& ints = *artifact.mutable_int_options();
+  ints["train_epochs"] = train.epochs;
+  ints["train_meta_batch"] = train.meta_batch;
+  ints["train_inner_steps"] = train.inner_steps;
+  ints["train_batch_configs"] = train.batch_configs;
+  auto* metrics = artifact.mutable_provenance()->mutable_validation_metrics();
+  AddCurveMetrics("valid_regret", best.valid_regret, metrics);
+  AddCurveMetrics("initial_valid_regret", trained.history[0].valid_regret,
+                  metrics);
+  AddCurveMetrics("portfolio_valid_regret", portfolio.valid_regret, metrics);
+  if (!std::isnan(best.valid_mse)) (*metrics)["valid_mse"] = best.valid_mse;
+  if (!std::isnan(best.regression)) {
+    (*metrics)["train_regression_loss"] = best.regression;
+  }
+  (*metrics)["best_epoch"] = trained.best_epoch;
+  (*metrics)["epochs_run"] = epochs_run;
+  (*metrics)["seconds_per_epoch"] = epoch_seconds;
+  (*metrics)["train_tasks"] = static_cast<double>(trained.train_tasks.size());
+  (*metrics)["valid_tasks"] = trained.valid_tasks;
+  (*metrics)["alpha"] = train.weights.alpha;
+  (*metrics)["delta"] = train.weights.delta;
+  return artifact;
+}
+
+}  // namespace
+
+TrainerKind GrosiTrainerKind() {
+  TrainerKind kind;
+  kind.name = "grosi";
+  kind.description =
+      "GROSI gray-box surrogate over (meta-feature embedding, configuration) "
+      "meta-trained with the regression, consistency and dataset "
+      "identification losses; best epoch by zero-shot validation regret";
+  kind.add_flags = [](CLI::App& flags) -> Trainer {
+    auto state = std::make_shared<GrosiFlags>();
+    GrosiTrainOptions& t = state->train;
+    surrogate::GrosiArchitecture& a = t.architecture;
+    flags.add_option("--epochs", t.epochs, "passes over the training tasks")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    flags.add_option("--meta-batch", t.meta_batch, "tasks per outer step")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    flags.add_option("--inner-steps", t.inner_steps, "SGD steps per task (v)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    flags.add_option("--inner-lr", t.inner_lr, "inner SGD learning rate")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    flags.add_option("--lr", t.lr, "outer Adam learning rate")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    flags
+        .add_option("--batch-configs", t.batch_configs,
+                    "configurations of the task per inner step")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    flags.add_option("--alpha", t.weights.alpha, "weight of the consistency R")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    flags
+        .add_option("--delta", t.weights.delta,
+                    "weight of the dataset identification P")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    flags
+        .add_option("--feature-dropout", t.feature_dropout,
+                    "probability of dropping a feature in the positive view")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 0.99));
+    flags.add_option("--embedding", a.embedding, "K, the dimension of phi")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+    flags
+        .add_option("--feature-hidden", a.feature_hidden,
+                    "hidden width of the meta-feature network (0: linear)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 4096));
+    flags
+        .add_option("--tower-layers", a.tower_layers, "layers of psi1's towers")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 8));
+    flags
+        .add_option("--tower-width", a.tower_width,
+                    "output width of psi1's towers (widths double upwards)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+    flags.add_option("--head-layers", a.head_layers, "hidden layers of psi2")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 8));
+    flags
+        .add_option("--head-width", a.head_width,
+                    "last hidden width of psi2 (widths double upwards)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 4096));
+    flags
+        .add_option("--select-k", t.select_k,
+                    "checkpoint selection: mean valid regret@1..k")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 20));
+    flags
+        .add_option("--max-minutes", state->max_minutes,
+                    "stop after the epoch that exceeds this wall time (0: "
+                    "no limit)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    return [state](const CommonTrainOptions& options,
+                   const TrainingSplits& data, Progress& progress) {
+      return TrainGrosiArtifact(*state, options, data, progress);
+    };
+  };
+  return kind;
+}
+
+}  // namespace metaopt::train

@@ -1,0 +1,405 @@
+#include "core/surrogate/grosi_model.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "core/common/status_macros.h"
+#include "core/nn/tensor_io.h"
+
+namespace metaopt::surrogate {
+namespace {
+
+constexpr char kFeaturesPrefix[] = "features";
+constexpr char kPhiTowerPrefix[] = "phi_tower";
+constexpr char kConfigTowerPrefix[] = "config_tower";
+constexpr char kHeadPrefix[] = "head";
+constexpr char kMeanPrefix[] = "feature_mean/";
+constexpr char kStdPrefix[] = "feature_std/";
+constexpr double kDistanceEpsilon = 1e-12;
+constexpr double kProbabilityClip = 1e-7;
+constexpr int kMaxWidth = 4096;
+
+// Widths halving layer by layer down to `last` (the paper's "▷" layout).
+std::vector<int> Funnel(int layers, int last) {
+  std::vector<int> widths;
+  for (int i = layers - 1; i >= 0; --i) widths.push_back(last << i);
+  return widths;
+}
+
+absl::Status ValidateArchitecture(const GrosiArchitecture& a) {
+  auto in = [](int v, int lo, int hi) { return v >= lo && v <= hi; };
+  if (!in(a.embedding, 1, kMaxWidth) || !in(a.feature_hidden, 0, kMaxWidth) ||
+      !in(a.tower_layers, 1, 8) || !in(a.tower_width, 1, kMaxWidth) ||
+      (a.tower_width << (a.tower_layers - 1)) > kMaxWidth ||
+      !in(a.head_layers, 0, 8) || !in(a.head_width, 1, kMaxWidth) ||
+      (a.head_layers > 0 &&
+       (a.head_width << (a.head_layers - 1)) > kMaxWidth)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GROSI architecture: need embedding in [1, ", kMaxWidth, "] (got ",
+        a.embedding, "), feature_hidden in [0, ", kMaxWidth, "] (",
+        a.feature_hidden, "), tower_layers in [1, 8] (", a.tower_layers,
+        "), head_layers in [0, 8] (", a.head_layers,
+        "), positive widths and a widest layer of at most ", kMaxWidth));
+  }
+  return absl::OkStatus();
+}
+
+// Euclidean distance with an epsilon inside the root (differentiable at 0).
+double Distance(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return std::sqrt((a - b).squaredNorm() + kDistanceEpsilon);
+}
+
+// -log(p) (positive pair) or -log(1 - p) (negative pair) of p = exp(-d), and
+// its derivative in d; zero derivative where p is clipped.
+std::pair<double, double> IdentificationTerm(double d, bool positive) {
+  const double s = std::exp(-d);
+  const double p = std::clamp(s, kProbabilityClip, 1.0 - kProbabilityClip);
+  const bool clipped = p != s;
+  if (positive) return {-std::log(p), clipped ? 0.0 : 1.0};
+  return {-std::log(1.0 - p), clipped ? 0.0 : -s / (1.0 - s)};
+}
+
+}  // namespace
+
+GrosiModel::GrosiModel(GrosiArchitecture architecture,
+                       v1::SearchSpace space_proto,
+                       std::shared_ptr<const space::Encoder> encoder,
+                       std::vector<std::string> feature_names, nn::Mlp features,
+                       nn::Mlp phi_tower, nn::Mlp config_tower, nn::Mlp head)
+    : architecture_(architecture),
+      space_proto_(std::move(space_proto)),
+      encoder_(std::move(encoder)),
+      feature_names_(std::move(feature_names)),
+      means_(Eigen::VectorXd::Zero(feature_names_.size())),
+      stds_(Eigen::VectorXd::Ones(feature_names_.size())),
+      features_(std::move(features)),
+      phi_tower_(std::move(phi_tower)),
+      config_tower_(std::move(config_tower)),
+      head_(std::move(head)) {}
+
+absl::StatusOr<GrosiModel> GrosiModel::Create(
+    const v1::SearchSpace& space, std::vector<std::string> feature_names,
+    const GrosiArchitecture& architecture, uint64_t seed) {
+  METAOPT_RETURN_IF_ERROR(ValidateArchitecture(architecture));
+  if (feature_names.empty()) {
+    return absl::InvalidArgumentError(
+        "GROSI: at least one meta-feature is needed");
+  }
+  for (size_t f = 0; f < feature_names.size(); ++f) {
+    if (feature_names[f].empty() ||
+        (f > 0 && !(feature_names[f - 1] < feature_names[f]))) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GROSI: feature names must be non-empty, sorted and distinct; "
+          "name ",
+          f, " is \"", feature_names[f], "\""));
+    }
+  }
+  METAOPT_ASSIGN_OR_RETURN(space::SearchSpace parsed,
+                           space::SearchSpace::Create(space));
+  auto encoder = std::make_shared<const space::Encoder>(parsed);
+  const int F = static_cast<int>(feature_names.size());
+  const GrosiArchitecture& a = architecture;
+  std::vector<int> feature_widths;
+  if (a.feature_hidden > 0) feature_widths.push_back(a.feature_hidden);
+  feature_widths.push_back(a.embedding);
+  METAOPT_ASSIGN_OR_RETURN(nn::Mlp features,
+                           nn::Mlp::Create(F, feature_widths));
+  METAOPT_ASSIGN_OR_RETURN(
+      nn::Mlp phi_tower,
+      nn::Mlp::Create(a.embedding, Funnel(a.tower_layers, a.tower_width),
+                      /*relu_on_output=*/true));
+  METAOPT_ASSIGN_OR_RETURN(
+      nn::Mlp config_tower,
+      nn::Mlp::Create(encoder->dimension(),
+                      Funnel(a.tower_layers, a.tower_width),
+                      /*relu_on_output=*/true));
+  std::vector<int> head_widths = Funnel(a.head_layers, a.head_width);
+  head_widths.push_back(1);
+  METAOPT_ASSIGN_OR_RETURN(nn::Mlp head,
+                           nn::Mlp::Create(2 * a.tower_width, head_widths));
+  space::Rng rng(seed);
+  features.Initialize(nn::InitScheme::kAuto, rng);
+  phi_tower.Initialize(nn::InitScheme::kAuto, rng);
+  config_tower.Initialize(nn::InitScheme::kAuto, rng);
+  head.Initialize(nn::InitScheme::kAuto, rng);
+  return GrosiModel(a, space, std::move(encoder), std::move(feature_names),
+                    std::move(features), std::move(phi_tower),
+                    std::move(config_tower), std::move(head));
+}
+
+absl::Status GrosiModel::SetFeatureStatistics(const Eigen::VectorXd& means,
+                                              const Eigen::VectorXd& stds) {
+  if (means.size() != num_features() || stds.size() != num_features() ||
+      !means.allFinite() || !stds.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GROSI feature statistics: need ", num_features(),
+                     " finite means and standard deviations (got ",
+                     means.size(), " and ", stds.size(), ")"));
+  }
+  means_ = means;
+  stds_ = stds;
+  return absl::OkStatus();
+}
+
+double GrosiModel::StandardizeOne(int f, double value) const {
+  if (!(stds_[f] > 0)) return 0.0;
+  return std::clamp((value - means_[f]) / stds_[f], -kFeatureClip,
+                    kFeatureClip);
+}
+
+Eigen::VectorXd GrosiModel::Embed(const Eigen::VectorXd& z) const {
+  return features_.Forward(z.transpose()).row(0).transpose();
+}
+
+Eigen::VectorXd GrosiModel::Predict(const Eigen::VectorXd& phi,
+                                    const Eigen::MatrixXd& X) const {
+  const int w = architecture_.tower_width;
+  const Eigen::MatrixXd t = phi_tower_.Forward(phi.transpose());
+  Eigen::MatrixXd in(X.rows(), 2 * w);
+  in.leftCols(w) = config_tower_.Forward(X);
+  in.rightCols(w) = t.replicate(X.rows(), 1);
+  return head_.Forward(in).col(0);
+}
+
+GrosiLoss GrosiModel::Loss(const GrosiStepBatch& batch,
+                           const GrosiLossWeights& weights) const {
+  return Evaluate(batch.features, batch.X, batch.y, &batch, weights);
+}
+
+GrosiLoss GrosiModel::RegressionLoss(const Eigen::VectorXd& z,
+                                     const Eigen::MatrixXd& X,
+                                     const Eigen::VectorXd& y) const {
+  GrosiLossWeights weights;
+  weights.alpha = 0.0;
+  weights.delta = 0.0;
+  return Evaluate(z, X, y, nullptr, weights);
+}
+
+GrosiLoss GrosiModel::Evaluate(const Eigen::VectorXd& z,
+                               const Eigen::MatrixXd& X,
+                               const Eigen::VectorXd& y,
+                               const GrosiStepBatch* pair,
+                               const GrosiLossWeights& weights) const {
+  const int w = architecture_.tower_width;
+  const Eigen::Index n = X.rows();
+  // Rows of M: z_t, then (with a pair) z_t' and z_q.
+  const int views = pair != nullptr ? 3 : 1;
+  Eigen::MatrixXd M(views, num_features());
+  M.row(0) = z.transpose();
+  if (pair != nullptr) {
+    M.row(1) = pair->positive.transpose();
+    M.row(2) = pair->negative.transpose();
+  }
+  nn::Mlp::Trace features_trace;
+  const Eigen::MatrixXd Phi = features_.Forward(M, &features_trace);
+  // psi at phi_t (and phi_q): towers, then the head on stacked rows.
+  const int heads = pair != nullptr ? 2 : 1;
+  Eigen::MatrixXd tower_in(heads, Phi.cols());
+  tower_in.row(0) = Phi.row(0);
+  if (pair != nullptr) tower_in.row(1) = Phi.row(2);
+  nn::Mlp::Trace phi_trace, config_trace, head_trace;
+  const Eigen::MatrixXd T = phi_tower_.Forward(tower_in, &phi_trace);
+  const Eigen::MatrixXd L = config_tower_.Forward(X, &config_trace);
+  Eigen::MatrixXd head_in(heads * n, 2 * w);
+  for (int h = 0; h < heads; ++h) {
+    head_in.block(h * n, 0, n, w) = L;
+    head_in.block(h * n, w, n, w) = T.row(h).replicate(n, 1);
+  }
+  const Eigen::VectorXd out = head_.Forward(head_in, &head_trace).col(0);
+
+  GrosiLoss loss;
+  Eigen::VectorXd d_out = Eigen::VectorXd::Zero(heads * n);
+  Eigen::MatrixXd d_phi = Eigen::MatrixXd::Zero(views, Phi.cols());
+  const double inv_n = n > 0 ? 1.0 / static_cast<double>(n) : 0.0;
+  const Eigen::VectorXd residual = out.head(n) - y;
+  loss.regression = residual.squaredNorm() * inv_n;
+  d_out.head(n) += weights.regression * 2.0 * inv_n * residual;
+  if (pair != nullptr) {
+    const Eigen::VectorXd phi_t = Phi.row(0).transpose();
+    const Eigen::VectorXd phi_p = Phi.row(1).transpose();
+    const Eigen::VectorXd phi_q = Phi.row(2).transpose();
+    const double d_tq = Distance(phi_t, phi_q);
+    const double d_tp = Distance(phi_t, phi_p);
+    // R: similarity-weighted disagreement of psi across the two datasets.
+    const double similarity = std::exp(-d_tq);
+    const Eigen::VectorXd gap = out.head(n) - out.tail(n);
+    const double mean_gap2 = gap.squaredNorm() * inv_n;
+    loss.consistency = similarity * mean_gap2;
+    d_out.head(n) += weights.alpha * similarity * 2.0 * inv_n * gap;
+    d_out.tail(n) -= weights.alpha * similarity * 2.0 * inv_n * gap;
+    double dd_tq = -weights.alpha * similarity * mean_gap2;
+    // P: binary cross-entropy of the positive and the negative pair.
+    const auto [positive, d_positive] = IdentificationTerm(d_tp, true);
+    const auto [negative, d_negative] = IdentificationTerm(d_tq, false);
+    loss.identification = 0.5 * (positive + negative);
+    const double dd_tp = weights.delta * 0.5 * d_positive;
+    dd_tq += weights.delta * 0.5 * d_negative;
+    const Eigen::RowVectorXd u_tq = (phi_t - phi_q).transpose() / d_tq;
+    const Eigen::RowVectorXd u_tp = (phi_t - phi_p).transpose() / d_tp;
+    d_phi.row(0) += dd_tq * u_tq + dd_tp * u_tp;
+    d_phi.row(2) -= dd_tq * u_tq;
+    d_phi.row(1) -= dd_tp * u_tp;
+  }
+  loss.value = weights.regression * loss.regression +
+               weights.alpha * loss.consistency +
+               weights.delta * loss.identification;
+
+  // Backward: head, towers, h; parameters in that layout's order.
+  const int nf = features_.num_parameters();
+  const int np = phi_tower_.num_parameters();
+  const int nc = config_tower_.num_parameters();
+  const int nh = head_.num_parameters();
+  loss.gradient = Eigen::VectorXd::Zero(nf + np + nc + nh);
+  Eigen::MatrixXd d_head_in;
+  head_.Backward(head_trace, d_out, loss.gradient.segment(nf + np + nc, nh),
+                 &d_head_in);
+  Eigen::MatrixXd d_L = Eigen::MatrixXd::Zero(n, w);
+  Eigen::MatrixXd d_T(heads, w);
+  for (int h = 0; h < heads; ++h) {
+    d_L += d_head_in.block(h * n, 0, n, w);
+    d_T.row(h) = d_head_in.block(h * n, w, n, w).colwise().sum();
+  }
+  config_tower_.Backward(config_trace, d_L, loss.gradient.segment(nf + np, nc),
+                         nullptr);
+  Eigen::MatrixXd d_tower_in;
+  phi_tower_.Backward(phi_trace, d_T, loss.gradient.segment(nf, np),
+                      &d_tower_in);
+  d_phi.row(0) += d_tower_in.row(0);
+  if (pair != nullptr) d_phi.row(2) += d_tower_in.row(1);
+  features_.Backward(features_trace, d_phi, loss.gradient.segment(0, nf),
+                     nullptr);
+  return loss;
+}
+
+int GrosiModel::num_parameters() const {
+  return features_.num_parameters() + phi_tower_.num_parameters() +
+         config_tower_.num_parameters() + head_.num_parameters();
+}
+
+Eigen::VectorXd GrosiModel::parameters() const {
+  Eigen::VectorXd p(num_parameters());
+  int offset = 0;
+  for (const nn::Mlp* mlp : {&features_, &phi_tower_, &config_tower_, &head_}) {
+    mlp->GetParameters(p.segment(offset, mlp->num_parameters()));
+    offset += mlp->num_parameters();
+  }
+  return p;
+}
+
+absl::Status GrosiModel::set_parameters(const Eigen::VectorXd& params) {
+  if (params.size() != num_parameters() || !params.allFinite()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GROSI parameters: need ", num_parameters(),
+                     " finite values (got ", params.size(), ")"));
+  }
+  int offset = 0;
+  for (nn::Mlp* mlp : {&features_, &phi_tower_, &config_tower_, &head_}) {
+    mlp->SetParameters(params.segment(offset, mlp->num_parameters()));
+    offset += mlp->num_parameters();
+  }
+  return absl::OkStatus();
+}
+
+void GrosiModel::ToArtifact(v1::ModelArtifact* artifact) const {
+  artifact->set_kind(v1::MODEL_KIND_GROSI);
+  *artifact->mutable_search_space() = space_proto_;
+  artifact->clear_tensors();
+  std::vector<v1::Tensor> tensors;
+  features_.AppendTensors(kFeaturesPrefix, &tensors);
+  phi_tower_.AppendTensors(kPhiTowerPrefix, &tensors);
+  config_tower_.AppendTensors(kConfigTowerPrefix, &tensors);
+  head_.AppendTensors(kHeadPrefix, &tensors);
+  for (v1::Tensor& t : tensors) *artifact->add_tensors() = std::move(t);
+  auto& ints = *artifact->mutable_int_options();
+  ints["embedding"] = architecture_.embedding;
+  ints["feature_hidden"] = architecture_.feature_hidden;
+  ints["tower_layers"] = architecture_.tower_layers;
+  ints["tower_width"] = architecture_.tower_width;
+  ints["head_layers"] = architecture_.head_layers;
+  ints["head_width"] = architecture_.head_width;
+  ints["feature_dim"] = num_features();
+  ints["input_dim"] = encoder_->dimension();
+  auto& norm = *artifact->mutable_normalization();
+  for (int f = 0; f < num_features(); ++f) {
+    norm[kMeanPrefix + feature_names_[f]] = means_[f];
+    norm[kStdPrefix + feature_names_[f]] = stds_[f];
+  }
+}
+
+absl::StatusOr<GrosiModel> GrosiModel::FromArtifact(
+    const v1::ModelArtifact& artifact) {
+  if (artifact.kind() != v1::MODEL_KIND_GROSI) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("artifact.kind: ", v1::ModelKind_Name(artifact.kind()),
+                     ", expected MODEL_KIND_GROSI"));
+  }
+  GrosiArchitecture a;
+  METAOPT_ASSIGN_OR_RETURN(
+      a.embedding, nn::ReadIntOption(artifact, "embedding", 1, kMaxWidth));
+  METAOPT_ASSIGN_OR_RETURN(
+      a.feature_hidden,
+      nn::ReadIntOption(artifact, "feature_hidden", 0, kMaxWidth));
+  METAOPT_ASSIGN_OR_RETURN(a.tower_layers,
+                           nn::ReadIntOption(artifact, "tower_layers", 1, 8));
+  METAOPT_ASSIGN_OR_RETURN(
+      a.tower_width, nn::ReadIntOption(artifact, "tower_width", 1, kMaxWidth));
+  METAOPT_ASSIGN_OR_RETURN(a.head_layers,
+                           nn::ReadIntOption(artifact, "head_layers", 0, 8));
+  METAOPT_ASSIGN_OR_RETURN(
+      a.head_width, nn::ReadIntOption(artifact, "head_width", 1, kMaxWidth));
+  // Feature names: the keys of the statistics, sorted (std::map order).
+  std::map<std::string, std::pair<double, double>> stats;
+  for (const auto& [key, value] : artifact.normalization()) {
+    if (absl::StartsWith(key, kMeanPrefix)) {
+      stats[key.substr(sizeof(kMeanPrefix) - 1)].first = value;
+    }
+  }
+  std::vector<std::string> names;
+  Eigen::VectorXd means(stats.size()), stds(stats.size());
+  for (const auto& [name, stat] : stats) {
+    const auto sd = artifact.normalization().find(kStdPrefix + name);
+    if (sd == artifact.normalization().end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("artifact.normalization[\"", kStdPrefix, name,
+                       "\"]: missing (its mean is present)"));
+    }
+    means[static_cast<Eigen::Index>(names.size())] = stat.first;
+    stds[static_cast<Eigen::Index>(names.size())] = sd->second;
+    names.push_back(name);
+  }
+  METAOPT_ASSIGN_OR_RETURN(const int feature_dim,
+                           nn::ReadIntOption(artifact, "feature_dim", 1,
+                                             std::numeric_limits<int>::max()));
+  if (feature_dim != static_cast<int>(names.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "artifact.int_options[\"feature_dim\"]: ", feature_dim, ", but ",
+        names.size(), " features have statistics in artifact.normalization"));
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      GrosiModel model, Create(artifact.search_space(), names, a, /*seed=*/0));
+  METAOPT_ASSIGN_OR_RETURN(const int input_dim,
+                           nn::ReadIntOption(artifact, "input_dim", 0,
+                                             std::numeric_limits<int>::max()));
+  if (input_dim != model.encoder().dimension()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "artifact.int_options[\"input_dim\"]: ", input_dim,
+        ", but the search space encodes to ", model.encoder().dimension()));
+  }
+  METAOPT_RETURN_IF_ERROR(model.SetFeatureStatistics(means, stds));
+  METAOPT_ASSIGN_OR_RETURN(nn::TensorMap tensors,
+                           nn::IndexTensors(artifact.tensors()));
+  METAOPT_RETURN_IF_ERROR(
+      model.features_.ReadTensors(kFeaturesPrefix, tensors));
+  METAOPT_RETURN_IF_ERROR(
+      model.phi_tower_.ReadTensors(kPhiTowerPrefix, tensors));
+  METAOPT_RETURN_IF_ERROR(
+      model.config_tower_.ReadTensors(kConfigTowerPrefix, tensors));
+  METAOPT_RETURN_IF_ERROR(model.head_.ReadTensors(kHeadPrefix, tensors));
+  return model;
+}
+
+}  // namespace metaopt::surrogate

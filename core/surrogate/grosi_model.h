@@ -1,0 +1,190 @@
+// GROSI: a gray-box surrogate conditioned on the dataset ("Zero-shot Transfer
+// Learning for Gray-box Hyper-parameter Optimization", §4 and Table 1).
+//
+//   phi = h(z)                      meta-feature embedding (R^K, K = 16)
+//   psi(x, phi) = psi2([t_x(x), t_phi(phi)])
+//
+// z is the dataset's engineered meta-features, standardised with the training
+// means and standard deviations (a missing feature is imputed with its
+// training mean, i.e. 0, and |z| is clipped at kFeatureClip). Deviation: the
+// paper learns phi end to end from a raw sample of the dataset (a DeepSet,
+// Dataset2Vec); our meta-datasets come without their raw data, so h is an MLP
+// over the engineered meta-features. t_x and t_phi are the two towers of
+// psi1 (widths halving down to `tower_width`, ReLU throughout); psi2 is an MLP
+// whose widths halve down to `head_width`, then a linear Dense(1).
+//
+// The target is the task's normalised regret (0: the task's best evaluated
+// configuration, 1: its worst), so the zero-shot design is the arg-min top K
+// of psi (the paper's Algorithm 2).
+//
+// Losses of one inner step (task t, another task q, Eqs. 3, 5-8):
+//   O = mean_i (psi(x_i, phi_t) - y_i)^2                      regression
+//   R = w_tq mean_i (psi(x_i, phi_t) - psi(x_i, phi_q))^2     consistency
+//   P = (-log s(phi_t, phi_t') - log(1 - s(phi_t, phi_q))) / 2  identification
+// with s(a, b) = exp(-|a - b|), |.| = sqrt(squared norm + 1e-12), and the
+// probabilities clipped to [1e-7, 1 - 1e-7] (zero gradient when clipped). R is
+// weighted by the similarity w_tq = exp(-|phi_t - phi_q|), with gradients
+// through the weight, as in the authors' public code for "Hyperparameter
+// Optimization with Differentiable Metafeatures" (the paper's Eq. 8 writes the
+// distance, which would penalise disagreement most between dissimilar
+// datasets). phi_t' is a second view of task t: the paper uses two batches of
+// the same dataset; here it is z_t with features dropped (imputed) at random
+// (see train::GrosiTrainOptions). Total: w_O O + alpha R + delta P, alpha =
+// 0.5 and delta = 1 (the paper's App. F.1).
+#ifndef METAOPT_CORE_SURROGATE_GROSI_MODEL_H_
+#define METAOPT_CORE_SURROGATE_GROSI_MODEL_H_
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/status/statusor.h"
+#include "core/nn/mlp.h"
+#include "core/space/encoding.h"
+#include "core/space/search_space.h"
+#include "metaopt/v1/model.pb.h"
+
+namespace metaopt::surrogate {
+
+// Widths of the network (defaults: the paper's Table 1, "Architecture 3").
+struct GrosiArchitecture {
+  int embedding = 16;       // K, the dimension of phi.
+  int feature_hidden = 32;  // Hidden width of h (0 hidden layers if 0).
+  int tower_layers = 4;     // psi1 towers: widths 32-16-8-4.
+  int tower_width = 4;
+  int head_layers = 4;  // psi2: widths 128-64-32-16, then Dense(1).
+  int head_width = 16;
+};
+
+// Weights of the three losses.
+struct GrosiLossWeights {
+  double regression = 1.0;
+  double alpha = 0.5;  // consistency R
+  double delta = 1.0;  // identification P
+};
+
+// The data of one inner step.
+struct GrosiStepBatch {
+  Eigen::VectorXd features;  // z_t
+  Eigen::VectorXd positive;  // z_t', another view of task t
+  Eigen::VectorXd negative;  // z_q, q != t
+  Eigen::MatrixXd X;         // encoded configurations of t (n x D)
+  Eigen::VectorXd y;         // their normalised regrets
+};
+
+struct GrosiLoss {
+  double value = 0.0;  // weighted total
+  double regression = 0.0;
+  double consistency = 0.0;
+  double identification = 0.0;
+  Eigen::VectorXd gradient;  // d value / d parameters()
+};
+
+// A plain copyable value; const methods are thread-safe.
+class GrosiModel {
+ public:
+  // Standardised features are clipped to [-kFeatureClip, kFeatureClip].
+  static constexpr double kFeatureClip = 10.0;
+
+  // A randomly initialised model over `space` (configurations encoded by
+  // space::Encoder) and the named meta-features (sorted, distinct, non-empty),
+  // with means 0 and standard deviations 1. INVALID_ARGUMENT for a bad
+  // architecture or feature list.
+  static absl::StatusOr<GrosiModel> Create(
+      const v1::SearchSpace& space, std::vector<std::string> feature_names,
+      const GrosiArchitecture& architecture, uint64_t seed);
+
+  // Reads an artifact written by ToArtifact. INVALID_ARGUMENT naming the
+  // field for anything missing or inconsistent.
+  static absl::StatusOr<GrosiModel> FromArtifact(
+      const v1::ModelArtifact& artifact);
+
+  // Sets kind, search_space, tensors, int_options and the feature statistics
+  // (normalization "feature_mean/<name>", "feature_std/<name>").
+  void ToArtifact(v1::ModelArtifact* artifact) const;
+
+  // Training means and standard deviations, one per feature_names() entry (a
+  // standard deviation <= 0 standardises the feature to 0).
+  absl::Status SetFeatureStatistics(const Eigen::VectorXd& means,
+                                    const Eigen::VectorXd& stds);
+
+  // z for a dataset's raw meta-features (a map from name to value: std::map or
+  // google::protobuf::Map). Features the model does not know are ignored;
+  // missing or non-finite ones are imputed (z = 0) and, when `imputed` is not
+  // null, their names appended to it.
+  template <typename FeatureMap>
+  Eigen::VectorXd Standardize(const FeatureMap& raw,
+                              std::vector<std::string>* imputed) const {
+    Eigen::VectorXd z = Eigen::VectorXd::Zero(num_features());
+    for (int f = 0; f < num_features(); ++f) {
+      const auto it = raw.find(feature_names_[f]);
+      if (it == raw.end() || !std::isfinite(it->second)) {
+        if (imputed != nullptr) imputed->push_back(feature_names_[f]);
+        continue;
+      }
+      z[f] = StandardizeOne(f, it->second);
+    }
+    return z;
+  }
+
+  // phi = h(z).
+  Eigen::VectorXd Embed(const Eigen::VectorXd& z) const;
+  // psi(x, phi) for every row of X (encoded configurations).
+  Eigen::VectorXd Predict(const Eigen::VectorXd& phi,
+                          const Eigen::MatrixXd& X) const;
+
+  // The weighted losses of one inner step and their gradient.
+  GrosiLoss Loss(const GrosiStepBatch& batch,
+                 const GrosiLossWeights& weights) const;
+  // The regression loss O alone on (X, y) for the dataset z (the paper's
+  // refit on the target's observations, Eq. 3).
+  GrosiLoss RegressionLoss(const Eigen::VectorXd& z, const Eigen::MatrixXd& X,
+                           const Eigen::VectorXd& y) const;
+
+  int num_parameters() const;
+  Eigen::VectorXd parameters() const;
+  // INVALID_ARGUMENT for a wrong size or a non-finite value.
+  absl::Status set_parameters(const Eigen::VectorXd& params);
+
+  const std::vector<std::string>& feature_names() const {
+    return feature_names_;
+  }
+  int num_features() const { return static_cast<int>(feature_names_.size()); }
+  const Eigen::VectorXd& feature_means() const { return means_; }
+  const Eigen::VectorXd& feature_stds() const { return stds_; }
+  const GrosiArchitecture& architecture() const { return architecture_; }
+  const space::Encoder& encoder() const { return *encoder_; }
+  const v1::SearchSpace& space_proto() const { return space_proto_; }
+
+ private:
+  GrosiModel(GrosiArchitecture architecture, v1::SearchSpace space_proto,
+             std::shared_ptr<const space::Encoder> encoder,
+             std::vector<std::string> feature_names, nn::Mlp features,
+             nn::Mlp phi_tower, nn::Mlp config_tower, nn::Mlp head);
+
+  double StandardizeOne(int f, double value) const;
+  // Losses of (X, y) at z plus, when `pair` is set, R and P against its
+  // positive and negative views.
+  GrosiLoss Evaluate(const Eigen::VectorXd& z, const Eigen::MatrixXd& X,
+                     const Eigen::VectorXd& y, const GrosiStepBatch* pair,
+                     const GrosiLossWeights& weights) const;
+
+  GrosiArchitecture architecture_;
+  v1::SearchSpace space_proto_;
+  std::shared_ptr<const space::Encoder> encoder_;
+  std::vector<std::string> feature_names_;
+  Eigen::VectorXd means_;
+  Eigen::VectorXd stds_;
+  nn::Mlp features_;      // h
+  nn::Mlp phi_tower_;     // t_phi
+  nn::Mlp config_tower_;  // t_x
+  nn::Mlp head_;          // psi2
+};
+
+}  // namespace metaopt::surrogate
+
+#endif  // METAOPT_CORE_SURROGATE_GROSI_MODEL_H_

@@ -1,0 +1,223 @@
+#include "core/surrogate/grosi_model.h"
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/test_specs.h"
+
+namespace metaopt::surrogate {
+namespace {
+
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+
+GrosiArchitecture SmallArchitecture() {
+  GrosiArchitecture a;
+  a.embedding = 4;
+  a.feature_hidden = 5;
+  a.tower_layers = 2;
+  a.tower_width = 3;
+  a.head_layers = 2;
+  a.head_width = 4;
+  return a;
+}
+
+GrosiModel SmallModel(uint64_t seed = 1) {
+  absl::StatusOr<GrosiModel> model =
+      GrosiModel::Create(metaopt::testing::PipelineSpec().search_space(),
+                         {"a", "b", "c"}, SmallArchitecture(), seed);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *model;
+}
+
+GrosiStepBatch RandomBatch(const GrosiModel& model, int n, uint64_t seed) {
+  absl::StatusOr<space::SearchSpace> space =
+      space::SearchSpace::Create(model.space_proto());
+  EXPECT_TRUE(space.ok());
+  space::Rng rng(seed);
+  std::vector<v1::Configuration> configs;
+  for (int i = 0; i < n; ++i) configs.push_back(space->Sample(rng));
+  GrosiStepBatch batch;
+  batch.X = model.encoder().EncodeBatch(configs);
+  batch.y.resize(n);
+  for (int i = 0; i < n; ++i) batch.y[i] = space::Uniform01(rng);
+  auto features = [&] {
+    Eigen::VectorXd z(model.num_features());
+    for (int f = 0; f < z.size(); ++f) z[f] = space::StandardNormal(rng);
+    return z;
+  };
+  batch.features = features();
+  batch.positive = batch.features + 0.3 * features();
+  batch.negative = features();
+  return batch;
+}
+
+GrosiLossWeights Weights(double regression, double alpha, double delta) {
+  GrosiLossWeights w;
+  w.regression = regression;
+  w.alpha = alpha;
+  w.delta = delta;
+  return w;
+}
+
+// Central differences of Loss(weights).value against its gradient, for every
+// parameter.
+void ExpectGradientMatches(const GrosiLossWeights& weights, uint64_t seed) {
+  GrosiModel model = SmallModel(seed);
+  const GrosiStepBatch batch = RandomBatch(model, 7, seed + 100);
+  // Zero biases put ReLU inputs exactly on the kink (a row of zeros times
+  // any weight): jitter every parameter away from it.
+  space::Rng rng(seed + 200);
+  Eigen::VectorXd theta = model.parameters();
+  for (Eigen::Index i = 0; i < theta.size(); ++i) {
+    theta[i] += 0.05 * space::StandardNormal(rng);
+  }
+  ASSERT_TRUE(model.set_parameters(theta).ok());
+  const GrosiLoss loss = model.Loss(batch, weights);
+  ASSERT_EQ(loss.gradient.size(), theta.size());
+  constexpr double kStep = 1e-6;
+  int checked = 0;
+  for (Eigen::Index i = 0; i < theta.size(); ++i) {
+    Eigen::VectorXd plus = theta, minus = theta;
+    plus[i] += kStep;
+    minus[i] -= kStep;
+    ASSERT_TRUE(model.set_parameters(plus).ok());
+    const double f_plus = model.Loss(batch, weights).value;
+    ASSERT_TRUE(model.set_parameters(minus).ok());
+    const double f_minus = model.Loss(batch, weights).value;
+    const double numeric = (f_plus - f_minus) / (2 * kStep);
+    EXPECT_NEAR(loss.gradient[i], numeric,
+                1e-5 * std::max(1.0, std::abs(numeric)))
+        << "parameter " << i << " of " << theta.size();
+    ++checked;
+  }
+  ASSERT_TRUE(model.set_parameters(theta).ok());
+  EXPECT_EQ(checked, model.num_parameters());
+}
+
+TEST(GrosiModelTest, RegressionLossGradient) {
+  ExpectGradientMatches(Weights(1.0, 0.0, 0.0), 1);
+}
+
+TEST(GrosiModelTest, ConsistencyLossGradient) {
+  ExpectGradientMatches(Weights(0.0, 1.0, 0.0), 2);
+}
+
+TEST(GrosiModelTest, IdentificationLossGradient) {
+  ExpectGradientMatches(Weights(0.0, 0.0, 1.0), 3);
+}
+
+TEST(GrosiModelTest, TotalLossGradient) {}
+
+TEST(GrosiModelTest, RegressionLossOnlyMatchesLossWithoutPairTerms) {
+  GrosiModel model = SmallModel();
+  const GrosiStepBatch batch = RandomBatch(model, 5, 9);
+  const GrosiLoss regression =
+      model.RegressionLoss(batch.features, batch.X, batch.y);
+  const GrosiLoss full = model.Loss(batch, Weights(1.0, 0.0, 0.0));
+  EXPECT_NEAR(regression.value, full.value, 1e-12);
+  EXPECT_LT((regression.gradient - full.gradient).norm(), 1e-12);
+  const Eigen::VectorXd prediction =
+      model.Predict(model.Embed(batch.features), batch.X);
+  EXPECT_NEAR(regression.value, (prediction - batch.y).squaredNorm() / 5,
+              1e-12);
+}
+
+TEST(GrosiModelTest, LossTermsHaveTheirDefinitions) {
+  GrosiModel model = SmallModel();
+  const GrosiStepBatch batch = RandomBatch(model, 6, 11);
+  const GrosiLoss loss = model.Loss(batch, {});
+  const Eigen::VectorXd phi_t = model.Embed(batch.features);
+  const Eigen::VectorXd phi_p = model.Embed(batch.positive);
+  const Eigen::VectorXd phi_q = model.Embed(batch.negative);
+  const Eigen::VectorXd pt = model.Predict(phi_t, batch.X);
+  const Eigen::VectorXd pq = model.Predict(phi_q, batch.X);
+  const double d_tq = (phi_t - phi_q).norm();
+  const double d_tp = (phi_t - phi_p).norm();
+  EXPECT_NEAR(loss.regression, (pt - batch.y).squaredNorm() / 6, 1e-9);
+  EXPECT_NEAR(loss.consistency, std::exp(-d_tq) * (pt - pq).squaredNorm() / 6,
+              1e-9);
+  EXPECT_NEAR(loss.identification, 0.5 * (d_tp - std::log(1 - std::exp(-d_tq))),
+              1e-6);
+  EXPECT_NEAR(loss.value,
+              loss.regression + 0.5 * loss.consistency + loss.identification,
+              1e-12);
+}
+
+TEST(GrosiModelTest, StandardizeImputesMissingAndClips) {
+  GrosiModel model = SmallModel();
+  ASSERT_TRUE(model
+                  .SetFeatureStatistics(Eigen::Vector3d(1.0, 2.0, 3.0),
+                                        Eigen::Vector3d(2.0, 0.0, 1.0))
+                  .ok());
+  std::vector<std::string> imputed;
+  const std::map<std::string, double> raw = {
+      {"a", 5.0}, {"b", 7.0}, {"unknown", 1.0}};
+  const Eigen::VectorXd z = model.Standardize(raw, &imputed);
+  EXPECT_DOUBLE_EQ(z[0], 2.0);  // (5 - 1) / 2
+  EXPECT_DOUBLE_EQ(z[1], 0.0);  // constant in training
+  EXPECT_DOUBLE_EQ(z[2], 0.0);  // missing: the training mean
+  EXPECT_THAT(imputed, ::testing::ElementsAre("c"));
+  const Eigen::VectorXd clipped =
+      model.Standardize(std::map<std::string, double>{{"a", 1e9}}, nullptr);
+  EXPECT_DOUBLE_EQ(clipped[0], GrosiModel::kFeatureClip);
+}
+
+TEST(GrosiModelTest, ArtifactRoundTrip) {
+  GrosiModel model = SmallModel(5);
+  ASSERT_TRUE(model
+                  .SetFeatureStatistics(Eigen::Vector3d(1.0, 2.0, 3.0),
+                                        Eigen::Vector3d(2.0, 0.5, 1.0))
+                  .ok());
+  v1::ModelArtifact artifact;
+  model.ToArtifact(&artifact);
+  EXPECT_EQ(artifact.kind(), v1::MODEL_KIND_GROSI);
+  absl::StatusOr<GrosiModel> read = GrosiModel::FromArtifact(artifact);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->feature_names(), model.feature_names());
+  EXPECT_EQ(read->parameters(), model.parameters());
+  EXPECT_EQ(read->feature_stds(), model.feature_stds());
+  const GrosiStepBatch batch = RandomBatch(model, 4, 3);
+  EXPECT_EQ(read->Predict(read->Embed(batch.features), batch.X),
+            model.Predict(model.Embed(batch.features), batch.X));
+
+  v1::ModelArtifact broken = artifact;
+  broken.mutable_normalization()->erase("feature_std/b");
+  EXPECT_THAT(
+      GrosiModel::FromArtifact(broken).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("feature_std/b")));
+  broken = artifact;
+  (*broken.mutable_int_options())["feature_dim"] = 4;
+  EXPECT_THAT(
+      GrosiModel::FromArtifact(broken).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("feature_dim")));
+  broken = artifact;
+  broken.set_kind(v1::MODEL_KIND_DEEPPIPE);
+  EXPECT_THAT(GrosiModel::FromArtifact(broken).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("MODEL_KIND_GROSI")));
+}
+
+TEST(GrosiModelTest, CreateRejectsBadInputs) {
+  const v1::SearchSpace space = metaopt::testing::PipelineSpec().search_space();
+  EXPECT_THAT(
+      GrosiModel::Create(space, {}, {}, 0).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("meta-feature")));
+  EXPECT_THAT(
+      GrosiModel::Create(space, {"b", "a"}, {}, 0).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sorted")));
+  GrosiArchitecture bad;
+  bad.embedding = 0;
+  EXPECT_THAT(
+      GrosiModel::Create(space, {"a"}, bad, 0).status(),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("embedding")));
+}
+
+}  // namespace
+}  // namespace metaopt::surrogate
