@@ -57,7 +57,7 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
       MosaicPolicyOptions resolved,
       MosaicOptionsFromSpec(spec, options.value_or(MosaicPolicyOptions())));
   METAOPT_ASSIGN_OR_RETURN(std::vector<int> levels, MosaicLevels(spec));
-  std::vector<v1::Configuration> portfolio = PortfolioForStudy(
+  ZeroShotDesign portfolio = ZeroShotDesignForStudy(
       model == nullptr ? nullptr : &model->artifact, spec, space);
   if (fitter == nullptr &&
       spec.algorithm().mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE) {
@@ -131,8 +131,10 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
     return count - static_cast<int>(result.configurations.size());
   };
   // 1. Zero-shot start.
-  result.configurations = NextPortfolioEntries(study, shared.portfolio, count);
-  if (!result.configurations.empty()) sources.push_back("portfolio");
+  result.configurations =
+      NextPortfolioEntries(study, shared.zero_shot.configurations, count);
+  if (!result.configurations.empty())
+    sources.push_back(shared.zero_shot.source);
   if (remaining() <= 0) return finish();
 
   MosaicSearch search(shared, study, rng);

@@ -35,15 +35,14 @@ using MosaicSurrogateFitter =
 struct MosaicShared {
   MosaicShared(const v1::StudySpec& spec, space::SearchSpace space_in,
                std::vector<int> levels_in, MosaicPolicyOptions options_in,
-               MosaicSurrogateFitter fitter_in,
-               std::vector<v1::Configuration> portfolio_in)
+               MosaicSurrogateFitter fitter_in, ZeroShotDesign zero_shot_in)
       : goal(spec.objective().goal()),
         space(std::move(space_in)),
         encoder(space),
         levels(std::move(levels_in)),
         options(std::move(options_in)),
         fitter(std::move(fitter_in)),
-        portfolio(std::move(portfolio_in)),
+        zero_shot(std::move(zero_shot_in)),
         catalogue(acquisition::EncodeCatalogue(spec, encoder)) {
     const v1::SearchSpace& proto = space.proto();
     level_of_stage.assign(proto.stages_size(), -1);
@@ -70,7 +69,7 @@ struct MosaicShared {
     }
     first_level_actions =
         levels.empty() ? 1 : proto.stages(levels[0]).algorithms_size();
-    if (!portfolio.empty()) {
+    if (!zero_shot.configurations.empty()) {
       design_size = 0;
     } else if (spec.algorithm().initial_trials() > 0) {
       design_size = spec.algorithm().initial_trials();
@@ -211,7 +210,8 @@ struct MosaicShared {
   const std::vector<int> levels;
   const MosaicPolicyOptions options;
   const MosaicSurrogateFitter fitter;
-  const std::vector<v1::Configuration> portfolio;
+  // The bound model's zero-shot design (portfolio or task-aware), tried first.
+  const ZeroShotDesign zero_shot;
   // The study's catalogue (null without one), encoded and keyed once, and
   // the structure of each entry.
   const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue;
