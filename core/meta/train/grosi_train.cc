@@ -81,39 +81,6 @@ absl::Status ValidateOptions(const GrosiTrainOptions& o) {
   return absl::OkStatus();
 }
 
-// Sorted union of the training tasks' meta-feature names, and their means and
-// standard deviations (n - 1; 0 when constant or seen once).
-struct FeatureStatistics {
-  std::vector<std::string> names;
-  Eigen::VectorXd means;
-  Eigen::VectorXd stds;
-};
-
-FeatureStatistics ComputeFeatureStatistics(
-    const std::vector<const meta::Task*>& tasks) {
-  std::map<std::string, std::vector<double>> values;
-  for (const meta::Task* task : tasks) {
-    for (const auto& [name, value] : task->metafeatures) {
-      if (std::isfinite(value)) values[name].push_back(value);
-    }
-  }
-  FeatureStatistics stats;
-  stats.means = Eigen::VectorXd::Zero(values.size());
-  stats.stds = Eigen::VectorXd::Zero(values.size());
-  for (const auto& [name, v] : values) {
-    const Eigen::Index f = static_cast<Eigen::Index>(stats.names.size());
-    const Eigen::Map<const Eigen::VectorXd> x(
-        v.data(), static_cast<Eigen::Index>(v.size()));
-    stats.means[f] = x.mean();
-    if (v.size() > 1) {
-      stats.stds[f] = std::sqrt((x.array() - stats.means[f]).square().sum() /
-                                static_cast<double>(v.size() - 1));
-    }
-    stats.names.push_back(name);
-  }
-  return stats;
-}
-
 struct ValidData {
   const meta::Task* task;
   Eigen::VectorXd z;

@@ -85,28 +85,25 @@ struct FeatureScaler {
   }
 };
 
-// The features known on at least half of the training tasks, with a positive
-// standard deviation there.
+// The features known on at least half of the training tasks (and on two),
+// with a positive standard deviation there, in `names` order.
 FeatureScaler FitScaler(const std::vector<std::string>& names,
                         const std::vector<const meta::Task*>& train) {
+  const FeatureStatistics stats = ComputeFeatureStatistics(train);
   FeatureScaler scaler;
   for (const std::string& name : names) {
-    std::vector<double> values;
-    for (const meta::Task* task : train) {
-      const auto it = task->metafeatures.find(name);
-      if (it != task->metafeatures.end() && std::isfinite(it->second)) {
-        values.push_back(it->second);
-      }
+    const auto it =
+        std::lower_bound(stats.names.begin(), stats.names.end(), name);
+    if (it == stats.names.end() || *it != name) continue;
+    const size_t f = static_cast<size_t>(it - stats.names.begin());
+    const double sd = stats.stds[f];
+    if (stats.counts[f] < 2 ||
+        2 * static_cast<size_t>(stats.counts[f]) < train.size() || !(sd > 0) ||
+        !std::isfinite(sd)) {
+      continue;
     }
-    if (values.size() < 2 || 2 * values.size() < train.size()) continue;
-    const double n = static_cast<double>(values.size());
-    const double mean = std::accumulate(values.begin(), values.end(), 0.0) / n;
-    double ss = 0;
-    for (double v : values) ss += (v - mean) * (v - mean);
-    const double sd = std::sqrt(ss / (n - 1));
-    if (!(sd > 0) || !std::isfinite(sd)) continue;
     scaler.names.push_back(name);
-    scaler.means.push_back(mean);
+    scaler.means.push_back(stats.means[f]);
     scaler.stds.push_back(sd);
   }
   return scaler;

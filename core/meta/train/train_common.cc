@@ -131,6 +131,32 @@ void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
   }
 }
 
+FeatureStatistics ComputeFeatureStatistics(
+    const std::vector<const meta::Task*>& tasks) {
+  std::map<std::string, std::vector<double>> values;
+  for (const meta::Task* task : tasks) {
+    for (const auto& [name, value] : task->metafeatures) {
+      if (std::isfinite(value)) values[name].push_back(value);
+    }
+  }
+  FeatureStatistics stats;
+  stats.means = Eigen::VectorXd::Zero(values.size());
+  stats.stds = Eigen::VectorXd::Zero(values.size());
+  for (const auto& [name, v] : values) {
+    const Eigen::Index f = static_cast<Eigen::Index>(stats.names.size());
+    const Eigen::Map<const Eigen::VectorXd> x(
+        v.data(), static_cast<Eigen::Index>(v.size()));
+    stats.means[f] = x.mean();
+    if (v.size() > 1) {
+      stats.stds[f] = std::sqrt((x.array() - stats.means[f]).square().sum() /
+                                static_cast<double>(v.size() - 1));
+    }
+    stats.names.push_back(name);
+    stats.counts.push_back(static_cast<int>(v.size()));
+  }
+  return stats;
+}
+
 absl::StatusOr<TrainingSplits> ReadTrainingSplits(
     const CommonTrainOptions& options) {
   METAOPT_RETURN_IF_ERROR(

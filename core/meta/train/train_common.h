@@ -129,6 +129,18 @@ std::vector<Eigen::Index> SampleWithoutReplacement(Eigen::Index n,
 void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
                      google::protobuf::Map<std::string, double>* metrics);
 
+// The sorted union of the meta-feature names of `tasks`, with their means,
+// standard deviations (n - 1; 0 when constant or seen once) and the number of
+// tasks with a finite value, over those tasks.
+struct FeatureStatistics {
+  std::vector<std::string> names;
+  Eigen::VectorXd means;
+  Eigen::VectorXd stds;
+  std::vector<int> counts;
+};
+FeatureStatistics ComputeFeatureStatistics(
+    const std::vector<const meta::Task*>& tasks);
+
 // Reads `options.data_dir` (only the train and valid splits). INVALID_ARGUMENT
 // for bad split names, equal splits, or a training split without tasks;
 // reader errors as meta::ReadMetaDataset.
