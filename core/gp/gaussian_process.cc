@@ -228,6 +228,7 @@ absl::StatusOr<NllResult> GaussianProcess::NegativeLogMarginalLikelihood(
   result.grad_hyper = Eigen::VectorXd::Zero(num_hyperparameters());
   if (with_input_gradient)
     result.grad_inputs = Eigen::MatrixXd::Zero(n, X.cols());
+  result.grad_targets = Eigen::VectorXd::Zero(n);
   if (n == 0) return result;
 
   Eigen::MatrixXd K = kernel_->Matrix(X);
@@ -260,6 +261,7 @@ absl::StatusOr<NllResult> GaussianProcess::NegativeLogMarginalLikelihood(
   result.grad_hyper[noise_index()] = G.trace() * std::exp(log_noise_);
   result.grad_hyper[mean_index()] = -alpha.sum();
   if (with_input_gradient) result.grad_inputs = kernel_->GradientInputs(X, G);
+  result.grad_targets = std::move(alpha);
   return result;
 }
 

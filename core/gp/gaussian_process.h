@@ -55,6 +55,9 @@ struct NllResult {
   Eigen::VectorXd grad_hyper;
   // d value / d X (n x D); empty unless requested.
   Eigen::MatrixXd grad_inputs;
+  // d value / d y = K^-1 (y - m 1) (n entries), for callers whose targets
+  // depend on parameters (a learned mean function subtracted from y).
+  Eigen::VectorXd grad_targets;
   // Leave-one-out predictive negative log likelihood, summed over the points:
   // for each i, -log N(y_i | mean and variance of the GP (noise included)
   // conditioned on the other n - 1 points), in closed form from K^-1

@@ -47,6 +47,9 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
                                      "building the DeepPipe network: ",
                                      network.status().message()));
   }
+  // A task-conditioned model reads the study's dataset meta-features (the
+  // training means where they are missing: Study.metadata names those).
+  if (meta_learned) network->SetTaskFeatures(spec.dataset_features());
   if (!state.has_value()) state = v1::DeepPipePolicyState();
   // The study's own parameters, if FineTune or scratch training set them.
   if (state->kernel_parameters_size() > 0 ||
@@ -194,9 +197,9 @@ absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
         fitted->Posterior(data.X, data.y));
     FittedSurrogate out;
     if (embedded_catalogue_ != nullptr) {
-      // Catalogue rows are already embedded: score them with the GP alone.
-      out.model = std::make_shared<const surrogate::GpSurrogate>(
-          posterior->posterior());
+      // Catalogue rows are already embedded.
+      out.model = std::make_shared<const surrogate::DeepPipeEmbeddedSurrogate>(
+          std::move(posterior));
       out.catalogue = embedded_catalogue_.get();
       out.inputs = [fitted](const Eigen::MatrixXd& X) {
         return fitted->Embed(X);

@@ -1,6 +1,8 @@
 #include "core/policy/deeppipe_policy.h"
 
 #include <cmath>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -84,11 +86,23 @@ v1::Trial Completed(int64_t id, const v1::Configuration& c) {
 }
 
 // A "meta-learned" registry model: a seeded network with a portfolio of the
-// first three catalogue entries.
+// first three catalogue entries; task-conditioned on `task_features` when
+// given (with a non-zero mean head).
 std::shared_ptr<const registry::LoadedModel> MetaModel(
-    const v1::StudySpec& spec) {
+    const v1::StudySpec& spec,
+    surrogate::FeatureScaler task_features = surrogate::FeatureScaler()) {
   auto network = surrogate::DeepPipeModel::Create(
-      spec.search_space(), surrogate::DeepPipeArchitecture(), 11);
+      spec.search_space(), surrogate::DeepPipeArchitecture(), 11,
+      std::move(task_features));
+  if (network.ok() && network->conditioned()) {
+    Eigen::VectorXd params = network->parameters();
+    const int z = network->embedding_dim();
+    // A mean head that dominates the posterior (a strong meta-learned prior).
+    for (int i = 0; i < z; ++i) {
+      params[network->num_network_parameters() - z + i] = i % 2 ? 40.0 : -40.0;
+    }
+    EXPECT_TRUE(network->set_parameters(params).ok());
+  }
   EXPECT_TRUE(network.ok()) << network.status();
   v1::ModelArtifact artifact;
   artifact.set_format_version(1);
@@ -134,6 +148,67 @@ TEST(DeepPipePolicyTest, MetaLearnedStartsFromThePortfolioThenUsesTheModel) {
                                policy->Suggest(view, 1, b));
   EXPECT_EQ(space::ConfigurationKey(again_a.configurations[0]),
             space::ConfigurationKey(again_b.configurations[0]));
+}
+
+TEST(DeepPipePolicyTest, ConditionedModelReadsTheStudysDatasetFeatures) {
+  v1::StudySpec spec = CatalogueSpec();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      surrogate::FeatureScaler features,
+      surrogate::FeatureScaler::Create({"log_rows", "n_classes"},
+                                       Eigen::Vector2d(8.0, 3.0),
+                                       Eigen::Vector2d(2.0, 1.0)));
+  auto model = MetaModel(spec, features);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  // Metadata names the conditioning and the feature that took its mean.
+  (*spec.mutable_dataset_features())["log_rows"] = 12.0;
+  std::map<std::string, std::string> metadata =
+      StudyMetadata(model->artifact, spec, *space);
+  EXPECT_EQ(metadata["task_conditioning"], "meta-features");
+  EXPECT_EQ(metadata["conditioning_imputed_features"], "n_classes");
+  (*spec.mutable_dataset_features())["n_classes"] = 2.0;
+  EXPECT_EQ(StudyMetadata(model->artifact, spec, *space)
+                .at("conditioning_imputed_features"),
+            "none");
+  // Only studies whose surrogate is the DeepPipe network are conditioned.
+  v1::StudySpec gp_spec = spec;
+  gp_spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
+  EXPECT_FALSE(StudyMetadata(model->artifact, gp_spec, *space)
+                   .count("task_conditioning"));
+  EXPECT_FALSE(StudyMetadata(MetaModel(spec)->artifact, spec, *space)
+                   .count("task_conditioning"));
+
+  // The same observations, two datasets: the studies' surrogates read their
+  // own features (with a mean head this strong, their EI picks differ; a
+  // policy that ignored the features would pick the same entry twice), and
+  // each pick is deterministic.
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 4; ++i) {
+    trials.push_back(Completed(i + 1, spec.candidates(i)));
+  }
+  v1::StudySpec other = spec;
+  (*other.mutable_dataset_features())["log_rows"] = 2.0;
+  (*other.mutable_dataset_features())["n_classes"] = 9.0;
+  std::vector<std::string> picks;
+  for (const v1::StudySpec* s : {&spec, &other, &spec}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(auto policy,
+                                 CreatePolicy(*s, std::nullopt, model));
+    StudyView view{s, &*space, &trials};
+    space::Rng rng(5);
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult next,
+                                 policy->Suggest(view, 1, rng));
+    ASSERT_EQ(next.configurations.size(), 1u);
+    EXPECT_THAT(next.source, HasSubstr("ei"));
+    picks.push_back(space::ConfigurationKey(next.configurations[0]));
+  }
+  EXPECT_NE(picks[0], picks[1]);
+  EXPECT_EQ(picks[0], picks[2]);
+  // Without features the study is conditioned on the training means.
+  v1::StudySpec plain = spec;
+  plain.clear_dataset_features();
+  EXPECT_EQ(StudyMetadata(model->artifact, plain, *space)
+                .at("conditioning_imputed_features"),
+            "log_rows,n_classes");
 }
 
 TEST(DeepPipePolicyTest, FineTuneLowersTheLossAndPersists) {

@@ -81,6 +81,8 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
           network->input_dim(), " dimensions; the study's space encodes ",
           space::Encoder(space).dimension()));
     }
+    // A task-conditioned model reads the study's dataset meta-features.
+    network->SetTaskFeatures(spec.dataset_features());
     fitter =
         DeepPipeFitter(*std::move(network), resolved.deeppipe_fine_tune_steps);
   }

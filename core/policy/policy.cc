@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/registry/task_design.h"
 #include "core/space/encoding.h"
+#include "core/surrogate/feature_scaler.h"
 
 namespace metaopt::policy {
 
@@ -148,6 +149,31 @@ std::map<std::string, std::string> ZeroShotDesign::Metadata() const {
                                   ? "none"
                                   : absl::StrJoin(imputed_features, ",");
   }
+  return out;
+}
+
+std::map<std::string, std::string> StudyMetadata(
+    const v1::ModelArtifact& model, const v1::StudySpec& spec,
+    const space::SearchSpace& space) {
+  std::map<std::string, std::string> out =
+      ZeroShotDesignForStudy(&model, spec, space).Metadata();
+  const v1::AlgorithmKind kind = spec.algorithm().kind();
+  const bool deeppipe_surrogate =
+      kind == v1::ALGORITHM_KIND_DEEPPIPE ||
+      (kind == v1::ALGORITHM_KIND_MOSAIC &&
+       spec.algorithm().mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE);
+  if (model.kind() != v1::MODEL_KIND_DEEPPIPE || !deeppipe_surrogate) {
+    return out;
+  }
+  // The artifact was validated when the registry loaded it.
+  absl::StatusOr<surrogate::FeatureScaler> scaler =
+      surrogate::FeatureScaler::ReadFrom(model.normalization());
+  if (!scaler.ok() || scaler->empty()) return out;
+  std::vector<std::string> imputed;
+  scaler->Standardize(spec.dataset_features(), &imputed);
+  out["task_conditioning"] = "meta-features";
+  out["conditioning_imputed_features"] =
+      imputed.empty() ? "none" : absl::StrJoin(imputed, ",");
   return out;
 }
 

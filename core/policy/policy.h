@@ -161,6 +161,16 @@ ZeroShotDesign ZeroShotDesignForStudy(const v1::ModelArtifact* model,
                                       const v1::StudySpec& spec,
                                       const space::SearchSpace& space);
 
+// What a study bound to `model` records in v1::Study.metadata: its
+// ZeroShotDesign's Metadata(), and, when the study's surrogate is a
+// task-conditioned DeepPipe model (ALGORITHM_KIND_DEEPPIPE, or MOSAIC with
+// the DeepPipe surrogate), "task_conditioning" = "meta-features" and
+// "conditioning_imputed_features" (comma-separated names that took their
+// training mean, or "none").
+std::map<std::string, std::string> StudyMetadata(
+    const v1::ModelArtifact& model, const v1::StudySpec& spec,
+    const space::SearchSpace& space);
+
 // ZeroShotDesignForStudy(...).configurations; empty without a model.
 std::vector<v1::Configuration> PortfolioForStudy(
     const v1::ModelArtifact* model, const v1::StudySpec& spec,

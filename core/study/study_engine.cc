@@ -116,8 +116,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
     METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                              space::SearchSpace::Create(spec.search_space()));
     for (auto& [key, value] :
-         policy::ZeroShotDesignForStudy(&model->artifact, spec, space)
-             .Metadata()) {
+         policy::StudyMetadata(model->artifact, spec, space)) {
       (*study.mutable_metadata())[key] = std::move(value);
     }
   }

@@ -32,15 +32,20 @@ constexpr char kLogLengthscales[] = "gp.log_lengthscales";
 constexpr char kLogOutputScale[] = "gp.log_output_scale";
 constexpr char kLogNoise[] = "gp.log_noise";
 constexpr char kMean[] = "gp.mean";
+constexpr char kMeanHead[] = "mean_head.weight";
 
 }  // namespace
 
 struct DeepPipeModel::Structure {
-  Structure(v1::SearchSpace proto_in, const space::SearchSpace& space)
-      : proto(std::move(proto_in)), encoder(space) {}
+  Structure(v1::SearchSpace proto_in, const space::SearchSpace& space,
+            FeatureScaler task_features_in)
+      : proto(std::move(proto_in)),
+        encoder(space),
+        task_features(std::move(task_features_in)) {}
 
   v1::SearchSpace proto;
   space::Encoder encoder;
+  FeatureScaler task_features;  // Empty: unconditioned.
 };
 
 struct DeepPipeModel::EmbedTrace {
@@ -63,6 +68,9 @@ DeepPipeModel::DeepPipeModel(std::shared_ptr<const Structure> structure,
       slot_offsets_(std::move(slot_offsets)),
       slot_widths_(std::move(slot_widths)),
       aggregator_(std::move(aggregator)),
+      mean_weights_(Eigen::VectorXd::Zero(
+          structure_->task_features.empty() ? 0 : architecture.embedding)),
+      task_(Eigen::VectorXd::Zero(structure_->task_features.size())),
       gp_(std::move(gp)) {}
 
 const space::Encoder& DeepPipeModel::encoder() const {
@@ -75,9 +83,33 @@ const v1::SearchSpace& DeepPipeModel::search_space() const {
 
 int DeepPipeModel::input_dim() const { return structure_->encoder.dimension(); }
 
+bool DeepPipeModel::conditioned() const {
+  return !structure_->task_features.empty();
+}
+
+const FeatureScaler& DeepPipeModel::task_features() const {
+  return structure_->task_features;
+}
+
+absl::Status DeepPipeModel::set_task(const Eigen::VectorXd& task) {
+  if (task.size() != task_.size() || !task.allFinite()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DeepPipe task vector: ", task.size(), " entries, expected ",
+        task_.size(), " finite ones (one per meta-feature the model reads)"));
+  }
+  task_ = task;
+  return absl::OkStatus();
+}
+
+Eigen::VectorXd DeepPipeModel::MeanOfEmbeddings(
+    const Eigen::MatrixXd& Z) const {
+  if (!conditioned()) return Eigen::VectorXd::Zero(Z.rows());
+  return Z * mean_weights_;
+}
+
 absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
     const v1::SearchSpace& space_proto, DeepPipeArchitecture arch,
-    double noise_floor) {
+    double noise_floor, FeatureScaler task_features) {
   METAOPT_ASSIGN_OR_RETURN(
       space::SearchSpace space,
       space::SearchSpace::Create(space_proto, "deeppipe.search_space"));
@@ -102,7 +134,9 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
     arch.aggregation_layers = std::max(1, 4 - arch.encoder_layers);
   }
 
-  auto structure = std::make_shared<const Structure>(space_proto, space);
+  const int task_inputs = task_features.size();
+  auto structure = std::make_shared<const Structure>(space_proto, space,
+                                                     std::move(task_features));
   const space::EncodingLayout& layout = structure->encoder.layout();
   const int num_stages = static_cast<int>(layout.stages.size());
 
@@ -140,11 +174,13 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
     }
     aggregator_input = slot_total;
   }
+  aggregator_input += task_inputs;
   std::vector<int> widths(arch.aggregation_layers - 1, arch.hidden);
   widths.push_back(arch.embedding);
   METAOPT_ASSIGN_OR_RETURN(nn::Mlp aggregator,
                            nn::Mlp::Create(aggregator_input, widths));
   num_params += aggregator.num_parameters();
+  if (task_inputs > 0) num_params += arch.embedding;
   if (num_params > kMaxNetworkParameters) {
     return absl::InvalidArgumentError(absl::StrCat(
         "DeepPipe architecture: ", num_params,
@@ -164,9 +200,10 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
 
 absl::StatusOr<DeepPipeModel> DeepPipeModel::Create(
     const v1::SearchSpace& space, const DeepPipeArchitecture& architecture,
-    uint64_t seed) {
-  METAOPT_ASSIGN_OR_RETURN(DeepPipeModel model,
-                           Build(space, architecture, kNoiseFloor));
+    uint64_t seed, FeatureScaler task_features) {
+  METAOPT_ASSIGN_OR_RETURN(
+      DeepPipeModel model,
+      Build(space, architecture, kNoiseFloor, std::move(task_features)));
   space::Rng rng(seed);
   for (nn::Mlp& mlp : model.encoders_)
     mlp.Initialize(nn::InitScheme::kAuto, rng);
@@ -175,7 +212,7 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::Create(
 }
 
 int DeepPipeModel::num_network_parameters() const {
-  int n = aggregator_.num_parameters();
+  int n = aggregator_.num_parameters() + static_cast<int>(mean_weights_.size());
   for (const nn::Mlp& mlp : encoders_) n += mlp.num_parameters();
   return n;
 }
@@ -193,6 +230,7 @@ Eigen::VectorXd DeepPipeModel::parameters() const {
   }
   aggregator_.GetParameters(p.segment(offset, aggregator_.num_parameters()));
   offset += aggregator_.num_parameters();
+  p.segment(offset, mean_weights_.size()) = mean_weights_;
   p.tail(num_kernel_parameters()) = gp_.hyperparameters();
   return p;
 }
@@ -217,6 +255,8 @@ absl::Status DeepPipeModel::set_parameters(
   }
   aggregator_.SetParameters(
       params.segment(offset, aggregator_.num_parameters()));
+  offset += aggregator_.num_parameters();
+  mean_weights_ = params.segment(offset, mean_weights_.size());
   return absl::OkStatus();
 }
 
@@ -249,10 +289,16 @@ Eigen::MatrixXd DeepPipeModel::EmbedImpl(const Eigen::MatrixXd& X,
                                          EmbedTrace* trace) const {
   nn::Mlp::Trace* aggregator_trace =
       trace != nullptr ? &trace->aggregator_trace : nullptr;
-  if (encoders_.empty()) return aggregator_.Forward(X, aggregator_trace);
+  const Eigen::Index n = X.rows();
+  const Eigen::Index t = task_.size();
+  if (encoders_.empty()) {
+    if (t == 0) return aggregator_.Forward(X, aggregator_trace);
+    Eigen::MatrixXd A(n, X.cols() + t);
+    A << X, Eigen::MatrixXd::Ones(n, 1) * task_.transpose();
+    return aggregator_.Forward(A, aggregator_trace);
+  }
 
   const space::EncodingLayout& layout = structure_->encoder.layout();
-  const Eigen::Index n = X.rows();
   const int num_blocks = static_cast<int>(layout.blocks.size());
   std::vector<std::vector<Eigen::Index>> rows(num_blocks);
   for (size_t s = 0; s < layout.stages.size(); ++s) {
@@ -285,6 +331,7 @@ Eigen::MatrixXd DeepPipeModel::EmbedImpl(const Eigen::MatrixXd& X,
       Eigen::seqN(slot_offsets_[block.stage], slot_widths_[block.stage])) = out;
   }
   if (trace != nullptr) trace->rows = std::move(rows);
+  if (t > 0) A.rightCols(t) = Eigen::MatrixXd::Ones(n, 1) * task_.transpose();
   return aggregator_.Forward(A, aggregator_trace);
 }
 
@@ -323,25 +370,52 @@ absl::StatusOr<Eigen::MatrixXd> DeepPipeModel::Embed(
 }
 
 absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
-    const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const {
+    const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
+    double mean_loss_weight) const {
   METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Loss"));
   if (y.size() != X.rows() || X.rows() == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("DeepPipe Loss: ", X.rows(), " inputs and ", y.size(),
                      " targets (need the same number, at least 1)"));
   }
+  if (!(mean_loss_weight >= 0.0) || !std::isfinite(mean_loss_weight)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("DeepPipe Loss: mean_loss_weight ", mean_loss_weight,
+                     " is not finite and >= 0"));
+  }
   EmbedTrace trace;
   const Eigen::MatrixXd Z = EmbedImpl(X, &trace);
+  // A conditioned model's GP sees the residual y - Z w: its NLL depends on
+  // Z also through the targets, and on w.
+  const Eigen::VectorXd m = MeanOfEmbeddings(Z);
   METAOPT_ASSIGN_OR_RETURN(
       gp::NllResult nll,
-      gp_.NegativeLogMarginalLikelihood(Z, y, /*with_input_gradient=*/true));
+      gp_.NegativeLogMarginalLikelihood(Z, y - m,
+                                        /*with_input_gradient=*/true));
   const double inv_n = 1.0 / static_cast<double>(X.rows());
   DeepPipeLoss loss;
   loss.value = nll.value * inv_n;
   loss.loo = nll.loo_nll * inv_n;
   loss.gradient = Eigen::VectorXd::Zero(num_parameters());
   loss.gradient.tail(num_kernel_parameters()) = nll.grad_hyper * inv_n;
-  BackwardNetwork(trace, nll.grad_inputs * inv_n, loss.gradient);
+  Eigen::MatrixXd dZ = nll.grad_inputs * inv_n;
+  if (conditioned()) {
+    // d loss / d m, then through m = Z w.
+    Eigen::VectorXd dm = -nll.grad_targets * inv_n;
+    if (mean_loss_weight > 0.0) {
+      const int mean_index = num_network_parameters() + gp_.mean_index();
+      const double c = gp_.hyperparameters()[gp_.mean_index()];
+      const Eigen::VectorXd r = (y - m).array() - c;
+      loss.value += mean_loss_weight * r.squaredNorm() * inv_n;
+      const Eigen::VectorXd dr = -2.0 * mean_loss_weight * inv_n * r;
+      dm += dr;
+      loss.gradient[mean_index] += dr.sum();
+    }
+    dZ.noalias() += dm * mean_weights_.transpose();
+    loss.gradient.segment(num_network_parameters() - mean_weights_.size(),
+                          mean_weights_.size()) = Z.transpose() * dm;
+  }
+  BackwardNetwork(trace, dZ, loss.gradient);
   return loss;
 }
 
@@ -350,10 +424,14 @@ DeepPipeModel::Posterior(const Eigen::MatrixXd& X,
                          const Eigen::VectorXd& y) const {
   METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Posterior"));
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, Embed(X));
+  const gp::Standardization standardization =
+      gp::Standardization::FromTargets(y);
+  // The GP models the residual of the mean head (in the study's units).
+  Eigen::VectorXd residual = y;
+  if (conditioned()) residual -= standardization.scale * MeanOfEmbeddings(Z);
   METAOPT_ASSIGN_OR_RETURN(
       gp::GpPosterior posterior,
-      gp::GpPosterior::Create(gp_, std::move(Z), y,
-                              gp::Standardization::FromTargets(y)));
+      gp::GpPosterior::Create(gp_, std::move(Z), residual, standardization));
   return std::make_shared<const DeepPipeSurrogate>(
       std::make_shared<const DeepPipeModel>(*this), std::move(posterior));
 }
@@ -484,9 +562,10 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
   DeepPipeModel work = *this;
   std::optional<DeepPipeKernelObjective> kernel_objective;
   if (!full) {
-    METAOPT_ASSIGN_OR_RETURN(
-        kernel_objective,
-        DeepPipeKernelObjective::Create(gp_, EmbedImpl(X, nullptr), ys));
+    const Eigen::MatrixXd Z_fixed = EmbedImpl(X, nullptr);
+    METAOPT_ASSIGN_OR_RETURN(kernel_objective,
+                             DeepPipeKernelObjective::Create(
+                                 gp_, Z_fixed, ys - MeanOfEmbeddings(Z_fixed)));
   }
 
   // Loss and gradient w.r.t. p.
@@ -554,6 +633,10 @@ std::vector<v1::Tensor> DeepPipeModel::ToArtifactTensors() const {
     encoders_[b].AppendTensors(EncoderPrefix(static_cast<int>(b)), &tensors);
   }
   aggregator_.AppendTensors(kAggregatorPrefix, &tensors);
+  if (conditioned()) {
+    tensors.push_back(nn::MakeTensor(
+        kMeanHead, {static_cast<int>(mean_weights_.size())}, mean_weights_));
+  }
   const Eigen::VectorXd h = gp_.hyperparameters();
   const int z = architecture_.embedding;
   tensors.push_back(nn::MakeTensor(kLogLengthscales, {z}, h.head(z)));
@@ -579,10 +662,12 @@ void DeepPipeModel::ToArtifact(v1::ModelArtifact* artifact) const {
   ints["hidden"] = architecture_.hidden;
   ints["embedding"] = architecture_.embedding;
   ints["input_dim"] = input_dim();
+  ints["task_features"] = task_features().size();
   auto& norm = *artifact->mutable_normalization();
   norm.clear();
   norm["noise_floor"] = gp_.noise_floor();
   norm["target_standardization"] = 1.0;
+  task_features().WriteTo(&norm);
 }
 
 absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
@@ -612,8 +697,23 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
       it != artifact.normalization().end()) {
     noise_floor = it->second;
   }
+  METAOPT_ASSIGN_OR_RETURN(FeatureScaler task_features,
+                           FeatureScaler::ReadFrom(artifact.normalization()));
+  // Artifacts older than conditioning have no "task_features" option.
+  if (artifact.int_options().contains("task_features")) {
+    METAOPT_ASSIGN_OR_RETURN(
+        int count,
+        nn::ReadIntOption(artifact, "task_features", task_features.size(),
+                          task_features.size()));
+    (void)count;
+  } else if (!task_features.empty()) {
+    return absl::InvalidArgumentError(
+        "artifact.int_options[\"task_features\"]: missing, but "
+        "artifact.normalization holds meta-feature statistics");
+  }
   METAOPT_ASSIGN_OR_RETURN(DeepPipeModel model,
-                           Build(artifact.search_space(), arch, noise_floor));
+                           Build(artifact.search_space(), arch, noise_floor,
+                                 std::move(task_features)));
   METAOPT_ASSIGN_OR_RETURN(
       int input_dim, nn::ReadIntOption(artifact, "input_dim", model.input_dim(),
                                        model.input_dim()));
@@ -637,6 +737,10 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
   METAOPT_RETURN_IF_ERROR(
       model.aggregator_.ReadTensors(kAggregatorPrefix, tensors));
   const int z = arch.embedding;
+  if (model.conditioned()) {
+    METAOPT_ASSIGN_OR_RETURN(model.mean_weights_,
+                             nn::ReadTensor(tensors, kMeanHead, {z}));
+  }
   Eigen::VectorXd h(model.num_kernel_parameters());
   METAOPT_ASSIGN_OR_RETURN(h.head(z),
                            nn::ReadTensor(tensors, kLogLengthscales, {z}));
@@ -653,19 +757,46 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
 absl::StatusOr<gp::Prediction> DeepPipeSurrogate::Predict(
     const Eigen::MatrixXd& X) const {
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
-  return posterior_.Predict(Z);
+  return PredictEmbedded(Z);
+}
+
+absl::StatusOr<gp::Prediction> DeepPipeSurrogate::PredictEmbedded(
+    const Eigen::MatrixXd& Z) const {
+  METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction, posterior_.Predict(Z));
+  if (model_->conditioned()) {
+    prediction.mean +=
+        posterior_.standardization().scale * model_->MeanOfEmbeddings(Z);
+  }
+  return prediction;
+}
+
+absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
+DeepPipeSurrogate::WithEmbeddedFantasies(const Eigen::MatrixXd& Z) const {
+  if (Z.rows() == 0) {
+    return std::make_shared<const DeepPipeSurrogate>(model_, posterior_);
+  }
+  // Fantasies take the posterior mean, so the residual GP conditions on its
+  // own mean: the mean head's part needs no adjustment.
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior conditioned,
+                           posterior_.WithFantasies(Z));
+  return std::make_shared<const DeepPipeSurrogate>(model_,
+                                                   std::move(conditioned));
+}
+
+absl::StatusOr<std::unique_ptr<const Surrogate>>
+DeepPipeEmbeddedSurrogate::WithFantasies(const Eigen::MatrixXd& Z) const {
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const DeepPipeSurrogate> conditioned,
+                           surrogate_->WithEmbeddedFantasies(Z));
+  return std::make_unique<const DeepPipeEmbeddedSurrogate>(
+      std::move(conditioned));
 }
 
 absl::StatusOr<std::unique_ptr<const Surrogate>>
 DeepPipeSurrogate::WithFantasies(const Eigen::MatrixXd& X) const {
-  if (X.rows() == 0) {
-    return std::make_unique<const DeepPipeSurrogate>(model_, posterior_);
-  }
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
-  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior conditioned,
-                           posterior_.WithFantasies(Z));
-  return std::make_unique<const DeepPipeSurrogate>(model_,
-                                                   std::move(conditioned));
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const DeepPipeSurrogate> conditioned,
+                           WithEmbeddedFantasies(Z));
+  return std::make_unique<const DeepPipeSurrogate>(*conditioned);
 }
 
 }  // namespace metaopt::surrogate

@@ -12,20 +12,36 @@
 //   --> GP with a Matérn-5/2 ARD kernel (Z lengthscales, output scale),
 //   constant mean and Gaussian noise (floor 1e-4, as the authors' code).
 //
-// With 0 encoder layers (the authors' transfer models) there are no encoders: the aggregator reads the whole
-// encoded vector, i.e. the flat hyperparameter blocks of all algorithms (the
-// inactive ones are exactly 0 in space::Encoder) followed by each stage's
-// one-hot of its chosen algorithm. (We keep the one-hot of single-algorithm
-// stages, a constant column the authors drop; it only shifts the first bias.)
-// Depth: encoder_layers + aggregation_layers = 4 by default, counting the
-// output projection as an aggregation layer. An algorithm without parameters
-// reads one constant 1 column (the paper's dummy column).
+// With 0 encoder layers (the authors' transfer models) there are no encoders:
+// the aggregator reads the whole encoded vector, i.e. the flat hyperparameter
+// blocks of all algorithms (the inactive ones are exactly 0 in space::Encoder)
+// followed by each stage's one-hot of its chosen algorithm. (We keep the
+// one-hot of single-algorithm stages, a constant column the authors drop; it
+// only shifts the first bias.) Depth: encoder_layers + aggregation_layers = 4
+// by default, counting the output projection as an aggregation layer. An
+// algorithm without parameters reads one constant 1 column (the paper's dummy
+// column).
 //
 // Parameters, as one flat vector (parameters(), Loss gradients, FineTune):
 //   [encoder (stage 0, algorithm 0) MLP, encoder (0, 1), ..., aggregator MLP,
-//    GP hyperparameters = log l_1..log l_Z, log s, log noise excess, mean]
+//    mean head w (conditioned models only), GP hyperparameters = log l_1..log
+//    l_Z, log s, log noise excess, mean]
 // (nn::Mlp flat layouts; the GP part is gp::GaussianProcess's). The kernel
 // parameters are the last num_kernel_parameters() entries.
+//
+// Task conditioning (an extension, not in the DeepPipe paper; the idea of
+// conditioning the surrogate on the dataset's meta-features is that of
+// "Zero-Shot AutoML with Pretrained Models", Öztürk et al., ICML 2022): a
+// conditioned model also reads the study's dataset meta-features, standardized
+// with the training statistics (FeatureScaler), as T extra aggregator inputs
+// (the same T values on every row: the task vector t, set per study by
+// set_task), and has a linear mean head, m(x) = w' z(x, t), added to the GP's
+// constant mean. With t the embedding, and with w the mean, depend on the
+// dataset from the first Suggest: before any observation the posterior mean is
+// m(x), a meta-learned, task-specific ranking of configurations. Meta-training
+// feeds each task its own t. Parameters: w (Z entries) follows the aggregator
+// in the network part ("mean_head.weight"); the feature statistics are stored
+// as FeatureScaler stores them.
 //
 // Targets: meta-training standardises each task's targets by their mean and
 // standard deviation; Posterior and FineTune standardise a study's targets the
@@ -46,6 +62,7 @@
 #include "core/gp/gaussian_process.h"
 #include "core/nn/mlp.h"
 #include "core/space/encoding.h"
+#include "core/surrogate/feature_scaler.h"
 #include "core/surrogate/surrogate.h"
 #include "metaopt/v1/model.pb.h"
 #include "metaopt/v1/study.pb.h"
@@ -105,11 +122,13 @@ class DeepPipeModel {
   static constexpr double kNoiseFloor = 1e-4;
 
   // A randomly initialised model for `space` (nn::InitScheme::kAuto: He for
-  // ReLU layers, Glorot for the output; GP defaults of gp::GaussianProcess).
-  // INVALID_ARGUMENT for an invalid space or architecture.
+  // ReLU layers, Glorot for the output; GP defaults of gp::GaussianProcess),
+  // conditioned on the meta-features of `task_features` when it is not empty
+  // (mean head 0, task vector 0 = the training means). INVALID_ARGUMENT for
+  // an invalid space or architecture.
   static absl::StatusOr<DeepPipeModel> Create(
       const v1::SearchSpace& space, const DeepPipeArchitecture& architecture,
-      uint64_t seed);
+      uint64_t seed, FeatureScaler task_features = {});
 
   // The model stored in `artifact` by ToArtifact. INVALID_ARGUMENT naming the
   // field for a wrong kind, an invalid space, missing or out-of-range
@@ -119,10 +138,11 @@ class DeepPipeModel {
 
   // Writes kind (MODEL_KIND_DEEPPIPE), search_space, tensors
   // ("encoder.<stage>.<algorithm>.layer<k>.{weight,bias}",
-  // "aggregator.layer<k>.{weight,bias}", "gp.log_lengthscales",
-  // "gp.log_output_scale", "gp.log_noise", "gp.mean"), int_options
-  // (encoder_layers, aggregation_layers, width_factor, hidden, embedding,
-  // input_dim) and normalization (noise_floor, target_standardization = 1).
+  // "aggregator.layer<k>.{weight,bias}", "mean_head.weight" if conditioned,
+  // "gp.log_lengthscales", "gp.log_output_scale", "gp.log_noise", "gp.mean"),
+  // int_options (encoder_layers, aggregation_layers, width_factor, hidden,
+  // embedding, input_dim, task_features) and normalization (noise_floor,
+  // target_standardization = 1, the feature statistics if conditioned).
   // Replaces existing tensors, int_options and normalization; leaves
   // format_version, objective, portfolio and provenance to the caller.
   void ToArtifact(v1::ModelArtifact* artifact) const;
@@ -134,6 +154,27 @@ class DeepPipeModel {
   const v1::SearchSpace& search_space() const;
   int input_dim() const;
   int embedding_dim() const { return architecture_.embedding; }
+
+  // Task conditioning: the meta-features read (empty: unconditioned) and the
+  // current task vector (standardized features, task_features().size()
+  // entries; zeros until set).
+  bool conditioned() const;
+  const FeatureScaler& task_features() const;
+  const Eigen::VectorXd& task() const { return task_; }
+  // INVALID_ARGUMENT for a size mismatch or non-finite entries.
+  absl::Status set_task(const Eigen::VectorXd& task);
+  // Sets the task vector from a dataset's raw meta-features
+  // (FeatureScaler::Standardize) and returns the imputed names; a no-op
+  // returning nothing for an unconditioned model.
+  template <typename FeatureMap>
+  std::vector<std::string> SetTaskFeatures(const FeatureMap& raw) {
+    std::vector<std::string> imputed;
+    if (conditioned()) task_ = task_features().Standardize(raw, &imputed);
+    return imputed;
+  }
+  // The mean head's value m(x) = w' z per row of embeddings Z (zeros for an
+  // unconditioned model), in standardized target units.
+  Eigen::VectorXd MeanOfEmbeddings(const Eigen::MatrixXd& Z) const;
 
   int num_parameters() const;
   int num_network_parameters() const;
@@ -156,9 +197,14 @@ class DeepPipeModel {
   // The GP negative log marginal likelihood of y (as given) at Embed(X),
   // divided by n, and its gradient w.r.t. every parameter (through the
   // kernel's input gradient into the aggregator and the encoders). n >= 1.
-  // INTERNAL if the Cholesky factorisation fails.
+  // For a conditioned model with mean_loss_weight = lambda > 0, plus
+  // lambda * mean_i (y_i - c - m(x_i))^2: the prior mean's zero-shot
+  // regression error (c the GP's constant mean), which the marginal
+  // likelihood alone barely trains when the kernel can explain a whole
+  // task's batch. INTERNAL if the Cholesky factorisation fails.
   absl::StatusOr<DeepPipeLoss> Loss(const Eigen::MatrixXd& X,
-                                    const Eigen::VectorXd& y) const;
+                                    const Eigen::VectorXd& y,
+                                    double mean_loss_weight = 0.0) const;
 
   // The GP posterior given observations (X, y) (y standardised by its own mean
   // and standard deviation; n may be 0), as an immutable Surrogate that embeds
@@ -187,7 +233,8 @@ class DeepPipeModel {
 
   static absl::StatusOr<DeepPipeModel> Build(const v1::SearchSpace& space,
                                              DeepPipeArchitecture architecture,
-                                             double noise_floor);
+                                             double noise_floor,
+                                             FeatureScaler task_features);
   absl::Status ValidateInputs(const Eigen::MatrixXd& X, const char* what) const;
   Eigen::MatrixXd EmbedImpl(const Eigen::MatrixXd& X, EmbedTrace* trace) const;
   // Adds dL/d(network parameters) to grad.head(num_network_parameters()).
@@ -204,6 +251,9 @@ class DeepPipeModel {
   std::vector<int> slot_offsets_;
   std::vector<int> slot_widths_;
   nn::Mlp aggregator_;
+  // Conditioned models: the mean head w (Z entries) and the task vector t.
+  Eigen::VectorXd mean_weights_;
+  Eigen::VectorXd task_;
   gp::GaussianProcess gp_;
 };
 
@@ -267,19 +317,41 @@ class DeepPipeSurrogate final : public Surrogate {
   absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
       const Eigen::MatrixXd& X) const override;
 
-  // Predict for rows that are already embeddings (model().Embed(X)), so a
-  // caller can embed a fixed candidate set once per network.
+  // Predict and WithFantasies for rows that are already embeddings
+  // (model().Embed(X)), so a caller can embed a fixed candidate set once per
+  // network.
   absl::StatusOr<gp::Prediction> PredictEmbedded(
-      const Eigen::MatrixXd& Z) const {
-    return posterior_.Predict(Z);
-  }
+      const Eigen::MatrixXd& Z) const;
+  absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
+  WithEmbeddedFantasies(const Eigen::MatrixXd& Z) const;
 
   const DeepPipeModel& model() const { return *model_; }
+  // The GP over embeddings; for a conditioned model it models the residual
+  // y - m(x) (PredictEmbedded adds the mean head back).
   const gp::GpPosterior& posterior() const { return posterior_; }
 
  private:
   std::shared_ptr<const DeepPipeModel> model_;
   gp::GpPosterior posterior_;
+};
+
+// A DeepPipeSurrogate whose queries are embeddings (DeepPipeModel::Embed
+// rows), for candidate sets embedded once. Immutable; thread-safe.
+class DeepPipeEmbeddedSurrogate final : public Surrogate {
+ public:
+  explicit DeepPipeEmbeddedSurrogate(
+      std::shared_ptr<const DeepPipeSurrogate> surrogate)
+      : surrogate_(std::move(surrogate)) {}
+
+  absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& Z) const override {
+    return surrogate_->PredictEmbedded(Z);
+  }
+  absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& Z) const override;
+
+ private:
+  std::shared_ptr<const DeepPipeSurrogate> surrogate_;
 };
 
 }  // namespace metaopt::surrogate

@@ -1,7 +1,10 @@
 #include "core/surrogate/deeppipe_model.h"
 
 #include <cmath>
+#include <map>
 #include <memory>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include "Eigen/Cholesky"
@@ -56,15 +59,30 @@ DeepPipeArchitecture SmallArchitecture(int encoder_layers) {
   return arch;
 }
 
-// Every parameter group, checked by central differences of Loss.
-class DeepPipeGradientTest : public ::testing::TestWithParam<int> {};
+// Two meta-features with training statistics, for conditioned models.
+FeatureScaler TwoFeatures() {
+  absl::StatusOr<FeatureScaler> scaler = FeatureScaler::Create(
+      {"log_rows", "n_classes"}, Eigen::Vector2d(8.0, 3.0),
+      Eigen::Vector2d(2.0, 1.5));
+  EXPECT_TRUE(scaler.ok()) << scaler.status();
+  return *scaler;
+}
+
+// Every parameter group, checked by central differences of Loss, for
+// unconditioned and task-conditioned models (task inputs and mean head).
+class DeepPipeGradientTest
+    : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(DeepPipeGradientTest, LossGradientMatchesFiniteDifferences) {
-  const int encoder_layers = GetParam();
+  const auto [encoder_layers, conditioned] = GetParam();
   auto data_model = DeepPipeModel::Create(
-      TestSpace(), SmallArchitecture(encoder_layers), /*seed=*/3);
+      TestSpace(), SmallArchitecture(encoder_layers), /*seed=*/3,
+      conditioned ? TwoFeatures() : FeatureScaler());
   METAOPT_ASSERT_OK(data_model.status());
   DeepPipeModel model = *std::move(data_model);
+  ASSERT_EQ(model.conditioned(), conditioned);
+  if (conditioned)
+    METAOPT_ASSERT_OK(model.set_task(Eigen::Vector2d(0.7, -1.2)));
   // Away from ReLU kinks: zero biases and inputs that are exactly 0 (the
   // lowest value of a parameter) put pre-activations exactly at the kink,
   // where central differences see half a one-sided derivative.
@@ -80,7 +98,10 @@ TEST_P(DeepPipeGradientTest, LossGradientMatchesFiniteDifferences) {
   ASSERT_EQ(kp, 6);  // 3 lengthscales, scale, noise, mean.
 
   const Data data = Sample(model, 14, 9);
-  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss loss, model.Loss(data.X, data.y));
+  // Conditioned: with the mean head's regression term too.
+  const double mean_weight = conditioned ? 0.7 : 0.0;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss loss,
+                               model.Loss(data.X, data.y, mean_weight));
   ASSERT_EQ(loss.gradient.size(), model.num_parameters());
 
   const double h = 1e-6;
@@ -90,10 +111,12 @@ TEST_P(DeepPipeGradientTest, LossGradientMatchesFiniteDifferences) {
     Eigen::VectorXd p = params;
     p[i] += h;
     METAOPT_ASSERT_OK(probe.set_parameters(p));
-    METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss up, probe.Loss(data.X, data.y));
+    METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss up,
+                                 probe.Loss(data.X, data.y, mean_weight));
     p[i] -= 2 * h;
     METAOPT_ASSERT_OK(probe.set_parameters(p));
-    METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss down, probe.Loss(data.X, data.y));
+    METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss down,
+                                 probe.Loss(data.X, data.y, mean_weight));
     const double numeric = (up.value - down.value) / (2 * h);
     EXPECT_NEAR(loss.gradient[i], numeric, 1e-6 + 1e-4 * std::abs(numeric))
         << "parameter " << i << " of " << params.size() << " ("
@@ -106,8 +129,75 @@ TEST_P(DeepPipeGradientTest, LossGradientMatchesFiniteDifferences) {
   EXPECT_GT(loss.gradient.head(model.num_network_parameters()).norm(), 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(EncoderLayers, DeepPipeGradientTest,
-                         ::testing::Values(0, 1, 2));
+INSTANTIATE_TEST_SUITE_P(EncoderLayersAndConditioning, DeepPipeGradientTest,
+                         ::testing::Combine(::testing::Values(0, 1, 2),
+                                            ::testing::Bool()));
+
+TEST(DeepPipeModelTest, ConditionedModelRanksByItsMeanHeadBeforeAnyData) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), SmallArchitecture(1), 5,
+                            TwoFeatures()));
+  EXPECT_EQ(model.task(), Eigen::Vector2d::Zero());
+  Eigen::VectorXd params = model.parameters();
+  const int net = model.num_network_parameters();
+  const int kp = model.num_kernel_parameters();
+  const int z = model.embedding_dim();
+  params.segment(net - z, z) << 1.0, -0.5, 0.25;  // The mean head w.
+  METAOPT_ASSERT_OK(model.set_parameters(params));
+  const Data query = Sample(model, 12, 4);
+
+  // Missing and non-finite features take their training mean (z = 0) and
+  // are reported; unknown names are ignored.
+  std::map<std::string, double> raw = {
+      {"log_rows", 12.0}, {"n_classes", std::nan("")}, {"other", 1.0}};
+  EXPECT_THAT(model.SetTaskFeatures(raw), ::testing::ElementsAre("n_classes"));
+  EXPECT_EQ(model.task(), Eigen::Vector2d(2.0, 0.0));
+
+  // No observations: the posterior mean is the GP's constant mean plus w'z.
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto prior, model.Posterior(Eigen::MatrixXd(0, model.input_dim()),
+                                  Eigen::VectorXd(0)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction p, prior->Predict(query.X));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd Z, model.Embed(query.X));
+  const double c = params[params.size() - 1];
+  ASSERT_EQ(kp, 6);
+  for (Eigen::Index i = 0; i < Z.rows(); ++i) {
+    EXPECT_NEAR(p.mean[i], c + Z.row(i).dot(Eigen::Vector3d(1.0, -0.5, 0.25)),
+                1e-12);
+  }
+  // Another dataset, another embedding and another ranking.
+  DeepPipeModel other = model;
+  METAOPT_ASSERT_OK(other.set_task(Eigen::Vector2d(-3.0, 2.0)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd Z_other, other.Embed(query.X));
+  EXPECT_GT((Z - Z_other).norm(), 1e-6);
+  // Conditioning on data: the embedded-query surrogate predicts as the
+  // surrogate does, mean head included, before and after fantasies.
+  const Data data = Sample(model, 8, 6);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto posterior, model.Posterior(data.X, data.y));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction direct,
+                               posterior->Predict(query.X));
+  DeepPipeEmbeddedSurrogate embedded(posterior);
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction via, embedded.Predict(Z));
+  EXPECT_TRUE(direct.mean.isApprox(via.mean, 1e-12));
+  EXPECT_TRUE(direct.variance.isApprox(via.variance, 1e-12));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto fantasized,
+                               posterior->WithFantasies(query.X.topRows(2)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto fantasized_embedded,
+                               embedded.WithFantasies(Z.topRows(2)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction f1, fantasized->Predict(query.X));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction f2,
+                               fantasized_embedded->Predict(Z));
+  EXPECT_TRUE(f1.mean.isApprox(f2.mean, 1e-10));
+  // A fantasy at the posterior mean keeps the mean there, and shrinks the
+  // variance.
+  EXPECT_NEAR(f1.mean[0], direct.mean[0], 1e-8);
+  EXPECT_LT(f1.variance[0], direct.variance[0]);
+
+  EXPECT_THAT(model.set_task(Eigen::Vector3d::Zero()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("3 entries, expected 2")));
+}
 
 TEST(DeepPipeModelTest, ResolvesTheAuthorsDefaultShapes) {
   // Test space: L = (1, 3) (pca has 1 parameter, RF 3 encoded dimensions).
@@ -396,13 +486,17 @@ v1::ModelArtifact ArtifactOf(const DeepPipeModel& model) {
   return artifact;
 }
 
-class DeepPipeArtifactTest : public ::testing::TestWithParam<int> {};
+class DeepPipeArtifactTest
+    : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(DeepPipeArtifactTest, RoundTripGivesIdenticalPredictions) {
   DeepPipeArchitecture arch;
-  arch.encoder_layers = GetParam();
-  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
-                               DeepPipeModel::Create(TestSpace(), arch, 8));
+  const auto [encoder_layers, conditioned] = GetParam();
+  arch.encoder_layers = encoder_layers;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), arch, 8,
+                            conditioned ? TwoFeatures() : FeatureScaler()));
   // Non-default kernel parameters.
   Eigen::VectorXd p = model.parameters();
   p.tail(model.num_kernel_parameters()).array() += 0.25;
@@ -411,7 +505,8 @@ TEST_P(DeepPipeArtifactTest, RoundTripGivesIdenticalPredictions) {
   const v1::ModelArtifact artifact = ArtifactOf(model);
   METAOPT_ASSERT_OK(registry::ValidateArtifact(artifact));
   EXPECT_EQ(artifact.kind(), v1::MODEL_KIND_DEEPPIPE);
-  EXPECT_EQ(artifact.int_options().at("encoder_layers"), GetParam());
+  EXPECT_EQ(artifact.int_options().at("encoder_layers"), encoder_layers);
+  EXPECT_EQ(artifact.int_options().at("task_features"), conditioned ? 2 : 0);
   // Through the wire format.
   v1::ModelArtifact parsed;
   ASSERT_TRUE(parsed.ParseFromString(artifact.SerializeAsString()));
@@ -419,6 +514,11 @@ TEST_P(DeepPipeArtifactTest, RoundTripGivesIdenticalPredictions) {
                                DeepPipeModel::FromArtifact(parsed));
   EXPECT_EQ(loaded.parameters(), model.parameters());
   EXPECT_EQ(loaded.architecture().hidden, model.architecture().hidden);
+  EXPECT_EQ(loaded.task_features().names(), model.task_features().names());
+  EXPECT_EQ(loaded.task_features().stds(), model.task_features().stds());
+  const std::map<std::string, double> raw = {{"log_rows", 5.0}};
+  model.SetTaskFeatures(raw);
+  loaded.SetTaskFeatures(raw);
 
   const Data data = Sample(model, 15, 12);
   const Data query = Sample(model, 30, 13);
@@ -430,8 +530,42 @@ TEST_P(DeepPipeArtifactTest, RoundTripGivesIdenticalPredictions) {
   EXPECT_EQ(pa.variance, pb.variance);
 }
 
-INSTANTIATE_TEST_SUITE_P(EncoderLayers, DeepPipeArtifactTest,
-                         ::testing::Values(0, 1));
+INSTANTIATE_TEST_SUITE_P(EncoderLayersAndConditioning, DeepPipeArtifactTest,
+                         ::testing::Combine(::testing::Values(0, 1),
+                                            ::testing::Bool()));
+
+TEST(DeepPipeArtifactTest, FromArtifactRejectsBrokenConditioning) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), DeepPipeArchitecture(), 8,
+                            TwoFeatures()));
+  const v1::ModelArtifact good = ArtifactOf(model);
+  v1::ModelArtifact a = good;
+  a.mutable_normalization()->erase("feature_std/n_classes");
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("feature_std/n_classes\"]: missing")));
+  a = good;
+  (*a.mutable_int_options())["task_features"] = 3;
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("int_options[\"task_features\"]: 3")));
+  a = good;
+  a.mutable_int_options()->erase("task_features");
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("holds meta-feature statistics")));
+  a = good;
+  for (int i = 0; i < a.tensors_size(); ++i) {
+    if (a.tensors(i).name() == "mean_head.weight") {
+      a.mutable_tensors()->DeleteSubrange(i, 1);
+      break;
+    }
+  }
+  EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"mean_head.weight\": missing")));
+}
 
 TEST(DeepPipeArtifactTest, FromArtifactRejectsBrokenArtifacts) {
   DeepPipeArchitecture arch;

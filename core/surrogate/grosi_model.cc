@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
 #include "core/nn/tensor_io.h"
@@ -17,8 +15,6 @@ constexpr char kFeaturesPrefix[] = "features";
 constexpr char kPhiTowerPrefix[] = "phi_tower";
 constexpr char kConfigTowerPrefix[] = "config_tower";
 constexpr char kHeadPrefix[] = "head";
-constexpr char kMeanPrefix[] = "feature_mean/";
-constexpr char kStdPrefix[] = "feature_std/";
 constexpr double kDistanceEpsilon = 1e-12;
 constexpr double kProbabilityClip = 1e-7;
 constexpr int kMaxWidth = 4096;
@@ -68,14 +64,12 @@ std::pair<double, double> IdentificationTerm(double d, bool positive) {
 GrosiModel::GrosiModel(GrosiArchitecture architecture,
                        v1::SearchSpace space_proto,
                        std::shared_ptr<const space::Encoder> encoder,
-                       std::vector<std::string> feature_names, nn::Mlp features,
+                       FeatureScaler scaler, nn::Mlp features,
                        nn::Mlp phi_tower, nn::Mlp config_tower, nn::Mlp head)
     : architecture_(architecture),
       space_proto_(std::move(space_proto)),
       encoder_(std::move(encoder)),
-      feature_names_(std::move(feature_names)),
-      means_(Eigen::VectorXd::Zero(feature_names_.size())),
-      stds_(Eigen::VectorXd::Ones(feature_names_.size())),
+      scaler_(std::move(scaler)),
       features_(std::move(features)),
       phi_tower_(std::move(phi_tower)),
       config_tower_(std::move(config_tower)),
@@ -89,19 +83,17 @@ absl::StatusOr<GrosiModel> GrosiModel::Create(
     return absl::InvalidArgumentError(
         "GROSI: at least one meta-feature is needed");
   }
-  for (size_t f = 0; f < feature_names.size(); ++f) {
-    if (feature_names[f].empty() ||
-        (f > 0 && !(feature_names[f - 1] < feature_names[f]))) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GROSI: feature names must be non-empty, sorted and distinct; "
-          "name ",
-          f, " is \"", feature_names[f], "\""));
-    }
+  const int F = static_cast<int>(feature_names.size());
+  absl::StatusOr<FeatureScaler> scaler =
+      FeatureScaler::Create(std::move(feature_names), Eigen::VectorXd::Zero(F),
+                            Eigen::VectorXd::Ones(F));
+  if (!scaler.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GROSI: ", scaler.status().message()));
   }
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace parsed,
                            space::SearchSpace::Create(space));
   auto encoder = std::make_shared<const space::Encoder>(parsed);
-  const int F = static_cast<int>(feature_names.size());
   const GrosiArchitecture& a = architecture;
   std::vector<int> feature_widths;
   if (a.feature_hidden > 0) feature_widths.push_back(a.feature_hidden);
@@ -126,29 +118,21 @@ absl::StatusOr<GrosiModel> GrosiModel::Create(
   phi_tower.Initialize(nn::InitScheme::kAuto, rng);
   config_tower.Initialize(nn::InitScheme::kAuto, rng);
   head.Initialize(nn::InitScheme::kAuto, rng);
-  return GrosiModel(a, space, std::move(encoder), std::move(feature_names),
+  return GrosiModel(a, space, std::move(encoder), *std::move(scaler),
                     std::move(features), std::move(phi_tower),
                     std::move(config_tower), std::move(head));
 }
 
 absl::Status GrosiModel::SetFeatureStatistics(const Eigen::VectorXd& means,
                                               const Eigen::VectorXd& stds) {
-  if (means.size() != num_features() || stds.size() != num_features() ||
-      !means.allFinite() || !stds.allFinite()) {
+  absl::StatusOr<FeatureScaler> scaler =
+      FeatureScaler::Create(scaler_.names(), means, stds);
+  if (!scaler.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("GROSI feature statistics: need ", num_features(),
-                     " finite means and standard deviations (got ",
-                     means.size(), " and ", stds.size(), ")"));
+        absl::StrCat("GROSI: ", scaler.status().message()));
   }
-  means_ = means;
-  stds_ = stds;
+  scaler_ = *std::move(scaler);
   return absl::OkStatus();
-}
-
-double GrosiModel::StandardizeOne(int f, double value) const {
-  if (!(stds_[f] > 0)) return 0.0;
-  return std::clamp((value - means_[f]) / stds_[f], -kFeatureClip,
-                    kFeatureClip);
 }
 
 Eigen::VectorXd GrosiModel::Embed(const Eigen::VectorXd& z) const {
@@ -323,11 +307,7 @@ void GrosiModel::ToArtifact(v1::ModelArtifact* artifact) const {
   ints["head_width"] = architecture_.head_width;
   ints["feature_dim"] = num_features();
   ints["input_dim"] = encoder_->dimension();
-  auto& norm = *artifact->mutable_normalization();
-  for (int f = 0; f < num_features(); ++f) {
-    norm[kMeanPrefix + feature_names_[f]] = means_[f];
-    norm[kStdPrefix + feature_names_[f]] = stds_[f];
-  }
+  scaler_.WriteTo(artifact->mutable_normalization());
 }
 
 absl::StatusOr<GrosiModel> GrosiModel::FromArtifact(
@@ -351,36 +331,19 @@ absl::StatusOr<GrosiModel> GrosiModel::FromArtifact(
                            nn::ReadIntOption(artifact, "head_layers", 0, 8));
   METAOPT_ASSIGN_OR_RETURN(
       a.head_width, nn::ReadIntOption(artifact, "head_width", 1, kMaxWidth));
-  // Feature names: the keys of the statistics, sorted (std::map order).
-  std::map<std::string, std::pair<double, double>> stats;
-  for (const auto& [key, value] : artifact.normalization()) {
-    if (absl::StartsWith(key, kMeanPrefix)) {
-      stats[key.substr(sizeof(kMeanPrefix) - 1)].first = value;
-    }
-  }
-  std::vector<std::string> names;
-  Eigen::VectorXd means(stats.size()), stds(stats.size());
-  for (const auto& [name, stat] : stats) {
-    const auto sd = artifact.normalization().find(kStdPrefix + name);
-    if (sd == artifact.normalization().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("artifact.normalization[\"", kStdPrefix, name,
-                       "\"]: missing (its mean is present)"));
-    }
-    means[static_cast<Eigen::Index>(names.size())] = stat.first;
-    stds[static_cast<Eigen::Index>(names.size())] = sd->second;
-    names.push_back(name);
-  }
+  METAOPT_ASSIGN_OR_RETURN(FeatureScaler scaler,
+                           FeatureScaler::ReadFrom(artifact.normalization()));
   METAOPT_ASSIGN_OR_RETURN(const int feature_dim,
                            nn::ReadIntOption(artifact, "feature_dim", 1,
                                              std::numeric_limits<int>::max()));
-  if (feature_dim != static_cast<int>(names.size())) {
+  if (feature_dim != scaler.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "artifact.int_options[\"feature_dim\"]: ", feature_dim, ", but ",
-        names.size(), " features have statistics in artifact.normalization"));
+        scaler.size(), " features have statistics in artifact.normalization"));
   }
   METAOPT_ASSIGN_OR_RETURN(
-      GrosiModel model, Create(artifact.search_space(), names, a, /*seed=*/0));
+      GrosiModel model,
+      Create(artifact.search_space(), scaler.names(), a, /*seed=*/0));
   METAOPT_ASSIGN_OR_RETURN(const int input_dim,
                            nn::ReadIntOption(artifact, "input_dim", 0,
                                              std::numeric_limits<int>::max()));
@@ -389,7 +352,7 @@ absl::StatusOr<GrosiModel> GrosiModel::FromArtifact(
         "artifact.int_options[\"input_dim\"]: ", input_dim,
         ", but the search space encodes to ", model.encoder().dimension()));
   }
-  METAOPT_RETURN_IF_ERROR(model.SetFeatureStatistics(means, stds));
+  model.scaler_ = std::move(scaler);
   METAOPT_ASSIGN_OR_RETURN(nn::TensorMap tensors,
                            nn::IndexTensors(artifact.tensors()));
   METAOPT_RETURN_IF_ERROR(

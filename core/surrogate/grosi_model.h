@@ -46,6 +46,7 @@
 #include "core/nn/mlp.h"
 #include "core/space/encoding.h"
 #include "core/space/search_space.h"
+#include "core/surrogate/feature_scaler.h"
 #include "metaopt/v1/model.pb.h"
 
 namespace metaopt::surrogate {
@@ -88,7 +89,7 @@ struct GrosiLoss {
 class GrosiModel {
  public:
   // Standardised features are clipped to [-kFeatureClip, kFeatureClip].
-  static constexpr double kFeatureClip = 10.0;
+  static constexpr double kFeatureClip = FeatureScaler::kClip;
 
   // A randomly initialised model over `space` (configurations encoded by
   // space::Encoder) and the named meta-features (sorted, distinct, non-empty),
@@ -112,23 +113,11 @@ class GrosiModel {
   absl::Status SetFeatureStatistics(const Eigen::VectorXd& means,
                                     const Eigen::VectorXd& stds);
 
-  // z for a dataset's raw meta-features (a map from name to value: std::map or
-  // google::protobuf::Map). Features the model does not know are ignored;
-  // missing or non-finite ones are imputed (z = 0) and, when `imputed` is not
-  // null, their names appended to it.
+  // z for a dataset's raw meta-features (FeatureScaler::Standardize).
   template <typename FeatureMap>
   Eigen::VectorXd Standardize(const FeatureMap& raw,
                               std::vector<std::string>* imputed) const {
-    Eigen::VectorXd z = Eigen::VectorXd::Zero(num_features());
-    for (int f = 0; f < num_features(); ++f) {
-      const auto it = raw.find(feature_names_[f]);
-      if (it == raw.end() || !std::isfinite(it->second)) {
-        if (imputed != nullptr) imputed->push_back(feature_names_[f]);
-        continue;
-      }
-      z[f] = StandardizeOne(f, it->second);
-    }
-    return z;
+    return scaler_.Standardize(raw, imputed);
   }
 
   // phi = h(z).
@@ -151,11 +140,11 @@ class GrosiModel {
   absl::Status set_parameters(const Eigen::VectorXd& params);
 
   const std::vector<std::string>& feature_names() const {
-    return feature_names_;
+    return scaler_.names();
   }
-  int num_features() const { return static_cast<int>(feature_names_.size()); }
-  const Eigen::VectorXd& feature_means() const { return means_; }
-  const Eigen::VectorXd& feature_stds() const { return stds_; }
+  int num_features() const { return scaler_.size(); }
+  const Eigen::VectorXd& feature_means() const { return scaler_.means(); }
+  const Eigen::VectorXd& feature_stds() const { return scaler_.stds(); }
   const GrosiArchitecture& architecture() const { return architecture_; }
   const space::Encoder& encoder() const { return *encoder_; }
   const v1::SearchSpace& space_proto() const { return space_proto_; }
@@ -163,10 +152,9 @@ class GrosiModel {
  private:
   GrosiModel(GrosiArchitecture architecture, v1::SearchSpace space_proto,
              std::shared_ptr<const space::Encoder> encoder,
-             std::vector<std::string> feature_names, nn::Mlp features,
-             nn::Mlp phi_tower, nn::Mlp config_tower, nn::Mlp head);
+             FeatureScaler scaler, nn::Mlp features, nn::Mlp phi_tower,
+             nn::Mlp config_tower, nn::Mlp head);
 
-  double StandardizeOne(int f, double value) const;
   // Losses of (X, y) at z plus, when `pair` is set, R and P against its
   // positive and negative views.
   GrosiLoss Evaluate(const Eigen::VectorXd& z, const Eigen::MatrixXd& X,
@@ -176,9 +164,7 @@ class GrosiModel {
   GrosiArchitecture architecture_;
   v1::SearchSpace space_proto_;
   std::shared_ptr<const space::Encoder> encoder_;
-  std::vector<std::string> feature_names_;
-  Eigen::VectorXd means_;
-  Eigen::VectorXd stds_;
+  FeatureScaler scaler_;
   nn::Mlp features_;      // h
   nn::Mlp phi_tower_;     // t_phi
   nn::Mlp config_tower_;  // t_x

@@ -45,10 +45,12 @@ constexpr uint64_t kValidStream = 3;
 
 struct TaskData {
   Eigen::MatrixXd X;
-  Eigen::VectorXd y;  // Losses (negated for maximised objectives).
+  Eigen::VectorXd y;     // Losses (negated for maximised objectives).
+  Eigen::VectorXd task;  // Standardized meta-features (conditioned models).
 };
 
 struct ValidTask {
+  Eigen::VectorXd task;
   Eigen::MatrixXd X_support;
   Eigen::VectorXd y_support;
   Eigen::MatrixXd X_query;
@@ -69,6 +71,7 @@ absl::StatusOr<TaskData> PrepareTask(const DeepPipeModel& model,
   d.X = model.encoder().EncodeBatch(task.configurations);
   d.y = sign * Eigen::Map<const Eigen::VectorXd>(
                    task.y.data(), static_cast<Eigen::Index>(task.y.size()));
+  d.task = model.task_features().Standardize(task.metafeatures, nullptr);
   if (!d.y.allFinite()) {
     return absl::InvalidArgumentError(
         absl::StrCat("task \"", task.id, "\": non-finite objective values"));
@@ -76,20 +79,27 @@ absl::StatusOr<TaskData> PrepareTask(const DeepPipeModel& model,
   return d;
 }
 
+// `model` with the task vector of a task (a copy; the network is shared by
+// value, which is cheap next to a batch's Cholesky factorisation).
+DeepPipeModel ForTask(const DeepPipeModel& model, const Eigen::VectorXd& task) {
+  DeepPipeModel copy = model;
+  if (model.conditioned()) copy.set_task(task).IgnoreError();  // Same size.
+  return copy;
+}
+
 // Mean predictive NLL of the query targets given the support set, in units
 // of the support's standard deviation.
-double ValidationNll(const DeepPipeModel& model, const ValidTask& task) {
-  absl::StatusOr<Eigen::MatrixXd> Zs = model.Embed(task.X_support);
-  absl::StatusOr<Eigen::MatrixXd> Zq = model.Embed(task.X_query);
-  if (!Zs.ok() || !Zq.ok()) return std::numeric_limits<double>::infinity();
-  const gp::Standardization standardization =
-      gp::Standardization::FromTargets(task.y_support);
-  absl::StatusOr<gp::GpPosterior> posterior = gp::GpPosterior::Create(
-      model.gp(), *std::move(Zs), task.y_support, standardization);
-  if (!posterior.ok()) return std::numeric_limits<double>::infinity();
-  absl::StatusOr<gp::Prediction> prediction = posterior->Predict(*Zq);
+double ValidationNll(const DeepPipeModel& base, const ValidTask& task) {
+  const DeepPipeModel model = ForTask(base, task.task);
+  absl::StatusOr<std::shared_ptr<const surrogate::DeepPipeSurrogate>>
+      surrogate = model.Posterior(task.X_support, task.y_support);
+  if (!surrogate.ok()) return std::numeric_limits<double>::infinity();
+  absl::StatusOr<gp::Prediction> prediction =
+      (*surrogate)->Predict(task.X_query);
   if (!prediction.ok()) return std::numeric_limits<double>::infinity();
-  const double noise = posterior->noise_variance();
+  const gp::GpPosterior& posterior = (*surrogate)->posterior();
+  const gp::Standardization& standardization = posterior.standardization();
+  const double noise = posterior.noise_variance();
   double nll = 0.0;
   for (Eigen::Index i = 0; i < task.y_query.size(); ++i) {
     const double v = prediction->variance[i] + noise;
@@ -131,18 +141,46 @@ double MeanValidationNll(const DeepPipeModel& model,
   return sum / static_cast<double>(valid.size());
 }
 
+// The meta-features with a positive spread over the training tasks, with
+// their statistics. INVALID_ARGUMENT if there are none.
+absl::StatusOr<surrogate::FeatureScaler> TaskFeatureScaler(
+    const std::vector<const meta::Task*>& train) {
+  const FeatureStatistics stats = ComputeFeatureStatistics(train);
+  std::vector<std::string> names;
+  std::vector<double> means, stds;
+  for (size_t f = 0; f < stats.names.size(); ++f) {
+    if (!(stats.stds[f] > 0)) continue;
+    names.push_back(stats.names[f]);
+    means.push_back(stats.means[f]);
+    stds.push_back(stats.stds[f]);
+  }
+  if (names.empty()) {
+    return absl::InvalidArgumentError(
+        "DeepPipe task conditioning: no meta-feature varies over the "
+        "training tasks (metafeatures.csv missing or constant)");
+  }
+  return surrogate::FeatureScaler::Create(
+      std::move(names),
+      Eigen::Map<const Eigen::VectorXd>(means.data(), means.size()),
+      Eigen::Map<const Eigen::VectorXd>(stds.data(), stds.size()));
+}
+
 absl::Status ValidateOptions(const DeepPipeTrainOptions& o) {
   if (o.epochs < 0 || o.batch_size < 2 || !(o.lr > 0.0) ||
       !std::isfinite(o.lr) || !(o.min_lr >= 0.0) || o.min_lr > o.lr ||
       !(o.max_gradient_norm >= 0.0) || o.valid_support < 1 ||
+      !(o.feature_dropout >= 0.0 && o.feature_dropout < 1.0) ||
+      !(o.mean_loss_weight >= 0.0) || !std::isfinite(o.mean_loss_weight) ||
       o.valid_query < 1 || o.threads < 1 || o.threads > 256) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("DeepPipe training options: need epochs >= 0 (got ",
-                     o.epochs, "), batch_size >= 2 (", o.batch_size,
-                     "), 0 <= min_lr <= lr, lr > 0 (", o.lr, ", ", o.min_lr,
-                     "), max_gradient_norm >= 0, valid_support and "
-                     "valid_query >= 1, threads in [1, 256] (",
-                     o.threads, ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DeepPipe training options: need epochs >= 0 (got ", o.epochs,
+        "), batch_size >= 2 (", o.batch_size, "), 0 <= min_lr <= lr, lr > 0 (",
+        o.lr, ", ", o.min_lr,
+        "), max_gradient_norm >= 0, feature_dropout in [0, 1) (",
+        o.feature_dropout, "), mean_loss_weight >= 0 (", o.mean_loss_weight,
+        "), valid_support and valid_query >= 1, threads in "
+        "[1, 256] (",
+        o.threads, ")"));
   }
   return absl::OkStatus();
 }
@@ -159,9 +197,14 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
   if (train.empty()) {
     return absl::InvalidArgumentError("DeepPipe training: no training tasks");
   }
+  surrogate::FeatureScaler task_features;
+  if (options.condition_on_features) {
+    METAOPT_ASSIGN_OR_RETURN(task_features, TaskFeatureScaler(train));
+  }
   METAOPT_ASSIGN_OR_RETURN(
       DeepPipeModel model,
-      DeepPipeModel::Create(data.space, options.architecture, options.seed));
+      DeepPipeModel::Create(data.space, options.architecture, options.seed,
+                            std::move(task_features)));
   const double sign = data.objective.goal() == v1::GOAL_MAXIMIZE ? -1.0 : 1.0;
 
   std::vector<TaskData> tasks;
@@ -190,6 +233,7 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
     const std::vector<Eigen::Index> s(idx.begin(), idx.begin() + support);
     const std::vector<Eigen::Index> q(idx.begin() + support, idx.end());
     ValidTask v;
+    v.task = d.task;
     v.X_support = d.X(s, Eigen::all);
     v.y_support = d.y(s);
     v.X_query = d.X(q, Eigen::all);
@@ -251,7 +295,17 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
         } else {
           y = gp::Standardization::FromTargets(y).Apply(y);
         }
-        losses[i] = model.Loss(task.X(rows, Eigen::all), y);
+        Eigen::VectorXd features = task.task;
+        if (options.feature_dropout > 0.0) {
+          for (Eigen::Index f = 0; f < features.size(); ++f) {
+            if (space::Uniform01(rng) < options.feature_dropout)
+              features[f] = 0;
+          }
+        }
+        losses[i] =
+            ForTask(model, features)
+                .Loss(task.X(rows, Eigen::all), y,
+                      model.conditioned() ? options.mean_loss_weight : 0.0);
       });
       for (int i = 0; i < k; ++i) {
         if (!losses[i].ok() || !std::isfinite(losses[i]->value) ||
@@ -315,10 +369,11 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   }
   progress.Log(absl::StrFormat(
       "deeppipe: %d train / %d valid tasks, %d epochs, batch %d, lr %g, "
-      "encoder layers %d, %d threads%s",
+      "encoder layers %d, %d threads%s%s",
       data.train.size(), data.valid.size(), train.epochs, train.batch_size,
       train.lr, train.architecture.encoder_layers, train.threads,
-      train.augmentation ? ", task augmentation" : ""));
+      train.augmentation ? ", task augmentation" : "",
+      train.condition_on_features ? ", conditioned on meta-features" : ""));
   METAOPT_ASSIGN_OR_RETURN(
       DeepPipeTrainResult trained,
       TrainDeepPipe(
@@ -365,6 +420,8 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   ints["train_epochs"] = train.epochs;
   ints["train_batch_size"] = train.batch_size;
   ints["train_augmentation"] = train.augmentation ? 1 : 0;
+  ints["train_valid_support"] = train.valid_support;
+
   auto* metrics = artifact.mutable_provenance()->mutable_validation_metrics();
   if (!std::isnan(best.valid_nll)) (*metrics)["valid_nll"] = best.valid_nll;
   if (!std::isnan(best.train_nll)) (*metrics)["train_nll"] = best.train_nll;
@@ -441,6 +498,22 @@ TrainerKind DeepPipeTrainerKind() {
     flags.add_flag("--augmentation", t.augmentation,
                    "FSBO task augmentation instead of per-batch "
                    "standardisation");
+    flags.add_flag("--condition-on-features", t.condition_on_features,
+                   "task-conditioned model: the aggregator reads the task's "
+                   "standardized meta-features and a mean head predicts "
+                   "each configuration's standardized value");
+    flags
+        .add_option("--feature-dropout", t.feature_dropout,
+                    "conditioned models: probability that a training batch "
+                    "sees a meta-feature imputed (its training mean)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 0.99));
+    flags
+        .add_option("--mean-loss-weight", t.mean_loss_weight,
+                    "conditioned models: weight of the mean head's zero-shot "
+                    "regression loss next to the marginal likelihood")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     flags
         .add_option("--max-grad-norm", t.max_gradient_norm,
                     "gradient-norm clipping (0: none)")

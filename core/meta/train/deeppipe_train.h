@@ -23,6 +23,10 @@
 // batch targets are not standardised but rescaled as y <- (y - l) / (u - l)
 // with l < u drawn uniformly from [min y, max y] over all training tasks.
 //
+// With `condition_on_features` every task's batch and validation sets are
+// embedded with that task's standardized meta-features, and the validation
+// score goes through the conditioned posterior (mean head included).
+//
 // Objectives to maximise are negated first (the GP sees losses, as the
 // policies' surrogates do; the standardised NLL does not depend on the sign).
 //
@@ -57,6 +61,18 @@ struct DeepPipeTrainOptions {
   double min_lr = 1e-7;            // Cosine floor (the authors' eta_min).
   double max_gradient_norm = 0.0;  // 0: no clipping (the authors clip none).
   bool augmentation = false;
+  // Task conditioning (surrogate::DeepPipeModel): the model reads the
+  // training tasks' meta-features (those with a positive spread over the
+  // training tasks, standardized by their statistics; a task without a
+  // feature gets its mean) and each batch is embedded with its own task's.
+  bool condition_on_features = false;
+  // Conditioned models: each training batch sees each of its task's features
+  // imputed (set to the training mean, as a study that lacks it) with this
+  // probability, so that the model degrades gracefully on partial features.
+  double feature_dropout = 0.0;
+  // Conditioned models: weight of the mean head's regression term
+  // (DeepPipeModel::Loss), which trains the zero-shot prior mean.
+  double mean_loss_weight = 1.0;
   int valid_support = 50;
   int valid_query = 100;
   uint64_t seed = 0;

@@ -1,6 +1,7 @@
 #include "core/meta/train/deeppipe_train.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -235,6 +236,106 @@ TEST_F(DeepPipeTrainTest, RejectsBadOptionsAndTasks) {
   EXPECT_THAT(TrainDeepPipe(data_, {&tiny}, valid_, SmallOptions()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("has 1 evaluations")));
+}
+
+// Tasks whose best configuration moves with a meta-feature: algorithm "a"
+// only, y = cos(6 (x - phase_t)) (to maximise, best at x = phase_t) with
+// phase_t in [0.2, 0.8]
+// the task's meta-feature "phase" (plus a constant "arity"). Per-task
+// standardisation leaves nothing but the phase to tell tasks apart.
+meta::MetaDataset PhaseDataset(int train, int test, int rows) {
+  meta::MetaDataset data;
+  data.name = "phase";
+  data.space = ToySpace();
+  data.objective.set_name("accuracy");
+  data.objective.set_goal(v1::GOAL_MAXIMIZE);
+  space::Rng rng(77);
+  for (int t = 0; t < train + test; ++t) {
+    meta::Task task;
+    task.id = absl::StrCat("p", t);
+    task.split = t < train ? "train" : "test";
+    const double phase = 0.2 + 0.6 * space::Uniform01(rng);
+    task.metafeatures["phase"] = phase;
+    task.metafeatures["arity"] = 2.0;
+    for (int r = 0; r < rows; ++r) {
+      const double x = (r + 0.5) / rows;
+      v1::Configuration c;
+      v1::Assignment* as = c.add_assignments();
+      as->set_stage("model");
+      as->set_algorithm("a");
+      (*as->mutable_parameters())["x"].set_number(x);
+      task.configurations.push_back(c);
+      task.y.push_back(std::cos(6.0 * (x - phase)) +
+                       0.01 * space::StandardNormal(rng));
+    }
+    data.tasks.push_back(std::move(task));
+  }
+  return data;
+}
+
+TEST(DeepPipeConditionedTrainTest, RanksAnUnseenTasksConfigurationsZeroShot) {
+  const meta::MetaDataset data = PhaseDataset(16, 6, 30);
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<const meta::Task*> train,
+                               data.TasksOfSplit("train"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<const meta::Task*> test,
+                               data.TasksOfSplit("test"));
+  DeepPipeTrainOptions options;
+  options.epochs = 150;
+  options.batch_size = 30;
+  options.lr = 3e-3;
+  options.seed = 2;
+  options.architecture.width_factor = 4;
+  options.architecture.embedding = 4;
+  options.condition_on_features = true;
+  options.feature_dropout = 0.1;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeTrainResult result,
+                               TrainDeepPipe(data, train, {}, options));
+  DeepPipeModel model = result.best;
+  ASSERT_TRUE(model.conditioned());
+  // Only the feature that varies is read.
+  EXPECT_THAT(model.task_features().names(), ::testing::ElementsAre("phase"));
+
+  // Before any observation, the best-predicted configuration of an unseen
+  // task is near its optimum (x = phase): far better than any one
+  // configuration for all tasks (the best a prior that ignores the task
+  // can do; all tasks share the grid of x).
+  const auto normalised_regret = [](const meta::Task& task, Eigen::Index i) {
+    const Eigen::Map<const Eigen::VectorXd> y(task.y.data(), task.y.size());
+    return (y.maxCoeff() - y[i]) / (y.maxCoeff() - y.minCoeff());
+  };
+  double regret = 0.0;
+  for (const meta::Task* task : test) {
+    model.SetTaskFeatures(task->metafeatures);
+    const Eigen::MatrixXd X = model.encoder().EncodeBatch(task->configurations);
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        auto prior, model.Posterior(Eigen::MatrixXd(0, model.input_dim()),
+                                    Eigen::VectorXd(0)));
+    METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction p, prior->Predict(X));
+    Eigen::Index pick = 0;
+    p.mean.minCoeff(&pick);  // The GP sees losses (negated accuracy).
+    regret += normalised_regret(*task, pick) / test.size();
+  }
+  double blind = std::numeric_limits<double>::infinity();
+  for (Eigen::Index i = 0; i < 30; ++i) {
+    double r = 0.0;
+    for (const meta::Task* task : test) r += normalised_regret(*task, i);
+    blind = std::min(blind, r / test.size());
+  }
+  EXPECT_LT(regret, 0.6 * blind)
+      << "mean zero-shot regret " << regret << ", best blind pick " << blind;
+}
+
+TEST_F(DeepPipeTrainTest, ConditioningNeedsVaryingFeatures) {
+  DeepPipeTrainOptions options = SmallOptions();
+  options.epochs = 1;
+  options.condition_on_features = true;
+  EXPECT_THAT(TrainDeepPipe(data_, train_, valid_, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no meta-feature varies")));
+  options.feature_dropout = 1.0;
+  EXPECT_THAT(TrainDeepPipe(data_, train_, valid_, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("feature_dropout in [0, 1) (1)")));
 }
 
 TEST_F(DeepPipeTrainTest, MetaoptTrainPublishesALoadableVersion) {
