@@ -307,7 +307,8 @@ func TestServerValidationNamesTheField(t *testing.T) {
 		t.Fatalf("bad id: %v", err)
 	}
 	_, err = client.CreateStudy(ctx, "go-bad-bounds", Spec{Space: FlatSpace(Float("x", 2, 1))})
-	if Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "x") {
+	if Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "parameters[0]") ||
+		!strings.Contains(err.Error(), "low 2 > high 1") {
 		t.Fatalf("bad bounds: %v", err)
 	}
 }
