@@ -21,7 +21,7 @@ if optuna is not None:
     from metaopt.integration.optuna import (STUDY_ATTR, TRIAL_ATTR, TRIAL_NUMBER_METRIC, Sampler,
                                             _Codec)
 
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
 
 
 def svm_objective(trial: "optuna.Trial") -> float:
@@ -154,6 +154,41 @@ class OptunaSamplerTest(ServerTestCase):
                                study.trials[2].params["x"] ** 2)
         self.assertEqual(trials[3].state, metaopt.TrialState.COMPLETED)
         self.assertIsInstance(study.trials[0].params["n"], int)
+
+    def test_enqueued_values_supersede_the_suggestion(self):
+        space = {"x": FloatDistribution(-5, 5), "n": IntDistribution(1, 8)}
+        sampler = self.sampler(study_id="enqueued", search_space=space, algorithm="random",
+                               seed=2)
+        study = optuna.create_study(sampler=sampler)
+        study.enqueue_trial({"x": 0.5, "n": 2})
+        study.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1) ** 2 + t.suggest_int("n", 1, 8),
+                       n_trials=2)
+        self.assertEqual(study.trials[0].params, {"x": 0.5, "n": 2})
+        trials = list(sampler.metaopt_study().trials())
+        first = [t for t in trials if t.metrics[TRIAL_NUMBER_METRIC] == 0]
+        # The suggestion Optuna did not evaluate, then what it evaluated.
+        self.assertEqual([t.state for t in first],
+                         [metaopt.TrialState.FAILED, metaopt.TrialState.COMPLETED])
+        self.assertTrue(first[0].failure_reason.startswith("superseded"))
+        self.assertEqual(first[1].params, {"x": 0.5, "n": 2})
+        self.assertEqual(first[1].value, 2.25)
+        second = [t for t in trials if t.metrics[TRIAL_NUMBER_METRIC] == 1]
+        self.assertEqual([t.state for t in second], [metaopt.TrialState.COMPLETED])
+        self.assertEqual(second[0].id, study.trials[1].system_attrs[TRIAL_ATTR])
+
+    def test_parallel_workers_get_distinct_trials(self):
+        space = {"x": FloatDistribution(-5, 5), "n": IntDistribution(1, 8)}
+        sampler = self.sampler(study_id="parallel", search_space=space, algorithm="random",
+                               seed=4)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1) ** 2 + t.suggest_int("n", 1, 8),
+                       n_trials=8, n_jobs=2)
+        ids = [t.system_attrs[TRIAL_ATTR] for t in study.trials]
+        self.assertEqual(len(set(ids)), 8)
+        trials = list(sampler.metaopt_study().trials())
+        self.assertEqual(sorted(t.id for t in trials), sorted(ids))
+        self.assertTrue(all(t.state == metaopt.TrialState.COMPLETED for t in trials))
+        self.assertEqual(len({t.client_id for t in trials}), 8)
 
     def test_conditional_parameters_are_sampled_independently(self):
         sampler = self.sampler(study_id="conditional", seed=5)

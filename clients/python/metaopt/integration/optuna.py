@@ -24,8 +24,10 @@ How it samples (Optuna's BaseSampler protocol):
 - *Outcomes*: a COMPLETE Optuna trial is observed with its value; a FAIL one as FAILED with
   Optuna's failure reason; a PRUNED one as FAILED with reason ``pruned at step N`` and its last
   intermediate value as the metric ``pruned_value``. An Optuna trial whose parameters were sampled
-  independently but cover the space is recorded with ``ObserveConfiguration``. Every observation
-  carries the Optuna trial number as the metric ``optuna_trial_number``.
+  independently but cover the space is recorded with ``ObserveConfiguration``; so is one that
+  evaluated other values than the suggestion (fixed or enqueued parameters), whose suggested
+  metaopt trial becomes FAILED (``superseded``). Every observation carries the Optuna trial number
+  as the metric ``optuna_trial_number``.
 
 Each Optuna trial asks as its own client id (``optuna-<trial id>-<client id>``), so Optuna's
 parallel workers (threads or processes) get distinct trials, and a retried ``Suggest`` the same.
@@ -225,6 +227,8 @@ class Sampler(BaseSampler):
         self._studies: Dict[str, _SpaceStudy] = {}
         self._current: Optional[_SpaceStudy] = None
         self._warned: Set[str] = set()
+        # The relative parameters suggested to each running Optuna trial (by trial id).
+        self._suggested: Dict[int, Dict[str, Any]] = {}
 
     # -- BaseSampler ----------------------------------------------------------------------
 
@@ -251,8 +255,11 @@ class Sampler(BaseSampler):
         study._storage.set_trial_system_attr(trial._trial_id, STUDY_ATTR, space_study.study.id)
         study._storage.set_trial_system_attr(trial._trial_id, TRIAL_ATTR, metaopt_trial.id)
         params = metaopt_trial.params
-        return {name: codec.to_optuna(params[name])
-                for name, codec in space_study.codecs.items()}
+        relative = {name: codec.to_optuna(params[name])
+                    for name, codec in space_study.codecs.items()}
+        with self._lock:
+            self._suggested[trial._trial_id] = relative
+        return relative
 
     def sample_independent(self, study: OptunaStudy, trial: FrozenTrial, param_name: str,
                            param_distribution: BaseDistribution) -> Any:
@@ -285,9 +292,23 @@ class Sampler(BaseSampler):
 
         study_id = trial.system_attrs.get(STUDY_ATTR)
         trial_id = trial.system_attrs.get(TRIAL_ATTR)
+        with self._lock:
+            suggested = self._suggested.pop(trial._trial_id, None)
         if study_id is not None and trial_id is not None:
             space_study = self._studies.get(study_id)
             handle = space_study.study if space_study else self._client.get_study(study_id)
+            if suggested is not None and any(
+                    name in trial.params and trial.params[name] != value
+                    for name, value in suggested.items()):
+                # Optuna evaluated other values than the suggestion (fixed or enqueued
+                # parameters): the metaopt trial was not evaluated, and the values that were
+                # join as an external observation.
+                handle.observe(int(trial_id), metrics=metrics,
+                               failed="superseded: Optuna evaluated other parameter values")
+                if space_study is not None and "value" in outcome and space_study.covers(trial):
+                    handle.observe_configuration(space_study.configuration(trial),
+                                                 metrics=metrics, **outcome)
+                return
             try:
                 handle.observe(int(trial_id), metrics=metrics, **outcome)
                 return
@@ -295,7 +316,7 @@ class Sampler(BaseSampler):
                 # The lease ran out (the trial is STALE) or it was observed elsewhere: keep a
                 # completed result as an external observation rather than lose it.
                 _logger.warning("metaopt trial %s/%s: %s", study_id, trial_id, error.message)
-                if space_study is None or "value" not in outcome:
+                if space_study is None or "value" not in outcome or not space_study.covers(trial):
                     return
                 handle.observe_configuration(space_study.configuration(trial),
                                              metrics=metrics, **outcome)
