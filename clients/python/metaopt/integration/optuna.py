@@ -234,7 +234,9 @@ class Sampler(BaseSampler):
 
     def infer_relative_search_space(self, study: OptunaStudy,
                                     trial: FrozenTrial) -> Dict[str, BaseDistribution]:
-        self._raise_error_if_multi_objective(study)
+        if len(study.directions) > 1:
+            raise ValueError("metaopt.integration.optuna.Sampler: multi-objective studies are not "
+                             "supported (a metaopt study has one objective)")
         if self._fixed_space is not None:
             return dict(self._fixed_space)
         space = self._intersection.calculate(study)
