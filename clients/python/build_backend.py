@@ -175,7 +175,9 @@ def write_generated_by(package: Path, versions: Dict[str, Tuple[int, ...]]) -> N
 # -- PEP 517 hooks ------------------------------------------------------------------------------
 
 def get_requires_for_build_wheel(config_settings=None):  # type: ignore[no-untyped-def]
-    requires = list(_setuptools.get_requires_for_build_wheel(config_settings))
+    # What setuptools asks for (it would run setup.py to learn that, and setup.py needs a stub
+    # generator to compute the dependencies: the one this hook is about to request).
+    requires = ["wheel"]
     if not prebuilt() and not system_generator():
         requires.append("grpcio-tools>=1.51")
     return requires
