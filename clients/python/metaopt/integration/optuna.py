@@ -44,9 +44,14 @@ import re
 import threading
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
-import optuna
-from optuna.distributions import (BaseDistribution, CategoricalDistribution, FloatDistribution,
-                                  IntDistribution)
+try:
+    import optuna
+    from optuna.distributions import (BaseDistribution, CategoricalDistribution,
+                                      FloatDistribution, IntDistribution)
+except ImportError as _missing:  # no Optuna, or one older than 3.0 (no FloatDistribution)
+    raise ImportError(
+        f"metaopt.integration.optuna needs Optuna 3.0 or later ({_missing}): "
+        "python -m pip install 'optuna>=3.0' (Debian: python3-optuna)") from None
 from optuna.samplers import BaseSampler, RandomSampler
 from optuna.study import Study as OptunaStudy
 from optuna.study import StudyDirection
