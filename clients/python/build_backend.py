@@ -156,9 +156,11 @@ def generate(out_dir: Path) -> None:
         command = [sys.executable, "-m", "grpc_tools.protoc",
                    f"-I{Path(grpc_tools.__file__).parent / '_proto'}"]
     out_dir.mkdir(parents=True, exist_ok=True)
+    # Messages (with .pyi type stubs) for every file, service stubs for the service file.
     subprocess.run([*command, f"-I{protos_root}", f"--python_out={out_dir}",
-                    f"--pyi_out={out_dir}", f"--grpc_python_out={out_dir}", *protos],
-                   check=True, cwd=protos_root)
+                    f"--pyi_out={out_dir}", *protos], check=True, cwd=protos_root)
+    subprocess.run([*command, f"-I{protos_root}", f"--grpc_python_out={out_dir}",
+                    "metaopt/v1/optimizer_service.proto"], check=True, cwd=protos_root)
     package = out_dir / "metaopt" / "v1"
     (package / "__init__.py").touch()
     write_generated_by(package, versions)
@@ -178,7 +180,7 @@ def get_requires_for_build_wheel(config_settings=None):  # type: ignore[no-untyp
     # What setuptools asks for (it would run setup.py to learn that, and setup.py needs a stub
     # generator to compute the dependencies: the one this hook is about to request).
     requires = ["wheel"]
-    if not prebuilt() and not system_generator():
+    if not prebuilt() and not system_generator() and not has_grpc_tools():
         requires.append("grpcio-tools>=1.51")
     return requires
 
