@@ -16,6 +16,15 @@ packages=(
   python3-grpcio python3-protobuf python3-sklearn openssl  # clients/python (its example; TLS test certificates)
   python3-pandas  # clients/python tests: meta-features of a DataFrame (the client needs no pandas)
   clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer) and scripts/sanitize.sh
+  # clients/python packaging: the wheel (python -m build, no isolation) and its test, which
+  # installs it into fresh virtual environments; the Optuna sampler's test.
+  python3-build python3-setuptools python3-wheel python3-venv python3-pip python3-optuna
+  # clients/go: the toolchain, the stub generators and the Go sources it builds against offline
+  # (GOPATH mode over /usr/share/gocode). protoc-gen-go is the google.golang.org/protobuf
+  # generator; golang-goprotobuf-dev would bring the old github.com/golang/protobuf 1.3 one, which
+  # conflicts with it.
+  golang-go protoc-gen-go protoc-gen-go-grpc
+  golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
 )
 # node and npm only when the machine has none (a newer one from elsewhere is fine).
 if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi

@@ -17,6 +17,21 @@ The generated messages and stubs are in ``metaopt.v1`` (``study_pb2``, ``optimiz
 ``optimizer_service_pb2_grpc``, ``model_pb2``).
 """
 
+import sys as _sys
+
+try:
+    import google.protobuf as _protobuf  # noqa: F401
+    import grpc as _grpc  # noqa: F401
+except ImportError as _missing:
+    # A readable message instead of a traceback deep in the generated stubs: the usual cause is
+    # an interpreter (a pyenv or venv python3) other than the one the dependencies are in.
+    raise ImportError(
+        f"metaopt needs the grpcio and protobuf packages, which {_sys.executable} cannot import "
+        f"({_missing}). Install the package with its dependencies into this interpreter "
+        f"(`{_sys.executable} -m pip install ./clients/python`, or the metaopt wheel), or run "
+        "the system interpreter /usr/bin/python3 with Debian's python3-grpcio and "
+        "python3-protobuf.") from None
+
 from metaopt.client import Client, Study, default_client_id
 from metaopt.errors import (AbortedError, AlreadyExistsError, DeadlineExceededError,
                             FailedPreconditionError, InvalidArgumentError, MetaoptError,

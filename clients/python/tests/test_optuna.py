@@ -1,0 +1,240 @@
+"""metaopt.integration.optuna.Sampler with Debian's Optuna against the real server: a
+scikit-learn objective, failed and pruned trials, conditional parameters and the value mapping."""
+
+from __future__ import annotations
+
+import logging
+import unittest
+import warnings
+
+try:
+    import optuna
+    from optuna.distributions import (CategoricalDistribution, FloatDistribution,
+                                      IntDistribution)
+except ImportError:  # pragma: no cover - scripts/install-deps.sh installs python3-optuna
+    optuna = None
+
+import metaopt
+from server_process import ServerTestCase
+
+if optuna is not None:
+    from metaopt.integration.optuna import (STUDY_ATTR, TRIAL_ATTR, TRIAL_NUMBER_METRIC, Sampler,
+                                            _Codec)
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+
+
+def svm_objective(trial: "optuna.Trial") -> float:
+    """3-fold accuracy of an SVM on scikit-learn's breast cancer data (standardized)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    X, y = load_breast_cancer(return_X_y=True)
+    c = trial.suggest_float("C", 1e-3, 1e3, log=True)
+    gamma = trial.suggest_float("gamma", 1e-5, 1e1, log=True)
+    kernel = trial.suggest_categorical("kernel", ["rbf", "linear"])
+    model = make_pipeline(StandardScaler(), SVC(C=c, gamma=gamma, kernel=kernel))
+    return float(cross_val_score(model, X, y, cv=3).mean())
+
+
+@unittest.skipIf(optuna is None, "no optuna (Debian: python3-optuna)")
+class CodecTest(unittest.TestCase):
+    """Optuna distributions as metaopt domains, and values both ways."""
+
+    def test_stepped_and_categorical_distributions(self):
+        stepped = _Codec("lr", FloatDistribution(0.0, 1.0, step=0.25))
+        self.assertEqual(stepped.domain, metaopt.Int(0, 4))
+        self.assertEqual(stepped.to_optuna(3), 0.75)
+        self.assertEqual(stepped.to_metaopt(0.5), 2)
+        even = _Codec("n", IntDistribution(2, 10, step=2))
+        self.assertEqual(even.domain, metaopt.Int(0, 4))
+        self.assertEqual(even.to_optuna(4.0), 10)
+        log_int = _Codec("k", IntDistribution(1, 64, log=True))
+        self.assertEqual(log_int.domain, metaopt.Int(1, 64, log=True))
+        self.assertEqual(log_int.to_optuna(70.2), 64)  # clipped to the distribution
+        mixed = _Codec("c", CategoricalDistribution([1, "1", None]))
+        self.assertEqual(mixed.domain, metaopt.Categorical(["0:1", "1:1", "2:None"]))
+        self.assertIsNone(mixed.to_optuna("2:None"))
+        self.assertEqual(mixed.to_metaopt("1"), "1:1")
+        self.assertEqual(_Codec("f", FloatDistribution(1e-3, 1.0, log=True)).domain,
+                         metaopt.Float(1e-3, 1.0, log=True))
+
+    def test_arguments_are_checked(self):
+        with self.assertRaisesRegex(ValueError, "study_id"):
+            Sampler("127.0.0.1:1", study_id="bad id")
+        with self.assertRaisesRegex(ValueError, "algorithm"):
+            Sampler("127.0.0.1:1", algorithm="tpe")
+        with self.assertRaisesRegex(TypeError, "client"):
+            Sampler(42)  # type: ignore[arg-type]
+        with self.assertRaisesRegex(TypeError, "search_space"):
+            Sampler("127.0.0.1:1", search_space={"x": (0, 1)})  # type: ignore[dict-item]
+
+
+@unittest.skipIf(optuna is None, "no optuna (Debian: python3-optuna)")
+class OptunaSamplerTest(ServerTestCase):
+
+    def sampler(self, **options) -> "Sampler":
+        sampler = Sampler(self.server.target, **options)
+        self.addCleanup(sampler.close)
+        return sampler
+
+    def test_sklearn_study_runs_on_a_metaopt_gp_study(self):
+        sampler = self.sampler(seed=3)
+        study = optuna.create_study(study_name="svm cancer", direction="maximize",
+                                    sampler=sampler)
+        study.optimize(svm_objective, n_trials=14)
+
+        self.assertEqual(len(study.trials), 14)
+        self.assertTrue(all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials))
+        self.assertGreaterEqual(study.best_value, 0.95)  # a bad SVM scores about 0.63
+
+        # The first trial had no relative space (nothing finished yet); every later one was
+        # asked from one metaopt study over C, gamma and kernel, named after the Optuna study.
+        metaopt_study = sampler.metaopt_study()
+        self.assertRegex(metaopt_study.id, r"^optuna-svm_cancer-[0-9a-f]{12}$")
+        self.assertEqual(metaopt_study.spec.objective.goal, metaopt.v1.study_pb2.GOAL_MAXIMIZE)
+        params = [p.name for p in metaopt_study.spec.search_space.stages[0].algorithms[0]
+                  .parameters]
+        self.assertEqual(params, ["C", "gamma", "kernel"])
+        self.assertNotIn(STUDY_ATTR, study.trials[0].system_attrs)
+        relative = study.trials[1:]
+        self.assertTrue(all(t.system_attrs[STUDY_ATTR] == metaopt_study.id for t in relative))
+
+        trials = list(metaopt_study.trials())
+        # The first Optuna trial joined as a warm-start observation, the others as suggestions.
+        self.assertEqual(len(trials), 14)
+        self.assertEqual(sorted(int(t.metrics[TRIAL_NUMBER_METRIC]) for t in trials),
+                         list(range(14)))
+        self.assertTrue(all(t.state == metaopt.TrialState.COMPLETED for t in trials))
+        by_id = {t.id: t for t in trials}
+        for optuna_trial in relative:
+            mirrored = by_id[optuna_trial.system_attrs[TRIAL_ATTR]]
+            self.assertEqual(mirrored.value, optuna_trial.value)
+            self.assertAlmostEqual(mirrored.params["C"], optuna_trial.params["C"])
+            self.assertEqual(mirrored.params["kernel"], optuna_trial.params["kernel"])
+        # The GP took over from the initial design.
+        self.assertIn("gp/ei", {t.metadata.get("policy") for t in trials})
+
+    def test_failed_and_pruned_trials_map_to_failed_metaopt_trials(self):
+        space = {"x": FloatDistribution(-5, 5), "n": IntDistribution(1, 8)}
+        sampler = self.sampler(study_id="outcomes", search_space=space, algorithm="random",
+                               seed=1)
+
+        def objective(trial: "optuna.Trial") -> float:
+            x = trial.suggest_float("x", -5, 5)
+            n = trial.suggest_int("n", 1, 8)
+            if trial.number == 1:
+                raise ValueError("diverged")
+            if trial.number == 2:
+                trial.report(x * x, step=1)
+                raise optuna.TrialPruned()
+            return (x - 1) ** 2 + n
+
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(objective, n_trials=4, catch=(ValueError,))
+        states = [t.state for t in study.trials]
+        self.assertEqual(states, [optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
+                                  optuna.trial.TrialState.PRUNED,
+                                  optuna.trial.TrialState.COMPLETE])
+        # With a fixed search space even the first trial is asked from metaopt.
+        metaopt_study = sampler.metaopt_study()
+        self.assertTrue(metaopt_study.id.startswith("outcomes-"))
+        trials = {int(t.metrics[TRIAL_NUMBER_METRIC]): t for t in metaopt_study.trials()}
+        self.assertEqual(sorted(trials), [0, 1, 2, 3])
+        self.assertEqual(trials[0].state, metaopt.TrialState.COMPLETED)
+        self.assertEqual(trials[0].value, study.trials[0].value)
+        self.assertEqual(trials[1].state, metaopt.TrialState.FAILED)
+        self.assertIn("failed", trials[1].failure_reason)
+        self.assertEqual(trials[2].state, metaopt.TrialState.FAILED)
+        self.assertEqual(trials[2].failure_reason, "pruned at step 1")
+        self.assertAlmostEqual(trials[2].metrics["pruned_value"],
+                               study.trials[2].params["x"] ** 2)
+        self.assertEqual(trials[3].state, metaopt.TrialState.COMPLETED)
+        self.assertIsInstance(study.trials[0].params["n"], int)
+
+    def test_enqueued_values_supersede_the_suggestion(self):
+        space = {"x": FloatDistribution(-5, 5), "n": IntDistribution(1, 8)}
+        sampler = self.sampler(study_id="enqueued", search_space=space, algorithm="random",
+                               seed=2)
+        study = optuna.create_study(sampler=sampler)
+        study.enqueue_trial({"x": 0.5, "n": 2})
+        study.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1) ** 2 + t.suggest_int("n", 1, 8),
+                       n_trials=2)
+        self.assertEqual(study.trials[0].params, {"x": 0.5, "n": 2})
+        trials = list(sampler.metaopt_study().trials())
+        first = [t for t in trials if t.metrics[TRIAL_NUMBER_METRIC] == 0]
+        # The suggestion Optuna did not evaluate, then what it evaluated.
+        self.assertEqual([t.state for t in first],
+                         [metaopt.TrialState.FAILED, metaopt.TrialState.COMPLETED])
+        self.assertTrue(first[0].failure_reason.startswith("superseded"))
+        self.assertEqual(first[1].params, {"x": 0.5, "n": 2})
+        self.assertEqual(first[1].value, 2.25)
+        second = [t for t in trials if t.metrics[TRIAL_NUMBER_METRIC] == 1]
+        self.assertEqual([t.state for t in second], [metaopt.TrialState.COMPLETED])
+        self.assertEqual(second[0].id, study.trials[1].system_attrs[TRIAL_ATTR])
+
+    def test_parallel_workers_get_distinct_trials(self):
+        space = {"x": FloatDistribution(-5, 5), "n": IntDistribution(1, 8)}
+        sampler = self.sampler(study_id="parallel", search_space=space, algorithm="random",
+                               seed=4)
+        study = optuna.create_study(sampler=sampler)
+        study.optimize(lambda t: (t.suggest_float("x", -5, 5) - 1) ** 2 + t.suggest_int("n", 1, 8),
+                       n_trials=8, n_jobs=2)
+        ids = [t.system_attrs[TRIAL_ATTR] for t in study.trials]
+        self.assertEqual(len(set(ids)), 8)
+        trials = list(sampler.metaopt_study().trials())
+        self.assertEqual(sorted(t.id for t in trials), sorted(ids))
+        self.assertTrue(all(t.state == metaopt.TrialState.COMPLETED for t in trials))
+        self.assertEqual(len({t.client_id for t in trials}), 8)
+
+    def test_conditional_parameters_are_sampled_independently(self):
+        sampler = self.sampler(study_id="conditional", seed=5)
+
+        def objective(trial: "optuna.Trial") -> float:
+            family = trial.suggest_categorical("family", ["quadratic", "abs"])
+            shift = trial.suggest_float("shift", 0, 1, step=0.25)
+            if family == "quadratic":
+                x = trial.suggest_float("x", -3, 3)
+                return x * x + shift
+            y = trial.suggest_int("y", -4, 4, step=2)
+            return abs(y) + shift
+
+        study = optuna.create_study(sampler=sampler)
+        # One trial of each family first, so that the intersection is {family, shift} from the
+        # third trial on.
+        study.enqueue_trial({"family": "quadratic"})
+        study.enqueue_trial({"family": "abs"})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            study.optimize(objective, n_trials=10)
+        self.assertEqual(len(study.trials), 10)
+        self.assertTrue(all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials))
+        # The latest space holds only the parameters every trial has; x and y were sampled by
+        # the independent sampler.
+        latest = sampler.metaopt_study()
+        names = [p.name for p in latest.spec.search_space.stages[0].algorithms[0].parameters]
+        self.assertEqual(names, ["family", "shift"])
+        self.assertTrue(all(t.system_attrs[STUDY_ATTR] == latest.id for t in study.trials[2:]))
+        recorded = list(latest.trials(metaopt.TrialState.COMPLETED))
+        # Trials 0 and 1 cover the space: they joined as warm-start observations.
+        self.assertEqual(sorted(int(t.metrics[TRIAL_NUMBER_METRIC]) for t in recorded),
+                         list(range(10)))
+        for trial in recorded:
+            self.assertIn(trial.params["shift"], (0, 1, 2, 3, 4))  # the grid's indices
+        for trial in study.trials:
+            self.assertIn(trial.params["shift"], (0.0, 0.25, 0.5, 0.75, 1.0))
+            self.assertEqual("x" in trial.params, trial.params["family"] == "quadratic")
+
+    def test_multi_objective_studies_are_refused(self):
+        sampler = self.sampler(study_id="multi")
+        study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
+        logging.getLogger("optuna").setLevel(logging.CRITICAL)
+        with self.assertRaisesRegex(ValueError, "multi-objective"):
+            study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
+
+
+if __name__ == "__main__":
+    unittest.main()
