@@ -68,10 +68,6 @@ constexpr MethodRow kMethodTable[] = {
     {"deeppipe-portfolio", "kind: ALGORITHM_KIND_DEEPPIPE", false,
      "meta-learned deep-kernel GP after the fixed portfolio (no "
      "meta-features)"},
-    {"deeppipe-early", "kind: ALGORITHM_KIND_DEEPPIPE initial_trials: 1", true,
-     "meta-learned deep-kernel GP from the second trial (one design entry "
-     "first): for task-conditioned models, whose EI is task-aware before "
-     "any observation"},
     {"deeppipe-scratch", "kind: ALGORITHM_KIND_DEEPPIPE model: \"none\"", true,
      "DeepPipe trained on the study's own data only (no transfer)"},
     {"pmf", "kind: ALGORITHM_KIND_PMF", true,
