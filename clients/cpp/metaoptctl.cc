@@ -299,6 +299,57 @@ int Run(int argc, char** argv) {
     };
   });
 
+  // damaged-studies
+  bool delete_damaged = false;
+  auto* damaged = app.add_subcommand(
+      "damaged-studies",
+      "Find the studies whose stored rows no longer parse (listed by id "
+      "alone; GetStudy says what is damaged), optionally deleting them");
+  damaged->add_flag("--delete", delete_damaged,
+                    "Delete each damaged study (its rows cannot be exported "
+                    "through the API; see docs/reliability.md to copy them "
+                    "out of the database first)");
+  damaged->callback([&] {
+    run = [&](MetaoptClient& client) -> absl::Status {
+      absl::StatusOr<v1::ListStudiesResponse> all =
+          FetchAllPages<v1::ListStudiesResponse>(
+              "",
+              [&](const std::string& token) {
+                v1::ListStudiesRequest request;
+                request.set_page_token(token);
+                return client.ListStudies(request);
+              },
+              [](v1::ListStudiesResponse* r) { return r->mutable_studies(); });
+      if (!all.ok()) return all.status();
+      google::protobuf::Struct report;
+      google::protobuf::ListValue& found =
+          *(*report.mutable_fields())["damagedStudies"].mutable_list_value();
+      for (const v1::Study& listed : all->studies()) {
+        if (listed.has_spec()) continue;  // A healthy study has its spec.
+        v1::GetStudyRequest get;
+        get.set_study_id(listed.study_id());
+        absl::StatusOr<v1::GetStudyResponse> study = client.GetStudy(get);
+        if (study.ok() || absl::IsNotFound(study.status())) continue;
+        google::protobuf::Struct& entry =
+            *found.add_values()->mutable_struct_value();
+        (*entry.mutable_fields())["studyId"].set_string_value(
+            listed.study_id());
+        (*entry.mutable_fields())["error"].set_string_value(
+            absl::StrCat(absl::StatusCodeToString(study.status().code()), ": ",
+                         study.status().message()));
+        if (delete_damaged) {
+          v1::DeleteStudyRequest del;
+          del.set_study_id(listed.study_id());
+          absl::StatusOr<v1::DeleteStudyResponse> deleted =
+              client.DeleteStudy(del);
+          if (!deleted.ok()) return deleted.status();
+          (*entry.mutable_fields())["deleted"].set_bool_value(true);
+        }
+      }
+      return PrintJson(report, flags);
+    };
+  });
+
   // suggest
   int count = 1;
   std::string client_id;

@@ -22,8 +22,12 @@
 #include <thread>
 #include <vector>
 
+#include "core/storage/sqlite_util.h"
+#include "core/storage/storage.h"
+#include "core/study/study_engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt {
 namespace {
@@ -60,6 +64,7 @@ class MetaoptctlTest : public ::testing::Test {
     dir_ = new fs::path(tmpl);
     fs::create_directory(*dir_ / "models");
     const fs::path log = *dir_ / "server.log";
+    SeedDamagedStudy(*dir_ / "metaopt.db");
 
     server_pid_ = fork();
     ASSERT_GE(server_pid_, 0);
@@ -95,6 +100,30 @@ class MetaoptctlTest : public ::testing::Test {
         << "no 'listening on' line from metaopt-server:\n"
         << text;
     address_ = new std::string("127.0.0.1:" + match[1].str());
+  }
+
+  // Stores study "zz-damaged" (two trials) in the database the server will
+  // open, with one trial's row overwritten by bytes that do not parse (the
+  // file itself stays sound, so the server starts).
+  static void SeedDamagedStudy(const fs::path& db) {
+    auto storage = storage::OpenSqliteStorage(db.string());
+    ASSERT_TRUE(storage.ok()) << storage.status();
+    {
+      study::StudyEngine engine(storage->get(), nullptr);
+      v1::CreateStudyRequest create;
+      create.set_study_id("zz-damaged");
+      *create.mutable_spec() = ::metaopt::testing::CatalogueSpec(5);
+      ASSERT_TRUE(engine.CreateStudy(create).ok());
+      v1::SuggestRequest suggest;
+      suggest.set_study_id("zz-damaged");
+      suggest.set_count(2);
+      ASSERT_TRUE(engine.Suggest(suggest).ok());
+    }
+    auto raw = storage::Database::Open(db.string());
+    ASSERT_TRUE(raw.ok()) << raw.status();
+    ASSERT_TRUE(raw->Exec("UPDATE trials SET trial = x'ffffffff' WHERE "
+                          "study_id = 'zz-damaged' AND trial_id = 2")
+                    .ok());
   }
 
   static void TearDownTestSuite() {
@@ -438,6 +467,28 @@ TEST_F(MetaoptctlTest, ListAndDeleteStudies) {
 
   Result models = Ctl({"list-models"});
   EXPECT_OK_RESULT(models);
+}
+
+TEST_F(MetaoptctlTest, DamagedStudiesAreFoundAndDeleted) {
+  EXPECT_OK_RESULT(CreateExampleStudy("healthy"));
+  Result found = Ctl({"damaged-studies"});
+  EXPECT_OK_RESULT(found);
+  ASSERT_EQ(found.json["damagedStudies"].size(), 1u) << found.out;
+  const Json& entry = found.json["damagedStudies"][0];
+  EXPECT_EQ(entry["studyId"], "zz-damaged");
+  EXPECT_THAT(entry["error"].get<std::string>(), StartsWith("DATA_LOSS: "));
+  EXPECT_FALSE(entry.contains("deleted"));
+
+  Result deleted = Ctl({"damaged-studies", "--delete"});
+  EXPECT_OK_RESULT(deleted);
+  ASSERT_EQ(deleted.json["damagedStudies"].size(), 1u);
+  EXPECT_EQ(deleted.json["damagedStudies"][0]["deleted"], true);
+  Result after = Ctl({"damaged-studies"});
+  EXPECT_OK_RESULT(after);
+  EXPECT_TRUE(after.json["damagedStudies"].empty()) << after.out;
+  Result gone = Ctl({"get-study", "zz-damaged"});
+  EXPECT_THAT(gone.err, StartsWith("metaoptctl: NOT_FOUND: "));
+  EXPECT_OK_RESULT(Ctl({"get-study", "healthy"}));
 }
 
 }  // namespace
