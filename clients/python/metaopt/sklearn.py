@@ -18,14 +18,14 @@ dataset's meta-features (:mod:`metaopt.metafeatures`), so the first suggestions 
 pipelines of the meta-dataset's tasks most like this one, and the model's meta-learned kernel
 ranks the rest. Every suggestion is evaluated here, on this machine, with the meta-dataset's
 protocol (a stratified 70/30 holdout split with seed 0, balanced accuracy) or by stratified
-k-fold cross-validation, in child processes under a per-fit CPU-time limit.
+k-fold cross-validation, in worker processes under a per-fit CPU-time limit.
 
 :func:`build_pipeline` rebuilds, for any configuration of the space, the exact pipeline the
 meta-dataset evaluated (its README is the specification: fixed preprocessing of numeric and
 categorical columns, then scaler, reducer and estimator with the stated defaults).
 
 Needs numpy, scipy and scikit-learn (Debian's ``python3-sklearn``); pandas only for DataFrames.
-Evaluation in child processes uses ``fork``: POSIX only.
+Evaluation runs in worker processes (fresh interpreters): POSIX only.
 """
 
 from __future__ import annotations
@@ -37,11 +37,13 @@ import datetime
 import html
 import inspect
 import math
-import multiprocessing
 import numbers
 import os
+import pickle
 import resource
+import select
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -498,33 +500,43 @@ def _fit_and_score(config: Configuration, data: _Data,
     return float(np.mean(scores)), cpu
 
 
-def _child_main(writer: Any, config: Configuration, data: _Data,
-                fit_time_limit: Optional[float]) -> None:
-    """A forked evaluation: one thread, warnings off; sends (kind, value, cpu seconds, reason)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C stops
-    start = time.process_time()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # scikit-learn depends on it; without it BLAS keeps its threads
-        threadpool_limits = None  # type: ignore[assignment]
-    try:
-        with contextlib.ExitStack() as stack:
-            if threadpool_limits is not None:
-                stack.enter_context(threadpool_limits(limits=1))
-            stack.enter_context(warnings.catch_warnings())
-            warnings.simplefilter("ignore")
-            value, cpu = _fit_and_score(config, data, fit_time_limit)
-        message: Tuple[str, Optional[float], float, str] = ("ok", value, cpu, "")
-    except _FitTimeLimit:
-        message = ("failed", None, time.process_time() - start,
-                   f"fit over the CPU-time limit of {fit_time_limit:g} s")
-    except Exception as error:  # any failure of the pipeline is the trial's outcome
-        text = " ".join(str(error).split())[:300]
-        message = ("failed", None, time.process_time() - start, f"{type(error).__name__}: {text}")
-    with contextlib.suppress(_FitTimeLimit):
+def _worker_main() -> None:
+    """An evaluation worker: a fresh interpreter that tune talks to over stdin/stdout.
+
+    Never a fork of the caller: a process that uses gRPC cannot fork safely (gRPC's fork
+    handlers can wait forever for its own threads). Reads the caller's sys.path, then the
+    evaluation function (by reference) and the data, then configurations; answers each with
+    (kind, value, cpu seconds, reason). Exits at end of input, or after a fit over its CPU limit.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C stops
+    requests, replies = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but replies on the pipe
+    sys.path[:0] = [p for p in pickle.load(requests) if p not in sys.path]
+    fit_and_score, data = pickle.load(requests)
+    warnings.simplefilter("ignore")
+    while True:
+        try:
+            config, fit_time_limit = pickle.load(requests)
+        except EOFError:
+            return
+        start = time.process_time()
+        over_limit = False
+        try:
+            value, cpu = fit_and_score(config, data, fit_time_limit)
+            reply: Tuple[str, Optional[float], float, str] = ("ok", value, cpu, "")
+        except _FitTimeLimit:
+            over_limit = True
+            reply = ("failed", None, time.process_time() - start,
+                     f"fit over the CPU-time limit of {fit_time_limit:g} s")
+        except Exception as error:  # any failure of the pipeline is the trial's outcome
+            text = " ".join(str(error).split())[:300]
+            reply = ("failed", None, time.process_time() - start,
+                     f"{type(error).__name__}: {text}")
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)
-        writer.send(message)
-    writer.close()
+        pickle.dump(reply, replies)
+        replies.flush()
+        if over_limit:
+            return
 
 
 @dataclasses.dataclass(frozen=True)
@@ -534,7 +546,7 @@ class Evaluation:
     Attributes:
         value: the balanced accuracy (mean over the folds with cross-validation); None if failed.
         fit_seconds: CPU seconds of building, fitting and predicting, summed over the splits.
-        wall_seconds: wall-clock seconds of the whole evaluation (child process included).
+        wall_seconds: wall-clock seconds of the whole evaluation.
         failure: why it failed (an error, or the time limit); empty if it did not.
         interrupted: stopped from outside (Ctrl-C, tune's own stop) before it finished.
     """
@@ -548,78 +560,156 @@ class Evaluation:
 
 def _wall_guard(fit_time_limit: Optional[float], n_splits: int) -> Optional[float]:
     # CPU time runs slower than the wall clock on a busy machine, and C code (libsvm) only
-    # notices SIGXCPU when it returns: the parent kills a child this far past the CPU limit.
+    # notices SIGXCPU when it returns: a worker this far past the CPU limit is killed.
     if fit_time_limit is None:
         return None
     return n_splits * (4.0 * fit_time_limit + 10.0)
 
 
-def _evaluate_in_child(config: Configuration, data: _Data, fit_time_limit: Optional[float],
-                       should_stop: Callable[[], bool] = lambda: False,
-                       on_tick: Callable[[], None] = lambda: None) -> Evaluation:
-    """Runs :func:`_fit_and_score` in a forked child; polls ``should_stop`` and calls
-    ``on_tick`` about every 0.1 s while it runs."""
-    context = multiprocessing.get_context("fork")
-    reader, writer = context.Pipe(duplex=False)
-    process = context.Process(target=_child_main, args=(writer, config, data, fit_time_limit),
-                              daemon=True)
-    start = time.monotonic()
-    process.start()
-    writer.close()
-    guard = _wall_guard(fit_time_limit, len(data.splits))
-    try:
+class Evaluator:
+    """Evaluates configurations of :data:`SPACE` on one dataset as :func:`tune` does: in a
+    worker process (a fresh single-threaded interpreter, restarted after a fit it had to stop),
+    under a per-fit CPU-time limit, on the meta-dataset's stratified 70/30 holdout split (seed 0)
+    or, with ``cv=k``, on stratified k folds (shuffled with seed 0)::
+
+        with metaopt.sklearn.Evaluator(X, y) as evaluator:
+            evaluator.evaluate(configuration).value
+
+    Not thread-safe: one Evaluator per thread.
+
+    Raises:
+        ValueError: malformed data or arguments, naming them.
+    """
+
+    def __init__(self, X: Any, y: Any, *, categorical: Any = None, cv: Optional[int] = None,
+                 fit_time_limit: Optional[float] = DEFAULT_FIT_TIME_LIMIT) -> None:
+        _check_cv(cv)
+        _check_limit(fit_time_limit)
+        self.data = _prepare(X, y, categorical, cv)
+        self.fit_time_limit = fit_time_limit
+        self._process: Optional[subprocess.Popen] = None
+
+    @classmethod
+    def _of(cls, data: _Data, fit_time_limit: Optional[float]) -> "Evaluator":
+        evaluator = cls.__new__(cls)
+        evaluator.data, evaluator.fit_time_limit, evaluator._process = data, fit_time_limit, None
+        return evaluator
+
+    def _start(self) -> subprocess.Popen:
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[name] = "1"  # one thread per fit, as the meta-dataset measured them
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from metaopt.sklearn import _worker_main; _worker_main()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+            start_new_session=True)  # Ctrl-C in a terminal reaches the caller only
+        assert process.stdin is not None
+        try:
+            pickle.dump([p for p in sys.path if p], process.stdin)
+            pickle.dump((_fit_and_score, self.data), process.stdin)
+            process.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died at start; evaluate() reports how
+        return process
+
+    def evaluate(self, configuration: Any, *, should_stop: Callable[[], bool] = lambda: False,
+                 on_tick: Callable[[], None] = lambda: None) -> Evaluation:
+        """Evaluates one configuration; a failing pipeline is an outcome, not an exception.
+
+        While it runs, ``should_stop`` is polled and ``on_tick`` called about every 0.1 s; a
+        True from ``should_stop`` kills the worker and returns an interrupted Evaluation.
+        """
+        config = parse_configuration(configuration)
+        start = time.monotonic()
+        if self._process is None or self._process.poll() is not None:
+            self._process = self._start()
+        process = self._process
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            pickle.dump((config, self.fit_time_limit), process.stdin)
+            process.stdin.flush()
+        except BrokenPipeError:
+            pass
+        guard = _wall_guard(self.fit_time_limit, len(self.data.splits))
         while True:
-            if reader.poll(0.1):
+            ready, _, _ = select.select([process.stdout], [], [], 0.1)
+            wall = time.monotonic() - start
+            if ready:
                 try:
-                    kind, value, cpu, reason = reader.recv()
-                except EOFError:  # died before sending anything
-                    process.join(5)
-                    return Evaluation(None, 0.0, time.monotonic() - start,
-                                      _death_reason(process.exitcode, fit_time_limit))
-                wall = time.monotonic() - start
+                    kind, value, cpu, reason = pickle.load(process.stdout)
+                except (EOFError, pickle.UnpicklingError):
+                    reason = self._died(process)
+                    if should_stop():
+                        return Evaluation(None, 0.0, wall, "stopped", interrupted=True)
+                    return Evaluation(None, 0.0, wall, reason)
                 if kind == "ok":
                     return Evaluation(value, cpu, wall)
                 return Evaluation(None, cpu, wall, reason)
-            wall = time.monotonic() - start
             if should_stop():
+                self._kill()
                 return Evaluation(None, 0.0, wall, "stopped", interrupted=True)
             if guard is not None and wall > guard:
+                self._kill()
                 return Evaluation(None, 0.0, wall, f"fit over the time limit of "
-                                  f"{fit_time_limit:g} s CPU (killed after {wall:.0f} s wall)")
+                                  f"{self.fit_time_limit:g} s CPU (killed after {wall:.0f} s "
+                                  "wall)")
             on_tick()
-    finally:
-        if process.is_alive():
-            process.kill()
-        process.join()
-        reader.close()
 
+    def _died(self, process: subprocess.Popen) -> str:
+        code = process.wait()
+        self._process = None
+        if code < 0:
+            number = -code
+            if number in (signal.SIGXCPU, signal.SIGKILL) and self.fit_time_limit is not None:
+                return f"fit over the CPU-time limit of {self.fit_time_limit:g} s"
+            return f"the evaluating process died of signal {signal.Signals(number).name}"
+        return f"the evaluating process exited with code {code} without a result"
 
-def _death_reason(exitcode: Optional[int], fit_time_limit: Optional[float]) -> str:
-    if exitcode is not None and exitcode < 0:
-        number = -exitcode
-        if number in (signal.SIGXCPU, signal.SIGKILL) and fit_time_limit is not None:
-            return f"fit over the CPU-time limit of {fit_time_limit:g} s"
-        return f"the evaluating process died of signal {signal.Signals(number).name}"
-    return f"the evaluating process exited with code {exitcode} without a result"
+    def _kill(self) -> None:
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+            for stream in (self._process.stdin, self._process.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            self._process = None
+
+    def close(self) -> None:
+        """Stops the worker process."""
+        if self._process is not None and self._process.poll() is None:
+            with contextlib.suppress(OSError):
+                assert self._process.stdin is not None
+                self._process.stdin.close()  # end of input: it exits when idle
+            try:
+                self._process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._kill()
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self._kill()
 
 
 def evaluate(configuration: Any, X: Any, y: Any, *, categorical: Any = None,
              cv: Optional[int] = None,
              fit_time_limit: Optional[float] = DEFAULT_FIT_TIME_LIMIT) -> Evaluation:
-    """Evaluates one configuration of :data:`SPACE` on ``(X, y)`` as :func:`tune` does: in a
-    forked child process, single-threaded, under a per-fit CPU-time limit (None: no limit), on
-    the meta-dataset's stratified 70/30 holdout split (seed 0) or, with ``cv=k``, on stratified
-    k folds (shuffled with seed 0). Returns an :class:`Evaluation`; a failing pipeline is an
-    outcome, not an exception.
-
-    Raises:
-        ValueError: malformed data or arguments (naming them) or configuration.
-    """
-    _check_cv(cv)
-    _check_limit(fit_time_limit)
-    config = parse_configuration(configuration)
-    data = _prepare(X, y, categorical, cv)
-    return _evaluate_in_child(config, data, fit_time_limit)
+    """Evaluates one configuration of :data:`SPACE` on ``(X, y)`` as :func:`tune` does (see
+    :class:`Evaluator`, which keeps its worker process for many configurations)."""
+    with Evaluator(X, y, categorical=categorical, cv=cv,
+                   fit_time_limit=fit_time_limit) as evaluator:
+        return evaluator.evaluate(configuration)
 
 
 def _check_cv(cv: Any) -> None:
@@ -652,6 +742,7 @@ class TrialRecord:
     policy: str  # how the server chose it, e.g. deeppipe/metabu or deeppipe/ei
     client_id: str
     failure_reason: str
+    configuration: Optional[Configuration] = None  # None if not a configuration of SPACE
 
 
 def _records(trials: Iterable[Trial]) -> List[TrialRecord]:
@@ -661,14 +752,16 @@ def _records(trials: Iterable[Trial]) -> List[TrialRecord]:
         if trial.value is not None:
             best = trial.value if best is None else max(best, trial.value)
         try:
-            pipeline = describe(parse_configuration(trial))
+            config: Optional[Configuration] = parse_configuration(trial)
+            pipeline = describe(config)
         except ValueError:
-            pipeline = "(not a configuration of this space)"
+            config, pipeline = None, "(not a configuration of this space)"
         records.append(TrialRecord(
             id=trial.id, state=trial.state.name, value=trial.value, best_so_far=best,
             pipeline=pipeline, fit_seconds=trial.metrics.get("fit_seconds"),
             policy=trial.metadata.get("policy", trial.metadata.get("source", "")),
-            client_id=trial.client_id, failure_reason=trial.failure_reason))
+            client_id=trial.client_id, failure_reason=trial.failure_reason,
+            configuration=config))
     return records
 
 
@@ -803,10 +896,11 @@ class TuneResult:
                              x_label="trial", y_label=f"balanced accuracy ({self.protocol})")
 
     def to_csv(self, path: Union[str, "os.PathLike[str]"]) -> None:
-        """Writes the trials as CSV (one row per trial, the fields of :class:`TrialRecord`)."""
+        """Writes the trials as CSV: one row per trial, the fields of :class:`TrialRecord` but
+        the configuration (its ``pipeline`` column describes it)."""
         with open(path, "w", newline="") as file:
             writer = csv.writer(file, lineterminator="\n")
-            fields = [f.name for f in dataclasses.fields(TrialRecord)]
+            fields = [f.name for f in dataclasses.fields(TrialRecord) if f.name != "configuration"]
             writer.writerow(fields)
             for record in self.trials:
                 writer.writerow(["" if v is None else v
@@ -968,6 +1062,7 @@ class _Run:
 
     def work(self, client_id: str, finished: threading.Event) -> None:
         trial: Optional[Trial] = None
+        evaluator = Evaluator._of(self.data, self.fit_time_limit)
         try:
             while self.claim():
                 trials = self.study.suggest(client_id=client_id)
@@ -975,11 +1070,12 @@ class _Run:
                     self.unclaim()
                     return
                 trial = trials[0]
-                self._evaluate(trial)
+                self._evaluate(evaluator, trial)
                 trial = None
         except BaseException as error:  # noqa: B036 - recorded, re-raised by tune()
             self.halt(f"an error in worker {client_id}: {error}", error)
         finally:
+            evaluator.close()
             try:
                 if trial is not None:  # suggested but not observed: never leave it ACTIVE
                     with contextlib.suppress(MetaoptError):
@@ -988,13 +1084,13 @@ class _Run:
             finally:
                 finished.set()
 
-    def _evaluate(self, trial: Trial) -> None:
+    def _evaluate(self, evaluator: Evaluator, trial: Trial) -> None:
         config = parse_configuration(trial)
         pipeline = describe(config)
         heartbeat = _Heartbeat(self.study, trial)
         self.progress.start()
-        evaluation = _evaluate_in_child(config, self.data, self.fit_time_limit,
-                                        should_stop=self.stop.is_set, on_tick=heartbeat.tick)
+        evaluation = evaluator.evaluate(config, should_stop=self.stop.is_set,
+                                        on_tick=heartbeat.tick)
         if evaluation.interrupted:
             self.unclaim()
             self.progress.finish(trial.id, None, "interrupted", pipeline)
@@ -1093,7 +1189,9 @@ def tune(X: Any, y: Any, n_trials: int = 25, *, server: Union[str, Client] = "lo
         raise ValueError(f"server: {server!r} must be 'host:port' or a metaopt.Client")
 
     data = _prepare(X, y, categorical, cv)
-    features = metafeatures.compute(X, y, list(data.mask))
+    # The sklearn-pipelines models know their tasks by the simple features only (the
+    # meta-dataset records no landmarkers), so the cross-validated landmarkers are not computed.
+    features = metafeatures.compute(X, y, list(data.mask), landmarkers=False)
     protocol = "holdout 70/30" if cv is None else f"stratified {cv}-fold CV"
     study_id = study_id or f"sklearn-{default_client_id().rsplit('-', 1)[-1]}-{int(time.time())}"
 

@@ -37,6 +37,27 @@ def iris():
     return sklearn.datasets.load_iris(return_X_y=True)
 
 
+# Evaluation functions that stand in for metaopt.sklearn._fit_and_score. tune's worker processes
+# receive the function by reference, so these live at module level.
+_original_fit_and_score = mosk._fit_and_score
+
+
+def slower_than_the_lease(config, data, limit):
+    time.sleep(LEASE_SECONDS * 1.5)
+    return _original_fit_and_score(config, data, limit)
+
+
+def runaway(config, data, limit):
+    mosk._limit_cpu(limit)
+    while True:
+        pass
+
+
+def asleep(config, data, limit):
+    time.sleep(120)
+    return _original_fit_and_score(config, data, limit)
+
+
 class TuneTest(unittest.TestCase):
 
     @classmethod
@@ -63,6 +84,10 @@ class TuneTest(unittest.TestCase):
         self.assertRegex(stderr.getvalue(), r"trial \d+ \[4/4\] ")
         self.assertTrue(result.bound_model.startswith("sklearn-pipelines-deeppipe@"))
         self.assertIn(result.zero_shot_design, {"metabu", "nearest"})
+        with metaopt.Client(self.server.target) as client:
+            metadata = dict(client.get_study("iris").proto.metadata)
+        self.assertEqual(metadata["imputed_features"], "none")  # every feature the model uses
+        self.assertEqual(metadata["design_neighbours"].split(",")[0], "sklearn_iris")
         trials = self.trials("iris")
         self.assertEqual([t.state for t in trials], [metaopt.TrialState.COMPLETED] * 4)
         self.assertEqual(len({t.client_id for t in trials}), 2)  # one client id per worker
@@ -117,18 +142,12 @@ class TuneTest(unittest.TestCase):
 
     def test_cross_validation_heartbeats_and_the_fit_time_limit(self) -> None:
         X, y = iris()
-        original = mosk._fit_and_score
-
-        def slower_than_the_lease(config, data, limit):
-            time.sleep(LEASE_SECONDS * 1.5)
-            return original(config, data, limit)
-
         mosk._fit_and_score = slower_than_the_lease
         try:
             result = mosk.tune(X, y, n_trials=2, server=self.server.target, cv=3,
                                study_id="iris-cv", progress=False)
         finally:
-            mosk._fit_and_score = original
+            mosk._fit_and_score = _original_fit_and_score
         self.assertEqual(result.protocol, "stratified 3-fold CV")
         for trial in self.trials("iris-cv"):
             self.assertEqual(trial.state, metaopt.TrialState.COMPLETED)
@@ -137,31 +156,23 @@ class TuneTest(unittest.TestCase):
             # Observed before the lease ran out, thanks to the heartbeats.
             self.assertNotIn("late", trial.metadata)
 
-        def runaway(config, data, limit):
-            mosk._limit_cpu(limit)
-            while True:
-                pass
-
         mosk._fit_and_score = runaway
         try:
             with self.assertRaisesRegex(RuntimeError, "no trial completed.*CPU-time limit of 1 s"):
                 mosk.tune(X, y, n_trials=1, server=self.server.target, study_id="iris-limit",
                           fit_time_limit=1, progress=False)
         finally:
-            mosk._fit_and_score = original
+            mosk._fit_and_score = _original_fit_and_score
         (trial,) = self.trials("iris-limit")
         self.assertEqual(trial.state, metaopt.TrialState.FAILED)
         self.assertEqual(trial.failure_reason, "fit over the CPU-time limit of 1 s")
 
     def test_ctrl_c_leaves_no_active_trial_and_the_study_resumes(self) -> None:
         script = textwrap.dedent(f"""
-            import time, sklearn.datasets
+            import sklearn.datasets
             from metaopt import sklearn as mosk
-            original = mosk._fit_and_score
-            def slow(config, data, limit):
-                time.sleep(120)
-                return original(config, data, limit)
-            mosk._fit_and_score = slow
+            from test_sklearn_tune import asleep
+            mosk._fit_and_score = asleep
             X, y = sklearn.datasets.load_iris(return_X_y=True)
             mosk.tune(X, y, n_trials=3, server={self.server.target!r}, workers=2,
                       study_id="interrupted")
