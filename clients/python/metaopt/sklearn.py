@@ -414,7 +414,7 @@ class _Data:
 
 
 def _as_table(X: Any) -> Any:
-    """X as a DataFrame (kept) or a 2-D numpy array (object dtype when it mixes numbers and text)."""
+    """X as a DataFrame (kept) or a 2-D array (object dtype when it mixes numbers and text)."""
     if metafeatures._as_dataframe(X) is not None:
         return X
     array = np.asarray(X)
@@ -509,8 +509,11 @@ def _worker_main() -> None:
     (kind, value, cpu seconds, reason). Exits at end of input, or after a fit over its CPU limit.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C stops
-    requests, replies = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # nothing but replies on the pipe
+    # Nothing but replies on the pipe: the replies get their own descriptor, and whatever the
+    # pipelines print, from Python or from C, goes to stderr.
+    requests, replies = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     sys.path[:0] = [p for p in pickle.load(requests) if p not in sys.path]
     fit_and_score, data = pickle.load(requests)
     warnings.simplefilter("ignore")
@@ -882,7 +885,7 @@ class TuneResult:
         for r in self.trials:
             rows.append((str(r.id), r.state, "" if r.value is None else f"{r.value:.4f}",
                          "" if r.best_so_far is None else f"{r.best_so_far:.4f}",
-                         "" if r.fit_seconds is None else f"{r.fit_seconds:.2f}", r.policy,
+                         "" if r.fit_seconds is None else f"{r.fit_seconds:.3f}", r.policy,
                          r.pipeline + (f"  [{r.failure_reason}]" if r.failure_reason else "")))
         widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
         return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[-1]
@@ -1134,9 +1137,9 @@ def tune(X: Any, y: Any, n_trials: int = 25, *, server: Union[str, Client] = "lo
 
     Creates (or, with an existing ``study_id``, resumes) a DeepPipe study over :data:`SPACE`
     bound to the server's meta-learned ``model``, with the data's meta-features as
-    ``dataset_features``; evaluates the suggested pipelines here, ``workers`` at a time, each in
-    a child process; reports each balanced accuracy back; then refits the best pipeline on all
-    of ``(X, y)``.
+    ``dataset_features``; evaluates the suggested pipelines here, ``workers`` at a time, each
+    worker with its own evaluation process (:class:`Evaluator`); reports each balanced accuracy
+    back; then refits the best pipeline on all of ``(X, y)``.
 
     Args:
         X, y: the data: a 2-D array or DataFrame (missing values as NaN or None) and one class
@@ -1228,7 +1231,7 @@ def tune(X: Any, y: Any, n_trials: int = 25, *, server: Union[str, Client] = "lo
         except KeyboardInterrupt:
             interrupted = True
             run.halt("Ctrl-C")
-        # Cleanup: wait for every worker to stop its child and record its trial, even through a
+        # Cleanup: wait for every worker to stop its evaluation and record its trial, even through a
         # second Ctrl-C.
         for event in finished:
             while not event.is_set():

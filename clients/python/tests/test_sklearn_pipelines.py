@@ -145,7 +145,7 @@ class FidelityTest(unittest.TestCase):
     def test_digits(self) -> None:
         self.check_task("digits")
 
-    def test_evaluate_in_a_child_process_agrees(self) -> None:
+    def test_evaluate_in_a_worker_process_agrees(self) -> None:
         X, y = load("wine")
         row = next(r for r in self.rows["sklearn_wine"] if r["estimator"] == "svm_rbf")
         evaluation = mosk.evaluate(row, X, y)
