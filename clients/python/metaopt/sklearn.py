@@ -1190,6 +1190,11 @@ def tune(X: Any, y: Any, n_trials: int = 25, *, server: Union[str, Client] = "lo
         raise ValueError(f"model: {model!r} must be a registry model name (e.g. {MODEL!r})")
     if not isinstance(server, (str, Client)) or (isinstance(server, str) and not server):
         raise ValueError(f"server: {server!r} must be 'host:port' or a metaopt.Client")
+    for name, flag in (("refit", refit), ("progress", progress)):
+        if not isinstance(flag, bool):
+            raise ValueError(f"{name}: {flag!r} must be True or False")
+    if report_dir is not None and not isinstance(report_dir, (str, os.PathLike)):
+        raise ValueError(f"report_dir: {report_dir!r} must be None or a folder path")
 
     data = _prepare(X, y, categorical, cv)
     # The sklearn-pipelines models know their tasks by the simple features only (the

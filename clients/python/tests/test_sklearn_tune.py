@@ -227,6 +227,8 @@ class TuneTest(unittest.TestCase):
             (dict(server=""), "server: '' must be 'host:port' or a metaopt.Client"),
             (dict(study_id=""), "study_id: '' must be None or a non-empty string"),
             (dict(model=""), "model: '' must be a registry model name"),
+            (dict(refit="yes"), "refit: 'yes' must be True or False"),
+            (dict(report_dir=3), "report_dir: 3 must be None or a folder path"),
         ]
         for kwargs, message in cases:
             with self.subTest(message=message):
