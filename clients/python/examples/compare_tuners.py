@@ -291,6 +291,14 @@ def mean_ranks(results: List[Dict[str, Any]], key: str, budget: int,
     return {m: float(np.mean(v)) for m, v in ranks.items()}
 
 
+def paired(results: List[Dict[str, Any]], budget: int, a: str, b: str) -> List[float]:
+    """Per (dataset, seed), held-out score of method a minus that of method b."""
+    score = {(r["dataset"], r["seed"], r["method"]): r["heldout"] for r in results
+             if r["trials"] == budget}
+    runs = sorted({(d, s) for d, s, _ in score})
+    return [score[(d, s, a)] - score[(d, s, b)] for d, s in runs]
+
+
 def render(out: str) -> None:
     """summary.md, best_so_far.svg and heldout.svg from results.csv and trials.csv."""
     results = read_csv(os.path.join(out, "results.csv"))
@@ -330,6 +338,22 @@ def render(out: str) -> None:
         lines.append(f"| {budget} | mean wall seconds | " + " | ".join(
             f"{np.mean([r['wall_seconds'] for r in chosen(budget, m)]):.1f}" for m in methods)
             + " |")
+    if "tune" in methods:
+        others = [m for m in methods if m != "tune"]
+        lines += ["", "| trials | held-out balanced accuracy | " + " | ".join(
+            f"tune − {m}" for m in others) + " |", "|---|---|" + "---|" * len(others)]
+        for budget in CHECKPOINTS:
+            cells_mean, cells_count = [], []
+            for m in others:
+                pairs = paired(results, budget, "tune", m)
+                error = np.std(pairs, ddof=1) / math.sqrt(len(pairs)) if len(pairs) > 1 else 0.0
+                cells_mean.append(f"{np.mean(pairs):+.4f} ± {error:.4f}")
+                cells_count.append(f"{sum(d > 0 for d in pairs)} / {sum(d == 0 for d in pairs)} / "
+                                   f"{sum(d < 0 for d in pairs)}")
+            lines.append(f"| {budget} | mean difference ± standard error | "
+                         + " | ".join(cells_mean) + " |")
+            lines.append(f"| {budget} | runs tune wins / ties / loses | "
+                         + " | ".join(cells_count) + " |")
     with open(os.path.join(out, "summary.md"), "w") as file:
         file.write("\n".join(lines) + "\n")
 

@@ -803,7 +803,7 @@ def svg_line_plot(series: Mapping[str, Sequence[Tuple[float, float]]], *, title:
         y_low, y_high = y_low - 0.01, y_high + 0.01
     pad = 0.05 * (y_high - y_low)
     y_low, y_high = y_low - (0 if y_range else pad), y_high + (0 if y_range else pad)
-    left, right, top, bottom = 70, 20, 40, 60
+    left, right, top, bottom = 70, 20, 40, 76  # the legend goes in one row under the x label
     plot_w, plot_h = width - left - right, height - top - bottom
 
     def sx(x: float) -> float:
@@ -830,8 +830,8 @@ def svg_line_plot(series: Mapping[str, Sequence[Tuple[float, float]]], *, title:
                    '</text>')
     out.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" '
                'stroke="black"/>')
-    out.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 18}" text-anchor="middle">'
-               f'{html.escape(x_label)}</text>')
+    out.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 36}" '
+               f'text-anchor="middle">{html.escape(x_label)}</text>')
     out.append(f'<text x="16" y="{top + plot_h / 2:.1f}" text-anchor="middle" '
                f'transform="rotate(-90 16 {top + plot_h / 2:.1f})">{html.escape(y_label)}</text>')
     for i, (name, values) in enumerate(series.items()):
@@ -840,10 +840,10 @@ def svg_line_plot(series: Mapping[str, Sequence[Tuple[float, float]]], *, title:
         out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>')
         for x, y in values:
             out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{colour}"/>')
-        ly = top + 16 + 16 * i
-        out.append(f'<line x1="{left + 10}" y1="{ly - 4}" x2="{left + 30}" y2="{ly - 4}" '
+        lx, ly = left + 140 * i, height - 10
+        out.append(f'<line x1="{lx}" y1="{ly - 4}" x2="{lx + 20}" y2="{ly - 4}" '
                    f'stroke="{colour}" stroke-width="2"/>')
-        out.append(f'<text x="{left + 36}" y="{ly}">{html.escape(name)}</text>')
+        out.append(f'<text x="{lx + 26}" y="{ly}">{html.escape(name)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
