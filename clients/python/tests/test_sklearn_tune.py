@@ -2,8 +2,8 @@
 
 The server runs on 127.0.0.1 (port 0) with a copy of models/sklearn-pipelines-deeppipe and a
 short trial lease, so that a fit longer than the lease completes only through heartbeats. Slow or
-runaway fits are simulated by replacing ``metaopt.sklearn._fit_and_score`` before tune forks its
-evaluation processes.
+runaway fits are simulated by replacing ``metaopt.sklearn._fit_and_score`` before tune starts its
+evaluation processes, which receive the function by reference.
 """
 
 from __future__ import annotations
