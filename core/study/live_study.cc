@@ -15,6 +15,44 @@ absl::Status StudyNotFound(const std::string& study_id) {
       absl::StrCat("study \"", study_id, "\" does not exist"));
 }
 
+namespace {
+
+// Reads the study's storage version, then its trials and policy state (in
+// that order: the copy is then at least as new as the version it records, and
+// a write conditional on that version fails if it is older), and rebuilds its
+// policy.
+absl::Status ReadStudyState(storage::Storage& storage,
+                            registry::ModelManager* models, LiveStudy& live)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu) {
+  const storage::StudyKey& key = live.key;
+  auto version = storage.GetStudyVersion(key);
+  if (absl::IsNotFound(version.status())) {
+    live.deleted = true;
+    live.dropped = true;
+    return StudyNotFound(key.study_id);
+  }
+  METAOPT_RETURN_IF_ERROR(version.status());
+  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> stored_trials,
+                           storage.LoadTrials(key));
+  METAOPT_ASSIGN_OR_RETURN(
+      StudyTrials trials,
+      StudyTrials::Load(std::move(stored_trials), key.study_id));
+  METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
+                           storage.GetPolicyState(key));
+  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
+                           registry::StoredBinding(models, live.stored));
+  METAOPT_ASSIGN_OR_RETURN(
+      std::shared_ptr<const policy::Policy> policy,
+      policy::CreatePolicy(live.stored.spec(), policy_state,
+                           std::move(binding.model)));
+  live.trials = std::move(trials);
+  live.policy = std::move(policy);
+  live.stored_version = *version;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
     storage::Storage& storage, registry::ModelManager* models,
     const storage::StudyKey& key) {
@@ -35,25 +73,24 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
     live->candidate_key_list.push_back(space::ConfigurationKey(candidate));
     live->candidate_keys.insert(live->candidate_key_list.back());
   }
-  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> stored_trials,
-                           storage.LoadTrials(key));
-  METAOPT_ASSIGN_OR_RETURN(
-      StudyTrials trials,
-      StudyTrials::Load(std::move(stored_trials), study_id));
-  METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
-                           storage.GetPolicyState(key));
-  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
-                           registry::StoredBinding(models, live->stored));
-  METAOPT_ASSIGN_OR_RETURN(
-      std::shared_ptr<const policy::Policy> policy,
-      policy::CreatePolicy(live->stored.spec(), policy_state,
-                           std::move(binding.model)));
-  {
-    MutexLock lock(&live->mu);
-    live->trials = std::move(trials);
-    live->policy = std::move(policy);
-  }
+  MutexLock lock(&live->mu);
+  METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, *live));
   return live;
+}
+
+absl::Status RefreshStudy(storage::Storage& storage,
+                          registry::ModelManager* models, LiveStudy& live) {
+  const absl::StatusOr<int64_t> version = storage.GetStudyVersion(live.key);
+  if (absl::IsNotFound(version.status())) {
+    live.deleted = true;
+    live.dropped = true;
+    return StudyNotFound(live.key.study_id);
+  }
+  METAOPT_RETURN_IF_ERROR(version.status());
+  if (*version == live.stored_version) return absl::OkStatus();
+  METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, live));
+  ++live.version;
+  return absl::OkStatus();
 }
 
 v1::Study DescribeStudy(const LiveStudy& live) {
