@@ -4,6 +4,7 @@
 // its own PostgreSQL server (tests/testutil/postgres_server.h).
 #include "core/storage/postgres_storage.h"
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -256,6 +257,37 @@ TEST(PostgresUriTest, UnreachableServerIsUnavailableAfterTheRetryBudget) {
                AllOf(HasSubstr("127.0.0.1:1"), HasSubstr("attempt"),
                      Not(HasSubstr("secret")))));
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+// ----- --db values -----
+
+TEST(OpenStorageTest, DbValuesNameTheirBackend) {
+  ScopedTempDir dir;
+  const std::string plain = dir.File("plain.db");
+  ASSERT_THAT(OpenStorage(plain, {}, {}), IsOk());
+  EXPECT_TRUE(std::filesystem::exists(plain));
+  const std::string prefixed = dir.File("prefixed.db");
+  ASSERT_THAT(OpenStorage("sqlite:" + prefixed, {}, {}), IsOk());
+  EXPECT_TRUE(std::filesystem::exists(prefixed));
+  EXPECT_THAT(OpenStorage("", {}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("--db"), HasSubstr("postgresql://"))));
+  EXPECT_THAT(OpenStorage("sqlite:", {}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no path after sqlite:")));
+  EXPECT_THAT(OpenStorage("mysql://u:secret@h/db", {}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("unknown scheme \"mysql\""),
+                             HasSubstr("postgresql://"))));
+  EXPECT_THAT(
+      OpenStorage("postgresql://u:secret@h:99999/db", {}, {}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               AllOf(HasSubstr("opening database postgresql://u:***@"),
+                     HasSubstr("port \"99999\""), Not(HasSubstr("secret")))));
+  EXPECT_EQ(DescribeDatabase("postgres://u:secret@h/db"),
+            "postgres://u:***@h/db");
+  EXPECT_EQ(DescribeDatabase("/var/lib/metaopt/metaopt.db"),
+            "/var/lib/metaopt/metaopt.db");
 }
 
 // ----- Lost connections and restarts -----

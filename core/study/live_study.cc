@@ -8,6 +8,7 @@
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/model_binding.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace metaopt::study {
 absl::Status StudyNotFound(const std::string& study_id) {
@@ -88,6 +89,17 @@ absl::Status RefreshStudy(storage::Storage& storage,
   }
   METAOPT_RETURN_IF_ERROR(version.status());
   if (*version == live.stored_version) return absl::OkStatus();
+  // Deleted and created again (by another process), perhaps with another
+  // spec: this copy is of a study that is gone.
+  const absl::StatusOr<v1::Study> stored = storage.GetStudy(live.key);
+  if (absl::IsNotFound(stored.status()) ||
+      (stored.ok() && !google::protobuf::util::MessageDifferencer::Equals(
+                          *stored, live.stored))) {
+    live.deleted = true;
+    live.dropped = true;
+    return StudyNotFound(live.key.study_id);
+  }
+  METAOPT_RETURN_IF_ERROR(stored.status());
   METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, live));
   ++live.version;
   return absl::OkStatus();

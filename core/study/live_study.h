@@ -71,7 +71,9 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
 // Makes `live`'s trials and policy those in storage if the study's storage
 // version is not live.stored_version (another process sharing the database
 // changed it), bumping live.version; one cheap version read otherwise.
-// NOT_FOUND, with live.deleted set, if the study is gone.
+// NOT_FOUND, with live.deleted and live.dropped set, if the study is gone or
+// was deleted and created again with another record (the caller may load it
+// afresh).
 absl::Status RefreshStudy(storage::Storage& storage,
                           registry::ModelManager* models, LiveStudy& live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);

@@ -360,9 +360,21 @@ absl::Status StudyEngine::CommitSuggest(
 absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     const v1::SuggestRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateSuggestRequest(request, options_));
+  for (bool reloaded = false;; reloaded = true) {
+    METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
+                             FindStudy({context.owner, request.study_id()}));
+    absl::StatusOr<v1::SuggestResponse> response =
+        SuggestOn(entry, request, context);
+    // Deleted by another process since it was loaded: it may exist again.
+    if (!absl::IsNotFound(response.status()) || !entry->dropped || reloaded)
+      return response;
+  }
+}
+
+absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
+    const std::shared_ptr<LiveStudy>& entry, const v1::SuggestRequest& request,
+    const CallContext& context) {
   const int count = request.count() == 0 ? 1 : request.count();
-  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                           FindStudy({context.owner, request.study_id()}));
   const v1::StudySpec& spec = entry->stored.spec();
 
   auto view_of = [&](const std::vector<v1::Trial>& trials,

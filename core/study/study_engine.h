@@ -115,6 +115,11 @@ class StudyEngine {
       LiveStudy& study,
       absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn)
       ABSL_LOCKS_EXCLUDED(study.mu);
+  // Suggest on the loaded study `entry`.
+  absl::StatusOr<v1::SuggestResponse> SuggestOn(
+      const std::shared_ptr<LiveStudy>& entry,
+      const v1::SuggestRequest& request, const CallContext& context)
+      ABSL_LOCKS_EXCLUDED(entry->mu);
   // Stores `trials` and `policy_state` (if set) with a write conditional on
   // study.stored_version, and advances it: ABORTED, with nothing stored, if
   // another process changed the study since it was last refreshed.
