@@ -102,10 +102,13 @@ absl::Status InMemoryStorage::WriteStudy(const StudyKey& key,
     return VersionConflict(key, *write.expected_version, record->version);
   }
   ++record->version;
-  for (const v1::Trial& trial : write.trials)
+  for (const v1::Trial& trial : write.trials) {
     record->trials[trial.id()] = trial;
+    record->trial_versions[trial.id()] = record->version;
+  }
   if (write.policy_state.has_value()) {
     record->policy_state = std::string(*write.policy_state);
+    record->policy_state_version = record->version;
   }
   return absl::OkStatus();
 }
@@ -124,6 +127,20 @@ absl::StatusOr<std::vector<v1::Trial>> InMemoryStorage::LoadTrials(
   trials.reserve(record->trials.size());
   for (const auto& [id, trial] : record->trials) trials.push_back(trial);
   return trials;
+}
+
+absl::StatusOr<Storage::Changes> InMemoryStorage::LoadChangesSince(
+    const StudyKey& key, int64_t version) {
+  MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
+  Changes changes;
+  changes.version = record->version;
+  for (const auto& [id, written] : record->trial_versions) {
+    if (written > version) changes.trials.push_back(record->trials[id]);
+  }
+  if (record->policy_state_version > version)
+    changes.policy_state = record->policy_state;
+  return changes;
 }
 
 absl::StatusOr<std::optional<std::string>> InMemoryStorage::GetPolicyState(

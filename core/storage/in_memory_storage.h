@@ -50,6 +50,9 @@ class InMemoryStorage : public Storage {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Changes> LoadChangesSince(const StudyKey& key,
+                                           int64_t version) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -59,6 +62,10 @@ class InMemoryStorage : public Storage {
     std::map<int64_t, v1::Trial> trials;  // By trial id.
     std::optional<std::string> policy_state;
     int64_t version = 0;
+    // The study version each trial (by id) and the policy state were last
+    // written at.
+    std::map<int64_t, int64_t> trial_versions;
+    int64_t policy_state_version = 0;
   };
   // By (owner, study_id); std::string order is byte order.
   using StudyMap =

@@ -64,11 +64,16 @@ DROP INDEX trials_by_state;
 CREATE INDEX trials_by_state ON trials (owner, study_id, state);
 )sql";
 
-// Version 3: the per-study version (as SQLite's), and the token of the last
-// write (PostgreSQL only: see PostgresStorage).
+// Version 3: the per-study version and the version each trial and policy
+// state was written at (as SQLite's), and the token of the last write
+// (PostgreSQL only: see PostgresStorage).
 constexpr char kSchemaV3[] = R"sql(
 ALTER TABLE studies ADD COLUMN version BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE studies ADD COLUMN write_token BYTEA NOT NULL DEFAULT ''::bytea;
+ALTER TABLE trials ADD COLUMN written_version BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE policy_state ADD COLUMN written_version BIGINT NOT NULL DEFAULT 0;
+CREATE INDEX trials_by_written_version ON trials (owner, study_id,
+                                                  written_version);
 )sql";
 
 constexpr Migration kMigrations[] = {
@@ -454,24 +459,29 @@ absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
           METAOPT_RETURN_IF_ERROR(
               conn.Query(
                       "INSERT INTO trials (owner, study_id, trial_id, state, "
-                      "client_id, trial) VALUES ($1, $2, $3, $4, $5, $6) ON "
-                      "CONFLICT (owner, study_id, trial_id) DO UPDATE SET "
-                      "state = excluded.state, client_id = "
-                      "excluded.client_id, trial = excluded.trial",
+                      "client_id, trial, written_version) VALUES ($1, $2, $3, "
+                      "$4, $5, $6, $7) ON CONFLICT (owner, study_id, "
+                      "trial_id) DO UPDATE SET state = excluded.state, "
+                      "client_id = excluded.client_id, trial = "
+                      "excluded.trial, written_version = "
+                      "excluded.written_version",
                       {PgParam::Bytes(key.owner), PgParam::Bytes(key.study_id),
                        PgParam::Int(trial.id()), PgParam::Int(trial.state()),
                        PgParam::Bytes(trial.client_id()),
-                       PgParam::Bytes(blobs[i])})
+                       PgParam::Bytes(blobs[i]), PgParam::Int(version + 1)})
                   .status());
         }
         if (write.policy_state.has_value()) {
           METAOPT_RETURN_IF_ERROR(
               conn.Query(
-                      "INSERT INTO policy_state (owner, study_id, state) "
-                      "VALUES ($1, $2, $3) ON CONFLICT (owner, study_id) DO "
-                      "UPDATE SET state = excluded.state",
+                      "INSERT INTO policy_state (owner, study_id, state, "
+                      "written_version) VALUES ($1, $2, $3, $4) ON CONFLICT "
+                      "(owner, study_id) DO UPDATE SET state = "
+                      "excluded.state, written_version = "
+                      "excluded.written_version",
                       {PgParam::Bytes(key.owner), PgParam::Bytes(key.study_id),
-                       PgParam::Bytes(*write.policy_state)})
+                       PgParam::Bytes(*write.policy_state),
+                       PgParam::Int(version + 1)})
                   .status());
         }
         return conn
@@ -524,6 +534,46 @@ absl::StatusOr<std::vector<v1::Trial>> PostgresStorage::LoadTrials(
         return absl::OkStatus();
       }));
   return trials;
+}
+
+absl::StatusOr<Storage::Changes> PostgresStorage::LoadChangesSince(
+    const StudyKey& key, int64_t version) {
+  Changes changes;
+  METAOPT_RETURN_IF_ERROR(InTransaction(
+      Access::kRead, absl::StrCat("reading the changes of ", Describe(key)),
+      [&](PgConnection& conn, const Attempt&) -> absl::Status {
+        changes = Changes();
+        METAOPT_ASSIGN_OR_RETURN(
+            PgResult row,
+            conn.Query("SELECT version FROM studies WHERE owner = $1 AND "
+                       "study_id = $2",
+                       KeyParams(key)));
+        if (row.rows() == 0) return StudyNotFound(key);
+        changes.version = row.Int(0, 0);
+        const std::vector<PgParam> params = {PgParam::Bytes(key.owner),
+                                             PgParam::Bytes(key.study_id),
+                                             PgParam::Int(version)};
+        METAOPT_ASSIGN_OR_RETURN(
+            PgResult rows,
+            conn.Query("SELECT trial_id, trial FROM trials WHERE owner = $1 "
+                       "AND study_id = $2 AND written_version > $3 ORDER BY "
+                       "trial_id",
+                       params));
+        for (int i = 0; i < rows.rows(); ++i) {
+          METAOPT_ASSIGN_OR_RETURN(
+              v1::Trial trial,
+              ParseTrial(key, rows.Int(i, 0), rows.Bytes(i, 1)));
+          changes.trials.push_back(std::move(trial));
+        }
+        METAOPT_ASSIGN_OR_RETURN(
+            PgResult policy,
+            conn.Query("SELECT state FROM policy_state WHERE owner = $1 AND "
+                       "study_id = $2 AND written_version > $3",
+                       params));
+        if (policy.rows() > 0) changes.policy_state = policy.Bytes(0, 0);
+        return absl::OkStatus();
+      }));
+  return changes;
 }
 
 absl::StatusOr<std::optional<std::string>> PostgresStorage::GetPolicyState(

@@ -25,8 +25,9 @@ namespace metaopt::storage {
 // bytea for every string key so that ordering is byte-wise and any byte is
 // allowed:
 //   studies(owner, study_id, create_time_micros, study, version, write_token)
-//   trials(owner, study_id, trial_id, state, client_id, trial)
-//   policy_state(owner, study_id, state)
+//   trials(owner, study_id, trial_id, state, client_id, trial,
+//          written_version)
+//   policy_state(owner, study_id, state, written_version)
 // `write_token` names the last write of the study, so that a write retried
 // after its COMMIT's answer was lost recognizes itself instead of failing its
 // version check.
@@ -61,6 +62,8 @@ class PostgresStorage : public Storage {
   absl::StatusOr<int64_t> GetStudyVersion(const StudyKey& key) override;
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) override;
+  absl::StatusOr<Changes> LoadChangesSince(const StudyKey& key,
+                                           int64_t version) override;
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) override;
   // SELECT 1 on a pooled connection (connecting if needed).

@@ -85,9 +85,15 @@ CREATE INDEX trials_by_state ON trials (owner, study_id, state);
 
 // Version 3: a per-study version, bumped by every write, so that processes
 // sharing the database can tell when their cached copy of a study is stale and
-// can make their writes conditional on it (compare-and-set).
+// can make their writes conditional on it (compare-and-set); and the version
+// each trial and policy state was written at, so that a stale copy reads only
+// what changed.
 constexpr char kSchemaV3[] = R"sql(
 ALTER TABLE studies ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN written_version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE policy_state ADD COLUMN written_version INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX trials_by_written_version ON trials (owner, study_id,
+                                                  written_version);
 )sql";
 
 constexpr Migration kMigrations[] = {
@@ -414,8 +420,8 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
         Statement upsert,
         Statement::Prepare(db_,
                            "INSERT OR REPLACE INTO trials (owner, study_id, "
-                           "trial_id, state, client_id, trial) VALUES (?, ?, "
-                           "?, ?, ?, ?)"));
+                           "trial_id, state, client_id, trial, "
+                           "written_version) VALUES (?, ?, ?, ?, ?, ?, ?)"));
     for (size_t i = 0; i < trials.size(); ++i) {
       METAOPT_RETURN_IF_ERROR(upsert.Reset());
       METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
@@ -423,6 +429,7 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
       METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, trials[i].state()));
       METAOPT_RETURN_IF_ERROR(upsert.BindText(5, trials[i].client_id()));
       METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, blobs[i]));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(7, version + 1));
       METAOPT_RETURN_IF_ERROR(upsert.Run());
     }
   }
@@ -431,9 +438,11 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
         Statement upsert,
         Statement::Prepare(db_,
                            "INSERT OR REPLACE INTO policy_state (owner, "
-                           "study_id, state) VALUES (?, ?, ?)"));
+                           "study_id, state, written_version) VALUES (?, ?, ?, "
+                           "?)"));
     METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
     METAOPT_RETURN_IF_ERROR(upsert.BindBlob(3, *write.policy_state));
+    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, version + 1));
     METAOPT_RETURN_IF_ERROR(upsert.Run());
   }
   return tx.Commit();
@@ -482,6 +491,45 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
   }  // The statement is finalized before the transaction ends.
   METAOPT_RETURN_IF_ERROR(tx.Commit());
   return trials;
+}
+
+absl::StatusOr<Storage::Changes> SqliteStorage::LoadChangesSince(
+    const StudyKey& key, int64_t version) {
+  MutexLock lock(&mu_);
+  // One read transaction: the version and the rows come from one snapshot.
+  METAOPT_ASSIGN_OR_RETURN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kDeferred));
+  Changes changes;
+  METAOPT_ASSIGN_OR_RETURN(changes.version, ReadVersion(key));
+  {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement query,
+        Statement::Prepare(db_,
+                           "SELECT trial_id, trial FROM trials WHERE owner = ? "
+                           "AND study_id = ? AND written_version > ? ORDER BY "
+                           "trial_id"));
+    METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
+    METAOPT_RETURN_IF_ERROR(query.BindInt64(3, version));
+    while (true) {
+      METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+      if (!has_row) break;
+      METAOPT_ASSIGN_OR_RETURN(
+          v1::Trial trial,
+          ParseTrial(key, query.ColumnInt64(0), query.ColumnBlob(1)));
+      changes.trials.push_back(std::move(trial));
+    }
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement policy,
+        Statement::Prepare(db_,
+                           "SELECT state FROM policy_state WHERE owner = ? AND "
+                           "study_id = ? AND written_version > ?"));
+    METAOPT_RETURN_IF_ERROR(BindKey(policy, 1, key));
+    METAOPT_RETURN_IF_ERROR(policy.BindInt64(3, version));
+    METAOPT_ASSIGN_OR_RETURN(bool found, policy.Step());
+    if (found) changes.policy_state = policy.ColumnBlob(0);
+  }  // The statements are finalized before the transaction ends.
+  METAOPT_RETURN_IF_ERROR(tx.Commit());
+  return changes;
 }
 
 absl::StatusOr<std::optional<std::string>> SqliteStorage::GetPolicyState(

@@ -26,8 +26,9 @@ namespace metaopt::storage {
 // protos (schema version 3):
 //   studies(owner, study_id, create_time_micros, study, version)  the stored
 //       part of v1::Study (see StoredStudy) and its write count
-//   trials(owner, study_id, trial_id, state, client_id, trial)
-//   policy_state(owner, study_id, state)
+//   trials(owner, study_id, trial_id, state, client_id, trial,
+//          written_version)  the study version of its last write
+//   policy_state(owner, study_id, state, written_version)
 // Thread-safe: one connection, guarded by `mu_`; every call holds `mu_` for its
 // whole duration, and statements are prepared per call, never shared. Each
 // mutation is one BEGIN IMMEDIATE ... COMMIT transaction, durable on return
@@ -61,6 +62,9 @@ class SqliteStorage : public Storage {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Changes> LoadChangesSince(const StudyKey& key,
+                                           int64_t version) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
 

@@ -113,6 +113,19 @@ class Storage {
   virtual absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) = 0;
 
+  // What changed since the study was at `version`: in one consistent read,
+  // its version now, the trials stored by the writes after `version` (by
+  // increasing id), and its policy state if one of those writes replaced it.
+  // Applied to a copy at `version`, they give the study at the returned
+  // version. NOT_FOUND if the study is absent.
+  struct Changes {
+    int64_t version = 0;
+    std::vector<v1::Trial> trials;
+    std::optional<std::string> policy_state;
+  };
+  virtual absl::StatusOr<Changes> LoadChangesSince(const StudyKey& key,
+                                                   int64_t version) = 0;
+
   // Opaque per-study surrogate/policy state (a serialized proto), replaced as a
   // whole: WriteStudy of `blob` alone. NOT_FOUND if the study is absent.
   absl::Status PutPolicyState(const StudyKey& key, std::string_view blob) {

@@ -610,6 +610,40 @@ TYPED_TEST(StorageConformanceTest,
   EXPECT_EQ(this->storage_->GetStudyVersion(Key("s")).value_or(-1), 2);
 }
 
+TYPED_TEST(StorageConformanceTest, ChangesSinceAVersionAreWhatItLacks) {
+  this->CreateStudies({"s", "other"});
+  METAOPT_ASSERT_OK_AND_ASSIGN(Storage::Changes none,
+                               this->storage_->LoadChangesSince(Key("s"), 0));
+  EXPECT_EQ(none.version, 0);
+  EXPECT_THAT(none.trials, IsEmpty());
+  EXPECT_EQ(none.policy_state, std::nullopt);
+  const std::vector<v1::Trial> first = {MakeTrial(1), MakeTrial(2)};
+  ASSERT_THAT(this->storage_->WriteStudy(Key("s"), {first, "p1"}), IsOk());
+  const v1::Trial completed = MakeTrial(2, v1::TRIAL_STATE_COMPLETED);
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {completed, MakeTrial(3)}),
+              IsOk());
+  ASSERT_THAT(this->storage_->PutTrials(Key("other"), {MakeTrial(1)}), IsOk());
+
+  METAOPT_ASSERT_OK_AND_ASSIGN(Storage::Changes all,
+                               this->storage_->LoadChangesSince(Key("s"), 0));
+  EXPECT_EQ(all.version, 2);
+  EXPECT_THAT(all.trials,
+              ElementsAre(EqualsProto(MakeTrial(1)), EqualsProto(completed),
+                          EqualsProto(MakeTrial(3))));
+  EXPECT_THAT(all.policy_state, Optional(std::string("p1")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Storage::Changes since_1,
+                               this->storage_->LoadChangesSince(Key("s"), 1));
+  EXPECT_EQ(since_1.version, 2);
+  EXPECT_THAT(since_1.trials,
+              ElementsAre(EqualsProto(completed), EqualsProto(MakeTrial(3))));
+  EXPECT_EQ(since_1.policy_state, std::nullopt);  // written at version 1
+  METAOPT_ASSERT_OK_AND_ASSIGN(Storage::Changes current,
+                               this->storage_->LoadChangesSince(Key("s"), 2));
+  EXPECT_THAT(current.trials, IsEmpty());
+  EXPECT_THAT(this->storage_->LoadChangesSince(Key("absent"), 0),
+              StatusIs(absl::StatusCode::kNotFound, _));
+}
+
 TYPED_TEST(StorageConformanceTest, QuotaCountsTheOwnersStudiesOnly) {
   for (const char* id : {"a", "b"})
     ASSERT_THAT(this->storage_->CreateStudy(OwnedStudy(id, "alice"), 2),

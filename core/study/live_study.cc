@@ -18,6 +18,28 @@ absl::Status StudyNotFound(const std::string& study_id) {
 
 namespace {
 
+// The study's policy from its stored state and bound model.
+absl::StatusOr<std::shared_ptr<const policy::Policy>> BuildPolicy(
+    registry::ModelManager* models, const LiveStudy& live,
+    const std::optional<std::string>& policy_state) {
+  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
+                           registry::StoredBinding(models, live.stored));
+  return policy::CreatePolicy(live.stored.spec(), policy_state,
+                              std::move(binding.model));
+}
+
+// True if `changed` (by increasing id) can be applied to `trials`: each one
+// replaces a trial or appends the next id.
+bool AppliesTo(const std::vector<v1::Trial>& changed,
+               const StudyTrials& trials) {
+  int64_t next = trials.size() + 1;
+  for (const v1::Trial& trial : changed) {
+    if (trial.id() < 1 || trial.id() > next) return false;
+    if (trial.id() == next) ++next;
+  }
+  return true;
+}
+
 // Reads the study's storage version, then its trials and policy state (in
 // that order: the copy is then at least as new as the version it records, and
 // a write conditional on that version fails if it is older), and rebuilds its
@@ -40,12 +62,8 @@ absl::Status ReadStudyState(storage::Storage& storage,
       StudyTrials::Load(std::move(stored_trials), key.study_id));
   METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
                            storage.GetPolicyState(key));
-  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
-                           registry::StoredBinding(models, live.stored));
-  METAOPT_ASSIGN_OR_RETURN(
-      std::shared_ptr<const policy::Policy> policy,
-      policy::CreatePolicy(live.stored.spec(), policy_state,
-                           std::move(binding.model)));
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const policy::Policy> policy,
+                           BuildPolicy(models, live, policy_state));
   live.trials = std::move(trials);
   live.policy = std::move(policy);
   live.stored_version = *version;
@@ -100,7 +118,23 @@ absl::Status RefreshStudy(storage::Storage& storage,
     return StudyNotFound(live.key.study_id);
   }
   METAOPT_RETURN_IF_ERROR(stored.status());
-  METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, live));
+  // Only what changed since the copy's version, read in one snapshot.
+  METAOPT_ASSIGN_OR_RETURN(
+      storage::Storage::Changes changes,
+      storage.LoadChangesSince(live.key, live.stored_version));
+  if (changes.version < live.stored_version ||
+      !AppliesTo(changes.trials, live.trials)) {
+    // Not a continuation of this copy: read the whole study.
+    METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, live));
+    ++live.version;
+    return absl::OkStatus();
+  }
+  if (changes.policy_state.has_value()) {
+    METAOPT_ASSIGN_OR_RETURN(live.policy,
+                             BuildPolicy(models, live, changes.policy_state));
+  }
+  for (v1::Trial& trial : changes.trials) live.trials.Put(std::move(trial));
+  live.stored_version = changes.version;
   ++live.version;
   return absl::OkStatus();
 }

@@ -311,6 +311,10 @@ class CountingStorage : public storage::Storage {
       const storage::StudyKey& key) override {
     return base_->GetStudyVersion(key);
   }
+  absl::StatusOr<Changes> LoadChangesSince(const storage::StudyKey& key,
+                                           int64_t version) override {
+    return base_->LoadChangesSince(key, version);
+  }
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const storage::StudyKey& key) override {
     return base_->LoadTrials(key);

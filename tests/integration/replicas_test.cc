@@ -234,6 +234,28 @@ TEST_F(ReplicasTest, StudyQuotaHoldsAcrossReplicas) {
   EXPECT_EQ(created, 4);
 }
 
+// Readiness follows the database: while PostgreSQL is down a replica's
+// optimizer service is NOT_SERVING (the server as a whole stays SERVING, for
+// liveness), and SERVING again once it is back.
+TEST_F(ReplicasTest, OptimizerServiceHealthFollowsTheDatabase) {
+  std::unique_ptr<MetaoptClient> client = Client(0);
+  const std::string service = "metaopt.v1.OptimizerService";
+  auto wait_for = [&](bool serving) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (absl::Now() < deadline) {
+      if (client->CheckHealth(service).ok() == serving) return true;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for(true));
+  postgres_->Stop();
+  EXPECT_TRUE(wait_for(false)) << "still SERVING without its database";
+  EXPECT_TRUE(client->CheckHealth("").ok()) << "liveness must not follow";
+  ASSERT_TRUE(postgres_->Restart().ok());
+  EXPECT_TRUE(wait_for(true)) << "not SERVING again with its database back";
+}
+
 // A client of the load below: Suggest on one replica, Observe on the next,
 // moving on to the next replica when one fails. Keeps the ledger.
 void Work(int index, const StudyPlan& plan,
