@@ -208,21 +208,24 @@ absl::Status PostgresStorage::InTransaction(Access access,
     PgConnection conn = Take();
     absl::Status status = EnsureConnected(conn);
     bool commit_sent = false;
-    if (status.ok()) {
+    const bool transaction = access != Access::kStatement;
+    if (status.ok() && transaction) {
       status = conn.Exec(access == Access::kWrite
                              ? "BEGIN"
                              : "BEGIN ISOLATION LEVEL REPEATABLE READ READ "
                                "ONLY");
     }
     if (status.ok()) status = body(conn, attempt);
-    if (status.ok()) {
+    if (status.ok() && !transaction) {
+      // Done: the statement committed on its own.
+    } else if (status.ok()) {
       const absl::Time start = absl::Now();
       commit_sent = true;
       status = conn.Exec("COMMIT");
       if (status.ok() && access == Access::kWrite && options_.on_commit) {
         options_.on_commit(absl::Now() - start);
       }
-    } else if (conn.healthy()) {
+    } else if (conn.healthy() && transaction) {
       // The transaction is over either way; a failed ROLLBACK breaks the
       // connection, which is then dropped.
       conn.Exec("ROLLBACK").IgnoreError();
@@ -354,7 +357,7 @@ absl::Status PostgresStorage::CreateStudy(const v1::Study& study,
 absl::StatusOr<v1::Study> PostgresStorage::GetStudy(const StudyKey& key) {
   v1::Study study;
   METAOPT_RETURN_IF_ERROR(InTransaction(
-      Access::kRead, absl::StrCat("reading ", Describe(key)),
+      Access::kStatement, absl::StrCat("reading ", Describe(key)),
       [&](PgConnection& conn, const Attempt&) -> absl::Status {
         METAOPT_ASSIGN_OR_RETURN(
             PgResult row,
@@ -376,7 +379,7 @@ absl::StatusOr<std::vector<v1::Study>> PostgresStorage::ListStudies(
   }
   std::vector<v1::Study> studies;
   METAOPT_RETURN_IF_ERROR(InTransaction(
-      Access::kRead, "listing studies",
+      Access::kStatement, "listing studies",
       [&](PgConnection& conn, const Attempt&) -> absl::Status {
         studies.clear();
         METAOPT_ASSIGN_OR_RETURN(
@@ -404,7 +407,7 @@ absl::StatusOr<std::vector<v1::Study>> PostgresStorage::ListStudies(
 absl::StatusOr<int64_t> PostgresStorage::CountStudies(std::string_view owner) {
   int64_t count = 0;
   METAOPT_RETURN_IF_ERROR(InTransaction(
-      Access::kRead, "counting studies",
+      Access::kStatement, "counting studies",
       [&](PgConnection& conn, const Attempt&) -> absl::Status {
         METAOPT_ASSIGN_OR_RETURN(
             PgResult row,
@@ -497,7 +500,8 @@ absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
 absl::StatusOr<int64_t> PostgresStorage::GetStudyVersion(const StudyKey& key) {
   int64_t version = 0;
   METAOPT_RETURN_IF_ERROR(InTransaction(
-      Access::kRead, absl::StrCat("reading the version of ", Describe(key)),
+      Access::kStatement,
+      absl::StrCat("reading the version of ", Describe(key)),
       [&](PgConnection& conn, const Attempt&) -> absl::Status {
         METAOPT_ASSIGN_OR_RETURN(
             PgResult row,

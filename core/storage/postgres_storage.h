@@ -35,11 +35,12 @@ namespace metaopt::storage {
 // Thread-safe: a pool of `pool_size` connections, each used by one call at a
 // time (`mu_` guards the pool only, never held across I/O). Each call is one
 // transaction (READ COMMITTED for writes, with the study's row locked FOR
-// UPDATE; REPEATABLE READ for multi-statement reads) that is committed before
-// it returns OK. A broken connection, a server restarting or refusing, a
-// serialization failure: the whole transaction is retried on a fresh
-// connection with exponential backoff for up to `retry_budget`, then
-// UNAVAILABLE. A stored blob that fails to parse is DATA_LOSS.
+// UPDATE; REPEATABLE READ for multi-statement reads; a single-statement read
+// on its own) that is committed before it returns OK. A broken connection, a
+// server restarting or refusing, a serialization failure: the whole transaction
+// is retried on a fresh connection with exponential backoff for up to
+// `retry_budget`, then UNAVAILABLE. A stored blob that fails to parse is
+// DATA_LOSS.
 class PostgresStorage : public Storage {
  public:
   static absl::StatusOr<std::unique_ptr<PostgresStorage>> Open(
@@ -70,7 +71,11 @@ class PostgresStorage : public Storage {
   absl::Status CheckReachable() override;
 
  private:
-  enum class Access { kRead, kWrite };
+  enum class Access {
+    kRead,       // several reads from one snapshot (REPEATABLE READ)
+    kWrite,      // a read-write transaction
+    kStatement,  // one statement on its own (no BEGIN/COMMIT round trips)
+  };
   // What a transaction body learns about its attempt.
   struct Attempt {
     // A previous attempt sent COMMIT and lost the answer: its changes may be

@@ -165,13 +165,19 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   // (create-or-get) whatever the count.
   const absl::Status created =
       storage_->CreateStudy(study, options_.max_studies_per_owner);
-  if (absl::IsResourceExhausted(created)) {
-    const int64_t owned = storage_->CountStudies(context.owner).value_or(-1);
+  // RESOURCE_EXHAUSTED is also a full disk; the quota is the reason only if
+  // the owner holds that many studies.
+  const bool over_quota =
+      absl::IsResourceExhausted(created) && options_.max_studies_per_owner > 0;
+  const absl::StatusOr<int64_t> owned =
+      over_quota ? storage_->CountStudies(context.owner)
+                 : absl::StatusOr<int64_t>(0);
+  if (over_quota && owned.ok() && *owned >= options_.max_studies_per_owner) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "study quota exhausted: ",
         context.owner.empty() ? std::string("the server")
                               : absl::StrCat("owner \"", context.owner, "\""),
-        " holds ", owned,
+        " holds ", *owned,
         " studies and the limit per owner "
         "(max_studies_per_owner) is ",
         options_.max_studies_per_owner, "; delete a study first"));

@@ -13,7 +13,7 @@ seconds="${2:-20}"
 clients="${3:-6}"
 server="$build/server/metaopt-server"
 loadgen="$build/tools/loadgen/metaopt-loadgen"
-pg_bin="${METAOPT_POSTGRES_BIN:-$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)}"
+pg_bin="${METAOPT_POSTGRES_BIN:-$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -1)}"
 work="$(mktemp -d)"
 as_pg=()
 if [[ "$(id -u)" -eq 0 ]]; then
