@@ -601,11 +601,11 @@ absl::StatusOr<std::optional<std::string>> PostgresStorage::GetPolicyState(
 }
 
 absl::Status PostgresStorage::CheckReachable() {
-  PgConnection conn = Take();
-  absl::Status status = EnsureConnected(conn);
-  if (status.ok()) status = conn.Exec("SELECT 1");
-  Give(std::move(conn));
-  return status;
+  // Its own connection: calls retrying in every pooled one during an outage
+  // must not hold up the answer.
+  MutexLock lock(&probe_mu_);
+  METAOPT_RETURN_IF_ERROR(EnsureConnected(probe_));
+  return probe_.Exec("SELECT 1");
 }
 
 }  // namespace metaopt::storage

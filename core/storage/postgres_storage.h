@@ -33,7 +33,8 @@ namespace metaopt::storage {
 // version check.
 //
 // Thread-safe: a pool of `pool_size` connections, each used by one call at a
-// time (`mu_` guards the pool only, never held across I/O). Each call is one
+// time (`mu_` guards the pool only, never held across I/O; CheckReachable
+// uses a connection of its own under `probe_mu_`). Each call is one
 // transaction (READ COMMITTED for writes, with the study's row locked FOR
 // UPDATE; REPEATABLE READ for multi-statement reads; a single-statement read
 // on its own) that is committed before it returns OK. A broken connection, a
@@ -67,8 +68,9 @@ class PostgresStorage : public Storage {
                                            int64_t version) override;
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) override;
-  // SELECT 1 on a pooled connection (connecting if needed).
-  absl::Status CheckReachable() override;
+  // SELECT 1 on a connection of its own, outside the pool (connecting if
+  // needed).
+  absl::Status CheckReachable() override ABSL_LOCKS_EXCLUDED(probe_mu_);
 
  private:
   enum class Access {
@@ -105,6 +107,8 @@ class PostgresStorage : public Storage {
   Mutex mu_;
   std::vector<PgConnection> idle_ ABSL_GUARDED_BY(mu_);
   int free_slots_ ABSL_GUARDED_BY(mu_);
+  Mutex probe_mu_;
+  PgConnection probe_ ABSL_GUARDED_BY(probe_mu_);
 };
 
 namespace postgres_storage_internal {
