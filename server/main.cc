@@ -115,6 +115,17 @@ int main(int argc, char** argv) {
                  "largest candidate catalogue (spec.candidates) of a study")
       ->capture_default_str()
       ->check(CLI::Range(1, metaopt::space::kMaxCandidates));
+  app.add_option("--max-parameters", engine.max_parameters,
+                 "largest number of parameters of a study's whole search "
+                 "space (a study's memory grows by about 1.7 KB each)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, metaopt::study::EngineOptions::kHardMaxParameters));
+  app.add_option("--max-model-dimension", engine.max_model_dimension,
+                 "largest encoded dimension of a GP, DeepPipe, Mosaic or GROSI "
+                 "study's space (its Suggest cost and memory grow with it)")
+      ->capture_default_str()
+      ->check(
+          CLI::Range(1, metaopt::study::EngineOptions::kHardMaxModelDimension));
   app.add_option("--tls-cert", options.tls_cert_file,
                  "PEM certificate chain of the server (enables TLS)");
   app.add_option("--tls-key", options.tls_key_file,

@@ -28,6 +28,24 @@ struct EngineOptions {
   int max_algorithms_per_stage = space::kMaxAlgorithmsPerStage;
   int max_parameters_per_algorithm = space::kMaxParametersPerAlgorithm;
   int max_candidates = space::kMaxCandidates;
+  // Largest number of parameters over the whole space. A study's resident
+  // memory grows by about 1.7 KB per parameter (bench/spec_memory.py), so the
+  // default keeps the largest accepted space near 30 MB.
+  int max_parameters = kDefaultMaxParameters;
+  static constexpr int kDefaultMaxParameters = 16384;
+  static constexpr int kHardMaxParameters = space::kMaxStages *
+                                            space::kMaxAlgorithmsPerStage *
+                                            space::kMaxParametersPerAlgorithm;
+  // Largest encoded dimension (space::Encoder: one column per numeric
+  // parameter, per categorical value and per algorithm of a stage) of a study
+  // whose kind fits a surrogate over encoded configurations (GP, DeepPipe,
+  // Mosaic, GROSI). Their Suggest cost and transient memory grow with it
+  // (docs/reliability.md, measured with bench/spec_memory.py: about 0.5 s and
+  // 180 MB for one GP Suggest at 1,150 dimensions, 18 s and 450 MB at 35,000).
+  // RANDOM and PMF studies are bounded by the space limits alone.
+  int max_model_dimension = kDefaultMaxModelDimension;
+  static constexpr int kDefaultMaxModelDimension = 2048;
+  static constexpr int kHardMaxModelDimension = 65536;
   // How long an ACTIVE trial stays leased to its client after Suggest handed it
   // out, Heartbeat or the same client_id's next Suggest; then it turns STALE.
   absl::Duration trial_lease = absl::Hours(1);

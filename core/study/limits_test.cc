@@ -2,6 +2,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/storage/storage.h"
 #include "core/study/fake_clock.h"
@@ -153,6 +154,56 @@ TEST_F(EngineTest, SpecSizeLimitsNameFieldValueAndLimit) {
   EXPECT_THAT(engine_->GetStudy(get),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("\"s\"")));
   EXPECT_THAT(Create("s", CatalogueSpec(3)), IsOk());
+}
+
+// One stage, one algorithm with `floats` float parameters: encodes to
+// floats + 1 dimensions (the stage's algorithm column).
+v1::StudySpec WideSpec(int floats, v1::AlgorithmKind kind) {
+  v1::StudySpec spec;
+  v1::Algorithm* algorithm =
+      spec.mutable_search_space()->add_stages()->add_algorithms();
+  spec.mutable_search_space()->mutable_stages(0)->set_name("model");
+  algorithm->set_name("net");
+  for (int p = 0; p < floats; ++p) {
+    v1::Parameter* parameter = algorithm->add_parameters();
+    parameter->set_name(absl::StrCat("w", p));
+    parameter->mutable_float_domain()->set_high(1.0);
+  }
+  spec.mutable_objective()->set_name("loss");
+  spec.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
+  spec.mutable_algorithm()->set_kind(kind);
+  return spec;
+}
+
+TEST_F(EngineTest, WideSpacesHaveParameterAndDimensionLimits) {
+  EngineOptions options;
+  options.max_model_dimension = 10;
+  Restart(options);
+  EXPECT_THAT(
+      Create("gp", WideSpec(10, v1::ALGORITHM_KIND_GP)),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("spec.search_space: encodes to 11 dimensions")));
+  EXPECT_THAT(Create("deeppipe", WideSpec(10, v1::ALGORITHM_KIND_DEEPPIPE)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("ALGORITHM_KIND_DEEPPIPE fits its surrogate "
+                                 "over at most 10")));
+  // At the limit, and for RANDOM at any width.
+  EXPECT_THAT(Create("gp", WideSpec(9, v1::ALGORITHM_KIND_GP)), IsOk());
+  EXPECT_THAT(Create("random", WideSpec(200, v1::ALGORITHM_KIND_RANDOM)),
+              IsOk());
+  options = {};
+  options.max_parameters = 150;
+  Restart(options);
+  EXPECT_THAT(Create("wide", WideSpec(151, v1::ALGORITHM_KIND_RANDOM)),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.search_space: 151 parameters in all "
+                                 "stages and algorithms exceed this server's "
+                                 "limit of 150")));
+  EXPECT_THAT(Create("wide", WideSpec(150, v1::ALGORITHM_KIND_RANDOM)), IsOk());
+  options.max_model_dimension = 0;
+  EXPECT_THAT(CheckEngineOptions(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("max_model_dimension: 0 is outside")));
 }
 
 TEST_F(EngineTest, CountAndPageSizeLimitsAreConfigurable) {

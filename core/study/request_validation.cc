@@ -1,7 +1,9 @@
 #include "core/study/request_validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
+#include "core/space/encoding.h"
 #include "core/space/search_space.h"
 
 namespace metaopt::study {
@@ -42,6 +45,12 @@ absl::Status CheckSpecLimits(const v1::StudySpec& spec,
   const v1::SearchSpace& space = spec.search_space();
   METAOPT_RETURN_IF_ERROR(CheckLimit(space.stages_size(), options.max_stages,
                                      "spec.search_space.stages", "stages"));
+  int64_t parameters = 0;
+  for (const v1::Stage& stage : space.stages()) {
+    for (const v1::Algorithm& algorithm : stage.algorithms()) {
+      parameters += algorithm.parameters_size();
+    }
+  }
   for (int s = 0; s < space.stages_size(); ++s) {
     const v1::Stage& stage = space.stages(s);
     const std::string stage_path =
@@ -57,12 +66,37 @@ absl::Status CheckSpecLimits(const v1::StudySpec& spec,
           "parameters"));
     }
   }
+  METAOPT_RETURN_IF_ERROR(
+      CheckLimit(static_cast<int>(std::min<int64_t>(
+                     parameters, std::numeric_limits<int>::max())),
+                 options.max_parameters, "spec.search_space",
+                 "parameters in all stages and algorithms"));
   return CheckLimit(spec.candidates_size(), options.max_candidates,
                     "spec.candidates", "candidates");
 }
 
 std::string DurationText(absl::Duration d) {
   return absl::FormatDuration(absl::Trunc(d, absl::Microseconds(1)));
+}
+
+absl::Status CheckModelDimension(const v1::StudySpec& spec,
+                                 const EngineOptions& options) {
+  const v1::AlgorithmKind kind = spec.algorithm().kind();
+  if (kind == v1::ALGORITHM_KIND_RANDOM || kind == v1::ALGORITHM_KIND_PMF) {
+    return absl::OkStatus();
+  }
+  METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
+                           space::SearchSpace::Create(spec.search_space()));
+  const int dimension = space::Encoder(space).dimension();
+  if (dimension <= options.max_model_dimension) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "spec.search_space: encodes to ", dimension,
+      " dimensions (one per numeric parameter, categorical value and "
+      "algorithm choice); ",
+      v1::AlgorithmKind_Name(kind), " fits its surrogate over at most ",
+      options.max_model_dimension,
+      " on this server (--max-model-dimension); use fewer parameters or "
+      "ALGORITHM_KIND_RANDOM"));
 }
 
 absl::Status CheckEngineOptions(const EngineOptions& options) {
@@ -81,6 +115,10 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
       {"max_parameters_per_algorithm", options.max_parameters_per_algorithm,
        space::kMaxParametersPerAlgorithm},
       {"max_candidates", options.max_candidates, space::kMaxCandidates},
+      {"max_parameters", options.max_parameters,
+       EngineOptions::kHardMaxParameters},
+      {"max_model_dimension", options.max_model_dimension,
+       EngineOptions::kHardMaxModelDimension},
   };
   for (const Limit& limit : limits) {
     if (limit.value < 1 || limit.value > limit.max) {

@@ -32,6 +32,13 @@ absl::Status ValidateStudyId(const std::string& study_id,
 absl::Status CheckSpecLimits(const v1::StudySpec& spec,
                              const EngineOptions& options);
 
+// INVALID_ARGUMENT naming spec.search_space, its encoded dimension, the kind
+// and the limit when a model-based kind (see
+// EngineOptions::max_model_dimension) would fit a surrogate over more
+// dimensions than the limit. `spec` must be valid.
+absl::Status CheckModelDimension(const v1::StudySpec& spec,
+                                 const EngineOptions& options);
+
 // At most 256 metrics, names of 1..128 characters, finite values.
 absl::Status ValidateMetrics(
     const google::protobuf::Map<std::string, double>& metrics);

@@ -123,6 +123,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
       v1::StudySpec spec,
       space::ValidateAndCanonicalizeStudySpec(request.spec()));
   METAOPT_RETURN_IF_ERROR(policy::CheckAlgorithmSupported(spec.algorithm()));
+  METAOPT_RETURN_IF_ERROR(CheckModelDimension(spec, options_));
   METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
                            registry::BindModel(models_, spec));
   const std::shared_ptr<const registry::LoadedModel>& model = binding.model;
