@@ -1,6 +1,7 @@
-// Speed of one GP Suggest end to end (policy: fit schedule, fantasies,
-// acquisition search), at n observations over a 5,000-entry catalogue and over
-// a continuous 10-dimensional space.
+// Speed of one GP or DeepPipe Suggest end to end (policy: fit schedule or
+// kernel fine-tune, fantasies, acquisition search), at n = 20 ... 2,000
+// observations over a 5,000-entry catalogue (names n:<N>/catalogue:5000) and
+// at n = 100 over a continuous 10-dimensional space.
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -103,6 +104,9 @@ BENCHMARK(BM_GpSuggest)
     ->Args({100, 5000, 0})
     ->Args({100, 5000, 1})
     ->Args({500, 5000, 0})
+    ->Args({1000, 5000, 0})
+    ->Args({1000, 5000, 1})
+    ->Args({2000, 5000, 0})
     ->Args({100, 0, 0})
     ->Args({100, 0, 1})
     ->Unit(benchmark::kMillisecond)
@@ -144,6 +148,8 @@ BENCHMARK(BM_DeepPipeSuggest)
     ->Args({20, 5000})
     ->Args({100, 5000})
     ->Args({500, 5000})
+    ->Args({1000, 5000})
+    ->Args({2000, 5000})
     ->Args({100, 0})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()

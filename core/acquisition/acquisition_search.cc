@@ -68,6 +68,55 @@ absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
   return Scores{std::move(log_ei), std::move(prediction.mean), ties};
 }
 
+// Scores for ArgMax over the rows not `taken`. With a screening bound
+// (Surrogate::PredictScreening: exact mean, variance bounded above, hence an
+// upper bound on log-EI, which grows with the variance), rows are scored
+// exactly in blocks in decreasing order of their bound, until the next bound
+// is below the best exact log-EI so far; the rest get -inf. Each of those is
+// below an exactly scored row, so ArgMax picks what it would from exact scores
+// of every row (up to rounding). Without a bound: ScoreRows of every row.
+absl::StatusOr<Scores> ScoreForArgMax(const surrogate::Surrogate& model,
+                                      const Eigen::MatrixXd& X, double best,
+                                      Ties ties,
+                                      const std::vector<bool>& taken) {
+  constexpr size_t kExactBlock = 128;
+  METAOPT_ASSIGN_OR_RETURN(std::optional<gp::Prediction> bound,
+                           model.PredictScreening(X));
+  if (!bound.has_value()) return ScoreRows(model, X, best, ties);
+  METAOPT_ASSIGN_OR_RETURN(
+      const Eigen::VectorXd bound_log_ei,
+      LogExpectedImprovement(bound->mean, bound->variance, best));
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // A NaN bound bounds nothing: such rows come first and are never skipped.
+  auto key = [&](int i) {
+    return std::isnan(bound_log_ei[i]) ? kInf : bound_log_ei[i];
+  };
+  std::vector<int> order;
+  order.reserve(X.rows());
+  for (int i = 0; i < X.rows(); ++i) {
+    if (!taken[i]) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return key(a) > key(b); });
+  Scores scores{Eigen::VectorXd::Constant(X.rows(), -kInf),
+                std::move(bound->mean), ties};
+  double threshold = -kInf;
+  for (size_t next = 0; next < order.size() && !(key(order[next]) < threshold);
+       next += kExactBlock) {
+    const size_t end = std::min(order.size(), next + kExactBlock);
+    Eigen::MatrixXd block(end - next, X.cols());
+    for (size_t k = next; k < end; ++k) block.row(k - next) = X.row(order[k]);
+    METAOPT_ASSIGN_OR_RETURN(Scores exact, ScoreRows(model, block, best, ties));
+    for (size_t k = next; k < end; ++k) {
+      const double log_ei = exact.log_ei[k - next];
+      scores.log_ei[order[k]] = log_ei;
+      scores.mean[order[k]] = exact.mean[k - next];
+      if (!std::isnan(log_ei)) threshold = std::max(threshold, log_ei);
+    }
+  }
+  return scores;
+}
+
 absl::StatusOr<Scores> Score(const surrogate::Surrogate& model,
                              const space::Encoder& encoder,
                              const std::vector<v1::Configuration>& configs,
@@ -176,7 +225,8 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
   std::unique_ptr<const surrogate::Surrogate> fantasised;
   const surrogate::Surrogate* current = &model;
   while (static_cast<int>(picks.size()) < count) {
-    METAOPT_ASSIGN_OR_RETURN(Scores scores, ScoreRows(*current, X, best, ties));
+    METAOPT_ASSIGN_OR_RETURN(Scores scores,
+                             ScoreForArgMax(*current, X, best, ties, taken));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;

@@ -1,11 +1,14 @@
 #include "core/acquisition/acquisition_search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "core/common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -134,6 +137,73 @@ TEST_F(AcquisitionSearchTest, SamplerNeighboursAndClimbKeepToASubspace) {
     EXPECT_GE(X(c), 0.6);
     EXPECT_NE(space::ConfigurationKey(c), held);
     EXPECT_TRUE(keys.insert(space::ConfigurationKey(c)).second);
+  }
+}
+
+// The GP surrogate of a large study without its screening bound.
+class ExactOnly final : public surrogate::Surrogate {
+ public:
+  explicit ExactOnly(std::unique_ptr<const surrogate::Surrogate> inner)
+      : inner_(std::move(inner)) {}
+  absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& X) const override {
+    return inner_->Predict(X);
+  }
+  absl::StatusOr<std::unique_ptr<const surrogate::Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& X) const override {
+    METAOPT_ASSIGN_OR_RETURN(auto inner, inner_->WithFantasies(X));
+    return std::unique_ptr<const surrogate::Surrogate>(
+        new ExactOnly(std::move(inner)));
+  }
+
+ private:
+  std::unique_ptr<const surrogate::Surrogate> inner_;
+};
+
+// Beyond kScreeningMinPoints observations the catalogue search scores
+// exactly only the candidates whose log-EI bound can win, and picks what
+// exact scores of every candidate pick.
+TEST(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const int n = surrogate::kScreeningMinPoints + 44;
+  auto random_matrix = [&](int rows) {
+    Eigen::MatrixXd m(rows, 3);
+    for (int i = 0; i < rows; ++i) {
+      for (int j = 0; j < 3; ++j) m(i, j) = u(rng);
+    }
+    return m;
+  };
+  const Eigen::MatrixXd X = random_matrix(n);
+  Eigen::VectorXd y(n);
+  for (int i = 0; i < n; ++i) {
+    y[i] = std::sin(6 * X(i, 0)) + (X(i, 1) - 0.4) * (X(i, 1) - 0.4) +
+           0.1 * X(i, 2);
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::GaussianProcess prior,
+                               gp::GaussianProcess::Create("matern52", 3));
+  Eigen::VectorXd h = prior.hyperparameters();
+  h.head(3).setConstant(std::log(0.3));
+  ASSERT_TRUE(prior.set_hyperparameters(h).ok());
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::GpPosterior posterior,
+                               gp::Condition(prior, X, y));
+  const surrogate::GpSurrogate screened(posterior);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto bound, screened.PredictScreening(X));
+  ASSERT_TRUE(bound.has_value());
+  const ExactOnly exact(
+      std::make_unique<const surrogate::GpSurrogate>(posterior));
+  EncodedCatalogue catalogue;
+  catalogue.X = random_matrix(3000);
+  for (int i = 0; i < 3000; ++i) catalogue.keys.push_back(std::to_string(i));
+  auto held = [](const std::string& key) { return key == "7"; };
+  for (double best : {y.minCoeff(), y.minCoeff() - 0.5, 0.0}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<int> fast,
+        MaximizeOverCatalogue(screened, catalogue, held, best, 3));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<int> slow,
+        MaximizeOverCatalogue(exact, catalogue, held, best, 3));
+    EXPECT_EQ(fast, slow) << best;
   }
 }
 

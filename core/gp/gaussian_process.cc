@@ -390,13 +390,21 @@ absl::StatusOr<GpPosterior> GpPosterior::Create(
 
 absl::StatusOr<Prediction> GpPosterior::Predict(
     const Eigen::MatrixXd& Xq) const {
+  return PredictWithVarianceBound(Xq, static_cast<int>(X_.rows()));
+}
+
+absl::StatusOr<Prediction> GpPosterior::PredictWithVarianceBound(
+    const Eigen::MatrixXd& Xq, int points) const {
   METAOPT_RETURN_IF_ERROR(model_.ValidateData(Xq, nullptr, "Predict"));
   const Eigen::Index m = Xq.rows();
+  const Eigen::Index r = std::clamp<Eigen::Index>(points, 0, X_.rows());
   const Kernel& kernel = model_.kernel();
   Prediction out;
   out.mean.resize(m);
   out.variance.resize(m);
+  const bool exact = r == X_.rows();
   const auto L = L_.triangularView<Eigen::Lower>();
+  const auto L_r = L_.topLeftCorner(r, r).triangularView<Eigen::Lower>();
   Eigen::MatrixXd V;  // n x block: cross-covariances, then L^-1 times them.
   for (Eigen::Index start = 0; start < m; start += kPredictBlock) {
     const Eigen::Index b = std::min(kPredictBlock, m - start);
@@ -408,9 +416,16 @@ absl::StatusOr<Prediction> GpPosterior::Predict(
     }
     V = kernel.Matrix(X_, Xb);
     out.mean.segment(start, b).noalias() = V.transpose() * alpha_;
-    L.solveInPlace(V);
-    out.variance.segment(start, b) =
-        kernel.Diagonal(Xb) - V.colwise().squaredNorm().transpose();
+    if (exact) {
+      L.solveInPlace(V);
+      out.variance.segment(start, b) =
+          kernel.Diagonal(Xb) - V.colwise().squaredNorm().transpose();
+    } else {
+      auto top = V.topRows(r);
+      L_r.solveInPlace(top);
+      out.variance.segment(start, b) =
+          kernel.Diagonal(Xb) - top.colwise().squaredNorm().transpose();
+    }
   }
   const double scale = standardization_.scale;
   out.mean = ((out.mean.array() + model_.constant_mean()) * scale +

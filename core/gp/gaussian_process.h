@@ -236,6 +236,14 @@ class GpPosterior {
   // non-finite queries.
   absl::StatusOr<Prediction> Predict(const Eigen::MatrixXd& Xq) const;
 
+  // For screening many queries: the exact posterior mean, and as variance an
+  // upper bound on the latent variance, the variance given only the first
+  // min(points, n) training points (fewer observations never shrink it more).
+  // The leading block of the Cholesky factor is the factor of those points,
+  // so this costs O(m n D + m points^2) instead of O(m n^2).
+  absl::StatusOr<Prediction> PredictWithVarianceBound(const Eigen::MatrixXd& Xq,
+                                                      int points) const;
+
   // The posterior after also observing (X_new, y_new) (original units), with
   // the same hyperparameters and standardisation: for fantasies of pending
   // points or cheap updates between refits.

@@ -435,6 +435,27 @@ TEST(GpPosteriorTest, BlockedPredictMatchesPointwise) {
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("columns")));
 }
 
+// The screening prediction: the exact mean, and the variance given the first
+// points only, never below the exact one; all points give Predict itself.
+TEST(GpPosteriorTest, VarianceBoundFromTheFirstPointsIsAnUpperBound) {
+  std::mt19937_64 rng(43);
+  const Eigen::MatrixXd X = RandomMatrix(80, 3, rng);
+  const Eigen::VectorXd y = X.rowwise().squaredNorm();
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 3)).value();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(gp, X, y));
+  const Eigen::MatrixXd q = RandomMatrix(300, 3, rng);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction exact, post.Predict(q));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction bound,
+                               post.PredictWithVarianceBound(q, 20));
+  EXPECT_EQ(bound.mean, exact.mean);
+  EXPECT_TRUE((bound.variance.array() >= exact.variance.array() - 1e-12).all());
+  EXPECT_GT((bound.variance - exact.variance).maxCoeff(), 1e-6);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction all,
+                               post.PredictWithVarianceBound(q, 1000));
+  EXPECT_EQ(all.variance, exact.variance);
+}
+
 TEST(GpPosteriorTest, ConditionOnEqualsConditioningOnEverything) {
   std::mt19937_64 rng(43);
   const Eigen::MatrixXd X = RandomMatrix(12, 2, rng);

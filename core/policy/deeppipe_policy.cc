@@ -1,6 +1,7 @@
 #include "core/policy/deeppipe_policy.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "core/common/logging.h"
@@ -25,12 +26,31 @@ EmbedCatalogue(
   return embedded;
 }
 
+absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
+  auto positive_rate = [](double rate) {
+    return rate > 0.0 && std::isfinite(rate);
+  };
+  if (o.initial_trials < 0 || o.suggest_steps < 0 || o.scratch_steps < 0 ||
+      o.fine_tune_steps < 0 || o.suggest_fit_points < 0 ||
+      !positive_rate(o.kernel_learning_rate) ||
+      !positive_rate(o.network_learning_rate) ||
+      !(o.suggest_budget > absl::ZeroDuration()) ||
+      !(o.scratch_budget > absl::ZeroDuration())) {
+    return absl::InvalidArgumentError(
+        "DeepPipe policy options: need non-negative trial, step and "
+        "fit-point counts, positive finite learning rates and positive "
+        "budgets");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
     const v1::StudySpec& spec, std::optional<v1::DeepPipePolicyState> state,
     std::shared_ptr<const registry::LoadedModel> model,
     DeepPipePolicyOptions options) {
+  METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
   const bool meta_learned =
@@ -182,7 +202,8 @@ absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
     std::shared_ptr<const surrogate::DeepPipeModel> fitted = model_;
     if (fit.max_steps > 0 &&
         (meta_learned_ || n > state_.fitted_observations())) {
-      auto tuned = model_->FineTune(data.X, data.y, fit);
+      const TrainingData sample = FitSample(data, options_.suggest_fit_points);
+      auto tuned = model_->FineTune(sample.X, sample.y, fit);
       if (tuned.ok()) {
         fitted = std::make_shared<const surrogate::DeepPipeModel>(tuned->model);
         if (!meta_learned_) *update = WithModel(tuned->model, n);

@@ -28,14 +28,21 @@ struct DeepPipePolicyOptions {
   // tolerance 1e-4, best-loss parameters; lr 1e-3 as their meta_test.py).
   int suggest_steps = 100;
   double kernel_learning_rate = 1e-3;
-  // A safety net only: hitting it makes the result depend on machine speed.
-  absl::Duration suggest_budget = absl::Seconds(2);
+  // Suggest-time fits (kernel fine-tune and scratch training) read a
+  // systematic sample of at most this many observations (FitSample; 0: all),
+  // so a step costs O(min(n, suggest_fit_points)^3) and a fit is bounded
+  // whatever the study's size; the posterior conditions on all observations.
+  int suggest_fit_points = 128;
+  // Suggest-time fits stop on step counts, so equal histories give equal
+  // suggestions on any machine. A finite budget is a latency safety net only:
+  // when it is hit, the result depends on the machine's speed and load.
+  absl::Duration suggest_budget = absl::InfiniteDuration();
   // Without a model (the paper's Experiment 1) the whole network is trained
   // on the study's data: warm-started from the previous Suggest's parameters
   // (persisted), `scratch_steps` Adam steps per Suggest.
   int scratch_steps = 100;
   double network_learning_rate = 1e-3;
-  absl::Duration scratch_budget = absl::Milliseconds(500);
+  absl::Duration scratch_budget = absl::InfiniteDuration();  // as above
   surrogate::DeepPipeArchitecture scratch_architecture;
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
@@ -53,6 +60,7 @@ struct DeepPipePolicyOptions {
 // Suggests, persisted). Immutable and thread-safe.
 class DeepPipePolicy final : public Policy {
  public:
+  // INVALID_ARGUMENT for invalid options.
   static absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> Create(
       const v1::StudySpec& spec, std::optional<v1::DeepPipePolicyState> state,
       std::shared_ptr<const registry::LoadedModel> model,

@@ -1,6 +1,7 @@
 #include "core/policy/deeppipe_policy.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -291,6 +292,75 @@ TEST(DeepPipePolicyTest, NamedPmfModelIsRejected) {
       registry::CheckModelKind(algorithm, v1::MODEL_KIND_DEEPPIPE).ok());
   EXPECT_TRUE(registry::AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
   EXPECT_FALSE(registry::AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
+}
+
+TEST(DeepPipePolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
+  const DeepPipePolicyOptions defaults;
+  // No wall-clock limit by default: a loaded machine gives the same fit.
+  EXPECT_EQ(defaults.suggest_budget, absl::InfiniteDuration());
+  EXPECT_EQ(defaults.scratch_budget, absl::InfiniteDuration());
+  const v1::StudySpec spec = CatalogueSpec();
+  auto model = MetaModel(spec);
+  for (auto change : std::vector<std::function<void(DeepPipePolicyOptions&)>>{
+           [](DeepPipePolicyOptions& o) { o.suggest_fit_points = -1; },
+           [](DeepPipePolicyOptions& o) { o.suggest_steps = -1; },
+           [](DeepPipePolicyOptions& o) { o.kernel_learning_rate = 0; },
+           [](DeepPipePolicyOptions& o) {
+             o.suggest_budget = absl::ZeroDuration();
+           }}) {
+    DeepPipePolicyOptions options;
+    change(options);
+    EXPECT_THAT(
+        DeepPipePolicy::Create(spec, std::nullopt, model, options),
+        testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  }
+}
+
+// Beyond suggest_fit_points observations the kernel fine-tune reads the
+// systematic sample: the suggestion is that of the base model fine-tuned on
+// the sample by hand, with the posterior over every observation.
+TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  auto model = MetaModel(spec);
+  DeepPipePolicyOptions options;
+  options.suggest_fit_points = 10;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto policy, DeepPipePolicy::Create(spec, std::nullopt, model, options));
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 30; ++i) {
+    trials.push_back(Completed(i + 1, spec.candidates(i)));
+  }
+  StudyView view{&spec, &*space, &trials};
+  space::Rng rng(4);
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult result,
+                               policy->Suggest(view, 1, rng));
+  ASSERT_EQ(result.configurations.size(), 1u);
+  EXPECT_EQ(result.source, "deeppipe/ei");
+
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      surrogate::DeepPipeModel base,
+      surrogate::DeepPipeModel::FromArtifact(model->artifact));
+  const TrainingData data = CollectTrainingData(view, base.encoder());
+  const TrainingData sample = FitSample(data, options.suggest_fit_points);
+  surrogate::DeepPipeFineTuneOptions fit;
+  fit.max_steps = options.suggest_steps;
+  fit.learning_rate = options.kernel_learning_rate;
+  METAOPT_ASSERT_OK_AND_ASSIGN(surrogate::DeepPipeFineTuneResult tuned,
+                               base.FineTune(sample.X, sample.y, fit));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto posterior,
+                               tuned.model.Posterior(data.X, data.y));
+  auto catalogue = acquisition::EncodeCatalogue(spec, base.encoder());
+  HeldConfigurations held(view);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::vector<int> rows,
+      acquisition::MaximizeOverCatalogue(
+          *posterior, *catalogue,
+          [&](const std::string& key) { return held.contains(key); },
+          data.y.minCoeff(), 1));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(space::ConfigurationKey(result.configurations[0]),
+            space::ConfigurationKey(spec.candidates(rows[0])));
 }
 
 }  // namespace

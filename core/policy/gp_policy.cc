@@ -1,17 +1,48 @@
 #include "core/policy/gp_policy.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "core/common/status_macros.h"
 #include "core/surrogate/surrogate.h"
 
 namespace metaopt::policy {
+namespace {
+
+absl::Status ValidateFitOptions(const gp::FitOptions& fit,
+                                absl::string_view name) {
+  if (fit.num_starts < 1 || fit.max_iterations < 0 ||
+      !(fit.time_budget > absl::ZeroDuration())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GP policy options: ", name,
+                     " needs num_starts >= 1, max_iterations >= 0 and a "
+                     "positive time_budget"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateOptions(const GpPolicyOptions& options) {
+  METAOPT_RETURN_IF_ERROR(ValidateFitOptions(options.full_fit, "full_fit"));
+  METAOPT_RETURN_IF_ERROR(ValidateFitOptions(options.quick_fit, "quick_fit"));
+  if (options.initial_trials < 0 || !(options.refit_growth >= 0.0) ||
+      !std::isfinite(options.refit_growth) || options.max_fit_points < 0 ||
+      options.max_fit_points == 1) {
+    return absl::InvalidArgumentError(
+        "GP policy options: need initial_trials >= 0, a finite refit_growth "
+        ">= 0 and max_fit_points 0 (all) or >= 2");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
     const v1::StudySpec& spec, std::optional<v1::GpPolicyState> state,
     std::shared_ptr<const registry::LoadedModel> model,
     GpPolicyOptions options) {
+  METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
   ZeroShotDesign portfolio = ZeroShotDesignForStudy(
@@ -110,8 +141,13 @@ absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
     if (full || quick) {
       gp::FitOptions fit = full ? options_.full_fit : options_.quick_fit;
       fit.seed = rng();
+      const TrainingData sample = FitSample(data, options_.max_fit_points);
       METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
-                               gp::Fit(prior_, data.X, data.y, fit));
+                               gp::Fit(prior_, sample.X, sample.y, fit));
+      if (sample.y.size() < n) {
+        METAOPT_ASSIGN_OR_RETURN(
+            posterior, gp::Condition(posterior.model(), data.X, data.y));
+      }
       *update = WithFit(posterior.model(), n, full);
       fitted.model =
           std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));

@@ -23,13 +23,19 @@ struct GpPolicyOptions {
   // overrides it when positive).
   int initial_trials = 5;
   std::string kernel = "matern52";
+  // Suggest-time fits stop on iteration counts, not on the clock, so equal
+  // histories give equal suggestions on any machine; their cost is bounded by
+  // fitting on at most `max_fit_points` observations (FitSample). A finite
+  // time_budget is a latency safety net only: when it is hit, the result
+  // depends on the machine's speed and load.
+  //
   // Multi-start fit, used when the number of observations has doubled since
   // the last one (and by FineTune).
   gp::FitOptions full_fit = [] {
     gp::FitOptions o;
     o.num_starts = 3;
     o.max_iterations = 100;
-    o.time_budget = absl::Seconds(2);
+    o.time_budget = absl::InfiniteDuration();
     return o;
   }();
   // Warm-started single-start refit, used when the observations grew by at
@@ -38,10 +44,15 @@ struct GpPolicyOptions {
     gp::FitOptions o;
     o.num_starts = 1;
     o.max_iterations = 25;
-    o.time_budget = absl::Milliseconds(500);
+    o.time_budget = absl::InfiniteDuration();
     return o;
   }();
-  double refit_growth = 0.1;
+  double refit_growth = 0.1;  // >= 0
+  // Suggest-time fits read a systematic sample of at most this many
+  // observations (0: all); the posterior always conditions on all of them.
+  // At 256 a full fit costs at most ~300 likelihood evaluations of 256
+  // points, whatever the study's size.
+  int max_fit_points = 256;
   acquisition::SearchOptions search;
 };
 
@@ -62,6 +73,7 @@ struct GpPolicyOptions {
 class GpPolicy final : public Policy {
  public:
   // `state` is the stored GpPolicyState (absent for a new study).
+  // INVALID_ARGUMENT for invalid options.
   static absl::StatusOr<std::shared_ptr<const GpPolicy>> Create(
       const v1::StudySpec& spec, std::optional<v1::GpPolicyState> state,
       std::shared_ptr<const registry::LoadedModel> model = nullptr,

@@ -51,6 +51,21 @@ double Branin(const v1::Configuration& c) {
   return a * a + 10 * (1 - 1 / (8 * pi)) * std::cos(x1) + 10;
 }
 
+// `n` completed trials at samples of `space` drawn by `rng`, valued by Branin.
+std::vector<v1::Trial> BraninTrials(const space::SearchSpace& space, int n,
+                                    space::Rng& rng) {
+  std::vector<v1::Trial> trials;
+  for (int t = 0; t < n; ++t) {
+    v1::Trial trial;
+    trial.set_id(t + 1);
+    *trial.mutable_configuration() = space.Sample(rng);
+    trial.set_state(v1::TRIAL_STATE_COMPLETED);
+    trial.set_value(Branin(trial.configuration()));
+    trials.push_back(std::move(trial));
+  }
+  return trials;
+}
+
 // Hartmann-6 on [0, 1]^6; minimum -3.32237.
 double Hartmann6(const v1::Configuration& c) {
   static const double kAlpha[4] = {1.0, 1.2, 3.0, 3.2};
@@ -158,17 +173,9 @@ TEST(GpPolicyTest, BatchOfEightIsDistinctAndSpread) {
   ASSERT_TRUE(space.ok());
   space::Encoder encoder(*space);
   METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
-  std::vector<v1::Trial> trials;
   space::Rng rng(11);
   // Ten observations of Branin, then a batch of 8.
-  for (int t = 0; t < 10; ++t) {
-    v1::Trial trial;
-    trial.set_id(t + 1);
-    *trial.mutable_configuration() = space->Sample(rng);
-    trial.set_state(v1::TRIAL_STATE_COMPLETED);
-    trial.set_value(Branin(trial.configuration()));
-    trials.push_back(trial);
-  }
+  std::vector<v1::Trial> trials = BraninTrials(*space, 10, rng);
   StudyView view{&spec, &*space, &trials};
   METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult result,
                                policy->Suggest(view, 8, rng));
@@ -275,20 +282,92 @@ TEST(GpPolicyTest, FineTuneNeedsDataAndLowersTheLoss) {
               testing::StatusIs(absl::StatusCode::kFailedPrecondition,
                                 ::testing::HasSubstr("at least 2")));
   space::Rng rng(5);
-  for (int t = 0; t < 15; ++t) {
-    v1::Trial trial;
-    trial.set_id(t + 1);
-    *trial.mutable_configuration() = space->Sample(rng);
-    trial.set_state(v1::TRIAL_STATE_COMPLETED);
-    trial.set_value(Branin(trial.configuration()));
-    trials.push_back(trial);
-  }
+  trials = BraninTrials(*space, 15, rng);  // `view` reads `trials`
   METAOPT_ASSERT_OK_AND_ASSIGN(FineTuneResult tuned,
                                policy->FineTune(view, FineTuneOptions()));
   EXPECT_LT(tuned.loss_after, tuned.loss_before);
   EXPECT_GT(tuned.steps_run, 0);
   EXPECT_NE(tuned.update.policy, nullptr);
   EXPECT_FALSE(tuned.update.state.empty());
+}
+
+TEST(FitSampleTest, AllRowsUpToTheLimitThenASystematicSample) {
+  TrainingData data;
+  data.X = Eigen::MatrixXd::Zero(10, 2);
+  data.y = Eigen::VectorXd::LinSpaced(10, 0, 9);
+  data.X.col(0) = data.y;
+  EXPECT_EQ(FitSample(data, 0).y, data.y);
+  EXPECT_EQ(FitSample(data, 10).y, data.y);
+  const TrainingData sample = FitSample(data, 4);
+  // Rows floor(i * 10 / 4): 0, 2, 5, 7.
+  EXPECT_EQ(sample.y, Eigen::Vector4d(0, 2, 5, 7));
+  EXPECT_EQ(sample.X.col(0), sample.y);
+  EXPECT_EQ(sample.X.cols(), 2);
+}
+
+TEST(GpPolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
+  const GpPolicyOptions defaults;
+  // No wall-clock limit by default: a loaded machine gives the same fit.
+  EXPECT_EQ(defaults.full_fit.time_budget, absl::InfiniteDuration());
+  EXPECT_EQ(defaults.quick_fit.time_budget, absl::InfiniteDuration());
+  const v1::StudySpec spec = BoxSpec(2, 0, 1, 4);
+  for (auto change : std::vector<std::function<void(GpPolicyOptions&)>>{
+           [](GpPolicyOptions& o) { o.max_fit_points = 1; },
+           [](GpPolicyOptions& o) { o.max_fit_points = -3; },
+           [](GpPolicyOptions& o) { o.refit_growth = -0.1; },
+           [](GpPolicyOptions& o) { o.quick_fit.num_starts = 0; },
+           [](GpPolicyOptions& o) {
+             o.full_fit.time_budget = absl::ZeroDuration();
+           }}) {
+    GpPolicyOptions options;
+    change(options);
+    EXPECT_THAT(
+        GpPolicy::Create(spec, std::nullopt, nullptr, options),
+        testing::StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  }
+}
+
+// Beyond max_fit_points observations the Suggest-time fit reads the
+// systematic sample (a bounded cost), runs its iterations without consulting
+// the clock, and the posterior still conditions on every observation.
+TEST(GpPolicyTest, LargeStudiesFitOnABoundedSample) {
+  v1::StudySpec spec = BoxSpec(2, 0, 1, 6);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  GpPolicyOptions options;
+  options.max_fit_points = 12;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto policy, GpPolicy::Create(spec, std::nullopt, nullptr, options));
+  space::Rng sampler(8);
+  const std::vector<v1::Trial> trials = BraninTrials(*space, 40, sampler);
+  StudyView view{&spec, &*space, &trials};
+  space::Rng rng(21);
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult result,
+                               policy->Suggest(view, 1, rng));
+  EXPECT_EQ(result.source, "gp/ei");
+  ASSERT_TRUE(result.update.has_value());
+  v1::PolicyState stored;
+  ASSERT_TRUE(stored.ParseFromString(result.update->state));
+  EXPECT_EQ(stored.gp().fitted_observations(), 40);
+
+  // The same fit by hand: the full fit (first Suggest) on the sample, seeded
+  // by the Suggest's first draw.
+  const space::Encoder encoder(*space);
+  const TrainingData sample =
+      FitSample(CollectTrainingData(view, encoder), options.max_fit_points);
+  ASSERT_EQ(sample.y.size(), 12);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      gp::GaussianProcess prior,
+      gp::GaussianProcess::Create("matern52", encoder.dimension()));
+  gp::FitOptions fit = options.full_fit;
+  fit.seed = space::Rng(21)();
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::GpPosterior expected,
+                               gp::Fit(prior, sample.X, sample.y, fit));
+  const Eigen::VectorXd h = expected.model().hyperparameters();
+  ASSERT_EQ(stored.gp().hyperparameters_size(), h.size());
+  for (int i = 0; i < h.size(); ++i) {
+    EXPECT_EQ(stored.gp().hyperparameters(i), h[i]) << i;
+  }
 }
 
 }  // namespace

@@ -37,6 +37,24 @@ TrainingData CollectTrainingData(const StudyView& study,
   return data;
 }
 
+TrainingData FitSample(const TrainingData& data, int max_points) {
+  const Eigen::Index n = data.y.size();
+  TrainingData sample;
+  if (max_points <= 0 || n <= max_points) {
+    sample.X = data.X;
+    sample.y = data.y;
+    return sample;
+  }
+  sample.X.resize(max_points, data.X.cols());
+  sample.y.resize(max_points);
+  for (Eigen::Index i = 0; i < max_points; ++i) {
+    const Eigen::Index row = i * n / max_points;
+    sample.X.row(i) = data.X.row(row);
+    sample.y[i] = data.y[row];
+  }
+  return sample;
+}
+
 Eigen::MatrixXd PendingInputs(const StudyView& study,
                               const std::vector<v1::Configuration>& picks,
                               const space::Encoder& encoder) {

@@ -31,6 +31,14 @@ struct TrainingData {
 TrainingData CollectTrainingData(const StudyView& study,
                                  const space::Encoder& encoder);
 
+// The observations a Suggest-time hyperparameter fit reads, so that its cost
+// is bounded whatever the study's size: all of `data` when it has at most
+// `max_points` rows (or max_points is 0), otherwise a systematic sample of
+// max_points rows in observation order (rows floor(i n / max_points)), which
+// keeps the early, spread-out observations and the later, concentrated ones
+// in proportion. Deterministic; best_first is left empty.
+TrainingData FitSample(const TrainingData& data, int max_points);
+
 // Encoded configurations of the study's ACTIVE trials, then of `picks` (a
 // call's earlier suggestions, pending too).
 Eigen::MatrixXd PendingInputs(const StudyView& study,

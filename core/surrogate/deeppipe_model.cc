@@ -770,6 +770,19 @@ absl::StatusOr<gp::Prediction> DeepPipeSurrogate::PredictEmbedded(
   return prediction;
 }
 
+absl::StatusOr<std::optional<gp::Prediction>>
+DeepPipeSurrogate::PredictEmbeddedScreening(const Eigen::MatrixXd& Z) const {
+  if (posterior_.num_points() < kScreeningMinPoints) return std::nullopt;
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::Prediction prediction,
+      posterior_.PredictWithVarianceBound(Z, kScreeningPoints));
+  if (model_->conditioned()) {
+    prediction.mean +=
+        posterior_.standardization().scale * model_->MeanOfEmbeddings(Z);
+  }
+  return prediction;
+}
+
 absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
 DeepPipeSurrogate::WithEmbeddedFantasies(const Eigen::MatrixXd& Z) const {
   if (Z.rows() == 0) {

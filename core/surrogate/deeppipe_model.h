@@ -52,6 +52,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -322,6 +323,9 @@ class DeepPipeSurrogate final : public Surrogate {
   // network.
   absl::StatusOr<gp::Prediction> PredictEmbedded(
       const Eigen::MatrixXd& Z) const;
+  // Surrogate::PredictScreening for embedded rows.
+  absl::StatusOr<std::optional<gp::Prediction>> PredictEmbeddedScreening(
+      const Eigen::MatrixXd& Z) const;
   absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
   WithEmbeddedFantasies(const Eigen::MatrixXd& Z) const;
 
@@ -349,6 +353,10 @@ class DeepPipeEmbeddedSurrogate final : public Surrogate {
   }
   absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
       const Eigen::MatrixXd& Z) const override;
+  absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
+      const Eigen::MatrixXd& Z) const override {
+    return surrogate_->PredictEmbeddedScreening(Z);
+  }
 
  private:
   std::shared_ptr<const DeepPipeSurrogate> surrogate_;

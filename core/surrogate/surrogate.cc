@@ -17,4 +17,10 @@ absl::StatusOr<std::unique_ptr<const Surrogate>> GpSurrogate::WithFantasies(
   return std::make_unique<const GpSurrogate>(std::move(conditioned));
 }
 
+absl::StatusOr<std::optional<gp::Prediction>> GpSurrogate::PredictScreening(
+    const Eigen::MatrixXd& X) const {
+  if (posterior_.num_points() < kScreeningMinPoints) return std::nullopt;
+  return posterior_.PredictWithVarianceBound(X, kScreeningPoints);
+}
+
 }  // namespace metaopt::surrogate

@@ -4,6 +4,7 @@
 #define METAOPT_CORE_SURROGATE_SURROGATE_H_
 
 #include <memory>
+#include <optional>
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
@@ -27,7 +28,23 @@ class Surrogate {
   // variance shrinks around X.
   virtual absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
       const Eigen::MatrixXd& X) const = 0;
+
+  // For ranking many candidates: the exact posterior mean and an upper bound
+  // on the latent variance at each row, cheaper than Predict; nullopt (the
+  // default) when the model has no bound cheaper than Predict itself.
+  virtual absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
+      const Eigen::MatrixXd& X) const {
+    (void)X;
+    return std::nullopt;
+  }
 };
+
+// GP surrogates screen with the variance given the first kScreeningPoints
+// observations (GpPosterior::PredictWithVarianceBound), and only beyond
+// kScreeningMinPoints observations, where exact variances of every candidate
+// cost far more (O(n^2) each against O(kScreeningPoints^2)).
+inline constexpr int kScreeningPoints = 128;
+inline constexpr int kScreeningMinPoints = 256;
 
 // A Surrogate backed by an exact GP posterior over the encoded inputs (or over
 // any fixed feature map applied before Predict).
@@ -39,6 +56,8 @@ class GpSurrogate final : public Surrogate {
   absl::StatusOr<gp::Prediction> Predict(
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& X) const override;
+  absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
       const Eigen::MatrixXd& X) const override;
 
   const gp::GpPosterior& posterior() const { return posterior_; }
