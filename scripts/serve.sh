@@ -10,18 +10,25 @@ bash "$root/scripts/install-deps.sh"
 bash "$root/scripts/build.sh" --target metaopt-server dashboard metaoptctl metaopt-train \
   metaopt-bench ask_tell_example metaopt_python metaopt-loadgen
 
-http_listen=127.0.0.1:8080
-for arg in "$@"; do
-  case "$arg" in
-    --http-listen=*) http_listen="${arg#--http-listen=}" ;;
-    --http-listen) http_listen="" ;;  # given as two words: the server reads it
+# The dashboard on 127.0.0.1:8080 unless the arguments say where (--http-listen[=]HOST:PORT).
+args=("$@")
+http_listen=""
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[i]}" in
+    --http-listen=*) http_listen="${args[i]#--http-listen=}" ;;
+    --http-listen) http_listen="${args[i + 1]:-}" ;;
   esac
 done
-args=("$@")
-if ! printf '%s\n' "$@" | grep -q '^--http-listen'; then args+=("--http-listen=$http_listen"); fi
-if [[ -n "$http_listen" ]]; then
-  host="${http_listen%:*}"
-  [[ "$host" == 0.0.0.0 || "$host" == 127.0.0.1 ]] && host=localhost
-  echo "serve: dashboard at http://$host:${http_listen##*:}/ (docs/dashboard.md)"
+if [[ -z "$http_listen" ]]; then
+  http_listen=127.0.0.1:8080
+  args+=("--http-listen=$http_listen")
+fi
+host="${http_listen%:*}"
+port="${http_listen##*:}"
+[[ "$host" == 0.0.0.0 || "$host" == 127.0.0.1 ]] && host=localhost
+if [[ "$port" == 0 ]]; then
+  echo "serve: dashboard on a free port: the server logs 'dashboard at http://...' (docs/dashboard.md)"
+else
+  echo "serve: dashboard at http://$host:$port/ (docs/dashboard.md)"
 fi
 exec "${METAOPT_BUILD_DIR:-$root/build}/server/metaopt-server" "${args[@]}"
