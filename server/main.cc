@@ -202,6 +202,13 @@ int main(int argc, char** argv) {
                                   (*server)->metrics_port(), "/metrics"));
   }
 
+  if (!options.http_listen.empty() && !IsLoopback(options.http_listen)) {
+    metaopt::LogWarning(absl::StrCat(
+        "the dashboard listens beyond loopback (", options.http_listen,
+        ") over plain HTTP: ",
+        tokens ? "bearer tokens cross the network in clear (put TLS in front)"
+               : "anyone who reaches it reads every study (--tokens)"));
+  }
   if ((*server)->http_port() != 0) {
     metaopt::LogInfo(absl::StrCat(
         "dashboard at http://", HostOf(options.http_listen), ":",
