@@ -1,8 +1,9 @@
 // Bundles the dashboard into OUT_DIR (build/dashboard/dist) (index.html, assets/app.js, assets/app.css) with esbuild
 // from node_modules (package-lock.json pins it; scripts/install-deps.sh installs it).
-//   node build.mjs OUT_DIR [--if-available]
+//   node build.mjs OUT_DIR [--if-available] [--stamp=FILE]
 // With --if-available (the CMake build) a missing esbuild is a warning, not an error, so that
-// the C++ build never depends on npm; the server then says the page is not built.
+// the C++ build never depends on npm; the server then says the page is not built. --stamp
+// touches FILE after a successful build only (so a skipped build is retried by the next one).
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const optional = args.includes('--if-available');
+const stamp = args.find((a) => a.startsWith('--stamp='))?.slice('--stamp='.length);
+if (stamp) fs.rmSync(stamp, { force: true });
 const out = path.resolve(args.find((a) => !a.startsWith('--')) ?? path.join(here, '..', 'build', 'dashboard', 'dist'));
 let esbuild;
 try {
@@ -32,4 +35,5 @@ await esbuild.build({
   logLevel: 'warning',
 });
 fs.copyFileSync(path.join(here, 'index.html'), path.join(out, 'index.html'));
+if (stamp) fs.writeFileSync(stamp, `${new Date().toISOString()}\n`);
 console.log(`dashboard: built ${out}`);
