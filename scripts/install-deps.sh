@@ -10,6 +10,7 @@ packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libeigen3-dev libabsl-dev libsqlite3-dev
+  libpq-dev postgresql  # PostgreSQL storage (libpq) and the server its tests start (initdb, postgres)
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libcivetweb-dev prometheus-cpp-dev libssl-dev sqlite3
   python3-yaml  # tests/deploy (Dockerfile, compose and Kubernetes manifest checks)

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "core/common/logging.h"
 #include "core/space/search_space.h"
+#include "core/storage/storage.h"
 #include "server/server.h"
 
 namespace {
@@ -59,8 +60,21 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen,
                  "host:port to listen on (port 0: any free port)")
       ->capture_default_str();
-  app.add_option("--db", options.db_path, "SQLite database file")
+  app.add_option("--db", options.db_path,
+                 "database: a SQLite file, sqlite:PATH, or a PostgreSQL URI "
+                 "postgresql://user:password@host:port/dbname (shared by "
+                 "several servers)")
       ->capture_default_str();
+  app.add_option("--db-pool-size", options.db_pool_size,
+                 "PostgreSQL connections per server")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  double db_retry_seconds = absl::ToDoubleSeconds(options.db_retry_budget);
+  app.add_option("--db-retry-seconds", db_retry_seconds,
+                 "PostgreSQL: seconds a call keeps retrying an unreachable "
+                 "database (with backoff) before the RPC fails UNAVAILABLE")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--models", options.models_dir, "model registry directory")
       ->capture_default_str();
   double poll_seconds = 30;
@@ -151,6 +165,7 @@ int main(int argc, char** argv) {
   if (options.dashboard_dir.empty())
     options.dashboard_dir = DefaultDashboardDir();
   options.models_poll_interval = absl::Seconds(poll_seconds);
+  options.db_retry_budget = absl::Seconds(db_retry_seconds);
   engine.trial_lease = absl::Seconds(trial_lease_seconds);
   engine.deadline_margin = absl::Seconds(deadline_margin_seconds);
 
@@ -180,14 +195,14 @@ int main(int argc, char** argv) {
       absl::StrCat(HostOf(options.listen), ":", (*server)->port());
   const bool tls = !options.tls_cert_file.empty();
   const bool tokens = !options.tokens_file.empty();
-  metaopt::LogInfo(
-      absl::StrCat("metaopt-server listening on ", address, " (database ",
-                   options.db_path, ", models ", options.models_dir, ": ",
-                   (*server)->models().List().size(), " loaded; ",
-                   !tls                                 ? "plaintext"
-                   : options.tls_client_ca_file.empty() ? "TLS"
-                                                        : "mutual TLS",
-                   tokens ? ", bearer tokens" : ", no authentication", ")"));
+  metaopt::LogInfo(absl::StrCat(
+      "metaopt-server listening on ", address, " (database ",
+      metaopt::storage::DescribeDatabase(options.db_path), ", models ",
+      options.models_dir, ": ", (*server)->models().List().size(), " loaded; ",
+      !tls                                 ? "plaintext"
+      : options.tls_client_ca_file.empty() ? "TLS"
+                                           : "mutual TLS",
+      tokens ? ", bearer tokens" : ", no authentication", ")"));
   if (!IsLoopback(options.listen) && !(tls && tokens)) {
     metaopt::LogWarning(absl::StrCat(
         "listening beyond loopback (", options.listen, ") without ",

@@ -93,20 +93,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
                              TokenAuthenticator::FromFile(options.tokens_file));
   }
   storage::SqliteOptions sqlite_options;
+  storage::PostgresOptions postgres_options;
+  postgres_options.pool_size = options.db_pool_size;
+  postgres_options.retry_budget = options.db_retry_budget;
   if (!options.metrics_listen.empty()) {
     METAOPT_ASSIGN_OR_RETURN(server->metrics_, ServerMetrics::Create());
     sqlite_options.on_commit =
         [metrics = server->metrics_.get()](absl::Duration latency) {
           metrics->OnCommit(latency);
         };
+    postgres_options.on_commit = sqlite_options.on_commit;
   }
-  auto storage = storage::OpenSqliteStorage(options.db_path, sqlite_options);
-  if (!storage.ok()) {
-    return absl::Status(storage.status().code(),
-                        absl::StrCat("opening database ", options.db_path, ": ",
-                                     storage.status().message()));
-  }
-  server->storage_ = *std::move(storage);
+  METAOPT_ASSIGN_OR_RETURN(
+      server->storage_,
+      storage::OpenStorage(options.db_path, sqlite_options, postgres_options));
   auto models = registry::ModelManager::Create(
       {options.models_dir, options.models_poll_interval});
   if (!models.ok()) {
@@ -178,16 +178,51 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
         absl::StrCat("cannot listen on ", options.listen));
   }
   server->grpc_server_->GetHealthCheckService()->SetServingStatus(true);
+  server->grpc_server_->GetHealthCheckService()->SetServingStatus(
+      v1::OptimizerService::service_full_name(), true);
+  server->database_watcher_ = std::thread(
+      [raw = server.get()] { raw->WatchDatabase(absl::Seconds(2)); });
   return server;
 }
 
 Server::~Server() {
   Shutdown(absl::ZeroDuration());
   Wait();
+  stop_watching_.Notify();
+  if (database_watcher_.joinable()) database_watcher_.join();
+}
+
+void Server::WatchDatabase(absl::Duration interval) {
+  bool reachable = true;
+  while (!stop_watching_.WaitForNotificationWithTimeout(interval)) {
+    const absl::Status status = storage_->CheckReachable();
+    if (status.ok() == reachable) continue;
+    reachable = status.ok();
+    MutexLock lock(&health_mu_);
+    if (stopping_) return;
+    // Only the service that needs the database: the server's overall status
+    // ("") stays SERVING, so that a liveness probe does not restart a process
+    // that only waits for its database.
+    grpc_server_->GetHealthCheckService()->SetServingStatus(
+        v1::OptimizerService::service_full_name(), reachable);
+    if (reachable) {
+      LogInfo(absl::StrCat("the database is reachable again: health of ",
+                           v1::OptimizerService::service_full_name(),
+                           " SERVING"));
+    } else {
+      LogWarning(absl::StrCat(
+          "the database is unreachable (", status.message(), "): health of ",
+          v1::OptimizerService::service_full_name(), " NOT_SERVING"));
+    }
+  }
 }
 
 void Server::Shutdown(absl::Duration grace) {
   if (grpc_server_ == nullptr) return;
+  {
+    MutexLock lock(&health_mu_);
+    stopping_ = true;
+  }
   grpc_server_->GetHealthCheckService()->SetServingStatus(false);
   grpc_server_->Shutdown(
       std::chrono::system_clock::now() +

@@ -3,9 +3,12 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "core/common/mutex.h"
 #include "core/registry/model_manager.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
@@ -23,8 +26,14 @@ namespace metaopt::server {
 struct ServerOptions {
   // host:port to listen on; port 0 picks a free port (see Server::port()).
   std::string listen = "0.0.0.0:50051";
-  // SQLite database file (created if absent).
+  // The database (storage::OpenStorage): a SQLite file (created if absent),
+  // `sqlite:PATH`, or a PostgreSQL URI `postgresql://...` that several
+  // servers may share.
   std::string db_path = "./metaopt.db";
+  // PostgreSQL only: connections kept open, and how long a storage call keeps
+  // retrying an unreachable database before the RPC fails with UNAVAILABLE.
+  int db_pool_size = 4;
+  absl::Duration db_retry_budget = absl::Seconds(15);
   // Model registry directory (may be absent: no models).
   std::string models_dir = "./models";
   // How often the registry is polled for new model versions; 0 disables
@@ -100,6 +109,13 @@ class Server {
  private:
   Server() = default;
 
+  // Every `interval` until stopped: the health service reports
+  // metaopt.v1.OptimizerService SERVING while the database is reachable
+  // (storage::Storage::CheckReachable) and NOT_SERVING while it is not, so
+  // that load balancers and Kubernetes readiness probes (which name that
+  // service) send no calls to a replica cut off from a shared database.
+  void WatchDatabase(absl::Duration interval);
+
   ServerOptions options_;
   // Before storage_ and service_, which report to it; null when metrics are
   // off.
@@ -111,6 +127,10 @@ class Server {
   std::unique_ptr<OptimizerServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
+  Mutex health_mu_;
+  bool stopping_ ABSL_GUARDED_BY(health_mu_) = false;
+  absl::Notification stop_watching_;
+  std::thread database_watcher_;
   // Last: stops serving scrapes before the engine and registry go away.
   std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;
   // Null when the dashboard listener is off; the listener goes first.

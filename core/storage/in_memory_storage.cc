@@ -5,16 +5,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
+#include "core/storage/stored_records.h"
 
 namespace metaopt::storage {
 namespace {
 
 std::pair<std::string, std::string> MapKey(const StudyKey& key) {
   return {key.owner, key.study_id};
-}
-
-absl::Status StudyNotFound(const StudyKey& key) {
-  return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));
 }
 
 }  // namespace
@@ -30,7 +27,8 @@ absl::StatusOr<InMemoryStorage::StudyRecord*> InMemoryStorage::Find(
   return &it->second;
 }
 
-absl::Status InMemoryStorage::CreateStudy(const v1::Study& study) {
+absl::Status InMemoryStorage::CreateStudy(const v1::Study& study,
+                                          int64_t max_studies_of_owner) {
   if (study.study_id().empty())
     return absl::InvalidArgumentError("study_id must not be empty");
   const StudyKey key{study.owner(), study.study_id()};
@@ -38,6 +36,11 @@ absl::Status InMemoryStorage::CreateStudy(const v1::Study& study) {
   if (studies_.find(MapKey(key)) != studies_.end()) {
     return absl::AlreadyExistsError(
         absl::StrCat(Describe(key), " already exists"));
+  }
+  if (max_studies_of_owner > 0) {
+    const int64_t owned = CountLocked(key.owner);
+    if (owned >= max_studies_of_owner)
+      return OwnerQuotaExhausted(key, owned, max_studies_of_owner);
   }
   studies_[MapKey(key)].study = StoredStudy(study);
   return absl::OkStatus();
@@ -69,6 +72,10 @@ absl::StatusOr<std::vector<v1::Study>> InMemoryStorage::ListStudies(
 
 absl::StatusOr<int64_t> InMemoryStorage::CountStudies(std::string_view owner) {
   MutexLock lock(&mu_);
+  return CountLocked(owner);
+}
+
+int64_t InMemoryStorage::CountLocked(std::string_view owner) {
   int64_t count = 0;
   for (auto it = studies_.lower_bound(
            std::make_pair(std::string(owner), std::string()));
@@ -90,12 +97,26 @@ absl::Status InMemoryStorage::WriteStudy(const StudyKey& key,
                                          const StudyWrite& write) {
   MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
-  for (const v1::Trial& trial : write.trials)
+  if (write.expected_version.has_value() &&
+      *write.expected_version != record->version) {
+    return VersionConflict(key, *write.expected_version, record->version);
+  }
+  ++record->version;
+  for (const v1::Trial& trial : write.trials) {
     record->trials[trial.id()] = trial;
+    record->trial_versions[trial.id()] = record->version;
+  }
   if (write.policy_state.has_value()) {
     record->policy_state = std::string(*write.policy_state);
+    record->policy_state_version = record->version;
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> InMemoryStorage::GetStudyVersion(const StudyKey& key) {
+  MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
+  return record->version;
 }
 
 absl::StatusOr<std::vector<v1::Trial>> InMemoryStorage::LoadTrials(
@@ -106,6 +127,20 @@ absl::StatusOr<std::vector<v1::Trial>> InMemoryStorage::LoadTrials(
   trials.reserve(record->trials.size());
   for (const auto& [id, trial] : record->trials) trials.push_back(trial);
   return trials;
+}
+
+absl::StatusOr<Storage::Changes> InMemoryStorage::LoadChangesSince(
+    const StudyKey& key, int64_t version) {
+  MutexLock lock(&mu_);
+  METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
+  Changes changes;
+  changes.version = record->version;
+  for (const auto& [id, written] : record->trial_versions) {
+    if (written > version) changes.trials.push_back(record->trials[id]);
+  }
+  if (record->policy_state_version > version)
+    changes.policy_state = record->policy_state;
+  return changes;
 }
 
 absl::StatusOr<std::optional<std::string>> InMemoryStorage::GetPolicyState(

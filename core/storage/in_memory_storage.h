@@ -31,7 +31,9 @@ class InMemoryStorage : public Storage {
   InMemoryStorage(const InMemoryStorage&) = delete;
   InMemoryStorage& operator=(const InMemoryStorage&) = delete;
 
-  absl::Status CreateStudy(const v1::Study& study) override
+  using Storage::CreateStudy;
+  absl::Status CreateStudy(const v1::Study& study,
+                           int64_t max_studies_of_owner) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<v1::Study> GetStudy(const StudyKey& key) override
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -44,8 +46,13 @@ class InMemoryStorage : public Storage {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status WriteStudy(const StudyKey& key, const StudyWrite& write) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int64_t> GetStudyVersion(const StudyKey& key) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Changes> LoadChangesSince(const StudyKey& key,
+                                           int64_t version) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -54,11 +61,19 @@ class InMemoryStorage : public Storage {
     v1::Study study;  // The stored part only (see StoredStudy).
     std::map<int64_t, v1::Trial> trials;  // By trial id.
     std::optional<std::string> policy_state;
+    int64_t version = 0;
+    // The study version each trial (by id) and the policy state were last
+    // written at.
+    std::map<int64_t, int64_t> trial_versions;
+    int64_t policy_state_version = 0;
   };
   // By (owner, study_id); std::string order is byte order.
   using StudyMap =
       std::map<std::pair<std::string, std::string>, StudyRecord, std::less<>>;
 
+  // Studies of `owner`.
+  int64_t CountLocked(std::string_view owner)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The study's record, or NOT_FOUND.
   absl::StatusOr<StudyRecord*> Find(const StudyKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

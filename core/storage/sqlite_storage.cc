@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
+#include "core/storage/stored_records.h"
 
 namespace metaopt::storage {
 namespace sqlite_storage_internal {
@@ -82,9 +83,23 @@ ALTER TABLE policy_state_v2 RENAME TO policy_state;
 CREATE INDEX trials_by_state ON trials (owner, study_id, state);
 )sql";
 
+// Version 3: a per-study version, bumped by every write, so that processes
+// sharing the database can tell when their cached copy of a study is stale and
+// can make their writes conditional on it (compare-and-set); and the version
+// each trial and policy state was written at, so that a stale copy reads only
+// what changed.
+constexpr char kSchemaV3[] = R"sql(
+ALTER TABLE studies ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE trials ADD COLUMN written_version INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE policy_state ADD COLUMN written_version INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX trials_by_written_version ON trials (owner, study_id,
+                                                  written_version);
+)sql";
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {3, kSchemaV3},
 };
 
 absl::Status WriteSchemaVersion(Database& db, int version) {
@@ -208,45 +223,6 @@ absl::Status QuickCheck(Database& db) {
                    "); restore it from a backup"));
 }
 
-absl::Status StudyNotFound(const StudyKey& key) {
-  return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));
-}
-
-int64_t ToMicros(const google::protobuf::Timestamp& t) {
-  return t.seconds() * 1000000 + t.nanos() / 1000;
-}
-
-absl::StatusOr<v1::Study> ParseStudy(const StudyKey& key,
-                                     const std::string& blob) {
-  v1::Study study;
-  if (!study.ParseFromString(blob)) {
-    return absl::DataLossError(
-        absl::StrCat(Describe(key), ": stored study record does not parse"));
-  }
-  if (study.study_id() != key.study_id || study.owner() != key.owner) {
-    return absl::DataLossError(absl::StrCat(
-        Describe(key),
-        ": stored study record has a different study_id or owner"));
-  }
-  return study;
-}
-
-absl::StatusOr<v1::Trial> ParseTrial(const StudyKey& key, int64_t trial_id,
-                                     const std::string& blob) {
-  v1::Trial trial;
-  if (!trial.ParseFromString(blob)) {
-    return absl::DataLossError(
-        absl::StrCat(Describe(key), " trial ", trial_id,
-                     ": stored trial record does not parse"));
-  }
-  if (trial.id() != trial_id) {
-    return absl::DataLossError(absl::StrCat(Describe(key), " trial ", trial_id,
-                                            ": stored trial record has id ",
-                                            trial.id()));
-  }
-  return trial;
-}
-
 // Binds the key to parameters `first` (owner) and `first + 1` (study_id).
 absl::Status BindKey(Statement& statement, int first, const StudyKey& key) {
   METAOPT_RETURN_IF_ERROR(statement.BindText(first, key.owner));
@@ -307,25 +283,15 @@ absl::StatusOr<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(
 }
 
 absl::Status SqliteStorage::CheckStudyExists(const StudyKey& key) {
-  METAOPT_ASSIGN_OR_RETURN(
-      Statement query,
-      Statement::Prepare(
-          db_, "SELECT 1 FROM studies WHERE owner = ? AND study_id = ?"));
-  METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
-  METAOPT_ASSIGN_OR_RETURN(bool exists, query.Step());
-  if (!exists) return StudyNotFound(key);
-  return absl::OkStatus();
+  return ReadVersion(key).status();
 }
 
-absl::Status SqliteStorage::CreateStudy(const v1::Study& study) {
+absl::Status SqliteStorage::CreateStudy(const v1::Study& study,
+                                        int64_t max_studies_of_owner) {
   if (study.study_id().empty())
     return absl::InvalidArgumentError("study_id must not be empty");
   const StudyKey key{study.owner(), study.study_id()};
-  std::string blob;
-  if (!StoredStudy(study).SerializeToString(&blob)) {
-    return absl::InternalError(
-        absl::StrCat(Describe(key), ": cannot serialize study"));
-  }
+  METAOPT_ASSIGN_OR_RETURN(const std::string blob, SerializeStudy(study));
   MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
@@ -335,6 +301,11 @@ absl::Status SqliteStorage::CreateStudy(const v1::Study& study) {
         absl::StrCat(Describe(key), " already exists"));
   }
   if (!absl::IsNotFound(exists)) return exists;
+  if (max_studies_of_owner > 0) {
+    METAOPT_ASSIGN_OR_RETURN(const int64_t owned, CountLocked(key.owner));
+    if (owned >= max_studies_of_owner)
+      return OwnerQuotaExhausted(key, owned, max_studies_of_owner);
+  }
   METAOPT_ASSIGN_OR_RETURN(
       Statement insert,
       Statement::Prepare(db_,
@@ -393,6 +364,10 @@ absl::StatusOr<std::vector<v1::Study>> SqliteStorage::ListStudies(
 
 absl::StatusOr<int64_t> SqliteStorage::CountStudies(std::string_view owner) {
   MutexLock lock(&mu_);
+  return CountLocked(owner);
+}
+
+absl::StatusOr<int64_t> SqliteStorage::CountLocked(std::string_view owner) {
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
       Statement::Prepare(db_, "SELECT count(*) FROM studies WHERE owner = ?"));
@@ -421,25 +396,32 @@ absl::Status SqliteStorage::DeleteStudy(const StudyKey& key) {
 absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
                                        const StudyWrite& write) {
   const absl::Span<const v1::Trial> trials = write.trials;
-  std::vector<std::string> blobs(trials.size());
-  for (size_t i = 0; i < trials.size(); ++i) {
-    if (!trials[i].SerializeToString(&blobs[i])) {
-      return absl::InternalError(absl::StrCat(Describe(key), " trial ",
-                                              trials[i].id(),
-                                              ": cannot serialize trial"));
-    }
-  }
+  METAOPT_ASSIGN_OR_RETURN(const std::vector<std::string> blobs,
+                           SerializeTrials(key, trials));
   MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
-  METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
+  METAOPT_ASSIGN_OR_RETURN(const int64_t version, ReadVersion(key));
+  if (write.expected_version.has_value() &&
+      *write.expected_version != version) {
+    return VersionConflict(key, *write.expected_version, version);
+  }
+  {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement bump,
+        Statement::Prepare(db_,
+                           "UPDATE studies SET version = version + 1 WHERE "
+                           "owner = ? AND study_id = ?"));
+    METAOPT_RETURN_IF_ERROR(BindKey(bump, 1, key));
+    METAOPT_RETURN_IF_ERROR(bump.Run());
+  }
   if (!trials.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
         Statement upsert,
         Statement::Prepare(db_,
                            "INSERT OR REPLACE INTO trials (owner, study_id, "
-                           "trial_id, state, client_id, trial) VALUES (?, ?, "
-                           "?, ?, ?, ?)"));
+                           "trial_id, state, client_id, trial, "
+                           "written_version) VALUES (?, ?, ?, ?, ?, ?, ?)"));
     for (size_t i = 0; i < trials.size(); ++i) {
       METAOPT_RETURN_IF_ERROR(upsert.Reset());
       METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
@@ -447,6 +429,7 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
       METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, trials[i].state()));
       METAOPT_RETURN_IF_ERROR(upsert.BindText(5, trials[i].client_id()));
       METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, blobs[i]));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(7, version + 1));
       METAOPT_RETURN_IF_ERROR(upsert.Run());
     }
   }
@@ -455,12 +438,30 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
         Statement upsert,
         Statement::Prepare(db_,
                            "INSERT OR REPLACE INTO policy_state (owner, "
-                           "study_id, state) VALUES (?, ?, ?)"));
+                           "study_id, state, written_version) VALUES (?, ?, ?, "
+                           "?)"));
     METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
     METAOPT_RETURN_IF_ERROR(upsert.BindBlob(3, *write.policy_state));
+    METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, version + 1));
     METAOPT_RETURN_IF_ERROR(upsert.Run());
   }
   return tx.Commit();
+}
+
+absl::StatusOr<int64_t> SqliteStorage::ReadVersion(const StudyKey& key) {
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement query,
+      Statement::Prepare(
+          db_, "SELECT version FROM studies WHERE owner = ? AND study_id = ?"));
+  METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
+  METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
+  if (!found) return StudyNotFound(key);
+  return query.ColumnInt64(0);
+}
+
+absl::StatusOr<int64_t> SqliteStorage::GetStudyVersion(const StudyKey& key) {
+  MutexLock lock(&mu_);
+  return ReadVersion(key);
 }
 
 absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
@@ -490,6 +491,45 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
   }  // The statement is finalized before the transaction ends.
   METAOPT_RETURN_IF_ERROR(tx.Commit());
   return trials;
+}
+
+absl::StatusOr<Storage::Changes> SqliteStorage::LoadChangesSince(
+    const StudyKey& key, int64_t version) {
+  MutexLock lock(&mu_);
+  // One read transaction: the version and the rows come from one snapshot.
+  METAOPT_ASSIGN_OR_RETURN(
+      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kDeferred));
+  Changes changes;
+  METAOPT_ASSIGN_OR_RETURN(changes.version, ReadVersion(key));
+  {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement query,
+        Statement::Prepare(db_,
+                           "SELECT trial_id, trial FROM trials WHERE owner = ? "
+                           "AND study_id = ? AND written_version > ? ORDER BY "
+                           "trial_id"));
+    METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
+    METAOPT_RETURN_IF_ERROR(query.BindInt64(3, version));
+    while (true) {
+      METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+      if (!has_row) break;
+      METAOPT_ASSIGN_OR_RETURN(
+          v1::Trial trial,
+          ParseTrial(key, query.ColumnInt64(0), query.ColumnBlob(1)));
+      changes.trials.push_back(std::move(trial));
+    }
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement policy,
+        Statement::Prepare(db_,
+                           "SELECT state FROM policy_state WHERE owner = ? AND "
+                           "study_id = ? AND written_version > ?"));
+    METAOPT_RETURN_IF_ERROR(BindKey(policy, 1, key));
+    METAOPT_RETURN_IF_ERROR(policy.BindInt64(3, version));
+    METAOPT_ASSIGN_OR_RETURN(bool found, policy.Step());
+    if (found) changes.policy_state = policy.ColumnBlob(0);
+  }  // The statements are finalized before the transaction ends.
+  METAOPT_RETURN_IF_ERROR(tx.Commit());
+  return changes;
 }
 
 absl::StatusOr<std::optional<std::string>> SqliteStorage::GetPolicyState(

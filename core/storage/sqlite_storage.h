@@ -23,11 +23,12 @@
 namespace metaopt::storage {
 
 // Storage backed by a SQLite file. Rows hold key columns plus serialized
-// protos (schema version 2):
-//   studies(owner, study_id, create_time_micros, study)  the stored part of
-//       v1::Study (see StoredStudy)
-//   trials(owner, study_id, trial_id, state, client_id, trial)
-//   policy_state(owner, study_id, state)
+// protos (schema version 3):
+//   studies(owner, study_id, create_time_micros, study, version)  the stored
+//       part of v1::Study (see StoredStudy) and its write count
+//   trials(owner, study_id, trial_id, state, client_id, trial,
+//          written_version)  the study version of its last write
+//   policy_state(owner, study_id, state, written_version)
 // Thread-safe: one connection, guarded by `mu_`; every call holds `mu_` for its
 // whole duration, and statements are prepared per call, never shared. Each
 // mutation is one BEGIN IMMEDIATE ... COMMIT transaction, durable on return
@@ -42,7 +43,9 @@ class SqliteStorage : public Storage {
   SqliteStorage(const SqliteStorage&) = delete;
   SqliteStorage& operator=(const SqliteStorage&) = delete;
 
-  absl::Status CreateStudy(const v1::Study& study) override
+  using Storage::CreateStudy;
+  absl::Status CreateStudy(const v1::Study& study,
+                           int64_t max_studies_of_owner) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<v1::Study> GetStudy(const StudyKey& key) override
       ABSL_LOCKS_EXCLUDED(mu_);
@@ -55,8 +58,13 @@ class SqliteStorage : public Storage {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status WriteStudy(const StudyKey& key, const StudyWrite& write) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<int64_t> GetStudyVersion(const StudyKey& key) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<Changes> LoadChangesSince(const StudyKey& key,
+                                           int64_t version) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) override ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -67,6 +75,12 @@ class SqliteStorage : public Storage {
 
   // OK if the study exists, NOT_FOUND otherwise. Call inside a transaction.
   absl::Status CheckStudyExists(const StudyKey& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The study's version, or NOT_FOUND.
+  absl::StatusOr<int64_t> ReadVersion(const StudyKey& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Studies of `owner`.
+  absl::StatusOr<int64_t> CountLocked(std::string_view owner)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Mutex mu_;

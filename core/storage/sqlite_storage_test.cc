@@ -309,7 +309,8 @@ TEST_F(SqliteStorageTest, MigratesAHandBuiltVersion1Database) {
   METAOPT_ASSERT_OK_AND_ASSIGN(trials, storage->LoadTrials(Key("old")));
   EXPECT_THAT(trials, SizeIs(2));
   // The foreign keys still point at the rebuilt studies table.
-  EXPECT_THAT(Raw().Exec("PRAGMA foreign_keys = ON; INSERT INTO trials VALUES "
+  EXPECT_THAT(Raw().Exec("PRAGMA foreign_keys = ON; INSERT INTO trials (owner, "
+                         "study_id, trial_id, state, client_id, trial) VALUES "
                          "('bob', 'old', 1, 1, 'w', x'')"),
               StatusIs(absl::StatusCode::kInternal, HasSubstr("FOREIGN KEY")));
   ASSERT_THAT(storage->DeleteStudy(Key("old")), IsOk());

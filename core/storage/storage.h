@@ -48,6 +48,11 @@ struct StudyWrite {
   // Replaces the stored policy state when set; the stored one is kept
   // otherwise.
   std::optional<std::string_view> policy_state;
+  // Compare-and-set: when set, the write is stored only if the study's version
+  // (see Storage::GetStudyVersion) is this value, and is ABORTED with nothing
+  // stored otherwise. This is how several processes sharing one database
+  // serialize their changes of one study.
+  std::optional<int64_t> expected_version;
 };
 
 // What is stored of a study: its owner, id, spec, create time and bound model
@@ -60,9 +65,18 @@ class Storage {
  public:
   virtual ~Storage() = default;
 
-  // Creates the study under (study.owner(), study.study_id()). ALREADY_EXISTS
-  // if that key is taken; INVALID_ARGUMENT if the id is empty.
-  virtual absl::Status CreateStudy(const v1::Study& study) = 0;
+  // Creates the study under (study.owner(), study.study_id()) at version 0.
+  // ALREADY_EXISTS if that key is taken; INVALID_ARGUMENT if the id is empty;
+  // RESOURCE_EXHAUSTED (and nothing stored) if `max_studies_of_owner` > 0 and
+  // the owner already holds that many studies. The count and the insert are
+  // one step, also for concurrent creates through other Storage objects on the
+  // same database.
+  virtual absl::Status CreateStudy(const v1::Study& study,
+                                   int64_t max_studies_of_owner) = 0;
+  // CreateStudy without a limit.
+  absl::Status CreateStudy(const v1::Study& study) {
+    return CreateStudy(study, 0);
+  }
   // NOT_FOUND if absent.
   virtual absl::StatusOr<v1::Study> GetStudy(const StudyKey& key) = 0;
   // Up to `limit` studies of `owner` with study_id > `after_study_id`, ordered
@@ -79,10 +93,16 @@ class Storage {
   // records parse. NOT_FOUND if absent.
   virtual absl::Status DeleteStudy(const StudyKey& key) = 0;
 
-  // Stores every change of `write` in one transaction: all of them or none.
-  // Trials not named are kept. NOT_FOUND if the study is absent.
+  // Stores every change of `write` in one transaction: all of them or none,
+  // and adds one to the study's version. Trials not named are kept. NOT_FOUND
+  // if the study is absent; ABORTED if write.expected_version is set and is
+  // not the study's version.
   virtual absl::Status WriteStudy(const StudyKey& key,
                                   const StudyWrite& write) = 0;
+  // The study's version: 0 when created, one more after each WriteStudy (by
+  // any process on the same database). A cached copy of the study's trials and
+  // policy state is current as long as this is unchanged. NOT_FOUND if absent.
+  virtual absl::StatusOr<int64_t> GetStudyVersion(const StudyKey& key) = 0;
 
   // WriteStudy of `trials` alone.
   absl::Status PutTrials(const StudyKey& key,
@@ -93,6 +113,19 @@ class Storage {
   virtual absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const StudyKey& key) = 0;
 
+  // What changed since the study was at `version`: in one consistent read,
+  // its version now, the trials stored by the writes after `version` (by
+  // increasing id), and its policy state if one of those writes replaced it.
+  // Applied to a copy at `version`, they give the study at the returned
+  // version. NOT_FOUND if the study is absent.
+  struct Changes {
+    int64_t version = 0;
+    std::vector<v1::Trial> trials;
+    std::optional<std::string> policy_state;
+  };
+  virtual absl::StatusOr<Changes> LoadChangesSince(const StudyKey& key,
+                                                   int64_t version) = 0;
+
   // Opaque per-study surrogate/policy state (a serialized proto), replaced as a
   // whole: WriteStudy of `blob` alone. NOT_FOUND if the study is absent.
   absl::Status PutPolicyState(const StudyKey& key, std::string_view blob) {
@@ -101,6 +134,11 @@ class Storage {
   // std::nullopt if none was stored. NOT_FOUND if the study is absent.
   virtual absl::StatusOr<std::optional<std::string>> GetPolicyState(
       const StudyKey& key) = 0;
+
+  // OK if the database answers now: one quick attempt, no retries, for
+  // readiness checks. Storage in this process (memory, a SQLite file) always
+  // answers.
+  virtual absl::Status CheckReachable() { return absl::OkStatus(); }
 };
 
 struct SqliteOptions {
@@ -119,6 +157,46 @@ struct SqliteOptions {
 // metaopt (higher schema version) is FAILED_PRECONDITION.
 absl::StatusOr<std::unique_ptr<Storage>> OpenSqliteStorage(
     const std::string& path, const SqliteOptions& options = {});
+
+struct PostgresOptions {
+  // Connections kept open to the server; calls beyond them wait for one.
+  int pool_size = 4;
+  // Seconds one connection attempt may take (libpq's connect_timeout; a value
+  // in the URI takes precedence).
+  int connect_timeout_seconds = 5;
+  // How long one call keeps retrying, with exponential backoff, while the
+  // server cannot be reached (a restart, a failover, a dropped connection)
+  // before it returns UNAVAILABLE.
+  absl::Duration retry_budget = absl::Seconds(15);
+  // As SqliteOptions::on_commit: the duration of each successful write
+  // COMMIT.
+  std::function<void(absl::Duration)> on_commit;
+};
+
+// Connects to the PostgreSQL database named by `uri` (a libpq connection URI,
+// postgresql://user:password@host:port/dbname?param=value), and brings its
+// schema to the current version (the same versions as SQLite's). Several
+// processes may open the same database at once. INVALID_ARGUMENT for a URI
+// libpq rejects; UNAVAILABLE when the server cannot be reached within
+// options.retry_budget; FAILED_PRECONDITION for a schema newer than this
+// build's. Messages show the URI with its password replaced by "***".
+absl::StatusOr<std::unique_ptr<Storage>> OpenPostgresStorage(
+    const std::string& uri, const PostgresOptions& options = {});
+
+// Opens the database that the server's --db value `db` names:
+//   postgresql://... or postgres://...  PostgreSQL (a libpq connection URI)
+//   sqlite:PATH or PATH                  the SQLite file PATH
+// INVALID_ARGUMENT naming the value and the rule for an empty value or another
+// URI scheme (mysql://...); otherwise as OpenSqliteStorage /
+// OpenPostgresStorage, with messages that name the database as
+// DescribeDatabase does.
+absl::StatusOr<std::unique_ptr<Storage>> OpenStorage(
+    const std::string& db, const SqliteOptions& sqlite_options,
+    const PostgresOptions& postgres_options);
+
+// `db` (a --db value) for messages and logs: a PostgreSQL URI with its
+// password replaced by "***", anything else as is.
+std::string DescribeDatabase(const std::string& db);
 
 // The schema version this build writes.
 int CurrentSchemaVersion();

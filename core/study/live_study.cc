@@ -8,12 +8,69 @@
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/model_binding.h"
+#include "google/protobuf/util/message_differencer.h"
 
 namespace metaopt::study {
 absl::Status StudyNotFound(const std::string& study_id) {
   return absl::NotFoundError(
       absl::StrCat("study \"", study_id, "\" does not exist"));
 }
+
+namespace {
+
+// The study's policy from its stored state and bound model.
+absl::StatusOr<std::shared_ptr<const policy::Policy>> BuildPolicy(
+    registry::ModelManager* models, const LiveStudy& live,
+    const std::optional<std::string>& policy_state) {
+  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
+                           registry::StoredBinding(models, live.stored));
+  return policy::CreatePolicy(live.stored.spec(), policy_state,
+                              std::move(binding.model));
+}
+
+// True if `changed` (by increasing id) can be applied to `trials`: each one
+// replaces a trial or appends the next id.
+bool AppliesTo(const std::vector<v1::Trial>& changed,
+               const StudyTrials& trials) {
+  int64_t next = trials.size() + 1;
+  for (const v1::Trial& trial : changed) {
+    if (trial.id() < 1 || trial.id() > next) return false;
+    if (trial.id() == next) ++next;
+  }
+  return true;
+}
+
+// Reads the study's storage version, then its trials and policy state (in
+// that order: the copy is then at least as new as the version it records, and
+// a write conditional on that version fails if it is older), and rebuilds its
+// policy.
+absl::Status ReadStudyState(storage::Storage& storage,
+                            registry::ModelManager* models, LiveStudy& live)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu) {
+  const storage::StudyKey& key = live.key;
+  auto version = storage.GetStudyVersion(key);
+  if (absl::IsNotFound(version.status())) {
+    live.deleted = true;
+    live.dropped = true;
+    return StudyNotFound(key.study_id);
+  }
+  METAOPT_RETURN_IF_ERROR(version.status());
+  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> stored_trials,
+                           storage.LoadTrials(key));
+  METAOPT_ASSIGN_OR_RETURN(
+      StudyTrials trials,
+      StudyTrials::Load(std::move(stored_trials), key.study_id));
+  METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
+                           storage.GetPolicyState(key));
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const policy::Policy> policy,
+                           BuildPolicy(models, live, policy_state));
+  live.trials = std::move(trials);
+  live.policy = std::move(policy);
+  live.stored_version = *version;
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
     storage::Storage& storage, registry::ModelManager* models,
@@ -35,25 +92,51 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
     live->candidate_key_list.push_back(space::ConfigurationKey(candidate));
     live->candidate_keys.insert(live->candidate_key_list.back());
   }
-  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> stored_trials,
-                           storage.LoadTrials(key));
-  METAOPT_ASSIGN_OR_RETURN(
-      StudyTrials trials,
-      StudyTrials::Load(std::move(stored_trials), study_id));
-  METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
-                           storage.GetPolicyState(key));
-  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
-                           registry::StoredBinding(models, live->stored));
-  METAOPT_ASSIGN_OR_RETURN(
-      std::shared_ptr<const policy::Policy> policy,
-      policy::CreatePolicy(live->stored.spec(), policy_state,
-                           std::move(binding.model)));
-  {
-    MutexLock lock(&live->mu);
-    live->trials = std::move(trials);
-    live->policy = std::move(policy);
-  }
+  MutexLock lock(&live->mu);
+  METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, *live));
   return live;
+}
+
+absl::Status RefreshStudy(storage::Storage& storage,
+                          registry::ModelManager* models, LiveStudy& live) {
+  const absl::StatusOr<int64_t> version = storage.GetStudyVersion(live.key);
+  if (absl::IsNotFound(version.status())) {
+    live.deleted = true;
+    live.dropped = true;
+    return StudyNotFound(live.key.study_id);
+  }
+  METAOPT_RETURN_IF_ERROR(version.status());
+  if (*version == live.stored_version) return absl::OkStatus();
+  // Deleted and created again (by another process), perhaps with another
+  // spec: this copy is of a study that is gone.
+  const absl::StatusOr<v1::Study> stored = storage.GetStudy(live.key);
+  if (absl::IsNotFound(stored.status()) ||
+      (stored.ok() && !google::protobuf::util::MessageDifferencer::Equals(
+                          *stored, live.stored))) {
+    live.deleted = true;
+    live.dropped = true;
+    return StudyNotFound(live.key.study_id);
+  }
+  METAOPT_RETURN_IF_ERROR(stored.status());
+  // Only what changed since the copy's version, read in one snapshot.
+  METAOPT_ASSIGN_OR_RETURN(
+      storage::Storage::Changes changes,
+      storage.LoadChangesSince(live.key, live.stored_version));
+  if (changes.version < live.stored_version ||
+      !AppliesTo(changes.trials, live.trials)) {
+    // Not a continuation of this copy: read the whole study.
+    METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, live));
+    ++live.version;
+    return absl::OkStatus();
+  }
+  if (changes.policy_state.has_value()) {
+    METAOPT_ASSIGN_OR_RETURN(live.policy,
+                             BuildPolicy(models, live, changes.policy_state));
+  }
+  for (v1::Trial& trial : changes.trials) live.trials.Put(std::move(trial));
+  live.stored_version = changes.version;
+  ++live.version;
+  return absl::OkStatus();
 }
 
 v1::Study DescribeStudy(const LiveStudy& live) {

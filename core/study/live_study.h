@@ -3,6 +3,7 @@
 #ifndef METAOPT_CORE_STUDY_LIVE_STUDY_H_
 #define METAOPT_CORE_STUDY_LIVE_STUDY_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,12 +34,22 @@ struct LiveStudy {
   // The same keys in catalogue order (policy::StudyView::candidate_keys).
   std::vector<std::string> candidate_key_list;
 
+  // Set (once) with `deleted`, readable without `mu`: the engine then loads
+  // the study afresh instead of using this copy (it may have been created
+  // again, by another process).
+  std::atomic<bool> dropped{false};
+
   Mutex mu;
   StudyTrials trials ABSL_GUARDED_BY(mu);
   std::shared_ptr<const policy::Policy> policy ABSL_GUARDED_BY(mu);
   // Bumped by every change of `trials` or `policy` (not by lease
   // extensions, which policies do not see).
   int64_t version ABSL_GUARDED_BY(mu) = 0;
+  // The storage version (storage::Storage::GetStudyVersion) that `trials` and
+  // `policy` reflect. Every write of the engine is conditional on it, so that
+  // a process whose copy is stale (another process sharing the database
+  // changed the study) stores nothing and refreshes instead.
+  int64_t stored_version ABSL_GUARDED_BY(mu) = 0;
   bool deleted ABSL_GUARDED_BY(mu) = false;
   // Recent wall time of one policy Suggest (see NextSuggestCost), once one
   // was measured.
@@ -56,6 +67,16 @@ absl::Status StudyNotFound(const std::string& study_id);
 absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
     storage::Storage& storage, registry::ModelManager* models,
     const storage::StudyKey& key);
+
+// Makes `live`'s trials and policy those in storage if the study's storage
+// version is not live.stored_version (another process sharing the database
+// changed it), bumping live.version; one cheap version read otherwise.
+// NOT_FOUND, with live.deleted and live.dropped set, if the study is gone or
+// was deleted and created again with another record (the caller may load it
+// afresh).
+absl::Status RefreshStudy(storage::Storage& storage,
+                          registry::ModelManager* models, LiveStudy& live)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
 
 // The study with its derived fields: trial count, best trial, state
 // (EXHAUSTED once every catalogue entry is held).

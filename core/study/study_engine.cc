@@ -20,6 +20,20 @@
 namespace metaopt::study {
 namespace {
 
+// Writes of one call that found the study changed by another process (an
+// ABORTED conditional write) are redone on the refreshed study at most this
+// many times; then the call is UNAVAILABLE.
+constexpr int kMaxWriteConflicts = 16;
+
+absl::Status TooManyConflicts(const LiveStudy& study,
+                              const absl::Status& last) {
+  return absl::UnavailableError(absl::StrCat(
+      "study \"", study.key.study_id,
+      "\" is being changed by other servers "
+      "faster than this one could apply its change (",
+      kMaxWriteConflicts, " attempts; last: ", last.message(), "); retry"));
+}
+
 void LogExpired(const LiveStudy& study, const std::vector<v1::Trial>& expired) {
   LogInfo(absl::StrCat("study \"", study.stored.study_id(),
                        "\": ", expired.size(),
@@ -40,40 +54,62 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> StudyEngine::FindStudy(
   {
     MutexLock lock(&map_mu_);
     auto it = studies_.find(key);
-    if (it != studies_.end()) return it->second;
+    if (it != studies_.end() && !it->second->dropped) return it->second;
   }
   // Load outside the map lock; if two threads race, the first insert wins.
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> loaded,
                            LoadStudy(*storage_, models_, key));
   MutexLock lock(&map_mu_);
-  auto [it, inserted] = studies_.emplace(key, std::move(loaded));
-  return it->second;
+  std::shared_ptr<LiveStudy>& slot = studies_[key];
+  if (slot == nullptr || slot->dropped) slot = std::move(loaded);
+  return slot;
 }
 
 absl::Status StudyEngine::WithLiveStudy(
     const storage::StudyKey& key,
     absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn) {
-  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> study, FindStudy(key));
-  return WithLiveStudy(*study, fn);
+  for (bool reloaded = false;; reloaded = true) {
+    METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> study, FindStudy(key));
+    const absl::Status status = WithLiveStudy(*study, fn);
+    // Deleted by another process since it was loaded: it may exist again.
+    if (!absl::IsNotFound(status) || !study->dropped || reloaded) return status;
+  }
 }
 
 absl::Status StudyEngine::WithLiveStudy(
     LiveStudy& study,
     absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn) {
   MutexLock lock(&study.mu);
-  if (study.deleted) {
-    return StudyNotFound(study.key.study_id);
+  for (int conflicts = 0;; ++conflicts) {
+    if (study.deleted) {
+      return StudyNotFound(study.key.study_id);
+    }
+    METAOPT_RETURN_IF_ERROR(RefreshStudy(*storage_, models_, study));
+    const absl::Time now = options_.clock();
+    absl::Status status = ExpireLeases(study, now);
+    if (status.ok()) status = fn(study, now);
+    // ABORTED: another process changed the study between the refresh and
+    // the write, which stored nothing; redo it on the refreshed study.
+    if (!absl::IsAborted(status)) return status;
+    if (conflicts + 1 >= kMaxWriteConflicts)
+      return TooManyConflicts(study, status);
   }
-  const absl::Time now = options_.clock();
-  METAOPT_RETURN_IF_ERROR(ExpireLeases(study, now));
-  return fn(study, now);
+}
+
+absl::Status StudyEngine::Store(LiveStudy& study,
+                                absl::Span<const v1::Trial> trials,
+                                std::optional<std::string_view> policy_state) {
+  METAOPT_RETURN_IF_ERROR(storage_->WriteStudy(
+      study.key, {trials, policy_state, study.stored_version}));
+  ++study.stored_version;
+  return absl::OkStatus();
 }
 
 absl::Status StudyEngine::ExpireLeases(LiveStudy& study, absl::Time now) {
   std::vector<v1::Trial> expired =
       study.trials.ExpiredLeases(now, options_.trial_lease);
   if (expired.empty()) return absl::OkStatus();
-  METAOPT_RETURN_IF_ERROR(storage_->PutTrials(study.key, expired));
+  METAOPT_RETURN_IF_ERROR(Store(study, expired, std::nullopt));
   LogExpired(study, expired);
   for (v1::Trial& trial : expired) study.trials.Put(std::move(trial));
   ++study.version;
@@ -123,31 +159,27 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   *study.mutable_create_time() = ToProtoTimestamp(options_.clock());
   study.set_state(v1::STUDY_STATE_ACTIVE);
 
-  absl::Status created;
-  {
-    // Creates are serialized while a quota is set, so concurrent ones cannot
-    // overshoot it. An existing study is returned (create-or-get) whatever the
-    // count.
-    MutexLock create_lock(&create_mu_);
-    if (options_.max_studies_per_owner > 0) {
-      METAOPT_ASSIGN_OR_RETURN(const int64_t owned,
-                               storage_->CountStudies(context.owner));
-      const absl::Status existing =
-          storage_->GetStudy({context.owner, request.study_id()}).status();
-      if (!existing.ok() && !absl::IsNotFound(existing)) return existing;
-      if (owned >= options_.max_studies_per_owner && !existing.ok()) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "study quota exhausted: ",
-            context.owner.empty()
-                ? std::string("the server")
-                : absl::StrCat("owner \"", context.owner, "\""),
-            " holds ", owned,
-            " studies and the limit per owner "
-            "(max_studies_per_owner) is ",
-            options_.max_studies_per_owner, "; delete a study first"));
-      }
-    }
-    created = storage_->CreateStudy(study);
+  // The storage counts and inserts in one step, also against other
+  // processes sharing the database. An existing study is returned
+  // (create-or-get) whatever the count.
+  const absl::Status created =
+      storage_->CreateStudy(study, options_.max_studies_per_owner);
+  // RESOURCE_EXHAUSTED is also a full disk; the quota is the reason only if
+  // the owner holds that many studies.
+  const bool over_quota =
+      absl::IsResourceExhausted(created) && options_.max_studies_per_owner > 0;
+  const absl::StatusOr<int64_t> owned =
+      over_quota ? storage_->CountStudies(context.owner)
+                 : absl::StatusOr<int64_t>(0);
+  if (over_quota && owned.ok() && *owned >= options_.max_studies_per_owner) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "study quota exhausted: ",
+        context.owner.empty() ? std::string("the server")
+                              : absl::StrCat("owner \"", context.owner, "\""),
+        " holds ", *owned,
+        " studies and the limit per owner "
+        "(max_studies_per_owner) is ",
+        options_.max_studies_per_owner, "; delete a study first"));
   }
   v1::CreateStudyResponse response;
   if (absl::IsAlreadyExists(created)) {
@@ -160,9 +192,12 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        "\" already exists with a different spec; choose "
                        "another study_id or delete it first"));
     }
-    MutexLock lock(&entry->mu);
-    METAOPT_RETURN_IF_ERROR(ExpireLeases(*entry, options_.clock()));
-    *response.mutable_study() = DescribeStudy(*entry);
+    METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+        *entry,
+        [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          *response.mutable_study() = DescribeStudy(study);
+          return absl::OkStatus();
+        }));
     response.set_created(false);
     return response;
   }
@@ -268,6 +303,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
     }
     METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(entry->key));
     entry->deleted = true;
+    entry->dropped = true;
     ++entry->version;
   }
   {
@@ -313,8 +349,7 @@ absl::Status StudyEngine::CommitSuggest(
   std::optional<std::string_view> policy_state;
   if (update.has_value()) policy_state = update->state;
   if (!write.empty() || policy_state.has_value()) {
-    METAOPT_RETURN_IF_ERROR(
-        storage_->WriteStudy(study.key, {write, policy_state}));
+    METAOPT_RETURN_IF_ERROR(Store(study, write, policy_state));
   }
   staged.Commit();
   if (!expired.empty()) LogExpired(study, expired);
@@ -330,9 +365,21 @@ absl::Status StudyEngine::CommitSuggest(
 absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     const v1::SuggestRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateSuggestRequest(request, options_));
+  for (bool reloaded = false;; reloaded = true) {
+    METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
+                             FindStudy({context.owner, request.study_id()}));
+    absl::StatusOr<v1::SuggestResponse> response =
+        SuggestOn(entry, request, context);
+    // Deleted by another process since it was loaded: it may exist again.
+    if (!absl::IsNotFound(response.status()) || !entry->dropped || reloaded)
+      return response;
+  }
+}
+
+absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
+    const std::shared_ptr<LiveStudy>& entry, const v1::SuggestRequest& request,
+    const CallContext& context) {
   const int count = request.count() == 0 ? 1 : request.count();
-  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                           FindStudy({context.owner, request.study_id()}));
   const v1::StudySpec& spec = entry->stored.spec();
 
   auto view_of = [&](const std::vector<v1::Trial>& trials,
@@ -365,6 +412,8 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
+    // Another process sharing the database may have changed the study.
+    METAOPT_RETURN_IF_ERROR(RefreshStudy(*storage_, models_, *entry));
     const absl::Time now = options_.clock();
     // Expired leases and the renewed leases of the client's trials are
     // applied now (the policy sees them) and stored with the new trials, in
@@ -424,6 +473,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
       if (entry->deleted) {
         return StudyNotFound(request.study_id());
       }
+      METAOPT_RETURN_IF_ERROR(RefreshStudy(*storage_, models_, *entry));
       if (entry->version != version)
         continue;  // the study changed meanwhile: recompute
       // Nothing a policy sees changed: the same lease changes apply.
@@ -470,8 +520,16 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
         created.push_back(std::move(trial));
       }
     }
-    METAOPT_RETURN_IF_ERROR(
-        CommitSuggest(*entry, staged, created, proposed->update));
+    const absl::Status committed =
+        CommitSuggest(*entry, staged, created, proposed->update);
+    if (absl::IsAborted(committed)) {
+      // Another process changed the study after the refresh; nothing was
+      // stored. Recompute on the refreshed study.
+      if (attempt + 1 >= kMaxWriteConflicts)
+        return TooManyConflicts(*entry, committed);
+      continue;
+    }
+    METAOPT_RETURN_IF_ERROR(committed);
     if (!fallback_reason.empty()) {
       LogInfo(absl::StrCat("study \"", request.study_id(), "\": ",
                            created.size(), " random suggestion(s) instead of ",
@@ -547,7 +605,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
         }
         *trial.mutable_metrics() = request.metrics();
         *trial.mutable_complete_time() = ToProtoTimestamp(options_.clock());
-        METAOPT_RETURN_IF_ERROR(storage_->PutTrials(study.key, {trial}));
+        METAOPT_RETURN_IF_ERROR(Store(study, {trial}, std::nullopt));
         ++study.version;
         study.trials.Put(trial);
         *response.mutable_trial() = std::move(trial);
@@ -580,16 +638,13 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
   METAOPT_ASSIGN_OR_RETURN(policy::FineTuneResult result,
                            policy->FineTune(view, options));
   const absl::Duration elapsed = absl::Now() - start;
-  {
-    MutexLock lock(&entry->mu);
-    if (entry->deleted) {
-      return StudyNotFound(request.study_id());
-    }
-    METAOPT_RETURN_IF_ERROR(
-        storage_->PutPolicyState(entry->key, result.update.state));
-    entry->policy = std::move(result.update.policy);
-    ++entry->version;
-  }
+  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+      *entry, [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        METAOPT_RETURN_IF_ERROR(Store(study, {}, result.update.state));
+        study.policy = result.update.policy;
+        ++study.version;
+        return absl::OkStatus();
+      }));
   v1::FineTuneResponse response;
   response.set_loss_before(result.loss_before);
   response.set_loss_after(result.loss_after);
@@ -693,7 +748,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
           *renewed.back().mutable_lease_expire_time() =
               ToProtoTimestamp(now + options_.trial_lease);
         }
-        METAOPT_RETURN_IF_ERROR(storage_->PutTrials(study.key, renewed));
+        METAOPT_RETURN_IF_ERROR(Store(study, renewed, std::nullopt));
         for (v1::Trial& trial : renewed) {
           *response.add_trials() = trial;
           study.trials.Put(std::move(trial));

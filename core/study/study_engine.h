@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -16,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "core/common/mutex.h"
 #include "core/policy/policy.h"
 #include "core/registry/model_manager.h"
@@ -31,7 +33,12 @@ namespace metaopt::study {
 
 // Thread-safe. One mutex guards the map of loaded studies (held only for
 // lookups and inserts, never across I/O); one mutex per study serializes that
-// study's changes. Lock order: map, then one study. Slow policy computations
+// study's changes in this process. Several processes may share one database
+// (server replicas on PostgreSQL): every call checks the study's storage
+// version and refreshes the loaded copy when another process changed it, and
+// every write is conditional on that version, so that of two processes
+// changing one study, one stores its change and the other recomputes on the
+// refreshed study. Lock order: map, then one study. Slow policy computations
 // run outside the study lock on a snapshot and are committed only if the study
 // did not change meanwhile; cheap ones run under it (see
 // EngineOptions::max_locked_policy_cost). Every change is written to storage
@@ -94,8 +101,11 @@ class StudyEngine {
   absl::StatusOr<std::shared_ptr<LiveStudy>> FindStudy(
       const storage::StudyKey& key) ABSL_LOCKS_EXCLUDED(map_mu_);
   // The preamble of the RPCs that read or change one study: finds it, takes
-  // its lock, answers NOT_FOUND if it was deleted meanwhile, expires its
-  // leases, then runs `fn` under the lock with the time used for expiry.
+  // its lock, answers NOT_FOUND if it was deleted meanwhile, refreshes it
+  // from storage if another process changed it, expires its leases, then runs
+  // `fn` under the lock with the time used for expiry. When a write finds the
+  // study changed by another process (ABORTED), the whole preamble and `fn`
+  // run again on the refreshed study; `fn` must be repeatable.
   absl::Status WithLiveStudy(
       const storage::StudyKey& key,
       absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn)
@@ -105,6 +115,17 @@ class StudyEngine {
       LiveStudy& study,
       absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn)
       ABSL_LOCKS_EXCLUDED(study.mu);
+  // Suggest on the loaded study `entry`.
+  absl::StatusOr<v1::SuggestResponse> SuggestOn(
+      const std::shared_ptr<LiveStudy>& entry,
+      const v1::SuggestRequest& request, const CallContext& context)
+      ABSL_LOCKS_EXCLUDED(entry->mu);
+  // Stores `trials` and `policy_state` (if set) with a write conditional on
+  // study.stored_version, and advances it: ABORTED, with nothing stored, if
+  // another process changed the study since it was last refreshed.
+  absl::Status Store(LiveStudy& study, absl::Span<const v1::Trial> trials,
+                     std::optional<std::string_view> policy_state)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
   // Turns the ACTIVE trials of `study` whose lease ended by `now` STALE and
   // stores them. Called under the study lock by every RPC that reads or
   // changes the study, before it looks at the trials (Suggest stores them
@@ -130,9 +151,6 @@ class StudyEngine {
   registry::ModelManager* const models_;
   const EngineOptions options_;
 
-  // Serializes the quota check and insert of CreateStudy (when a quota is set)
-  // so concurrent creates cannot overshoot it. Taken before no other lock.
-  Mutex create_mu_;
   Mutex map_mu_;
   absl::flat_hash_map<storage::StudyKey, std::shared_ptr<LiveStudy>> studies_
       ABSL_GUARDED_BY(map_mu_);

@@ -282,9 +282,11 @@ class CountingStorage : public storage::Storage {
   explicit CountingStorage(storage::Storage* base) : base_(base) {}
   int writes() const { return writes_; }
 
-  absl::Status CreateStudy(const v1::Study& study) override {
+  using storage::Storage::CreateStudy;
+  absl::Status CreateStudy(const v1::Study& study,
+                           int64_t max_studies_of_owner) override {
     ++writes_;
-    return base_->CreateStudy(study);
+    return base_->CreateStudy(study, max_studies_of_owner);
   }
   absl::StatusOr<v1::Study> GetStudy(const storage::StudyKey& key) override {
     return base_->GetStudy(key);
@@ -304,6 +306,14 @@ class CountingStorage : public storage::Storage {
                           const storage::StudyWrite& write) override {
     ++writes_;
     return base_->WriteStudy(key, write);
+  }
+  absl::StatusOr<int64_t> GetStudyVersion(
+      const storage::StudyKey& key) override {
+    return base_->GetStudyVersion(key);
+  }
+  absl::StatusOr<Changes> LoadChangesSince(const storage::StudyKey& key,
+                                           int64_t version) override {
+    return base_->LoadChangesSince(key, version);
   }
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
       const storage::StudyKey& key) override {

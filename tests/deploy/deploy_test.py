@@ -207,6 +207,107 @@ class ComposeTest(unittest.TestCase):
         self.skipTest("no docker compose client")
 
 
+class ComposePostgresProfileTest(unittest.TestCase):
+    """The `postgres` profile: PostgreSQL plus replicas that share it."""
+
+    def setUp(self):
+        self.services = yaml.safe_load(read("docker-compose.yml"))["services"]
+        self.replicas = {name: s for name, s in self.services.items()
+                         if "postgres" in s.get("profiles", []) and name != "postgres"}
+
+    def test_postgres_and_two_replicas_in_the_profile_only(self):
+        self.assertEqual(self.services["postgres"]["profiles"], ["postgres"])
+        self.assertGreaterEqual(len(self.replicas), 2)
+        self.assertNotIn("profiles", self.services["metaopt"])
+
+    def test_replicas_share_the_database_and_wait_for_it(self):
+        environment = self.services["postgres"]["environment"]
+        uri = (f"postgresql://{environment['POSTGRES_USER']}:{environment['POSTGRES_PASSWORD']}"
+               f"@postgres:5432/{environment['POSTGRES_DB']}")
+        server_help = help_text(METAOPT_SERVER)
+        published = []
+        for name, replica in self.replicas.items():
+            args = replica["command"]
+            self.assertEqual(arg_value(args, "--db"), uri, name)
+            for flag in flag_names(args):
+                self.assertIn(flag, server_help, f"metaopt-server does not accept {flag}")
+            self.assertEqual(replica["depends_on"]["postgres"]["condition"], "service_healthy")
+            self.assertNotIn("volumes", replica, f"{name} keeps no state of its own")
+            published += [int(p.split(":")[0]) for p in replica["ports"]]
+        self.assertEqual(len(published), len(set(published)), "host ports collide")
+        self.assertNotIn(GRPC_PORT, published)
+
+
+class PostgresOverlayTest(unittest.TestCase):
+    """deploy/k8s/overlays/postgres: a Deployment of replicas over a PostgreSQL Service."""
+
+    DIR = "deploy/k8s/overlays/postgres"
+
+    def setUp(self):
+        self.kustomization = yaml.safe_load(read(os.path.join(self.DIR, "kustomization.yaml")))
+        self.objects = []
+        for resource in self.kustomization["resources"]:
+            if resource != "../..":
+                self.objects.extend(load_all(os.path.join(self.DIR, resource)))
+        self.by_kind = {}
+        for obj in self.objects:
+            self.by_kind.setdefault(obj["kind"], []).append(obj)
+        self.deployment = self.by_kind["Deployment"][0]
+        self.pod = self.deployment["spec"]["template"]
+        self.container = self.pod["spec"]["containers"][0]
+
+    def test_every_file_is_listed_and_the_statefulset_is_replaced(self):
+        listed = set(self.kustomization["resources"]) - {"../.."}
+        on_disk = {f for f in os.listdir(os.path.join(SOURCE_DIR, self.DIR))
+                   if f.endswith(".yaml")} - {"kustomization.yaml"}
+        self.assertEqual(listed, on_disk)
+        deleted = [yaml.safe_load(p["patch"]) for p in self.kustomization["patches"]]
+        self.assertIn(("StatefulSet", "metaopt"),
+                      {(d["kind"], d["metadata"]["name"]) for d in deleted})
+
+    def test_replicas_serve_every_port_the_base_service_targets(self):
+        ports = {p["name"]: p["containerPort"] for p in self.container["ports"]}
+        base = [s for s in load_all("deploy/k8s/service.yaml")
+                if s["metadata"]["name"] == "metaopt"][0]
+        for port in base["spec"]["ports"]:
+            self.assertEqual(ports.get(port["targetPort"]), port["port"], port["name"])
+        self.assertEqual(port_of(arg_value(self.container["args"], "--http-listen")), HTTP_PORT)
+
+    def test_replicas_are_selected_by_the_base_service(self):
+        self.assertGreaterEqual(self.deployment["spec"]["replicas"], 2)
+        labels = self.pod["metadata"]["labels"]
+        base = [s for s in load_all("deploy/k8s/service.yaml")
+                if s["metadata"]["name"] == "metaopt"][0]
+        self.assertTrue(base["spec"]["selector"].items() <= labels.items())
+        self.assertTrue(self.deployment["spec"]["selector"]["matchLabels"].items()
+                        <= labels.items())
+        database = self.by_kind["StatefulSet"][0]["spec"]["template"]["metadata"]["labels"]
+        self.assertFalse(base["spec"]["selector"].items() <= database.items(),
+                         "the metaopt Service must not select the database")
+
+    def test_db_comes_from_the_secret_and_flags_exist(self):
+        args = self.container["args"]
+        server_help = help_text(METAOPT_SERVER)
+        for flag in flag_names(args):
+            self.assertIn(flag, server_help, f"metaopt-server does not accept {flag}")
+        self.assertEqual(arg_value(args, "--db"), "$(METAOPT_DB)")
+        env = {e["name"]: e for e in self.container["env"]}
+        ref = env["METAOPT_DB"]["valueFrom"]["secretKeyRef"]
+        secrets = {g["name"]: g for g in self.kustomization["secretGenerator"]}
+        literals = dict(l.split("=", 1) for l in secrets[ref["name"]]["literals"])
+        uri = literals[ref["key"]]
+        self.assertTrue(uri.startswith("postgresql://"))
+        service = [s for s in self.by_kind["Service"]][0]
+        self.assertIn(f"@{service['metadata']['name']}:{service['spec']['ports'][0]['port']}/",
+                      uri)
+        self.assertNotIn("volumeClaimTemplates", self.deployment["spec"])
+
+    def test_readiness_follows_the_database_and_liveness_does_not(self):
+        readiness = self.container["readinessProbe"]["grpc"]
+        self.assertEqual(readiness["service"], "metaopt.v1.OptimizerService")
+        self.assertNotIn("service", self.container["livenessProbe"]["grpc"])
+
+
 class KustomizeTest(unittest.TestCase):
     def setUp(self):
         self.kustomization = yaml.safe_load(read("deploy/k8s/kustomization.yaml"))

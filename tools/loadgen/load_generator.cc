@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "core/common/mutex.h"
 #include "nlohmann/json.hpp"
 
@@ -398,6 +399,30 @@ double LoadReport::ops_per_second() const { return Rate(ops(), elapsed); }
 
 double LoadReport::observations_per_second() const {
   return Rate(observations, elapsed);
+}
+
+absl::StatusOr<std::vector<std::string>> ParseServerList(
+    const std::string& list) {
+  std::vector<std::string> addresses = absl::StrSplit(list, ',');
+  for (const std::string& address : addresses) {
+    if (address.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--server \"", list,
+          "\": an empty address; give HOST:PORT, or several separated by "
+          "commas"));
+    }
+  }
+  return addresses;
+}
+
+ConnectFn RoundRobinConnect(std::vector<std::string> addresses,
+                            const MetaoptClient::Options& options) {
+  auto next = std::make_shared<std::atomic<size_t>>(0);
+  return [addresses = std::move(addresses), options, next] {
+    MetaoptClient::Options client = options;
+    client.address = addresses[next->fetch_add(1) % addresses.size()];
+    return MetaoptClient::Create(client);
+  };
 }
 
 absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options,

@@ -131,6 +131,17 @@ absl::Duration RetryDelay(int consecutive_failures, double unit);
 using ConnectFn =
     std::function<absl::StatusOr<std::unique_ptr<MetaoptClient>>()>;
 
+// The addresses of a comma-separated --server list ("h1:p1,h2:p2"), in order.
+// INVALID_ARGUMENT naming the list when it or one of its entries is empty.
+absl::StatusOr<std::vector<std::string>> ParseServerList(
+    const std::string& list);
+
+// Connects each new client to the next of `addresses` in turn (round-robin:
+// the first connection, which creates the studies, to addresses[0]), with
+// `options` otherwise. Thread-safe.
+ConnectFn RoundRobinConnect(std::vector<std::string> addresses,
+                            const MetaoptClient::Options& options);
+
 // Creates the studies, runs the load, deletes the studies if asked and
 // returns the figures. RPC errors during the load are counted, not returned;
 // errors creating or deleting the studies are. Writes a progress line to

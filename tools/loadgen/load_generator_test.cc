@@ -73,6 +73,21 @@ TEST(LoadGeneratorTest, ValidateOptionsNamesFieldValueAndRule) {
   }
 }
 
+TEST(LoadGeneratorTest, ServerListsAreCommaSeparatedAndDealtInTurn) {
+  auto one = ParseServerList("h:1");
+  ASSERT_THAT(one, IsOk());
+  EXPECT_EQ(*one, std::vector<std::string>({"h:1"}));
+  auto three = ParseServerList("a:1,b:2,c:3");
+  ASSERT_THAT(three, IsOk());
+  EXPECT_EQ(*three, std::vector<std::string>({"a:1", "b:2", "c:3"}));
+  for (const char* bad : {"", "a:1,", ",a:1", "a:1,,b:2"}) {
+    EXPECT_THAT(ParseServerList(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr("empty address")))
+        << bad;
+  }
+}
+
 TEST(LoadGeneratorTest, SummarizeUsesNearestRankPercentiles) {
   std::vector<double> micros(100);
   std::iota(micros.rbegin(), micros.rend(), 1000.0);  // 1099 ms .. 1000 ms

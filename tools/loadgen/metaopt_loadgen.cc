@@ -2,14 +2,16 @@
 // studies (Suggest -> evaluate a cheap test function -> Observe) and reports
 // throughput and per-RPC latency percentiles.
 //
-//   metaopt-loadgen [--server=ADDR] [--clients=8] [--studies=4]
+//   metaopt-loadgen [--server=ADDR[,ADDR...]] [--clients=8] [--studies=4]
 //     [--algorithm=random|gp] [--space=continuous|catalogue] [--duration=10]
 //     [--total-ops=N] [--format=table|json|csv] [--json-out=FILE]
 //     [--csv-out=FILE] [--token=TOKEN] [--tls] [--tls-ca=FILE]
 //     [--tls-cert=FILE --tls-key=FILE] [--tls-server-name=NAME]
 //
 // The server address defaults to $METAOPT_SERVER, the token to
-// $METAOPT_TOKEN (the connection options are metaoptctl's). Exit code 0 when
+// $METAOPT_TOKEN (the connection options are metaoptctl's). Several
+// addresses, separated by commas (replicas of one service on a shared
+// database), are dealt to the clients in turn. Exit code 0 when
 // the load ran (RPC errors are counted in the report), 1 when the studies
 // could not be created or deleted, 2 for usage errors.
 
@@ -151,16 +153,25 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  // Bad connection options (a certificate without its key, an unreadable
-  // file) are usage errors.
-  if (auto client = MetaoptClient::Create(client_options); !client.ok()) {
-    std::cerr << "metaopt-loadgen: " << client.status().message() << "\n";
+  absl::StatusOr<std::vector<std::string>> servers =
+      ParseServerList(client_options.address);
+  if (!servers.ok()) {
+    std::cerr << "metaopt-loadgen: " << servers.status().message() << "\n";
     return 2;
   }
+  // Bad connection options (a certificate without its key, an unreadable
+  // file) are usage errors.
+  for (const std::string& server : *servers) {
+    MetaoptClient::Options one = client_options;
+    one.address = server;
+    if (auto client = MetaoptClient::Create(one); !client.ok()) {
+      std::cerr << "metaopt-loadgen: " << client.status().message() << "\n";
+      return 2;
+    }
+  }
 
-  absl::StatusOr<LoadReport> report = RunLoad(
-      options, [&] { return MetaoptClient::Create(client_options); },
-      &std::cerr);
+  absl::StatusOr<LoadReport> report =
+      RunLoad(options, RoundRobinConnect(*servers, client_options), &std::cerr);
   if (!report.ok()) {
     std::cerr << "metaopt-loadgen: " << report.status() << "\n";
     return 1;
