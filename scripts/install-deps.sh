@@ -27,6 +27,7 @@ packages=(
   # conflicts with it.
   golang-go protoc-gen-go protoc-gen-go-grpc
   golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
+  chromium  # dashboard/test: the real-browser test (driven by playwright-core, no browser download)
 )
 # node and npm only when the machine has none (a newer one from elsewhere is fine).
 if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
@@ -76,15 +77,23 @@ else
   echo "install-deps: tools/ already installed ($("$root/tools/node_modules/.bin/buf" --version))"
 fi
 
-# The Node client's packages (@grpc/grpc-js, @grpc/proto-loader), pinned by
-# clients/node/package-lock.json; reinstalled when the lock file is newer than the install.
-node_lock="$root/clients/node/package-lock.json"
-node_installed="$root/clients/node/node_modules/.package-lock.json"
-if ((node_major < 12)); then
-  echo "install-deps: warning: node is too old for clients/node (needs >= 12; its tests need >= 18)" >&2
-elif [[ ! -f "$node_installed" || "$node_lock" -nt "$node_installed" ]]; then
-  echo "install-deps: installing clients/node (npm ci)"
-  (cd "$root/clients/node" && npm ci --no-audit --no-fund) </dev/null
-else
-  echo "install-deps: clients/node already installed"
-fi
+# npm_ci DIR MIN_NODE WHY: `npm ci` in DIR (its package-lock.json pins every package) when
+# node is at least MIN_NODE and the lock file is newer than the install; WHY says what is lost
+# otherwise.
+npm_ci() {
+  local dir="$1" min_node="$2" why="$3"
+  if ((node_major < min_node)); then
+    echo "install-deps: warning: node is too old for $dir (needs >= $min_node): $why" >&2
+  elif [[ ! -f "$root/$dir/node_modules/.package-lock.json" ||
+          "$root/$dir/package-lock.json" -nt "$root/$dir/node_modules/.package-lock.json" ]]; then
+    echo "install-deps: installing $dir (npm ci)"
+    (cd "$root/$dir" && npm ci --no-audit --no-fund) </dev/null
+  else
+    echo "install-deps: $dir already installed"
+  fi
+}
+
+# The Node client's packages (@grpc/grpc-js, @grpc/proto-loader).
+npm_ci clients/node 12 "no Node client (its tests need >= 18)"
+# The dashboard's bundler (esbuild) and its browser test's driver (playwright-core).
+npm_ci dashboard 18 "the dashboard page will not be built"

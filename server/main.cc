@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <thread>
 
@@ -26,6 +27,25 @@ bool IsLoopback(const std::string& listen) {
 std::string HostOf(const std::string& listen) {
   const size_t colon = listen.rfind(':');
   return colon == std::string::npos ? listen : listen.substr(0, colon);
+}
+
+// The built dashboard beside the binary: <bin>/../dashboard/dist (the build
+// tree: build/server/metaopt-server, build/dashboard/dist) or
+// <bin>/../share/metaopt/dashboard (an install). Empty when neither holds an
+// index.html.
+std::string DefaultDashboardDir() {
+  std::error_code error;
+  const std::filesystem::path exe =
+      std::filesystem::read_symlink("/proc/self/exe", error);
+  if (error) return "";
+  const std::filesystem::path up = exe.parent_path().parent_path();
+  for (const std::filesystem::path& dir :
+       {up / "dashboard" / "dist", up / "share" / "metaopt" / "dashboard"}) {
+    if (std::filesystem::is_regular_file(dir / "index.html", error)) {
+      return dir.string();
+    }
+  }
+  return "";
 }
 
 }  // namespace
@@ -144,7 +164,17 @@ int main(int argc, char** argv) {
                  "HOST:PORT of the Prometheus /metrics endpoint (port 0: any "
                  "free port; empty: no metrics)")
       ->capture_default_str();
+  app.add_option("--http-listen", options.http_listen,
+                 "HOST:PORT of the web dashboard and its read-only JSON API "
+                 "under /api/v1/ (port 0: any free port; empty: none)")
+      ->capture_default_str();
+  app.add_option("--dashboard-dir", options.dashboard_dir,
+                 "directory of the built dashboard (default: the one beside "
+                 "the binary, <bin>/../dashboard/dist or "
+                 "<bin>/../share/metaopt/dashboard)");
   CLI11_PARSE(app, argc, argv);
+  if (options.dashboard_dir.empty())
+    options.dashboard_dir = DefaultDashboardDir();
   options.models_poll_interval = absl::Seconds(poll_seconds);
   options.db_retry_budget = absl::Seconds(db_retry_seconds);
   engine.trial_lease = absl::Seconds(trial_lease_seconds);
@@ -196,6 +226,21 @@ int main(int argc, char** argv) {
     metaopt::LogInfo(absl::StrCat("metrics at http://",
                                   HostOf(options.metrics_listen), ":",
                                   (*server)->metrics_port(), "/metrics"));
+  }
+
+  if (!options.http_listen.empty() && !IsLoopback(options.http_listen)) {
+    metaopt::LogWarning(absl::StrCat(
+        "the dashboard listens beyond loopback (", options.http_listen,
+        ") over plain HTTP: ",
+        tokens ? "bearer tokens cross the network in clear (put TLS in front)"
+               : "anyone who reaches it reads every study (--tokens)"));
+  }
+  if ((*server)->http_port() != 0) {
+    metaopt::LogInfo(absl::StrCat(
+        "dashboard at http://", HostOf(options.http_listen), ":",
+        (*server)->http_port(), "/ (API under /api/v1/",
+        tokens ? ", bearer tokens" : "",
+        options.dashboard_dir.empty() ? "; the page is not built" : "", ")"));
   }
 
   std::thread watcher([&server, &signals] {

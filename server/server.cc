@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -136,6 +137,24 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
             [metrics = server->metrics_.get()] {
               return metrics->TextExposition();
             }));
+  }
+  if (!options.http_listen.empty()) {
+    server->json_api_ = std::make_unique<http::JsonApi>(server->engine_.get(),
+                                                        server->auth_.get());
+    server->static_files_ =
+        std::make_unique<http::StaticFiles>(options.dashboard_dir);
+    METAOPT_ASSIGN_OR_RETURN(server->http_listener_,
+                             http::HttpListener::Start(
+                                 options.http_listen, "--http-listen",
+                                 [api = server->json_api_.get(),
+                                  files = server->static_files_.get()](
+                                     const http::HttpRequest& request) {
+                                   return absl::StartsWith(request.path,
+                                                           "/api/")
+                                              ? api->Handle(request)
+                                              : files->Serve(request);
+                                 },
+                                 /*threads=*/4));
   }
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -13,6 +13,9 @@
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
 #include "grpcpp/server.h"
+#include "server/http/http_listener.h"
+#include "server/http/json_api.h"
+#include "server/http/static_files.h"
 #include "server/metrics/metrics_http_server.h"
 #include "server/metrics/server_metrics.h"
 #include "server/optimizer_service_impl.h"
@@ -61,6 +64,14 @@ struct ServerOptions {
   // HOST:PORT of the Prometheus /metrics endpoint (port 0: any free port, see
   // Server::metrics_port()). Empty: no metrics.
   std::string metrics_listen;
+
+  // HOST:PORT of the dashboard listener (docs/dashboard.md): the read-only
+  // JSON API under /api/v1/ (with `tokens_file`, behind the same bearer
+  // tokens) and the page's files from `dashboard_dir`. Port 0: any free port
+  // (see Server::http_port()). Empty: no dashboard.
+  std::string http_listen;
+  // The built dashboard (index.html and its bundle); see StaticFiles.
+  std::string dashboard_dir;
 };
 
 // The running service: storage, study engine, gRPC server with health and
@@ -85,6 +96,11 @@ class Server {
   // The port of the /metrics endpoint; 0 when metrics are off.
   int metrics_port() const {
     return metrics_http_ == nullptr ? 0 : metrics_http_->port();
+  }
+
+  // The port of the dashboard listener; 0 when it is off.
+  int http_port() const {
+    return http_listener_ == nullptr ? 0 : http_listener_->port();
   }
 
   // The model registry (for tests that drive polling by hand).
@@ -117,6 +133,10 @@ class Server {
   std::thread database_watcher_;
   // Last: stops serving scrapes before the engine and registry go away.
   std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;
+  // Null when the dashboard listener is off; the listener goes first.
+  std::unique_ptr<http::JsonApi> json_api_;
+  std::unique_ptr<http::StaticFiles> static_files_;
+  std::unique_ptr<http::HttpListener> http_listener_;
 };
 
 }  // namespace metaopt::server

@@ -13,9 +13,7 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
-
-struct mg_connection;
-struct mg_context;
+#include "server/http/http_listener.h"
 
 namespace metaopt::metrics {
 
@@ -37,7 +35,6 @@ class MetricsHttpServer {
   static absl::StatusOr<std::unique_ptr<MetricsHttpServer>> Start(
       const std::string& listen, Exposition exposition,
       const std::string& flag = "--metrics-listen");
-  ~MetricsHttpServer();
 
   MetricsHttpServer(const MetricsHttpServer&) = delete;
   MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
@@ -46,12 +43,9 @@ class MetricsHttpServer {
   int port() const { return port_; }
 
  private:
-  explicit MetricsHttpServer(Exposition exposition)
-      : exposition_(std::move(exposition)) {}
-  static int HandleRequest(::mg_connection* connection, void* self);
+  MetricsHttpServer() = default;
 
-  const Exposition exposition_;
-  mg_context* context_ = nullptr;
+  std::unique_ptr<http::HttpListener> listener_;
   int port_ = 0;
 };
 

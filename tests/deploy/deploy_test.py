@@ -24,6 +24,7 @@ SOURCE_DIR = METAOPT_SERVER = METAOPTCTL = None
 
 GRPC_PORT = 50051
 METRICS_PORT = 9090
+HTTP_PORT = 8080  # the dashboard and its JSON API (--http-listen)
 # Always present in debian:12-slim (essential or required by apt).
 BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
 
@@ -115,7 +116,7 @@ class DockerfileTest(unittest.TestCase):
         self.assertIn("metaoptctl", copies)
         self.assertEqual(exec_form(self.docker.find(1, "VOLUME")[0]), ["/var/lib/metaopt"])
         self.assertEqual(self.docker.find(1, "EXPOSE")[0].split(),
-                         [str(GRPC_PORT), str(METRICS_PORT)])
+                         [str(GRPC_PORT), str(METRICS_PORT), str(HTTP_PORT)])
         health = self.docker.find(1, "HEALTHCHECK")[0]
         command = exec_form(health.split("CMD", 1)[1].strip())
         self.assertEqual(command[0], "metaoptctl")
@@ -134,7 +135,11 @@ class DockerfileTest(unittest.TestCase):
             self.assertIn(flag, server_help, f"metaopt-server does not accept {flag}")
         self.assertEqual(port_of(arg_value(args, "--listen")), GRPC_PORT)
         self.assertEqual(port_of(arg_value(args, "--metrics-listen")), METRICS_PORT)
+        self.assertEqual(port_of(arg_value(args, "--http-listen")), HTTP_PORT)
         self.assertTrue(arg_value(args, "--db").startswith("/var/lib/metaopt/"))
+        # The dashboard's files where the server looks for them (<bin>/../share/metaopt).
+        copies = " ".join(self.docker.find(1, "COPY"))
+        self.assertIn("/src/build/dashboard/dist /usr/local/share/metaopt/dashboard", copies)
         self.assertEqual(arg_value(args, "--models"), "/opt/metaopt/models")
 
     def test_runtime_packages_cover_the_linked_libraries(self):
@@ -177,12 +182,13 @@ class ComposeTest(unittest.TestCase):
         self.assertTrue(arg_value(args, "--db").startswith(target + "/"))
         self.assertEqual(target, "/var/lib/metaopt")
 
-    def test_publishes_grpc_and_metrics_ports(self):
+    def test_publishes_grpc_metrics_and_dashboard_ports(self):
         published = {int(p.split(":")[-1]) for p in self.service["ports"]}
         args = self.service["command"]
         self.assertEqual(published, {port_of(arg_value(args, "--listen")),
-                                     port_of(arg_value(args, "--metrics-listen"))})
-        self.assertEqual(published, {GRPC_PORT, METRICS_PORT})
+                                     port_of(arg_value(args, "--metrics-listen")),
+                                     port_of(arg_value(args, "--http-listen"))})
+        self.assertEqual(published, {GRPC_PORT, METRICS_PORT, HTTP_PORT})
         server_help = help_text(METAOPT_SERVER)
         for flag in flag_names(args):
             self.assertIn(flag, server_help, f"metaopt-server does not accept {flag}")
@@ -258,6 +264,14 @@ class PostgresOverlayTest(unittest.TestCase):
         deleted = [yaml.safe_load(p["patch"]) for p in self.kustomization["patches"]]
         self.assertIn(("StatefulSet", "metaopt"),
                       {(d["kind"], d["metadata"]["name"]) for d in deleted})
+
+    def test_replicas_serve_every_port_the_base_service_targets(self):
+        ports = {p["name"]: p["containerPort"] for p in self.container["ports"]}
+        base = [s for s in load_all("deploy/k8s/service.yaml")
+                if s["metadata"]["name"] == "metaopt"][0]
+        for port in base["spec"]["ports"]:
+            self.assertEqual(ports.get(port["targetPort"]), port["port"], port["name"])
+        self.assertEqual(port_of(arg_value(self.container["args"], "--http-listen")), HTTP_PORT)
 
     def test_replicas_are_selected_by_the_base_service(self):
         self.assertGreaterEqual(self.deployment["spec"]["replicas"], 2)
@@ -342,7 +356,7 @@ class KustomizeTest(unittest.TestCase):
                 self.assertIn(port["targetPort"], self.ports)
                 self.assertEqual(port["port"], self.ports[port["targetPort"]])
                 names.add(port["name"])
-        self.assertEqual(names, {"grpc", "metrics"})
+        self.assertEqual(names, {"grpc", "metrics", "http"})
 
     def test_args_agree_with_ports_mounts_and_server_flags(self):
         args = self.container["args"]
@@ -351,7 +365,9 @@ class KustomizeTest(unittest.TestCase):
             self.assertIn(flag, server_help, f"metaopt-server does not accept {flag}")
         self.assertEqual(port_of(arg_value(args, "--listen")), self.ports["grpc"])
         self.assertEqual(port_of(arg_value(args, "--metrics-listen")), self.ports["metrics"])
-        self.assertEqual(self.ports, {"grpc": GRPC_PORT, "metrics": METRICS_PORT})
+        self.assertEqual(port_of(arg_value(args, "--http-listen")), self.ports["http"])
+        self.assertEqual(self.ports,
+                         {"grpc": GRPC_PORT, "metrics": METRICS_PORT, "http": HTTP_PORT})
         mounts = {m["name"]: m for m in self.container["volumeMounts"]}
         db_dir = os.path.dirname(arg_value(args, "--db"))
         self.assertEqual(mounts["data"]["mountPath"], db_dir)

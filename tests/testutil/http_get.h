@@ -1,4 +1,4 @@
-// A minimal HTTP/1.0 client for tests that scrape the metrics endpoint.
+// A minimal HTTP/1.0 client for tests of the metrics and dashboard endpoints.
 #ifndef METAOPT_TESTS_TESTUTIL_HTTP_GET_H_
 #define METAOPT_TESTS_TESTUTIL_HTTP_GET_H_
 
@@ -23,12 +23,13 @@ struct HttpResponse {
   std::string body;
 };
 
-// Sends `method` `path` to 127.0.0.1:`port` and reads the whole response
-// (the server closes the connection after an HTTP/1.0 request). Socket
-// operations time out after 10 s. Thread-compatible.
-inline absl::StatusOr<HttpResponse> HttpRequest(int port,
-                                                const std::string& path,
-                                                const std::string& method) {
+// Sends `method` `path` to 127.0.0.1:`port` with `extra_headers` (complete
+// "Name: value\r\n" lines) and reads the whole response (the server closes
+// the connection after an HTTP/1.0 request). Socket operations time out after
+// 10 s. Thread-compatible.
+inline absl::StatusOr<HttpResponse> HttpRequest(
+    int port, const std::string& path, const std::string& method,
+    const std::string& extra_headers = "") {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError("socket() failed");
   timeval timeout{10, 0};
@@ -44,7 +45,8 @@ inline absl::StatusOr<HttpResponse> HttpRequest(int port,
     return absl::UnavailableError(absl::StrCat("cannot connect to ", port));
   }
   const std::string request =
-      absl::StrCat(method, " ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
+      absl::StrCat(method, " ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n",
+                   extra_headers, "\r\n");
   if (send(fd, request.data(), request.size(), 0) !=
       static_cast<ssize_t>(request.size())) {
     close(fd);
