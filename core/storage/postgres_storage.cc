@@ -124,6 +124,30 @@ absl::StatusOr<std::pair<int64_t, std::string>> LockStudy(PgConnection& conn,
   return std::make_pair(row.Int(0, 0), row.Bytes(0, 1));
 }
 
+// The study's version (without locking); NOT_FOUND if absent.
+absl::StatusOr<int64_t> ReadStudyVersion(PgConnection& conn,
+                                         const StudyKey& key) {
+  METAOPT_ASSIGN_OR_RETURN(
+      PgResult row,
+      conn.Query("SELECT version FROM studies WHERE owner = $1 AND "
+                 "study_id = $2",
+                 KeyParams(key)));
+  if (row.rows() == 0) return StudyNotFound(key);
+  return row.Int(0, 0);
+}
+
+// Appends the trials of (trial_id, trial) rows to `trials`.
+absl::Status AppendTrials(const StudyKey& key, const PgResult& rows,
+                          std::vector<v1::Trial>* trials) {
+  trials->reserve(trials->size() + rows.rows());
+  for (int i = 0; i < rows.rows(); ++i) {
+    METAOPT_ASSIGN_OR_RETURN(v1::Trial trial,
+                             ParseTrial(key, rows.Int(i, 0), rows.Bytes(i, 1)));
+    trials->push_back(std::move(trial));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckStudyExists(PgConnection& conn, const StudyKey& key) {
   METAOPT_ASSIGN_OR_RETURN(
       PgResult row,
@@ -503,13 +527,7 @@ absl::StatusOr<int64_t> PostgresStorage::GetStudyVersion(const StudyKey& key) {
       Access::kStatement,
       absl::StrCat("reading the version of ", Describe(key)),
       [&](PgConnection& conn, const Attempt&) -> absl::Status {
-        METAOPT_ASSIGN_OR_RETURN(
-            PgResult row,
-            conn.Query("SELECT version FROM studies WHERE owner = $1 AND "
-                       "study_id = $2",
-                       KeyParams(key)));
-        if (row.rows() == 0) return StudyNotFound(key);
-        version = row.Int(0, 0);
+        METAOPT_ASSIGN_OR_RETURN(version, ReadStudyVersion(conn, key));
         return absl::OkStatus();
       }));
   return version;
@@ -528,14 +546,7 @@ absl::StatusOr<std::vector<v1::Trial>> PostgresStorage::LoadTrials(
             conn.Query("SELECT trial_id, trial FROM trials WHERE owner = $1 "
                        "AND study_id = $2 ORDER BY trial_id",
                        KeyParams(key)));
-        trials.reserve(rows.rows());
-        for (int i = 0; i < rows.rows(); ++i) {
-          METAOPT_ASSIGN_OR_RETURN(
-              v1::Trial trial,
-              ParseTrial(key, rows.Int(i, 0), rows.Bytes(i, 1)));
-          trials.push_back(std::move(trial));
-        }
-        return absl::OkStatus();
+        return AppendTrials(key, rows, &trials);
       }));
   return trials;
 }
@@ -547,13 +558,7 @@ absl::StatusOr<Storage::Changes> PostgresStorage::LoadChangesSince(
       Access::kRead, absl::StrCat("reading the changes of ", Describe(key)),
       [&](PgConnection& conn, const Attempt&) -> absl::Status {
         changes = Changes();
-        METAOPT_ASSIGN_OR_RETURN(
-            PgResult row,
-            conn.Query("SELECT version FROM studies WHERE owner = $1 AND "
-                       "study_id = $2",
-                       KeyParams(key)));
-        if (row.rows() == 0) return StudyNotFound(key);
-        changes.version = row.Int(0, 0);
+        METAOPT_ASSIGN_OR_RETURN(changes.version, ReadStudyVersion(conn, key));
         const std::vector<PgParam> params = {PgParam::Bytes(key.owner),
                                              PgParam::Bytes(key.study_id),
                                              PgParam::Int(version)};
@@ -563,12 +568,7 @@ absl::StatusOr<Storage::Changes> PostgresStorage::LoadChangesSince(
                        "AND study_id = $2 AND written_version > $3 ORDER BY "
                        "trial_id",
                        params));
-        for (int i = 0; i < rows.rows(); ++i) {
-          METAOPT_ASSIGN_OR_RETURN(
-              v1::Trial trial,
-              ParseTrial(key, rows.Int(i, 0), rows.Bytes(i, 1)));
-          changes.trials.push_back(std::move(trial));
-        }
+        METAOPT_RETURN_IF_ERROR(AppendTrials(key, rows, &changes.trials));
         METAOPT_ASSIGN_OR_RETURN(
             PgResult policy,
             conn.Query("SELECT state FROM policy_state WHERE owner = $1 AND "

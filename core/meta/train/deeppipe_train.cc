@@ -79,20 +79,25 @@ absl::StatusOr<TaskData> PrepareTask(const DeepPipeModel& model,
   return d;
 }
 
-// `model` with the task vector of a task (a copy; the network is shared by
-// value, which is cheap next to a batch's Cholesky factorisation).
-DeepPipeModel ForTask(const DeepPipeModel& model, const Eigen::VectorXd& task) {
+// Runs fn on `model` as seen by a task: a conditioned model is copied with
+// the task's vector (cheap next to a batch's Cholesky factorisation), an
+// unconditioned one is used as it is.
+template <typename Fn>
+auto WithTask(const DeepPipeModel& model, const Eigen::VectorXd& task,
+              const Fn& fn) {
+  if (!model.conditioned()) return fn(model);
   DeepPipeModel copy = model;
-  if (model.conditioned()) copy.set_task(task).IgnoreError();  // Same size.
-  return copy;
+  copy.set_task(task).IgnoreError();  // The task vector has the right size.
+  return fn(copy);
 }
 
 // Mean predictive NLL of the query targets given the support set, in units
 // of the support's standard deviation.
-double ValidationNll(const DeepPipeModel& base, const ValidTask& task) {
-  const DeepPipeModel model = ForTask(base, task.task);
+double ValidationNll(const DeepPipeModel& model, const ValidTask& task) {
   absl::StatusOr<std::shared_ptr<const surrogate::DeepPipeSurrogate>>
-      surrogate = model.Posterior(task.X_support, task.y_support);
+      surrogate = WithTask(model, task.task, [&](const DeepPipeModel& m) {
+        return m.Posterior(task.X_support, task.y_support);
+      });
   if (!surrogate.ok()) return std::numeric_limits<double>::infinity();
   absl::StatusOr<gp::Prediction> prediction =
       (*surrogate)->Predict(task.X_query);
@@ -302,10 +307,10 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
               features[f] = 0;
           }
         }
-        losses[i] =
-            ForTask(model, features)
-                .Loss(task.X(rows, Eigen::all), y,
-                      model.conditioned() ? options.mean_loss_weight : 0.0);
+        losses[i] = WithTask(model, features, [&](const DeepPipeModel& m) {
+          return m.Loss(task.X(rows, Eigen::all), y,
+                        m.conditioned() ? options.mean_loss_weight : 0.0);
+        });
       });
       for (int i = 0; i < k; ++i) {
         if (!losses[i].ok() || !std::isfinite(losses[i]->value) ||
