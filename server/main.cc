@@ -160,6 +160,12 @@ int main(int argc, char** argv) {
                  "studies one owner may hold (0: no limit)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--max-loaded-studies", options.max_loaded_studies,
+                 "studies kept in memory; beyond it the least recently used "
+                 "idle ones are dropped from memory and load again from the "
+                 "database when next used (0: no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--metrics-listen", options.metrics_listen,
                  "HOST:PORT of the Prometheus /metrics endpoint (port 0: any "
                  "free port; empty: no metrics)")

@@ -118,6 +118,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   server->models_ = *std::move(models);
   study::EngineOptions engine_options = options.engine;
   engine_options.max_studies_per_owner = options.max_studies_per_owner;
+  engine_options.max_loaded_studies = options.max_loaded_studies;
   // A ListStudies page fits in one response, with room for its other fields.
   engine_options.max_page_bytes =
       std::min<int64_t>(engine_options.max_page_bytes,

@@ -60,6 +60,8 @@ struct ServerOptions {
   std::string tokens_file;
   // Studies one owner may hold (0: no limit).
   int max_studies_per_owner = 0;
+  // Studies kept in memory (study::EngineOptions::max_loaded_studies).
+  int max_loaded_studies = study::EngineOptions::kDefaultMaxLoadedStudies;
 
   // HOST:PORT of the Prometheus /metrics endpoint (port 0: any free port, see
   // Server::metrics_port()). Empty: no metrics.

@@ -98,6 +98,8 @@ absl::Status RunLoop(MetaoptClient& client, const std::string& study_id,
       v1::ObserveRequest tell;
       tell.set_study_id(study_id);
       tell.set_trial_id(trial.id());
+      // Refused if the study was deleted (and created again) meanwhile.
+      tell.set_study_incarnation(trial.study_incarnation());
       tell.set_value(y);
       absl::StatusOr<v1::ObserveResponse> observed = client.Observe(tell);
       if (!observed.ok()) return observed.status();

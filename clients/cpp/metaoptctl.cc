@@ -379,6 +379,11 @@ int Run(int argc, char** argv) {
   std::string failed_reason;
   std::string infeasible_reason;
   std::vector<std::string> metrics;
+  uint64_t study_incarnation = 0;
+  const std::string incarnation_help =
+      "The trial's study_incarnation (from suggest): a trial of a deleted "
+      "study with the same id is then refused instead of completing the new "
+      "study's trial with its id";
   auto* observe = app.add_subcommand("observe",
                                      "Report the outcome of a trial or of an "
                                      "externally evaluated configuration");
@@ -402,6 +407,8 @@ int Run(int argc, char** argv) {
   observe
       ->add_option("--metric", metrics, "Extra metric NAME=NUMBER (repeatable)")
       ->allow_extra_args(false);
+  observe->add_option("--study-incarnation", study_incarnation,
+                      incarnation_help);
   observe->callback([&] {
     std::map<std::string, double> parsed_metrics;
     for (const std::string& m : metrics) {
@@ -416,6 +423,7 @@ int Run(int argc, char** argv) {
     run = [&, parsed_metrics](MetaoptClient& client) -> absl::Status {
       v1::ObserveRequest request;
       request.set_study_id(study_id);
+      request.set_study_incarnation(study_incarnation);
       if (trial_opt->count() > 0) {
         request.set_trial_id(trial_id);
       } else {
@@ -458,10 +466,13 @@ int Run(int argc, char** argv) {
   heartbeat->add_option("study_id", study_id, "Study id")->required();
   heartbeat->add_option("trial_ids", heartbeat_ids, "Trial ids (1 to 1000)")
       ->required();
+  heartbeat->add_option("--study-incarnation", study_incarnation,
+                        incarnation_help);
   heartbeat->callback([&] {
     run = [&](MetaoptClient& client) {
       v1::HeartbeatRequest request;
       request.set_study_id(study_id);
+      request.set_study_incarnation(study_incarnation);
       for (int64_t id : heartbeat_ids) request.add_trial_ids(id);
       return print(client.Heartbeat(request));
     };

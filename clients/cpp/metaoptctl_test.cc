@@ -469,6 +469,31 @@ TEST_F(MetaoptctlTest, ListAndDeleteStudies) {
   EXPECT_OK_RESULT(models);
 }
 
+TEST_F(MetaoptctlTest, StudyIncarnationRefusesTrialsOfADeletedStudy) {
+  EXPECT_OK_RESULT(CreateExampleStudy("reborn"));
+  Result old = Ctl({"suggest", "reborn"});
+  EXPECT_OK_RESULT(old);
+  const std::string incarnation = old.json["trials"][0]["studyIncarnation"];
+  EXPECT_OK_RESULT(Ctl({"delete-study", "reborn"}));
+  EXPECT_OK_RESULT(CreateExampleStudy("reborn"));
+  Result fresh = Ctl({"suggest", "reborn"});
+  EXPECT_OK_RESULT(fresh);
+  EXPECT_EQ(fresh.json["trials"][0]["id"], old.json["trials"][0]["id"]);
+  EXPECT_NE(fresh.json["trials"][0]["studyIncarnation"], incarnation);
+
+  Result beat =
+      Ctl({"heartbeat", "reborn", "1", "--study-incarnation", incarnation});
+  EXPECT_EQ(beat.exit_code, 1);
+  EXPECT_THAT(beat.err, StartsWith("metaoptctl: NOT_FOUND: "));
+  Result refused = Ctl({"observe", "reborn", "--trial", "1", "--value", "0.5",
+                        "--study-incarnation", incarnation});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("is not the incarnation of study"));
+  // Without it, as before incarnations existed, the id alone counts.
+  EXPECT_OK_RESULT(
+      Ctl({"observe", "reborn", "--trial", "1", "--value", "0.5"}));
+}
+
 TEST_F(MetaoptctlTest, DamagedStudiesAreFoundAndDeleted) {
   EXPECT_OK_RESULT(CreateExampleStudy("healthy"));
   Result found = Ctl({"damaged-studies"});

@@ -298,6 +298,44 @@ func TestCreateStudyIsCreateOrGet(t *testing.T) {
 	}
 }
 
+func TestTrialOfADeletedStudyIsNotTakenForTheNewOnes(t *testing.T) {
+	s := shared(t)
+	ctx := testContext(t)
+	client := dial(t, s.addr)
+	old, err := client.CreateStudy(ctx, "go-reborn", quadraticSpec(Random))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale, err := old.Suggest(ctx, 1)
+	if err != nil || len(stale) != 1 {
+		t.Fatalf("suggest: %v %v", stale, err)
+	}
+	if err := old.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reborn, err := client.CreateStudy(ctx, "go-reborn", quadraticSpec(Random))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reborn.Proto().GetIncarnation() == old.Proto().GetIncarnation() {
+		t.Fatalf("same incarnation %d", reborn.Proto().GetIncarnation())
+	}
+	fresh, err := reborn.Suggest(ctx, 1)
+	if err != nil || len(fresh) != 1 || fresh[0].ID() != stale[0].ID() {
+		t.Fatalf("suggest again: %v %v", fresh, err)
+	}
+	// The old handle carries its incarnation: its worker's result is refused.
+	if _, err := old.Observe(ctx, stale[0].ID(), 1.0); Code(err) != codes.NotFound {
+		t.Fatalf("observe of the deleted study's trial: %v", err)
+	}
+	if _, err := old.Heartbeat(ctx, stale[0].ID()); Code(err) != codes.NotFound {
+		t.Fatalf("heartbeat of the deleted study's trial: %v", err)
+	}
+	if _, err := reborn.Observe(ctx, fresh[0].ID(), 1.0); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestServerValidationNamesTheField(t *testing.T) {
 	s := shared(t)
 	ctx := testContext(t)

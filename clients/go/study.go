@@ -242,7 +242,9 @@ func (s *Study) Observe(ctx context.Context, trialID int64, value float64) (*Tri
 // ObserveOutcome reports trial trialID's outcome: a Value, a Failure or an Infeasibility, with
 // optional metrics.
 func (s *Study) ObserveOutcome(ctx context.Context, trialID int64, outcome Outcome) (*Trial, error) {
-	request := &pb.ObserveRequest{StudyId: s.ID(), Target: &pb.ObserveRequest_TrialId{TrialId: trialID}}
+	// The study's incarnation: the server refuses a trial of a deleted study that had this id.
+	request := &pb.ObserveRequest{StudyId: s.ID(), Target: &pb.ObserveRequest_TrialId{TrialId: trialID},
+		StudyIncarnation: s.Proto().GetIncarnation()}
 	if err := outcome.fill(request); err != nil {
 		return nil, err
 	}
@@ -304,7 +306,8 @@ func (s *Study) Heartbeat(ctx context.Context, trialIDs ...int64) ([]*Trial, err
 	}
 	var response *pb.HeartbeatResponse
 	err := s.client.call(ctx, "Heartbeat", retrySafe, func(ctx context.Context, opts ...grpc.CallOption) (err error) {
-		response, err = s.client.stub.Heartbeat(ctx, &pb.HeartbeatRequest{StudyId: s.ID(), TrialIds: trialIDs}, opts...)
+		response, err = s.client.stub.Heartbeat(ctx, &pb.HeartbeatRequest{StudyId: s.ID(), TrialIds: trialIDs,
+			StudyIncarnation: s.Proto().GetIncarnation()}, opts...)
 		return err
 	})
 	if err != nil {

@@ -65,6 +65,12 @@ struct EngineOptions {
   // trials: copying a snapshot of a large study would cost more. 0: always on
   // a snapshot first.
   absl::Duration max_locked_policy_cost = absl::Milliseconds(1);
+  // Studies the engine keeps loaded in memory. Beyond it, the least recently
+  // used studies that no call is using are dropped from memory (down to 7/8 of
+  // the limit at once); they stay in storage and load again on their next
+  // call, as after a restart. 0: no limit.
+  int max_loaded_studies = kDefaultMaxLoadedStudies;
+  static constexpr int kDefaultMaxLoadedStudies = 4096;
   // Source of "now" for timestamps (tests inject a fake).
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };

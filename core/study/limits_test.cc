@@ -17,6 +17,7 @@ namespace {
 
 using ::metaopt::testing::CatalogueSpec;
 using ::metaopt::testing::IsOk;
+using ::metaopt::testing::PipelineAccuracy;
 using ::metaopt::testing::PipelineSpec;
 using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -66,6 +67,12 @@ TEST(CheckEngineOptionsTest, NamesTheOptionItsValueAndRange) {
       CheckEngineOptions(options),
       StatusIs(absl::StatusCode::kInvalidArgument,
                HasSubstr("max_locked_policy_cost: -2ms must not be negative")));
+  options = {};
+  options.max_loaded_studies = -1;
+  EXPECT_THAT(
+      CheckEngineOptions(options),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("max_loaded_studies: -1 must not be negative")));
 }
 
 class EngineTest : public ::testing::Test {
@@ -116,6 +123,72 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<storage::Storage> storage_;
   std::unique_ptr<StudyEngine> engine_;
 };
+
+// Idle studies beyond max_loaded_studies leave memory and load again from
+// storage when next used, with the same trials and the same next suggestions
+// as a study that stayed loaded (GP: its policy state is stored).
+TEST_F(EngineTest, IdleStudiesBeyondTheLimitUnloadAndLoadAgain) {
+  EngineOptions bounded;
+  bounded.max_loaded_studies = 8;
+  Restart(bounded);
+  auto unbounded_storage = storage::OpenInMemoryStorage();
+  ASSERT_THAT(unbounded_storage, IsOk());
+  EngineOptions unbounded;
+  unbounded.max_loaded_studies = 0;
+  unbounded.clock = FakeClock::Source(&clock_);
+  StudyEngine reference(unbounded_storage->get(), nullptr, unbounded);
+
+  constexpr int kStudies = 20;
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < kStudies; ++i) {
+      const std::string id = absl::StrCat("s", i);
+      const v1::AlgorithmKind kind =
+          i % 4 == 0 ? v1::ALGORITHM_KIND_GP : v1::ALGORITHM_KIND_RANDOM;
+      for (StudyEngine* engine : {engine_.get(), &reference}) {
+        if (round == 0) {
+          v1::CreateStudyRequest create;
+          create.set_study_id(id);
+          *create.mutable_spec() = PipelineSpec(kind);
+          ASSERT_THAT(engine->CreateStudy(create), IsOk());
+        }
+      }
+      v1::SuggestRequest suggest;
+      suggest.set_study_id(id);
+      suggest.set_count(2);
+      auto got = engine_->Suggest(suggest);
+      auto want = reference.Suggest(suggest);
+      ASSERT_THAT(got, IsOk());
+      ASSERT_THAT(want, IsOk());
+      ASSERT_EQ(got->trials_size(), want->trials_size());
+      for (int t = 0; t < got->trials_size(); ++t) {
+        EXPECT_EQ(got->trials(t).configuration().DebugString(),
+                  want->trials(t).configuration().DebugString())
+            << id << " round " << round;
+        for (StudyEngine* engine : {engine_.get(), &reference}) {
+          v1::ObserveRequest observe;
+          observe.set_study_id(id);
+          observe.set_trial_id(got->trials(t).id());
+          observe.set_value(PipelineAccuracy(got->trials(t).configuration()));
+          ASSERT_THAT(engine->Observe(observe), IsOk());
+        }
+      }
+      EXPECT_LE(engine_->Stats().studies, 8);
+    }
+  }
+  const StudyEngine::LoadedStats stats = engine_->Stats();
+  EXPECT_GT(stats.unloaded_studies, 0);
+  EXPECT_EQ(reference.Stats().studies, kStudies);
+  for (int i = 0; i < kStudies; ++i) {
+    v1::GetStudyRequest get;
+    get.set_study_id(absl::StrCat("s", i));
+    auto study = engine_->GetStudy(get);
+    ASSERT_THAT(study, IsOk());
+    EXPECT_EQ(study->study().trial_count(), 8);
+    const v1::Trial want = reference.GetStudy(get)->study().best_trial();
+    EXPECT_EQ(study->study().best_trial().id(), want.id());
+    EXPECT_EQ(study->study().best_trial().value(), want.value());
+  }
+}
 
 TEST_F(EngineTest, SpecSizeLimitsNameFieldValueAndLimit) {
   EngineOptions options;

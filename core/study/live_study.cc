@@ -9,6 +9,7 @@
 #include "core/policy/policy_factory.h"
 #include "core/registry/model_binding.h"
 #include "google/protobuf/util/message_differencer.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace metaopt::study {
 absl::Status StudyNotFound(const std::string& study_id) {
@@ -16,7 +17,33 @@ absl::Status StudyNotFound(const std::string& study_id) {
       absl::StrCat("study \"", study_id, "\" does not exist"));
 }
 
+uint64_t StudyIncarnation(const v1::Study& stored) {
+  if (stored.incarnation() != 0) return stored.incarnation();
+  const int64_t micros =
+      google::protobuf::util::TimeUtil::TimestampToMicroseconds(
+          stored.create_time());
+  return micros > 0 ? static_cast<uint64_t>(micros) : 1;
+}
+
+absl::Status CheckIncarnation(const LiveStudy& live, uint64_t claimed,
+                              const std::string& field) {
+  const uint64_t incarnation = StudyIncarnation(live.stored);
+  if (claimed == 0 || claimed == incarnation) return absl::OkStatus();
+  return absl::NotFoundError(absl::StrCat(
+      field, ": ", claimed, " is not the incarnation of study \"",
+      live.key.study_id, "\" (", incarnation,
+      "): the trial belongs to a study of that id that was deleted; the "
+      "study was created again since"));
+}
+
 namespace {
+
+// Marks trials read from storage with their study's incarnation (trials
+// stored before incarnations existed have none).
+void StampIncarnation(const LiveStudy& live, std::vector<v1::Trial>& trials) {
+  const uint64_t incarnation = StudyIncarnation(live.stored);
+  for (v1::Trial& trial : trials) trial.set_study_incarnation(incarnation);
+}
 
 // The study's policy from its stored state and bound model.
 absl::StatusOr<std::shared_ptr<const policy::Policy>> BuildPolicy(
@@ -57,6 +84,7 @@ absl::Status ReadStudyState(storage::Storage& storage,
   METAOPT_RETURN_IF_ERROR(version.status());
   METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> stored_trials,
                            storage.LoadTrials(key));
+  StampIncarnation(live, stored_trials);
   METAOPT_ASSIGN_OR_RETURN(
       StudyTrials trials,
       StudyTrials::Load(std::move(stored_trials), key.study_id));
@@ -133,6 +161,7 @@ absl::Status RefreshStudy(storage::Storage& storage,
     METAOPT_ASSIGN_OR_RETURN(live.policy,
                              BuildPolicy(models, live, changes.policy_state));
   }
+  StampIncarnation(live, changes.trials);
   for (v1::Trial& trial : changes.trials) live.trials.Put(std::move(trial));
   live.stored_version = changes.version;
   ++live.version;
@@ -141,6 +170,7 @@ absl::Status RefreshStudy(storage::Storage& storage,
 
 v1::Study DescribeStudy(const LiveStudy& live) {
   v1::Study study = live.stored;
+  study.set_incarnation(StudyIncarnation(live.stored));
   study.set_trial_count(live.trials.size());
   const v1::Goal goal = live.stored.spec().objective().goal();
   const v1::Trial* best = nullptr;

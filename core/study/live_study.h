@@ -38,6 +38,9 @@ struct LiveStudy {
   // the study afresh instead of using this copy (it may have been created
   // again, by another process).
   std::atomic<bool> dropped{false};
+  // When a call last found the study (StudyEngine's use counter), for
+  // dropping the least recently used idle studies from memory.
+  std::atomic<int64_t> last_use{0};
 
   Mutex mu;
   StudyTrials trials ABSL_GUARDED_BY(mu);
@@ -61,6 +64,16 @@ struct LiveStudy {
 // of another owner.
 absl::Status StudyNotFound(const std::string& study_id);
 
+// The study's Study.incarnation: the stored one, or for a study created before
+// incarnations existed its creation time in microseconds (never 0).
+uint64_t StudyIncarnation(const v1::Study& stored);
+
+// OK if `claimed` (a request's study_incarnation) is 0 (not given) or `live`'s
+// incarnation; NOT_FOUND naming `field` otherwise: the caller's trial belongs
+// to a deleted study that had the same study_id.
+absl::Status CheckIncarnation(const LiveStudy& live, uint64_t claimed,
+                              const std::string& field);
+
 // Reads study `key` from storage: its spec, trials and policy state, and the
 // registry model it is bound to (`models` may be null: no registry). NOT_FOUND
 // if absent; FAILED_PRECONDITION if its bound model can no longer be loaded.
@@ -78,8 +91,8 @@ absl::Status RefreshStudy(storage::Storage& storage,
                           registry::ModelManager* models, LiveStudy& live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
 
-// The study with its derived fields: trial count, best trial, state
-// (EXHAUSTED once every catalogue entry is held).
+// The study with its derived fields: incarnation, trial count, best trial,
+// state (EXHAUSTED once every catalogue entry is held).
 v1::Study DescribeStudy(const LiveStudy& live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
 

@@ -158,6 +158,11 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
         absl::StrCat("max_studies_per_owner: ", options.max_studies_per_owner,
                      " must not be negative (0: no limit)"));
   }
+  if (options.max_loaded_studies < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_loaded_studies: ", options.max_loaded_studies,
+                     " must not be negative (0: no limit)"));
+  }
   return absl::OkStatus();
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
 #include "gmock/gmock.h"
@@ -194,6 +195,93 @@ TEST_F(EngineRequestTest, OversizedDeepPipeNetworkNamesTheSearchSpace) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        StartsWith("spec.search_space: building the DeepPipe "
                                   "network: ")));
+}
+
+// Issue 22, item 11: trial ids start at 1 in every study, so a worker of a
+// deleted study must not complete the trial with its id in the study created
+// again under the same study_id.
+TEST_F(EngineRequestTest, TrialsOfADeletedStudyAreNotTakenForTheNewOnes) {
+  const v1::StudySpec spec = PipelineSpec(v1::ALGORITHM_KIND_RANDOM);
+  ASSERT_THAT(Create("s", spec), IsOk());
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("s");
+  auto old_trial = engine_->Suggest(suggest);
+  ASSERT_THAT(old_trial, IsOk());
+  const uint64_t old_incarnation = old_trial->trials(0).study_incarnation();
+  EXPECT_NE(old_incarnation, 0u);
+  v1::GetStudyRequest get;
+  get.set_study_id("s");
+  EXPECT_EQ(engine_->GetStudy(get)->study().incarnation(), old_incarnation);
+
+  v1::DeleteStudyRequest remove;
+  remove.set_study_id("s");
+  ASSERT_THAT(engine_->DeleteStudy(remove), IsOk());
+  ASSERT_THAT(Create("s", spec), IsOk());
+  auto new_trial = engine_->Suggest(suggest);
+  ASSERT_THAT(new_trial, IsOk());
+  ASSERT_EQ(new_trial->trials(0).id(), old_trial->trials(0).id());
+  const uint64_t new_incarnation = new_trial->trials(0).study_incarnation();
+  EXPECT_NE(new_incarnation, old_incarnation);
+  EXPECT_EQ(engine_->GetStudy(get)->study().incarnation(), new_incarnation);
+
+  v1::ObserveRequest observe;
+  observe.set_study_id("s");
+  observe.set_trial_id(1);
+  observe.set_value(0.5);
+  observe.set_study_incarnation(old_incarnation);
+  EXPECT_THAT(engine_->Observe(observe),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr(absl::StrCat(
+                           "study_incarnation: ", old_incarnation,
+                           " is not the incarnation of study \"s\""))));
+  v1::HeartbeatRequest heartbeat;
+  heartbeat.set_study_id("s");
+  heartbeat.add_trial_ids(1);
+  heartbeat.set_study_incarnation(old_incarnation);
+  EXPECT_THAT(engine_->Heartbeat(heartbeat),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("was deleted")));
+  // An external configuration of the old study is refused the same way.
+  v1::ObserveRequest external = observe;
+  *external.mutable_configuration() = old_trial->trials(0).configuration();
+  EXPECT_THAT(engine_->Observe(external),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("was deleted")));
+
+  heartbeat.set_study_incarnation(new_incarnation);
+  EXPECT_THAT(engine_->Heartbeat(heartbeat), IsOk());
+  // Without an incarnation (clients older than incarnations) nothing is
+  // checked.
+  observe.clear_study_incarnation();
+  auto observed = engine_->Observe(observe);
+  ASSERT_THAT(observed, IsOk());
+  EXPECT_EQ(observed->trial().study_incarnation(), new_incarnation);
+}
+
+// A study stored before incarnations existed has the creation time in
+// microseconds as its incarnation, on the study and on its trials.
+TEST_F(EngineRequestTest, StudiesWithoutIncarnationUseTheirCreationTime) {
+  v1::Study legacy;
+  legacy.set_study_id("legacy");
+  *legacy.mutable_spec() = PipelineSpec(v1::ALGORITHM_KIND_RANDOM);
+  legacy.set_state(v1::STUDY_STATE_ACTIVE);
+  legacy.mutable_create_time()->set_seconds(1700000000);
+  legacy.mutable_create_time()->set_nanos(123456000);
+  ASSERT_THAT(storage_->CreateStudy(legacy, 0), IsOk());
+  constexpr uint64_t kMicros = 1700000000123456;
+
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("legacy");
+  auto suggested = engine_->Suggest(suggest);
+  ASSERT_THAT(suggested, IsOk());
+  EXPECT_EQ(suggested->trials(0).study_incarnation(), kMicros);
+  v1::GetStudyRequest get;
+  get.set_study_id("legacy");
+  EXPECT_EQ(engine_->GetStudy(get)->study().incarnation(), kMicros);
+  v1::ObserveRequest observe;
+  observe.set_study_id("legacy");
+  observe.set_trial_id(1);
+  observe.set_value(0.5);
+  observe.set_study_incarnation(kMicros);
+  EXPECT_THAT(engine_->Observe(observe), IsOk());
 }
 
 }  // namespace

@@ -1,12 +1,16 @@
 #include "core/study/study_engine.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 
+#include "absl/random/random.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/logging.h"
+#include "core/common/memory.h"
 #include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
@@ -24,6 +28,14 @@ namespace {
 // ABORTED conditional write) are redone on the refreshed study at most this
 // many times; then the call is UNAVAILABLE.
 constexpr int kMaxWriteConflicts = 16;
+
+// A fresh Study.incarnation: random and nonzero, so that a study created again
+// under a deleted one's id (by this or another process) tells their trials
+// apart with overwhelming probability.
+uint64_t NewIncarnation() {
+  absl::BitGen gen;
+  return absl::Uniform<uint64_t>(gen, 1, std::numeric_limits<uint64_t>::max());
+}
 
 absl::Status TooManyConflicts(const LiveStudy& study,
                               const absl::Status& last) {
@@ -54,15 +66,58 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> StudyEngine::FindStudy(
   {
     MutexLock lock(&map_mu_);
     auto it = studies_.find(key);
-    if (it != studies_.end() && !it->second->dropped) return it->second;
+    if (it != studies_.end() && !it->second->dropped) {
+      it->second->last_use = ++use_clock_;
+      return it->second;
+    }
   }
   // Load outside the map lock; if two threads race, the first insert wins.
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> loaded,
                            LoadStudy(*storage_, models_, key));
-  MutexLock lock(&map_mu_);
-  std::shared_ptr<LiveStudy>& slot = studies_[key];
-  if (slot == nullptr || slot->dropped) slot = std::move(loaded);
-  return slot;
+  std::shared_ptr<LiveStudy> found;
+  std::vector<std::shared_ptr<LiveStudy>> unloaded;
+  {
+    MutexLock lock(&map_mu_);
+    std::shared_ptr<LiveStudy>& slot = studies_[key];
+    if (slot == nullptr || slot->dropped) slot = std::move(loaded);
+    slot->last_use = ++use_clock_;
+    found = slot;  // held: never unloaded below
+    if (options_.max_loaded_studies > 0 &&
+        studies_.size() > static_cast<size_t>(options_.max_loaded_studies)) {
+      unloaded = UnloadIdleStudies();
+    }
+  }
+  if (!unloaded.empty()) {
+    unloaded.clear();  // freed outside the map lock
+    ReleaseFreedMemory();
+  }
+  return found;
+}
+
+std::vector<std::shared_ptr<LiveStudy>> StudyEngine::UnloadIdleStudies() {
+  // Everything a study holds in memory is also in storage (every change is
+  // written before it is applied), so an idle study can go and load again.
+  // Only the map holds an idle study: a call in progress holds a reference.
+  std::vector<std::pair<int64_t, storage::StudyKey>> idle;
+  for (const auto& [key, entry] : studies_) {
+    if (entry.use_count() == 1) idle.emplace_back(entry->last_use.load(), key);
+  }
+  const size_t target =
+      static_cast<size_t>(options_.max_loaded_studies) / 8 * 7;
+  const size_t excess = studies_.size() - std::min(target, studies_.size());
+  const size_t count = std::min(excess, idle.size());
+  std::nth_element(
+      idle.begin(), idle.begin() + count, idle.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::shared_ptr<LiveStudy>> unloaded;
+  unloaded.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto it = studies_.find(idle[i].second);
+    unloaded.push_back(std::move(it->second));
+    studies_.erase(it);
+  }
+  unloaded_studies_ += static_cast<int64_t>(count);
+  return unloaded;
 }
 
 absl::Status StudyEngine::WithLiveStudy(
@@ -158,6 +213,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
     }
   }
   *study.mutable_create_time() = ToProtoTimestamp(options_.clock());
+  study.set_incarnation(NewIncarnation());
   study.set_state(v1::STUDY_STATE_ACTIVE);
 
   // The storage counts and inserts in one step, also against other
@@ -491,6 +547,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
                                          : *entry->policy;
     info.source = proposed->source.empty() ? producer.name() : proposed->source;
     info.fallback_reason = fallback_reason;
+    info.study_incarnation = StudyIncarnation(entry->stored);
     // Whatever the policy proposed, no configuration is handed out twice in
     // one Suggest, nor a catalogue entry a trial holds; random untried ones
     // take the place of those dropped.
@@ -553,6 +610,8 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        METAOPT_RETURN_IF_ERROR(CheckIncarnation(
+            study, request.study_incarnation(), "study_incarnation"));
         std::optional<v1::Configuration> external;
         if (request.target_case() == v1::ObserveRequest::kConfiguration) {
           METAOPT_ASSIGN_OR_RETURN(
@@ -569,6 +628,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
         v1::Trial trial;
         if (external.has_value()) {
           trial.set_id(study.trials.size() + 1);
+          trial.set_study_incarnation(StudyIncarnation(study.stored));
           *trial.mutable_configuration() = *std::move(external);
           *trial.mutable_create_time() = ToProtoTimestamp(options_.clock());
           (*trial.mutable_metadata())["source"] = "external";
@@ -721,6 +781,8 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time now) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        METAOPT_RETURN_IF_ERROR(CheckIncarnation(
+            study, request.study_incarnation(), "study_incarnation"));
         std::vector<v1::Trial> renewed;
         renewed.reserve(request.trial_ids_size());
         for (int i = 0; i < request.trial_ids_size(); ++i) {
@@ -772,11 +834,12 @@ absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
 
 StudyEngine::LoadedStats StudyEngine::Stats() {
   std::vector<std::shared_ptr<LiveStudy>> entries;
+  LoadedStats stats;
   {
     MutexLock lock(&map_mu_);
     for (const auto& [key, entry] : studies_) entries.push_back(entry);
+    stats.unloaded_studies = unloaded_studies_;
   }
-  LoadedStats stats;
   stats.trials_by_state.assign(v1::TrialState_ARRAYSIZE, 0);
   for (const auto& entry : entries) {
     MutexLock lock(&entry->mu);

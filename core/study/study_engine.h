@@ -84,6 +84,9 @@ class StudyEngine {
   // What the engine holds in memory now, for monitoring. Never does I/O.
   struct LoadedStats {
     int64_t studies = 0;
+    // Studies dropped from memory as least recently used since the start
+    // (EngineOptions::max_loaded_studies).
+    int64_t unloaded_studies = 0;
     // Trials of the loaded studies, indexed by v1::TrialState.
     std::vector<int64_t> trials_by_state;
   };
@@ -151,9 +154,18 @@ class StudyEngine {
   registry::ModelManager* const models_;
   const EngineOptions options_;
 
+  // Drops least recently used studies that no call holds from studies_ until
+  // at most 7/8 of options_.max_loaded_studies remain (or none is idle), and
+  // returns them, for the caller to free after releasing map_mu_.
+  std::vector<std::shared_ptr<LiveStudy>> UnloadIdleStudies()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
+
   Mutex map_mu_;
   absl::flat_hash_map<storage::StudyKey, std::shared_ptr<LiveStudy>> studies_
       ABSL_GUARDED_BY(map_mu_);
+  // Ticks once per FindStudy (LiveStudy::last_use).
+  int64_t use_clock_ ABSL_GUARDED_BY(map_mu_) = 0;
+  int64_t unloaded_studies_ ABSL_GUARDED_BY(map_mu_) = 0;
 };
 
 }  // namespace metaopt::study

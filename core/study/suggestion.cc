@@ -78,6 +78,7 @@ std::vector<v1::Trial> NewTrials(std::vector<v1::Configuration> configurations,
     *trial.mutable_configuration() = std::move(config);
     trial.set_state(v1::TRIAL_STATE_ACTIVE);
     trial.set_client_id(info.client_id);
+    trial.set_study_incarnation(info.study_incarnation);
     *trial.mutable_create_time() = create_time;
     *trial.mutable_lease_expire_time() = lease_end;
     auto& metadata = *trial.mutable_metadata();

@@ -50,6 +50,8 @@ struct NewTrialInfo {
   // Non-empty for a deadline fallback: metadata["source"] is
   // "deadline-fallback" and metadata["reason"] this.
   std::string fallback_reason;
+  // Trial.study_incarnation.
+  uint64_t study_incarnation = 0;
 };
 
 // ACTIVE trials for `configurations`, with ids first_id, first_id + 1, ...

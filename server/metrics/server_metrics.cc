@@ -55,10 +55,19 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Create() {
              .Register(r);
     m->studies_loaded_ = &prometheus::BuildGauge()
                               .Name("metaopt_studies_loaded")
-                              .Help("Studies held in memory (created or used "
-                                    "since the server started).")
+                              .Help(
+                                  "Studies held in memory (created or used "
+                                  "recently; see --max-loaded-studies).")
                               .Register(r)
                               .Add({});
+    m->studies_unloaded_ =
+        &prometheus::BuildCounter()
+             .Name("metaopt_studies_unloaded_total")
+             .Help(
+                 "Idle studies dropped from memory as least recently used "
+                 "(--max-loaded-studies); they load again when next used.")
+             .Register(r)
+             .Add({});
     m->trials_ = &prometheus::BuildGauge()
                       .Name("metaopt_trials")
                       .Help("Trials of the loaded studies by state (leases "
@@ -99,6 +108,11 @@ void ServerMetrics::Collect() {
   if (engine_ == nullptr) return;
   const study::StudyEngine::LoadedStats stats = engine_->Stats();
   studies_loaded_->Set(static_cast<double>(stats.studies));
+  // The engine counts since its start; the counter moves by the difference.
+  const double unloaded = static_cast<double>(stats.unloaded_studies);
+  if (unloaded > studies_unloaded_->Value()) {
+    studies_unloaded_->Increment(unloaded - studies_unloaded_->Value());
+  }
   for (size_t state = 0; state < stats.trials_by_state.size(); ++state) {
     if (state == v1::TRIAL_STATE_UNSPECIFIED ||
         !v1::TrialState_IsValid(static_cast<int>(state))) {

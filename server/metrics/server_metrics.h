@@ -55,6 +55,7 @@ class ServerMetrics final : public RpcObserver {
   prometheus::Family<prometheus::Histogram>* rpc_seconds_ = nullptr;
   prometheus::Histogram* commit_seconds_ = nullptr;
   prometheus::Gauge* studies_loaded_ = nullptr;
+  prometheus::Counter* studies_unloaded_ = nullptr;
   prometheus::Family<prometheus::Gauge>* trials_ = nullptr;
   prometheus::Gauge* models_served_ = nullptr;
   prometheus::Family<prometheus::Gauge>* model_versions_ = nullptr;

@@ -116,6 +116,22 @@ function enumName(value, prefix, name) {
 }
 
 /** The trial id of a Trial object or an id. */
+// The incarnation of the study a trial came from (Trial.study_incarnation),
+// else the one of the study as last returned (Study.incarnation); undefined if
+// neither is known. The server refuses a trial of a deleted study that had the
+// same id when it is given.
+function incarnationOf(trials, info) {
+  const known = (value) =>
+      value !== undefined && value !== null && String(value) !== '0';
+  for (const trial of trials) {
+    if (trial !== null && typeof trial === 'object') {
+      const incarnation = trial.studyIncarnation ?? trial.study_incarnation;
+      if (known(incarnation)) return incarnation;
+    }
+  }
+  return known(info?.incarnation) ? info.incarnation : undefined;
+}
+
 function trialIdOf(trial, name) {
   if (trial !== null && typeof trial === 'object' && 'id' in trial) return trial.id;
   if (typeof trial === 'string' || typeof trial === 'number' || typeof trial === 'bigint') return trial;
@@ -409,6 +425,8 @@ export class Study {
    */
   async observe(trial, result, options = {}) {
     const request = { study_id: this.id, trial_id: trialIdOf(trial, 'trial'), ...outcomeOf(result) };
+    const incarnation = incarnationOf([trial], this.info);
+    if (incarnation !== undefined) request.study_incarnation = incarnation;
     const response = await this.#client.call('Observe', request, { timeoutMs: options.timeoutMs });
     return response.trial;
   }
@@ -510,11 +528,16 @@ export class Study {
    */
   async heartbeat(trials, options = {}) {
     if (!Array.isArray(trials)) throw invalidArgument('trials: expected an array of Trials or trial ids');
-    const response = await this.#client.call(
-      'Heartbeat',
-      { study_id: this.id, trial_ids: trials.map((t, i) => trialIdOf(t, `trials[${i}]`)) },
-      { idempotent: true, timeoutMs: options.timeoutMs },
-    );
+    const request = {
+      study_id: this.id,
+      trial_ids: trials.map((t, i) => trialIdOf(t, `trials[${i}]`))
+    };
+    const incarnation = incarnationOf(trials, this.info);
+    if (incarnation !== undefined) request.study_incarnation = incarnation;
+    const response = await this.#client.call('Heartbeat', request, {
+      idempotent: true,
+      timeoutMs: options.timeoutMs,
+    });
     return response.trials ?? [];
   }
 

@@ -159,6 +159,11 @@ export interface Trial {
   completeTime?: Timestamp;
   metadata?: Record<string, string>;
   leaseExpireTime?: Timestamp;
+  /**
+   * Study.incarnation of the study that handed the trial out (a decimal
+   * string).
+   */
+  studyIncarnation?: string;
 }
 
 export interface StudyInfo {
@@ -170,6 +175,8 @@ export interface StudyInfo {
   createTime?: Timestamp;
   boundModel?: string;
   owner?: string;
+  /** Tells this study from deleted ones with the same id (a decimal string). */
+  incarnation?: string;
 }
 
 export interface Model {

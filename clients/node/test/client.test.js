@@ -144,6 +144,29 @@ describe('against one server', () => {
     assert.equal(otherIds.filter((id) => firstIds.includes(id)).length, 0);
   });
 
+  test(
+      'a trial of a deleted study is not taken for the trial with its id in a new one',
+      async () => {
+        const old = await client.createStudy('reborn', quadraticSpec);
+        const [stale] = await old.suggest(1);
+        assert.ok(stale.studyIncarnation && stale.studyIncarnation !== '0');
+        assert.equal(stale.studyIncarnation, old.info.incarnation);
+        await old.delete();
+        const reborn = await client.createStudy('reborn', quadraticSpec);
+        const [fresh] = await reborn.suggest(1);
+        assert.equal(fresh.id, stale.id);
+        assert.notEqual(fresh.studyIncarnation, stale.studyIncarnation);
+        await rejectsWith(
+            reborn.observe(stale, 1.0), Status.NOT_FOUND,
+            'is not the incarnation of study "reborn"');
+        await rejectsWith(
+            old.observe(stale.id, 1.0), Status.NOT_FOUND, 'was deleted');
+        await rejectsWith(
+            old.heartbeat([stale.id]), Status.NOT_FOUND, 'was deleted');
+        assert.equal(
+            (await reborn.observe(fresh, 1.0)).state, 'TRIAL_STATE_COMPLETED');
+      });
+
   test('an externally evaluated configuration becomes a completed trial', async () => {
     const spec = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs/examples/study_spec.json'), 'utf8'));
     const configuration = JSON.parse(fs.readFileSync(path.join(repoRoot, 'docs/examples/configuration.json'), 'utf8'));

@@ -335,6 +335,15 @@ class Study:
         """True once a catalogue study has tried every candidate (as last fetched)."""
         return self._proto.state == study_pb2.STUDY_STATE_EXHAUSTED
 
+    def _incarnation(self, trials: Sequence[Union[Trial, int]]) -> int:
+        """The study incarnation the trials came from (else this handle's study's): the server
+        refuses trials of a deleted study that had the same id, instead of taking them for the
+        trials with the same ids in the study created again."""
+        for trial in trials:
+            if isinstance(trial, Trial) and trial.proto.study_incarnation:
+                return trial.proto.study_incarnation
+        return self._proto.incarnation
+
     def _trial(self, proto: study_pb2.Trial) -> Trial:
         return Trial(proto, self._proto.spec.search_space)
 
@@ -374,7 +383,8 @@ class Study:
             InvalidArgumentError: e.g. a metric that is not finite.
         """
         trial_id = trial.id if isinstance(trial, Trial) else int(trial)
-        request = pb.ObserveRequest(study_id=self.id, trial_id=trial_id)
+        request = pb.ObserveRequest(study_id=self.id, trial_id=trial_id,
+                                    study_incarnation=self._incarnation([trial]))
         _outcome(value, failed, infeasible, request)
         for name, metric in (metrics or {}).items():
             request.metrics[name] = float(metric)
@@ -418,8 +428,9 @@ class Study:
         """Extends the leases of ACTIVE trials still being evaluated; returns them with their new
         ``lease_expire_time``."""
         ids = [t.id if isinstance(t, Trial) else int(t) for t in trials]
-        response = self._client.call("Heartbeat",
-                                     pb.HeartbeatRequest(study_id=self.id, trial_ids=ids))
+        request = pb.HeartbeatRequest(study_id=self.id, trial_ids=ids,
+                                      study_incarnation=self._incarnation(trials))
+        response = self._client.call("Heartbeat", request)
         return [self._trial(t) for t in response.trials]
 
     def get_trial(self, trial_id: int) -> Trial:

@@ -261,6 +261,25 @@ class ErrorTest(ServerTest):
         with self.assertRaises(metaopt.InvalidArgumentError):
             client.create_study("bad id!", quadratic_space())
 
+    def test_trial_of_a_deleted_study_is_not_taken_for_the_new_ones(self):
+        client = self.client()
+        old = client.create_study("reborn", quadratic_space(), algorithm="random")
+        (stale,) = old.suggest()
+        self.assertNotEqual(stale.proto.study_incarnation, 0)
+        old.delete()
+        reborn = client.create_study("reborn", quadratic_space(), algorithm="random")
+        (fresh,) = reborn.suggest()
+        self.assertEqual(fresh.id, stale.id)
+        self.assertNotEqual(fresh.proto.study_incarnation, stale.proto.study_incarnation)
+        with self.assertRaises(metaopt.NotFoundError) as caught:
+            reborn.observe(stale, 1.0)
+        self.assertIn('is not the incarnation of study "reborn"', caught.exception.message)
+        with self.assertRaises(metaopt.NotFoundError):
+            old.observe(stale.id, 1.0)  # the old handle knows its incarnation
+        with self.assertRaises(metaopt.NotFoundError):
+            old.heartbeat([stale.id])
+        self.assertEqual(reborn.observe(fresh.id, 1.0).state, metaopt.TrialState.COMPLETED)
+
     def test_second_observation_is_failed_precondition(self):
         study = self.client().create_study("observe-twice", quadratic_space(), algorithm="random")
         (trial,) = study.suggest()

@@ -1,0 +1,129 @@
+// Resident memory of the study engine per loaded study, and with many idle
+// studies (issue 18's memory targets). Fills `--studies` RANDOM studies of
+// `--trials` observed trials each through a StudyEngine over a SQLite database
+// (put it on tmpfs, e.g. /dev/shm, so that filling is not bound by fsync),
+// then starts a fresh engine over the same database (a restart: nothing
+// loaded), reads every study once (GetStudy) and reports the resident size
+// before and after, with freed heap returned to the system each time.
+//
+//   build/bench/study_memory --db /dev/shm/mem.db --studies 100 --trials 1000
+//   build/bench/study_memory --db /dev/shm/idle.db --studies 10000 \
+//       --trials 100 --max-loaded-studies 4096
+//
+// The space is the load generator's (four floats, one stage), the study kind
+// RANDOM; a study's memory is mostly its trials and their indexes.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/common/memory.h"
+#include "core/storage/storage.h"
+#include "core/study/study_engine.h"
+#include "tools/loadgen/load_generator.h"
+
+namespace metaopt::study {
+namespace {
+
+void Check(const absl::Status& status, const std::string& what) {
+  if (!status.ok()) {
+    std::fprintf(stderr, "study_memory: %s: %s\n", what.c_str(),
+                 status.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+double ResidentMiB() {
+  ReleaseFreedMemory();
+  return static_cast<double>(ResidentBytes()) / (1024.0 * 1024.0);
+}
+
+// Creates study `id` and observes `trials` trials, suggested 100 at a time.
+void Fill(StudyEngine& engine, const std::string& id, int trials) {
+  v1::CreateStudyRequest create;
+  create.set_study_id(id);
+  *create.mutable_spec() = loadgen::MakeStudySpec(loadgen::LoadOptions(), 0);
+  Check(engine.CreateStudy(create).status(), "CreateStudy " + id);
+  for (int done = 0; done < trials;) {
+    v1::SuggestRequest suggest;
+    suggest.set_study_id(id);
+    suggest.set_count(std::min(100, trials - done));
+    auto suggested = engine.Suggest(suggest);
+    Check(suggested.status(), "Suggest " + id);
+    for (const v1::Trial& trial : suggested->trials()) {
+      v1::ObserveRequest observe;
+      observe.set_study_id(id);
+      observe.set_trial_id(trial.id());
+      observe.set_value(0.001 * static_cast<double>(trial.id()));
+      Check(engine.Observe(observe).status(), "Observe " + id);
+      ++done;
+    }
+  }
+}
+
+int Run(int argc, char** argv) {
+  std::string db;
+  int studies = 100;
+  int trials = 1000;
+  int max_loaded = 0;
+  CLI::App app{"Resident memory of the study engine per loaded study"};
+  app.add_option("--db", db, "SQLite database to fill (should not exist)")
+      ->required();
+  app.add_option("--studies", studies, "RANDOM studies to fill")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--trials", trials, "observed trials per study")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-loaded-studies", max_loaded,
+                 "the engine's limit of loaded studies (0: none)")
+      ->check(CLI::NonNegativeNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  auto storage = storage::OpenSqliteStorage(db);
+  Check(storage.status(), "opening " + db);
+  {
+    StudyEngine filler(storage->get(), nullptr);
+    const absl::Time start = absl::Now();
+    for (int i = 0; i < studies; ++i) {
+      Fill(filler, absl::StrCat("s", i), trials);
+      if ((i + 1) % std::max(1, studies / 20) == 0 || i + 1 == studies) {
+        std::fprintf(stderr, "\rfilled %d/%d studies (%.0f s)", i + 1, studies,
+                     absl::ToDoubleSeconds(absl::Now() - start));
+      }
+    }
+    std::fprintf(stderr, "\n");
+  }
+  const double before = ResidentMiB();
+  EngineOptions options;
+  options.max_loaded_studies = max_loaded;
+  StudyEngine engine(storage->get(), nullptr, options);
+  const double empty = ResidentMiB();
+  for (int i = 0; i < studies; ++i) {
+    v1::GetStudyRequest get;
+    get.set_study_id(absl::StrCat("s", i));
+    Check(engine.GetStudy(get).status(), "GetStudy");
+  }
+  const double after = ResidentMiB();
+  const StudyEngine::LoadedStats stats = engine.Stats();
+  std::printf(
+      "| studies | trials each | max loaded | loaded | RSS before (MiB) | RSS "
+      "after reading all (MiB) | per loaded study (KiB) |\n"
+      "|---|---|---|---|---|---|---|\n");
+  std::printf("| %d | %d | %d | %lld | %.1f | %.1f | %.0f |\n", studies, trials,
+              max_loaded, static_cast<long long>(stats.studies), empty, after,
+              stats.studies > 0 ? (after - empty) * 1024.0 /
+                                      static_cast<double>(stats.studies)
+                                : 0.0);
+  std::fprintf(stderr, "RSS after filling (filler engine freed): %.1f MiB\n",
+               before);
+  return 0;
+}
+
+}  // namespace
+}  // namespace metaopt::study
+
+int main(int argc, char** argv) { return metaopt::study::Run(argc, argv); }
