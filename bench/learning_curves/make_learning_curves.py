@@ -57,7 +57,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
 
 NAME = "learning-curves"
 EPOCHS = 27  # 3^3: the rungs 1, 3, 9, 27 of successive halving with reduction factor 3
-CONFIGS = 128  # a power of 2: the balance of the Sobol points
+CONFIGS = 64  # a power of 2: the balance of the Sobol points
 MAX_ROWS = 2000
 VALID_FRACTION = 0.3
 SOBOL_SEED = 20261125
@@ -319,6 +319,7 @@ def main(argv=None) -> int:
         with open(os.path.join(args.out, name), "w", encoding="ascii", newline="\n") as f:
             f.write("\n".join(lines) + "\n")
 
+    os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "space.json"), "w", encoding="ascii") as f:
         json.dump(space_json(), f, indent=2)
         f.write("\n")
