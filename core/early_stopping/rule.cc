@@ -34,16 +34,34 @@ int64_t PreviousStep(const TrialCurve& trial) {
   return n >= 2 ? trial.points[n - 2].step : -1;
 }
 
-// The index in `rungs` of the highest rung the trial's last report crossed
-// (previous step < rung <= last step), or -1.
-int CrossedRung(const std::vector<int64_t>& rungs, const TrialCurve& trial) {
-  const int64_t last = trial.points.back().step;
-  const int64_t previous = PreviousStep(trial);
-  for (int k = static_cast<int>(rungs.size()) - 1; k >= 0; --k) {
-    if (rungs[k] <= last) return rungs[k] > previous ? k : -1;
+// The rungs of successive halving (zero settings replaced by their defaults)
+// and the rung a trial's last report crossed.
+class Rungs {
+ public:
+  Rungs(int64_t min_resource, int32_t reduction_factor)
+      : eta_(reduction_factor == 0 ? kDefaultReductionFactor
+                                   : reduction_factor),
+        steps_(RungSteps(min_resource == 0 ? 1 : min_resource, eta_)) {}
+
+  int eta() const { return eta_; }
+
+  // The index of the highest rung the trial's last report crossed (previous
+  // step < rung <= last step), or -1.
+  int Crossed(const TrialCurve& trial) const {
+    const int64_t last = trial.points.back().step;
+    const int64_t previous = PreviousStep(trial);
+    for (int k = static_cast<int>(steps_.size()) - 1; k >= 0; --k) {
+      if (steps_[k] <= last) return steps_[k] > previous ? k : -1;
+    }
+    return -1;
   }
-  return -1;
-}
+
+  int64_t step(int k) const { return steps_[k]; }
+
+ private:
+  const int eta_;
+  const std::vector<int64_t> steps_;
+};
 
 absl::Status Invalid(const std::string& field, const std::string& rule) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
@@ -133,25 +151,22 @@ int64_t CountBetterAtRung(absl::Span<const TrialCurve> others, int64_t rung,
 class AshaRuleImpl final : public Rule {
  public:
   explicit AshaRuleImpl(const v1::AshaRule& spec)
-      : eta_(spec.reduction_factor() == 0 ? kDefaultReductionFactor
-                                          : spec.reduction_factor()),
-        grace_period_(spec.grace_period()),
-        rungs_(RungSteps(spec.min_resource() == 0 ? 1 : spec.min_resource(),
-                         eta_)) {}
+      : rungs_(spec.min_resource(), spec.reduction_factor()),
+        grace_period_(spec.grace_period()) {}
 
   Decision ShouldStop(const TrialCurve& trial,
                       absl::Span<const TrialCurve> others,
                       v1::Goal goal) const override {
-    const int k = CrossedRung(rungs_, trial);
-    if (k < 0 || rungs_[k] < grace_period_) return {};
-    const int64_t rung = rungs_[k];
+    const int k = rungs_.Crossed(trial);
+    if (k < 0 || rungs_.step(k) < grace_period_) return {};
+    const int64_t rung = rungs_.step(k);
     const double value = trial.points.back().value;
     int64_t reached = 0;
     const int64_t better = CountBetterAtRung(
         others, rung, value, goal, [](const TrialCurve&) { return true; },
         &reached);
     const int64_t n = reached + 1;
-    const int64_t keep = std::max<int64_t>(1, n / eta_);
+    const int64_t keep = std::max<int64_t>(1, n / rungs_.eta());
     const bool stop = better >= keep;
     return {stop,
             absl::StrCat("asha: value ", value, " at rung ", k, " (step ", rung,
@@ -162,31 +177,27 @@ class AshaRuleImpl final : public Rule {
   std::string name() const override { return "asha"; }
 
  private:
-  const int eta_;
+  const Rungs rungs_;
   const int64_t grace_period_;
-  const std::vector<int64_t> rungs_;
 };
 
 class SuccessiveHalvingRuleImpl final : public Rule {
  public:
   explicit SuccessiveHalvingRuleImpl(const v1::SuccessiveHalvingRule& spec)
-      : eta_(spec.reduction_factor() == 0 ? kDefaultReductionFactor
-                                          : spec.reduction_factor()),
-        cohort_size_(spec.cohort_size()),
-        rungs_(RungSteps(spec.min_resource() == 0 ? 1 : spec.min_resource(),
-                         eta_)) {}
+      : rungs_(spec.min_resource(), spec.reduction_factor()),
+        cohort_size_(spec.cohort_size()) {}
 
   Decision ShouldStop(const TrialCurve& trial,
                       absl::Span<const TrialCurve> others,
                       v1::Goal goal) const override {
-    const int k = CrossedRung(rungs_, trial);
+    const int k = rungs_.Crossed(trial);
     if (k < 0) return {};
-    const int64_t rung = rungs_[k];
+    const int64_t rung = rungs_.step(k);
     const double value = trial.points.back().value;
     const int64_t cohort = Cohort(trial.trial_id);
     // floor(cohort_size / eta^(k+1)), at least 1.
     int64_t quota = cohort_size_;
-    for (int i = 0; i <= k && quota > 0; ++i) quota /= eta_;
+    for (int i = 0; i <= k && quota > 0; ++i) quota /= rungs_.eta();
     quota = std::max<int64_t>(1, quota);
     int64_t reached = 0;
     const int64_t better = CountBetterAtRung(
@@ -210,9 +221,8 @@ class SuccessiveHalvingRuleImpl final : public Rule {
     return (trial_id - 1) / cohort_size_;
   }
 
-  const int eta_;
+  const Rungs rungs_;
   const int64_t cohort_size_;
-  const std::vector<int64_t> rungs_;
 };
 
 class ThresholdRuleImpl final : public Rule {
