@@ -80,9 +80,7 @@ class ServerBackend final : public StudyBackend {
   }
   absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
       const v1::ReportIntermediateRequest& request) override {
-    (void)request;  // TEMP until the C++ client has ReportIntermediate
-    return absl::UnimplementedError(
-        "ReportIntermediate over --server: not in the C++ client yet");
+    return client_->ReportIntermediate(request);
   }
   absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
       const v1::DeleteStudyRequest& request) override {

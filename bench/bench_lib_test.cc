@@ -816,6 +816,50 @@ TEST_F(EarlyStoppingRunTest, WritesCostOutputs) {
   }
 }
 
+// The committed learning-curves meta-dataset (bench/data/learning-curves).
+std::string SourceDir() {
+  const char* source = std::getenv("METAOPT_SOURCE_DIR");
+  return source != nullptr && *source != '\0' ? source
+                                              : METAOPT_SOURCE_DIR_DEFAULT;
+}
+
+TEST(LearningCurvesDataTest, CommittedCurvesMatchTheMetaDataset) {
+  const std::string dir = SourceDir() + "/bench/data/learning-curves";
+  absl::StatusOr<meta::MetaDataset> data = meta::ReadMetaDataset(dir);
+  ASSERT_THAT(data, IsOk());
+  EXPECT_EQ(data->name, "learning-curves");
+  EXPECT_EQ(data->objective.goal(), v1::GOAL_MINIMIZE);
+  ASSERT_EQ(data->tasks.size(), 16u);
+  std::map<std::string, int> splits;
+  for (const meta::Task& task : data->tasks) ++splits[task.split];
+  EXPECT_THAT(splits,
+              ElementsAre(Pair("test", 8), Pair("train", 4), Pair("valid", 4)));
+  absl::StatusOr<CurveTable> curves = ReadCurves(dir + "/curves.csv");
+  ASSERT_THAT(curves, IsOk());
+  EXPECT_EQ(curves->size(), data->tasks.size());
+  for (const meta::Task& task : data->tasks) {
+    SCOPED_TRACE(task.id);
+    absl::StatusOr<ReplayTask> replay = PrepareTask(task, v1::GOAL_MINIMIZE);
+    ASSERT_THAT(replay, IsOk());
+    ASSERT_THAT(AttachCurves(*curves, *replay), IsOk());
+    ASSERT_EQ(replay->curves.size(), 64u);
+    double first = 0;
+    double last = 0;
+    for (const std::vector<double>& curve : replay->curves) {
+      ASSERT_EQ(curve.size(), 27u);
+      for (double v : curve) {
+        EXPECT_GE(v, 0.0);
+        EXPECT_LE(v, 1.0);
+      }
+      first += curve.front();
+      last += curve.back();
+    }
+    // Real training: the mean validation error falls from epoch 1 to 27.
+    EXPECT_LT(last, first);
+    EXPECT_LT(replay->best, replay->worst);
+  }
+}
+
 #ifdef METAOPT_SERVER_BINARY
 TEST_F(BenchRunTest, ServerModeEqualsInProcess) {
   // The port is parsed from the "listening on" line (logged at info level).
@@ -839,6 +883,26 @@ TEST_F(BenchRunTest, ServerModeEqualsInProcess) {
   EXPECT_EQ(TrialsCsv(*over_grpc), TrialsCsv(*in_process));
   EXPECT_EQ(SummaryCsv(Summarize(*over_grpc)),
             SummaryCsv(Summarize(*in_process)));
+}
+
+TEST_F(EarlyStoppingRunTest, ServerModeEqualsInProcess) {
+  metaopt::testing::ServerProcess server(
+      METAOPT_SERVER_BINARY,
+      {"--listen=127.0.0.1:0", absl::StrCat("--db=", dir_.File("es.db")),
+       absl::StrCat("--models=", dir_.File("models"))},
+      dir_.File("server.log"));
+  const int port = server.Start();
+  ASSERT_GT(port, 0) << server.Log();
+  BenchOptions remote = EarlyOptions();
+  remote.server = absl::StrCat("127.0.0.1:", port);
+  absl::StatusOr<BenchResult> over_grpc = RunBenchmark(remote);
+  ASSERT_THAT(over_grpc, IsOk()) << server.Log();
+  absl::StatusOr<BenchResult> in_process = RunBenchmark(EarlyOptions());
+  ASSERT_THAT(in_process, IsOk());
+  // The same trials, costs and stops.
+  EXPECT_EQ(TrialsCsv(*over_grpc), TrialsCsv(*in_process));
+  EXPECT_EQ(CostSummaryCsv(SummarizeCost(*over_grpc)),
+            CostSummaryCsv(SummarizeCost(*in_process)));
 }
 #endif
 
