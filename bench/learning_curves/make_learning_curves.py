@@ -326,7 +326,8 @@ def main(argv=None) -> int:
     write("evaluations.csv", evaluations)
     write("curves.csv", curves)
     write("tasks.csv", task_rows)
-    write("README.md", readme(summary, len(configs)))
+    with open(os.path.join(args.out, "README.md"), "w", encoding="ascii", newline="\n") as f:
+        f.write(readme(summary, len(configs)))
     print(f"wrote {args.out}: {len(frames)} tasks x {len(configs)} configurations x {EPOCHS} "
           f"epochs in {time.time() - start:.0f} s",
           file=sys.stderr)
