@@ -37,6 +37,10 @@ class EngineBackend final : public StudyBackend {
       const v1::ObserveRequest& request) override {
     return engine_.Observe(request);
   }
+  absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
+      const v1::ReportIntermediateRequest& request) override {
+    return engine_.ReportIntermediate(request);
+  }
   absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
       const v1::DeleteStudyRequest& request) override {
     return engine_.DeleteStudy(request);
@@ -73,6 +77,10 @@ class ServerBackend final : public StudyBackend {
   absl::StatusOr<v1::ObserveResponse> Observe(
       const v1::ObserveRequest& request) override {
     return client_->Observe(request);
+  }
+  absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
+      const v1::ReportIntermediateRequest& request) override {
+    return client_->ReportIntermediate(request);
   }
   absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
       const v1::DeleteStudyRequest& request) override {

@@ -185,13 +185,47 @@ v1::CreateStudyRequest MakeCreateRequest(const std::string& study_id,
     }
   }
   spec->set_seed(seed);
+  if (method.early_stopping.rule_case() !=
+      v1::EarlyStoppingSpec::RULE_NOT_SET) {
+    *spec->mutable_early_stopping() = method.early_stopping;
+  }
   return request;
 }
 
+// Replays the learning curve of catalogue entry `entry` for `trial`: reports
+// its values at steps 1, 2, ... until the engine says stop or the curve ends.
+// Returns the steps reported; *value is the last reported value.
+absl::StatusOr<int> ReplayCurve(StudyBackend& backend,
+                                const std::string& study_id, int64_t trial,
+                                const std::vector<double>& curve, double* value,
+                                bool* stopped) {
+  *stopped = false;
+  int steps = 0;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    v1::ReportIntermediateRequest report;
+    report.set_study_id(study_id);
+    report.set_trial_id(trial);
+    report.set_step(static_cast<int64_t>(i) + 1);
+    report.set_value(curve[i]);
+    METAOPT_ASSIGN_OR_RETURN(v1::ReportIntermediateResponse response,
+                             backend.ReportIntermediate(report));
+    ++steps;
+    *value = curve[i];
+    if (response.should_stop()) {
+      *stopped = true;
+      break;
+    }
+  }
+  return steps;
+}
+
+// One run. With curves (task.curves set) every trial replays its curve and
+// no trial starts once `budget` steps are spent.
 absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
                                     v1::CreateStudyRequest create,
                                     const ReplayTask& task, v1::Goal goal,
-                                    int trials) {
+                                    int trials, int64_t budget) {
+  const bool curves = !task.curves.empty();
   const std::string study_id = create.study_id();
   METAOPT_RETURN_IF_ERROR(backend.CreateStudy(create).status());
   create.Clear();  // the catalogue can be large
@@ -199,7 +233,7 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
   RunResult result;
   std::vector<double> observed;
   observed.reserve(trials);
-  for (int t = 0; t < trials; ++t) {
+  for (int t = 0; t < trials && (!curves || result.cost < budget); ++t) {
     v1::SuggestRequest suggest;
     suggest.set_study_id(study_id);
     suggest.set_count(1);
@@ -219,7 +253,16 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
           ": the suggested configuration is not in the task's table: ",
           trial.configuration().ShortDebugString()));
     }
-    const double value = task.y[it->second];
+    double value = task.y[it->second];
+    if (curves) {
+      bool stopped = false;
+      METAOPT_ASSIGN_OR_RETURN(
+          int steps, ReplayCurve(backend, study_id, trial.id(),
+                                 task.curves[it->second], &value, &stopped));
+      result.costs.push_back(steps);
+      result.stopped.push_back(stopped);
+      result.cost += steps;
+    }
     v1::ObserveRequest observe;
     observe.set_study_id(study_id);
     observe.set_trial_id(trial.id());
@@ -234,6 +277,10 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
   result.trials_observed = static_cast<int>(observed.size());
   result.values = observed;
   result.regret = RegretCurve(observed, task.best, task.worst, goal, trials);
+  if (curves) {
+    result.regret_by_cost = RegretByCost(observed, result.costs, task.best,
+                                         task.worst, goal, budget);
+  }
   return result;
 }
 
@@ -384,9 +431,36 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
         "--registry applies to the in-process engine; a server loads its "
         "models from its own --models directory");
   }
+  if (options.budget < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--budget: ", options.budget, " is negative"));
+  }
   METAOPT_RETURN_IF_ERROR(meta::ValidateSplitName(options.split));
   METAOPT_ASSIGN_OR_RETURN(std::vector<MethodDefinition> methods,
                            ParseMethods(absl::StrJoin(options.methods, ",")));
+  for (MethodDefinition& method : methods) method.base_method = method.name;
+  const bool early_stopping = !options.early_stopping.empty();
+  if (early_stopping) {
+    // One variant per (method, rule).
+    METAOPT_ASSIGN_OR_RETURN(std::vector<EarlyStoppingRule> rules,
+                             ParseEarlyStoppingRules(options.early_stopping));
+    std::vector<MethodDefinition> variants;
+    for (const MethodDefinition& method : methods) {
+      for (const EarlyStoppingRule& rule : rules) {
+        MethodDefinition variant = method;
+        variant.name = methods.size() == 1
+                           ? rule.name
+                           : absl::StrCat(method.name, "/", rule.name);
+        variant.early_stopping = rule.spec;
+        variant.early_stopping_rule = rule.name;
+        variants.push_back(std::move(variant));
+      }
+    }
+    methods = std::move(variants);
+  } else if (options.budget != 0 || !options.curves_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--budget and --curves apply to --early-stopping runs only");
+  }
 
   meta::ReadOptions read;
   if (options.split != "all") read.splits = {options.split};
@@ -413,6 +487,15 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
   result.jobs = options.jobs;
   result.split_task_count = static_cast<int>(split_tasks.size());
 
+  CurveTable curves;
+  if (early_stopping) {
+    result.early_stopping = true;
+    result.curves_path = options.curves_path.empty()
+                             ? absl::StrCat(options.data_dir, "/curves.csv")
+                             : options.curves_path;
+    METAOPT_ASSIGN_OR_RETURN(curves, ReadCurves(result.curves_path));
+  }
+
   std::vector<ReplayTask> tasks;
   for (const meta::Task* task : split_tasks) {
     METAOPT_ASSIGN_OR_RETURN(ReplayTask replay,
@@ -429,6 +512,17 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
         static_cast<int>(tasks.size()) >= options.max_tasks) {
       continue;
     }
+    if (early_stopping) {
+      METAOPT_RETURN_IF_ERROR(AttachCurves(curves, replay));
+      const int length = static_cast<int>(replay.curves.front().size());
+      if (result.curve_length != 0 && length != result.curve_length) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            result.curves_path, ": task \"", replay.id, "\" has curves of ",
+            length, " epochs, task \"", tasks.front().id, "\" of ",
+            result.curve_length, " (the budget needs one length)"));
+      }
+      result.curve_length = length;
+    }
     result.duplicate_rows += replay.duplicate_rows;
     if (static_cast<int>(replay.catalogue.size()) < options.trials) {
       result.short_tasks.emplace_back(
@@ -438,11 +532,17 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
     tasks.push_back(std::move(replay));
   }
   data.tasks.clear();  // the replay copies are all we need now
+  curves.clear();
   if (tasks.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(options.data_dir, ": split \"", options.split,
                      "\" has no task with a non-zero y spread (",
                      split_tasks.size(), " tasks in the split)"));
+  }
+  if (early_stopping) {
+    result.budget = options.budget > 0 ? options.budget
+                                       : static_cast<int64_t>(options.trials) *
+                                             result.curve_length;
   }
 
   std::unique_ptr<StudyBackend> backend;
@@ -537,8 +637,9 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
       v1::CreateStudyRequest create = MakeCreateRequest(
           id, tasks[t], data.space, data.objective, methods[m],
           StudySeed(tasks[t].id, static_cast<int>(s)));
-      absl::StatusOr<RunResult> run = ReplayOne(
-          *backend, std::move(create), tasks[t], result.goal, options.trials);
+      absl::StatusOr<RunResult> run =
+          ReplayOne(*backend, std::move(create), tasks[t], result.goal,
+                    options.trials, result.budget);
       if (!run.ok()) {
         metaopt::MutexLock lock(&error_mu);
         if (first_error.ok()) {

@@ -9,6 +9,11 @@
 //                            bench::RunBenchmark(options));
 //   METAOPT_RETURN_IF_ERROR(bench::WriteOutputs(result, info, "/tmp/out"));
 //
+// With early-stopping rules (options.early_stopping) the meta-dataset also has
+// learning curves (curves.csv): every trial replays its configuration's curve
+// step by step through ReportIntermediate, stops when the engine says so, and
+// costs the steps it reported; results are reported against that cost.
+//
 // Every (task, method, seed) run is an independent study, so results do not
 // depend on --jobs or on whether the engine runs in-process or in a server.
 //
@@ -49,6 +54,12 @@ struct MethodDefinition {
   // Whether the task's meta-features go into spec.dataset_features.
   bool dataset_features = true;
   std::string description;
+  // With learning curves: the study's spec.early_stopping (no rule set: never
+  // stop), the rule's command-line name and the method it is paired with
+  // (`name` is then "<rule>" or "<base_method>/<rule>").
+  v1::EarlyStoppingSpec early_stopping;
+  std::string early_stopping_rule;
+  std::string base_method;
 };
 
 // The methods metaopt-bench knows, in table order (random, gp, deeppipe, pmf,
@@ -80,6 +91,14 @@ std::vector<double> RegretCurve(const std::vector<double>& observed,
                                 double best, double worst, v1::Goal goal,
                                 int trials);
 
+// Regret against cost: entry c-1 (c = 1..budget) is the normalised regret of
+// the best value among the trials finished by cost c (trial k, of value
+// observed[k], finishes at the sum of costs[0..k]); 1 before the first one.
+// `observed` and `costs` are aligned.
+std::vector<double> RegretByCost(const std::vector<double>& observed,
+                                 const std::vector<int>& costs, double best,
+                                 double worst, v1::Goal goal, int64_t budget);
+
 // Ranks 1..n of `values` in increasing order (rank 1 = smallest = best
 // regret); equal values share the average of the ranks they span.
 std::vector<double> AverageRanks(const std::vector<double>& values);
@@ -104,6 +123,9 @@ struct ReplayTask {
   double worst = 0;
   // Rows dropped because their configuration occurred before in the task.
   int duplicate_rows = 0;
+  // With learning curves (AttachCurves): the values at steps 1..n of each
+  // catalogue entry.
+  std::vector<std::vector<double>> curves;
 };
 
 // Builds the replay form of `task`. INVALID_ARGUMENT if it has no
@@ -116,9 +138,50 @@ absl::StatusOr<ReplayTask> PrepareTask(const meta::Task& task, v1::Goal goal);
 uint64_t StudySeed(std::string_view task_id, int seed);
 
 // ---------------------------------------------------------------------------
+// Early stopping
+
+// A rule on the command line: its name as written and the spec it maps to (no
+// rule set for `none`). A plain value; thread-compatible.
+struct EarlyStoppingRule {
+  std::string name;
+  v1::EarlyStoppingSpec spec;
+};
+
+// Parses a comma list of rules. A rule is `none`, `median`, `sha` (successive
+// halving), `asha` or `threshold`, optionally followed by `:field=value`
+// settings of its rule message (v1::MedianStoppingRule, ...), e.g.
+// `asha:min_resource=1:reduction_factor=3` or `threshold:threshold=0.4`.
+// INVALID_ARGUMENT for an empty list, an unknown rule or field (listing the
+// known ones), a value that is not a number of the field's type, or a rule
+// written twice.
+absl::StatusOr<std::vector<EarlyStoppingRule>> ParseEarlyStoppingRules(
+    std::string_view comma_list);
+
+// Learning curves by task id: table[task][config] = the values at steps 1..n
+// of configuration `config` (its row index within the task in
+// evaluations.csv). A plain value; thread-compatible.
+using CurveTable =
+    absl::flat_hash_map<std::string, std::vector<std::vector<double>>>;
+
+// Reads a curves file: CSV in the meta-dataset format's rules with the
+// columns `task,config,epoch,value` first (further columns are ignored), the
+// epochs of each (task, config) consecutive from 1, configs of a task
+// 0, 1, 2, ... in order. Errors: NOT_FOUND for a missing file;
+// INVALID_ARGUMENT naming file:line and the rule for anything else.
+absl::StatusOr<CurveTable> ReadCurves(const std::string& path);
+
+// Gives `task` its curves from `table`: one per catalogue entry, each as long
+// as the longest (every configuration is trained for the same number of
+// steps), ending at the entry's y. INVALID_ARGUMENT when the task is missing,
+// has repeated configurations (the row index would not be the catalogue
+// index), a different number of configurations, curves of unequal length, or
+// a last value that is not its y.
+absl::Status AttachCurves(const CurveTable& table, ReplayTask& task);
+
+// ---------------------------------------------------------------------------
 // Backends
 
-// The four engine calls a replay makes. Implementations are thread-safe: the
+// The engine calls a replay makes. Implementations are thread-safe: the
 // worker threads share one backend.
 class StudyBackend {
  public:
@@ -129,6 +192,8 @@ class StudyBackend {
       const v1::SuggestRequest& request) = 0;
   virtual absl::StatusOr<v1::ObserveResponse> Observe(
       const v1::ObserveRequest& request) = 0;
+  virtual absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
+      const v1::ReportIntermediateRequest& request) = 0;
   virtual absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
       const v1::DeleteStudyRequest& request) = 0;
   virtual absl::StatusOr<v1::ListModelsResponse> ListModels() = 0;
@@ -184,6 +249,17 @@ struct BenchOptions {
   // need them (GROSI) cannot run on the others, and every method then
   // replays the same tasks.
   bool tasks_with_features = false;
+  // Early-stopping rules (ParseEarlyStoppingRules syntax; empty: none, a
+  // plain replay of final values). Each method runs once with each rule, and
+  // every trial replays its learning curve (see the file comment).
+  std::string early_stopping;
+  // The curves file; empty: curves.csv in data_dir.
+  std::string curves_path;
+  // Steps (epochs) each early-stopping run may spend: no trial starts once
+  // this many are spent (a started one runs to its end or its stop), and the
+  // run also ends after `trials` trials or when the catalogue is exhausted.
+  // 0: `trials` times the curve length (what `trials` full trials cost).
+  int64_t budget = 0;
   // Progress line destination (null: none).
   std::FILE* progress = stderr;
 };
@@ -197,6 +273,13 @@ struct RunResult {
   // the task's catalogue (ReplayTask::catalogue) and its objective value.
   std::vector<int> entries;
   std::vector<double> values;
+  // With learning curves: per observed trial the steps it reported (its
+  // cost) and whether the engine stopped it; the regret after each cost
+  // 1..budget (RegretByCost) and the steps spent in all.
+  std::vector<int> costs;
+  std::vector<bool> stopped;
+  std::vector<double> regret_by_cost;
+  int64_t cost = 0;
 };
 
 struct BenchResult {
@@ -222,6 +305,13 @@ struct BenchResult {
   // Evaluated tasks with fewer than `trials` distinct configurations.
   std::vector<std::pair<std::string, int>> short_tasks;
   int duplicate_rows = 0;
+  // Learning-curve replay (options.early_stopping given): the curves file,
+  // the steps of a full curve and the budget of a run in steps. `methods`
+  // then holds one entry per (method, rule).
+  bool early_stopping = false;
+  std::string curves_path;
+  int curve_length = 0;
+  int64_t budget = 0;
   // runs[RunIndex(m, t, s)].
   std::vector<RunResult> runs;
   absl::Duration wall_time;
@@ -267,6 +357,46 @@ struct TimingRow {
 };
 std::vector<TimingRow> SummarizeTiming(const BenchResult& result);
 
+// Early-stopping summaries (learning-curve replay only).
+
+// One row of cost_summary.csv: the mean regret of a method after `cost`
+// steps, over tasks x seeds.
+struct CostSummaryRow {
+  std::string method;
+  int64_t cost = 0;
+  double regret_mean = 0;
+  double regret_sem = 0;
+};
+
+// Rows by method, then cost 1..budget.
+std::vector<CostSummaryRow> SummarizeCost(const BenchResult& result);
+
+// One row of early_stopping.csv: what a (method, rule) spent and reached, and
+// its saving over the same method without a rule (`none` in the rule list).
+struct StoppingRow {
+  std::string method;  // the variant's name
+  std::string rule;
+  std::string base_method;
+  double trials_mean = 0;        // trials per run
+  double stopped_fraction = 0;   // of all its trials
+  double cost_mean = 0;          // steps spent per run
+  double final_regret_mean = 0;  // at the budget
+  double final_regret_sem = 0;
+  // The fewest steps after which the mean regret is at most the final mean
+  // regret of the same method without a rule (-1: never within the budget,
+  // or no `none` run), and that method's own such cost.
+  int64_t cost_to_baseline = -1;
+  int64_t baseline_cost = -1;
+  // baseline_cost / cost_to_baseline (0 when not reached).
+  double saving = 0;
+};
+
+std::vector<StoppingRow> SummarizeStopping(
+    const BenchResult& result, const std::vector<CostSummaryRow>& cost);
+
+std::string CostSummaryCsv(const std::vector<CostSummaryRow>& rows);
+std::string StoppingCsv(const std::vector<StoppingRow>& rows);
+
 // Where and how the run happened, for report.md.
 struct ReportInfo {
   std::string command_line;
@@ -280,13 +410,18 @@ std::string SummaryCsv(const std::vector<SummaryRow>& rows);
 std::string PerTaskCsv(const BenchResult& result);
 // `method,task,seed,trial,entry,value`: every observed trial, entry being the
 // configuration's index in the task's catalogue (its distinct configurations
-// in file order), so a run can be replayed and inspected.
+// in file order), so a run can be replayed and inspected. With learning
+// curves two more columns: `cost` (steps reported) and `stopped` (0 or 1).
 std::string TrialsCsv(const BenchResult& result);
 std::string TimingCsv(const std::vector<TimingRow>& rows);
 std::string ReportMarkdown(const BenchResult& result,
                            const std::vector<SummaryRow>& summary,
                            const std::vector<TimingRow>& timing,
                            const ReportInfo& info);
+// report.md's early-stopping section.
+std::string StoppingMarkdown(const BenchResult& result,
+                             const std::vector<CostSummaryRow>& cost,
+                             const std::vector<StoppingRow>& stopping);
 
 // The trial counts report.md tabulates: those of 5, 10, 25, 50 that are <= T,
 // and T itself.
@@ -294,7 +429,8 @@ std::vector<int> ReportCheckpoints(int trials);
 
 // Writes summary.csv, per_task.csv, trials.csv, timing.csv, report.md,
 // regret_vs_trials.svg, rank_vs_trials.svg and log_regret_vs_trials.svg into
-// `out_dir` (created if needed).
+// `out_dir` (created if needed); with learning curves also cost_summary.csv,
+// early_stopping.csv, regret_vs_cost.svg and log_regret_vs_cost.svg.
 absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
                           const std::string& out_dir);
 

@@ -2,14 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "core/common/logging.h"
 #include "core/meta/meta_dataset.h"
@@ -492,6 +495,371 @@ TEST_F(BenchRunTest, WritesAllOutputs) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Early stopping: rules, curves, the replay
+
+TEST(EarlyStoppingRulesTest, ParsesNamesAndSettings) {
+  absl::StatusOr<std::vector<EarlyStoppingRule>> rules =
+      ParseEarlyStoppingRules(
+          " none, median:start_step=2:min_trials=4 ,sha:cohort_size=9,"
+          "asha:min_resource=1:reduction_factor=3:grace_period=3,"
+          "threshold:threshold=0.25");
+  ASSERT_THAT(rules, IsOk());
+  ASSERT_EQ(rules->size(), 5u);
+  EXPECT_EQ((*rules)[0].name, "none");
+  EXPECT_EQ((*rules)[0].spec.rule_case(), v1::EarlyStoppingSpec::RULE_NOT_SET);
+  EXPECT_EQ((*rules)[1].name, "median:start_step=2:min_trials=4");
+  EXPECT_EQ((*rules)[1].spec.median().start_step(), 2);
+  EXPECT_EQ((*rules)[1].spec.median().min_trials(), 4);
+  EXPECT_EQ((*rules)[2].spec.successive_halving().cohort_size(), 9);
+  EXPECT_EQ((*rules)[3].spec.asha().min_resource(), 1);
+  EXPECT_EQ((*rules)[3].spec.asha().reduction_factor(), 3);
+  EXPECT_EQ((*rules)[3].spec.asha().grace_period(), 3);
+  EXPECT_DOUBLE_EQ((*rules)[4].spec.threshold().threshold(), 0.25);
+  // A rule without settings is still set (its defaults apply).
+  absl::StatusOr<std::vector<EarlyStoppingRule>> bare =
+      ParseEarlyStoppingRules("asha");
+  ASSERT_THAT(bare, IsOk());
+  EXPECT_EQ((*bare)[0].spec.rule_case(), v1::EarlyStoppingSpec::kAsha);
+}
+
+TEST(EarlyStoppingRulesTest, RejectsBadRulesAndSettings) {
+  EXPECT_THAT(
+      ParseEarlyStoppingRules(""),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no rule given")));
+  EXPECT_THAT(ParseEarlyStoppingRules("hyperband"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("known: none, median, sha, asha, threshold")));
+  EXPECT_THAT(ParseEarlyStoppingRules("asha:eta=3"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("min_resource, reduction_factor")));
+  EXPECT_THAT(ParseEarlyStoppingRules("asha:reduction_factor"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not FIELD=VALUE")));
+  EXPECT_THAT(ParseEarlyStoppingRules("asha:reduction_factor=2.5"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"2.5\" is not a finite int32")));
+  EXPECT_THAT(ParseEarlyStoppingRules("threshold:threshold=inf"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not a finite double")));
+  EXPECT_THAT(ParseEarlyStoppingRules("none:x=1"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("none has no settings")));
+  EXPECT_THAT(
+      ParseEarlyStoppingRules("median,median"),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("listed twice")));
+}
+
+TEST(RegretByCostTest, CountsTrialsWhenTheyFinish) {
+  // Minimize, best 0, worst 1. Trials: value 0.8 costing 3 steps, 0.5
+  // costing 1, 0.9 costing 4, 0.2 costing 4 (finishes at 12 > budget 10).
+  const std::vector<double> curve = RegretByCost(
+      {0.8, 0.5, 0.9, 0.2}, {3, 1, 4, 4}, 0.0, 1.0, v1::GOAL_MINIMIZE, 10);
+  EXPECT_THAT(curve, ElementsAre(1, 1, 0.8, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5));
+  // Maximize, best 1, worst 0: 0.8 after 2 steps is regret 0.2.
+  EXPECT_THAT(RegretByCost({0.8}, {2}, 1.0, 0.0, v1::GOAL_MAXIMIZE, 3),
+              ElementsAre(1, ::testing::DoubleNear(0.2, 1e-12),
+                          ::testing::DoubleNear(0.2, 1e-12)));
+}
+
+// Curves for every task of `data`: `length` steps ending at y, each `step`
+// better than the one before (value at step s = y + step * (length - s)).
+std::string ToyCurves(const meta::MetaDataset& data, int length, double step) {
+  std::string out = "task,config,epoch,value,loss\n";
+  for (const meta::Task& task : data.tasks) {
+    for (size_t i = 0; i < task.y.size(); ++i) {
+      for (int s = 1; s <= length; ++s) {
+        absl::StrAppend(&out,
+                        absl::StrFormat("%s,%d,%d,%.17g,1\n", task.id, i, s,
+                                        task.y[i] + step * (length - s)));
+      }
+    }
+  }
+  return out;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+TEST(ReadCurvesTest, ReadsCurvesAndRejectsBrokenOrder) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("curves.csv");
+  WriteText(path,
+            "task,config,epoch,value\na,0,1,0.5\na,0,2,0.25\na,1,1,0.75\n"
+            "a,1,2,0.5\nb,0,1,1e-3\n");
+  absl::StatusOr<CurveTable> table = ReadCurves(path);
+  ASSERT_THAT(table, IsOk());
+  ASSERT_EQ(table->size(), 2u);
+  EXPECT_THAT(table->at("a"),
+              ElementsAre(ElementsAre(0.5, 0.25), ElementsAre(0.75, 0.5)));
+  EXPECT_THAT(table->at("b"), ElementsAre(ElementsAre(1e-3)));
+
+  struct Bad {
+    const char* text;
+    const char* message;
+  };
+  for (const Bad& bad : {
+           Bad{"task,cfg,epoch,value\n", "must start with task,config"},
+           Bad{"task,config,epoch,value\n", "no curves"},
+           Bad{"task,config,epoch,value\na,0,2,0.5\n", "epoch\": 2 does not"},
+           Bad{"task,config,epoch,value\na,0,1,0.5\na,0,3,0.5\n",
+               "3 does not follow epoch 1"},
+           Bad{"task,config,epoch,value\na,1,1,0.5\n",
+               "1 where 0 was expected"},
+           Bad{"task,config,epoch,value\na,0,1,0.5\nb,0,1,0.5\na,1,1,0.5\n",
+               "rows of \"a\" are not contiguous"},
+           Bad{"task,config,epoch,value\na,0,1,nan\n", "column \"value\""},
+           Bad{"task,config,epoch,value\na,0,1\n", "expected 4 fields"},
+       }) {
+    SCOPED_TRACE(bad.text);
+    WriteText(path, bad.text);
+    EXPECT_THAT(ReadCurves(path), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr(bad.message)));
+  }
+  EXPECT_THAT(ReadCurves(dir.File("missing.csv")),
+              StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+}
+
+TEST(AttachCurvesTest, ChecksCountLengthAndLastValue) {
+  meta::Task task = MakeTask("t", "test", 3, 0.5);
+  absl::StatusOr<ReplayTask> replay = PrepareTask(task, v1::GOAL_MINIMIZE);
+  ASSERT_THAT(replay, IsOk());
+  CurveTable table;
+  table["t"] = {{1.0, replay->y[0]}, {2.0, replay->y[1]}, {replay->y[2]}};
+  EXPECT_THAT(AttachCurves(table, *replay),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("config 2: 1 epochs where config 0 has 2")));
+  table["t"][2] = {0.0, replay->y[2] + 1};
+  EXPECT_THAT(
+      AttachCurves(table, *replay),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("is not its y")));
+  table["t"].pop_back();
+  EXPECT_THAT(AttachCurves(table, *replay),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("2 curves for 3 configurations")));
+  table["t"].push_back({0.0, replay->y[2]});
+  EXPECT_THAT(AttachCurves(table, *replay), IsOk());
+  EXPECT_EQ(replay->curves.size(), 3u);
+  EXPECT_THAT(
+      AttachCurves(CurveTable(), *replay),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has no curves")));
+}
+
+class EarlyStoppingRunTest : public BenchRunTest {
+ protected:
+  static constexpr int kLength = 4;
+  static constexpr double kStep = 0.1;
+  static constexpr double kThreshold = 0.45;
+
+  void SetUp() override {
+    BenchRunTest::SetUp();
+    WriteText(dir_.File("toy/curves.csv"),
+              ToyCurves(MakeDataset(), kLength, kStep));
+  }
+
+  BenchOptions EarlyOptions() const {
+    BenchOptions options = Options();
+    options.early_stopping =
+        absl::StrFormat("none,threshold:threshold=%g", kThreshold);
+    return options;
+  }
+
+  // What the threshold rule must do with the curve of value y: stop at the
+  // first step whose value is above the threshold.
+  static int ExpectedCost(double y, bool* stopped) {
+    for (int s = 1; s <= kLength; ++s) {
+      if (y + kStep * (kLength - s) > kThreshold) {
+        *stopped = true;
+        return s;
+      }
+    }
+    *stopped = false;
+    return kLength;
+  }
+};
+
+TEST_F(EarlyStoppingRunTest, ReplayStopsWhereTheRuleSaysAndCountsSteps) {
+  absl::StatusOr<BenchResult> result = RunBenchmark(EarlyOptions());
+  ASSERT_THAT(result, IsOk());
+  ASSERT_TRUE(result->early_stopping);
+  EXPECT_EQ(result->curve_length, kLength);
+  EXPECT_EQ(result->budget, 10 * kLength);  // --trials full curves
+  ASSERT_EQ(result->methods.size(), 2u);
+  EXPECT_EQ(result->methods[0].name, "none");
+  EXPECT_EQ(result->methods[1].name, "threshold:threshold=0.45");
+  EXPECT_EQ(result->methods[1].base_method, "random");
+
+  const meta::MetaDataset data = MakeDataset();
+  int stopped_trials = 0;
+  for (size_t m = 0; m < 2; ++m) {
+    for (size_t t = 0; t < result->task_ids.size(); ++t) {
+      const meta::Task* task = data.FindTask(result->task_ids[t]);
+      ASSERT_NE(task, nullptr);
+      for (int s = 0; s < result->seeds; ++s) {
+        SCOPED_TRACE(
+            absl::StrCat("method ", m, " task ", task->id, " seed ", s));
+        const RunResult& run = result->runs[result->RunIndex(m, t, s)];
+        ASSERT_EQ(run.costs.size(), run.entries.size());
+        ASSERT_EQ(run.stopped.size(), run.entries.size());
+        int64_t spent = 0;
+        for (size_t k = 0; k < run.entries.size(); ++k) {
+          // No trial starts once the budget is spent.
+          EXPECT_LT(spent, result->budget);
+          const double y = task->y[run.entries[k]];
+          bool stopped = false;
+          const int expected = m == 0 ? kLength : ExpectedCost(y, &stopped);
+          EXPECT_EQ(run.costs[k], expected) << "entry " << run.entries[k];
+          EXPECT_EQ(run.stopped[k], stopped);
+          // A stopped trial is observed with the last value it reported.
+          EXPECT_DOUBLE_EQ(run.values[k], y + kStep * (kLength - expected));
+          spent += run.costs[k];
+          stopped_trials += stopped ? 1 : 0;
+        }
+        EXPECT_EQ(run.cost, spent);
+        // The run ends at the budget, after T trials or with the catalogue.
+        const int size = static_cast<int>(task->y.size());
+        EXPECT_TRUE(spent >= result->budget ||
+                    run.trials_observed == result->trials ||
+                    run.trials_observed == size);
+        if (m == 0) {
+          EXPECT_EQ(run.trials_observed, std::min(10, size));
+        }
+        EXPECT_EQ(run.regret_by_cost.size(),
+                  static_cast<size_t>(result->budget));
+        double best = task->y[0];
+        double worst = task->y[0];
+        for (double v : task->y) {
+          best = std::min(best, v);
+          worst = std::max(worst, v);
+        }
+        EXPECT_EQ(run.regret_by_cost,
+                  RegretByCost(run.values, run.costs, best, worst,
+                               v1::GOAL_MINIMIZE, result->budget));
+      }
+    }
+  }
+  EXPECT_GT(stopped_trials, 0);
+
+  const std::vector<CostSummaryRow> cost = SummarizeCost(*result);
+  ASSERT_EQ(cost.size(), 2u * static_cast<size_t>(result->budget));
+  const std::vector<StoppingRow> stopping = SummarizeStopping(*result, cost);
+  ASSERT_EQ(stopping.size(), 2u);
+  EXPECT_EQ(stopping[0].stopped_fraction, 0);
+  EXPECT_DOUBLE_EQ(stopping[0].saving, 1.0);  // none against itself
+  EXPECT_GT(stopping[1].stopped_fraction, 0);
+  EXPECT_EQ(stopping[1].rule, "threshold:threshold=0.45");
+}
+
+TEST_F(EarlyStoppingRunTest, BudgetAndOptionsAreChecked) {
+  BenchOptions options = EarlyOptions();
+  options.budget = 6;
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  for (const RunResult& run : result->runs) {
+    // Without a rule: two trials (4 + 4 steps; the second starts at 4 < 6).
+    ASSERT_GE(run.trials_observed, 1);
+    EXPECT_LT(run.cost - run.costs.back(), 6);
+  }
+  EXPECT_EQ(result->runs[result->RunIndex(0, 0, 0)].trials_observed, 2);
+
+  options = EarlyOptions();
+  options.curves_path = dir_.File("missing.csv");
+  EXPECT_THAT(RunBenchmark(options),
+              StatusIs(absl::StatusCode::kNotFound, ::testing::_));
+  options = Options();
+  options.budget = 5;
+  EXPECT_THAT(RunBenchmark(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--early-stopping runs only")));
+  options = EarlyOptions();
+  options.early_stopping = "asha:bogus=1";
+  EXPECT_THAT(RunBenchmark(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  // Curves of tasks that are not replayed are ignored.
+  WriteText(dir_.File("toy/curves.csv"),
+            ToyCurves(MakeDataset(), kLength, kStep) + "zz,0,1,0.5,1\n");
+  EXPECT_THAT(RunBenchmark(EarlyOptions()), IsOk());
+}
+
+TEST_F(EarlyStoppingRunTest, WritesCostOutputs) {
+  BenchOptions options = EarlyOptions();
+  options.methods = {"random", "gp"};
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  ASSERT_EQ(result->methods.size(), 4u);
+  EXPECT_EQ(result->methods[1].name, "random/threshold:threshold=0.45");
+  EXPECT_EQ(result->methods[2].name, "gp/none");
+  ReportInfo info;
+  const std::string out = dir_.File("out-es");
+  ASSERT_THAT(WriteOutputs(*result, info, out), IsOk());
+  const std::string cost = ReadFile(out + "/cost_summary.csv");
+  EXPECT_TRUE(absl::StartsWith(cost, "method,cost,regret_mean,regret_sem\n"));
+  EXPECT_EQ(std::count(cost.begin(), cost.end(), '\n'), 1 + 4 * 40);
+  const std::string stopping = ReadFile(out + "/early_stopping.csv");
+  EXPECT_EQ(std::count(stopping.begin(), stopping.end(), '\n'), 1 + 4);
+  EXPECT_THAT(stopping, HasSubstr("\ngp/none,none,gp,"));
+  EXPECT_TRUE(
+      absl::StartsWith(ReadFile(out + "/trials.csv"),
+                       "method,task,seed,trial,entry,value,cost,stopped\n"));
+  const std::string report = ReadFile(out + "/report.md");
+  EXPECT_THAT(report, HasSubstr("## Early stopping"));
+  EXPECT_THAT(report,
+              HasSubstr("| 5 steps | 10 steps | 20 steps | 40 steps |"));
+  for (const char* name : {"regret_vs_cost.svg", "log_regret_vs_cost.svg"}) {
+    SCOPED_TRACE(name);
+    const std::string svg = ReadFile(absl::StrCat(out, "/", name));
+    int paths = 0;
+    EXPECT_TRUE(BalancedXml(svg, "path", &paths));
+    EXPECT_EQ(paths, 4);
+  }
+}
+
+// The committed learning-curves meta-dataset (bench/data/learning-curves).
+std::string SourceDir() {
+  const char* source = std::getenv("METAOPT_SOURCE_DIR");
+  return source != nullptr && *source != '\0' ? source
+                                              : METAOPT_SOURCE_DIR_DEFAULT;
+}
+
+TEST(LearningCurvesDataTest, CommittedCurvesMatchTheMetaDataset) {
+  const std::string dir = SourceDir() + "/bench/data/learning-curves";
+  absl::StatusOr<meta::MetaDataset> data = meta::ReadMetaDataset(dir);
+  ASSERT_THAT(data, IsOk());
+  EXPECT_EQ(data->name, "learning-curves");
+  EXPECT_EQ(data->objective.goal(), v1::GOAL_MINIMIZE);
+  ASSERT_EQ(data->tasks.size(), 16u);
+  std::map<std::string, int> splits;
+  for (const meta::Task& task : data->tasks) ++splits[task.split];
+  EXPECT_THAT(splits,
+              ElementsAre(Pair("test", 8), Pair("train", 4), Pair("valid", 4)));
+  absl::StatusOr<CurveTable> curves = ReadCurves(dir + "/curves.csv");
+  ASSERT_THAT(curves, IsOk());
+  EXPECT_EQ(curves->size(), data->tasks.size());
+  for (const meta::Task& task : data->tasks) {
+    SCOPED_TRACE(task.id);
+    absl::StatusOr<ReplayTask> replay = PrepareTask(task, v1::GOAL_MINIMIZE);
+    ASSERT_THAT(replay, IsOk());
+    ASSERT_THAT(AttachCurves(*curves, *replay), IsOk());
+    ASSERT_EQ(replay->curves.size(), 64u);
+    double first = 0;
+    double last = 0;
+    for (const std::vector<double>& curve : replay->curves) {
+      ASSERT_EQ(curve.size(), 27u);
+      for (double v : curve) {
+        EXPECT_GE(v, 0.0);
+        EXPECT_LE(v, 1.0);
+      }
+      first += curve.front();
+      last += curve.back();
+    }
+    // Real training: the mean validation error falls from epoch 1 to 27.
+    EXPECT_LT(last, first);
+    EXPECT_LT(replay->best, replay->worst);
+  }
+}
+
 #ifdef METAOPT_SERVER_BINARY
 TEST_F(BenchRunTest, ServerModeEqualsInProcess) {
   // The port is parsed from the "listening on" line (logged at info level).
@@ -515,6 +883,26 @@ TEST_F(BenchRunTest, ServerModeEqualsInProcess) {
   EXPECT_EQ(TrialsCsv(*over_grpc), TrialsCsv(*in_process));
   EXPECT_EQ(SummaryCsv(Summarize(*over_grpc)),
             SummaryCsv(Summarize(*in_process)));
+}
+
+TEST_F(EarlyStoppingRunTest, ServerModeEqualsInProcess) {
+  metaopt::testing::ServerProcess server(
+      METAOPT_SERVER_BINARY,
+      {"--listen=127.0.0.1:0", absl::StrCat("--db=", dir_.File("es.db")),
+       absl::StrCat("--models=", dir_.File("models"))},
+      dir_.File("server.log"));
+  const int port = server.Start();
+  ASSERT_GT(port, 0) << server.Log();
+  BenchOptions remote = EarlyOptions();
+  remote.server = absl::StrCat("127.0.0.1:", port);
+  absl::StatusOr<BenchResult> over_grpc = RunBenchmark(remote);
+  ASSERT_THAT(over_grpc, IsOk()) << server.Log();
+  absl::StatusOr<BenchResult> in_process = RunBenchmark(EarlyOptions());
+  ASSERT_THAT(in_process, IsOk());
+  // The same trials, costs and stops.
+  EXPECT_EQ(TrialsCsv(*over_grpc), TrialsCsv(*in_process));
+  EXPECT_EQ(CostSummaryCsv(SummarizeCost(*over_grpc)),
+            CostSummaryCsv(SummarizeCost(*in_process)));
 }
 #endif
 

@@ -3,6 +3,12 @@
 //
 //   metaopt-bench --data ../shared/data/oboe --split test \
 //       --methods random,gp --trials 50 --seeds 5 --jobs 2 --out /tmp/bench
+//
+// Early stopping on learning curves (docs/benchmarks.md, "Early stopping"):
+//
+//   metaopt-bench --data bench/data/learning-curves --split test \
+//       --early-stopping none,median,asha --trials 128 --budget 810 \
+//       --out /tmp/bench-es
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -83,6 +89,21 @@ int main(int argc, char** argv) {
   app.add_flag("--tasks-with-features", options.tasks_with_features,
                "replay only the tasks that have meta-features "
                "(metafeatures.csv), as GROSI needs them");
+  app.add_option(
+      "--early-stopping", options.early_stopping,
+      "comma list of early-stopping rules, each run with every method: none, "
+      "median, sha, asha, threshold, each optionally with :FIELD=VALUE "
+      "settings of its rule message (e.g. asha:min_resource=3, "
+      "threshold:threshold=0.4). Every trial then replays its learning curve "
+      "through ReportIntermediate and costs the steps it reported");
+  app.add_option("--curves", options.curves_path,
+                 "learning curves file (task,config,epoch,value; default: "
+                 "curves.csv in --data)");
+  app.add_option("--budget", options.budget,
+                 "steps (epochs) per --early-stopping run; no trial starts "
+                 "after that many (0: --trials full curves)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
 

@@ -67,6 +67,26 @@ std::vector<double> RegretCurve(const std::vector<double>& observed,
   return curve;
 }
 
+std::vector<double> RegretByCost(const std::vector<double>& observed,
+                                 const std::vector<int>& costs, double best,
+                                 double worst, v1::Goal goal, int64_t budget) {
+  std::vector<double> curve(static_cast<size_t>(std::max<int64_t>(budget, 0)),
+                            1.0);
+  bool any = false;
+  double best_so_far = 0;
+  int64_t finished = 0;  // cost at which trial k finishes
+  for (size_t k = 0; k < observed.size() && k < costs.size(); ++k) {
+    finished += costs[k];
+    if (finished > budget) break;
+    if (any && !Better(observed[k], best_so_far, goal)) continue;
+    best_so_far = observed[k];
+    any = true;
+    const double regret = NormalizedRegret(best_so_far, best, worst);
+    for (int64_t c = finished; c <= budget; ++c) curve[c - 1] = regret;
+  }
+  return curve;
+}
+
 std::vector<double> AverageRanks(const std::vector<double>& values) {
   const size_t n = values.size();
   std::vector<size_t> order(n);
@@ -127,6 +147,93 @@ std::vector<SummaryRow> Summarize(const BenchResult& result) {
       row.rank_sem = StandardError(ranks[m][k]);
       rows.push_back(std::move(row));
     }
+  }
+  return rows;
+}
+
+std::vector<CostSummaryRow> SummarizeCost(const BenchResult& result) {
+  std::vector<CostSummaryRow> rows;
+  if (!result.early_stopping) return rows;
+  std::vector<double> regrets;
+  for (size_t m = 0; m < result.methods.size(); ++m) {
+    for (int64_t c = 1; c <= result.budget; ++c) {
+      regrets.clear();
+      for (size_t t = 0; t < result.task_ids.size(); ++t) {
+        for (int s = 0; s < result.seeds; ++s) {
+          regrets.push_back(
+              result.runs[result.RunIndex(m, t, s)].regret_by_cost[c - 1]);
+        }
+      }
+      CostSummaryRow row;
+      row.method = result.methods[m].name;
+      row.cost = c;
+      row.regret_mean = Mean(regrets);
+      row.regret_sem = StandardError(regrets);
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+std::vector<StoppingRow> SummarizeStopping(
+    const BenchResult& result, const std::vector<CostSummaryRow>& cost) {
+  std::vector<StoppingRow> rows;
+  if (!result.early_stopping || result.budget < 1) return rows;
+  const size_t budget = static_cast<size_t>(result.budget);
+  // cost rows of method m: [m * budget, (m + 1) * budget).
+  auto mean_regret = [&](size_t m, int64_t c) {
+    return cost[m * budget + static_cast<size_t>(c - 1)].regret_mean;
+  };
+  // The fewest steps after which method m's mean regret is <= target.
+  auto cost_to_reach = [&](size_t m, double target) -> int64_t {
+    for (int64_t c = 1; c <= result.budget; ++c) {
+      if (mean_regret(m, c) <= target) return c;
+    }
+    return -1;
+  };
+  for (size_t m = 0; m < result.methods.size(); ++m) {
+    const MethodDefinition& method = result.methods[m];
+    StoppingRow row;
+    row.method = method.name;
+    row.rule = method.early_stopping_rule;
+    row.base_method = method.base_method;
+    double trials = 0;
+    double stopped = 0;
+    double spent = 0;
+    const double runs =
+        static_cast<double>(result.task_ids.size() * result.seeds);
+    for (size_t t = 0; t < result.task_ids.size(); ++t) {
+      for (int s = 0; s < result.seeds; ++s) {
+        const RunResult& run = result.runs[result.RunIndex(m, t, s)];
+        trials += run.trials_observed;
+        for (bool b : run.stopped) stopped += b ? 1 : 0;
+        spent += static_cast<double>(run.cost);
+      }
+    }
+    row.trials_mean = trials / runs;
+    row.stopped_fraction = trials > 0 ? stopped / trials : 0;
+    row.cost_mean = spent / runs;
+    const CostSummaryRow& last = cost[m * budget + budget - 1];
+    row.final_regret_mean = last.regret_mean;
+    row.final_regret_sem = last.regret_sem;
+    // The same method without a rule.
+    for (size_t b = 0; b < result.methods.size(); ++b) {
+      const MethodDefinition& base = result.methods[b];
+      if (base.base_method != method.base_method ||
+          base.early_stopping.rule_case() !=
+              v1::EarlyStoppingSpec::RULE_NOT_SET) {
+        continue;
+      }
+      const double target = mean_regret(b, result.budget);
+      row.baseline_cost = cost_to_reach(b, target);
+      row.cost_to_baseline = cost_to_reach(m, target);
+      if (row.cost_to_baseline > 0) {
+        row.saving = static_cast<double>(row.baseline_cost) /
+                     static_cast<double>(row.cost_to_baseline);
+      }
+      break;
+    }
+    rows.push_back(std::move(row));
   }
   return rows;
 }

@@ -1,5 +1,6 @@
 // metaopt-bench's outputs: summary.csv, per_task.csv, trials.csv, timing.csv,
 // report.md and the SVG plots (bench_lib.h, "Aggregation and outputs").
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -52,6 +53,43 @@ std::string GoalName(v1::Goal goal) {
   }
 }
 
+// regret_vs_cost.svg and log_regret_vs_cost.svg: one line per method over
+// steps 1..budget.
+absl::Status WriteCostPlots(const BenchResult& result,
+                            const std::vector<CostSummaryRow>& cost,
+                            const std::string& dir) {
+  LineChart chart;
+  chart.title = absl::StrCat(result.dataset_name, " (", result.split,
+                             " split): normalised regret against cost");
+  chart.subtitle = absl::StrCat(
+      result.task_ids.size(),
+      result.task_ids.size() == 1 ? " task x " : " tasks x ", result.seeds,
+      result.seeds == 1 ? " seed" : " seeds",
+      "; mean ± 1 standard error; cost = training steps (epochs) reported");
+  chart.x_label = "training steps (epochs) spent";
+  chart.y_label = "normalised regret";
+  chart.y_min = 0;
+  for (const MethodDefinition& method : result.methods) {
+    PlotSeries series{method.name, {}, {}, {}, {}};
+    for (const CostSummaryRow& row : cost) {
+      if (row.method != method.name) continue;
+      series.x.push_back(static_cast<double>(row.cost));
+      series.y.push_back(row.regret_mean);
+      series.lower.push_back(row.regret_mean - row.regret_sem);
+      series.upper.push_back(row.regret_mean + row.regret_sem);
+    }
+    chart.series.push_back(std::move(series));
+  }
+  LineChart log_chart = chart;
+  log_chart.title = absl::StrCat(chart.title, ", log scale");
+  log_chart.log_y = true;
+  log_chart.y_min.reset();
+  METAOPT_RETURN_IF_ERROR(WriteTextFile(absl::StrCat(dir, "regret_vs_cost.svg"),
+                                        RenderLineChart(chart)));
+  return WriteTextFile(absl::StrCat(dir, "log_regret_vs_cost.svg"),
+                       RenderLineChart(log_chart));
+}
+
 }  // namespace
 
 std::string SummaryCsv(const std::vector<SummaryRow>& rows) {
@@ -83,16 +121,23 @@ std::string PerTaskCsv(const BenchResult& result) {
 }
 
 std::string TrialsCsv(const BenchResult& result) {
-  std::string out = "method,task,seed,trial,entry,value\n";
+  std::string out = result.early_stopping
+                        ? "method,task,seed,trial,entry,value,cost,stopped\n"
+                        : "method,task,seed,trial,entry,value\n";
   for (size_t m = 0; m < result.methods.size(); ++m) {
     for (size_t t = 0; t < result.task_ids.size(); ++t) {
       for (int s = 0; s < result.seeds; ++s) {
         const RunResult& run = result.runs[result.RunIndex(m, t, s)];
         for (size_t k = 0; k < run.entries.size(); ++k) {
           absl::StrAppend(
-              &out, absl::StrFormat("%s,%s,%d,%d,%d,%.10g\n",
+              &out, absl::StrFormat("%s,%s,%d,%d,%d,%.10g",
                                     result.methods[m].name, result.task_ids[t],
                                     s, k + 1, run.entries[k], run.values[k]));
+          if (result.early_stopping) {
+            absl::StrAppend(&out, ",", run.costs[k], ",",
+                            run.stopped[k] ? 1 : 0);
+          }
+          absl::StrAppend(&out, "\n");
         }
       }
     }
@@ -260,6 +305,105 @@ std::string ReportMarkdown(const BenchResult& result,
   return md;
 }
 
+std::string CostSummaryCsv(const std::vector<CostSummaryRow>& rows) {
+  std::string out = "method,cost,regret_mean,regret_sem\n";
+  for (const CostSummaryRow& row : rows) {
+    absl::StrAppend(&out,
+                    absl::StrFormat("%s,%d,%.8g,%.8g\n", row.method, row.cost,
+                                    row.regret_mean, row.regret_sem));
+  }
+  return out;
+}
+
+std::string StoppingCsv(const std::vector<StoppingRow>& rows) {
+  std::string out =
+      "method,rule,base_method,trials_mean,stopped_fraction,cost_mean,"
+      "final_regret_mean,final_regret_sem,cost_to_baseline,baseline_cost,"
+      "saving\n";
+  for (const StoppingRow& row : rows) {
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("%s,%s,%s,%.6g,%.6g,%.6g,%.8g,%.8g,%d,%d,%.6g\n",
+                        row.method, row.rule, row.base_method, row.trials_mean,
+                        row.stopped_fraction, row.cost_mean,
+                        row.final_regret_mean, row.final_regret_sem,
+                        row.cost_to_baseline, row.baseline_cost, row.saving));
+  }
+  return out;
+}
+
+std::string StoppingMarkdown(const BenchResult& result,
+                             const std::vector<CostSummaryRow>& cost,
+                             const std::vector<StoppingRow>& stopping) {
+  std::string md;
+  absl::StrAppend(
+      &md,
+      "\n## Early stopping\n\nEvery trial replays its configuration's "
+      "learning curve (`",
+      result.curves_path, "`, ", result.curve_length,
+      " steps) through ReportIntermediate, one step at a time, until the "
+      "engine answers should_stop or the curve ends; it is then observed with "
+      "the last value it reported and costs the steps it reported. A run "
+      "starts no trial once it has spent ",
+      result.budget, " steps (its budget) and ends after ", result.trials,
+      " trials or an exhausted catalogue; the regret after c steps counts the "
+      "trials finished by then. The saving is the cost at which the same "
+      "method without a rule (`none`) first reaches its final mean regret, "
+      "divided by the cost at which the rule first reaches that regret.\n\n");
+  absl::StrAppend(&md,
+                  "| method | trials per run | stopped | steps per run | "
+                  "regret at budget | steps to `none`'s final regret | "
+                  "saving |\n|---|---|---|---|---|---|---|\n");
+  for (const StoppingRow& row : stopping) {
+    std::string reach = "not reached";
+    if (row.cost_to_baseline > 0) {
+      reach = absl::StrCat(row.cost_to_baseline, " (none: ", row.baseline_cost,
+                           ")");
+    } else if (row.baseline_cost < 0) {
+      reach = "no `none` run";
+    }
+    absl::StrAppend(
+        &md,
+        absl::StrFormat("| %s | %.1f | %.0f%% | %.0f | %s ± %s | %s | %s |\n",
+                        row.method, row.trials_mean, 100 * row.stopped_fraction,
+                        row.cost_mean, FormatRegret(row.final_regret_mean),
+                        FormatRegret(row.final_regret_sem), reach,
+                        row.saving > 0 ? absl::StrFormat("%.2fx", row.saving)
+                                       : std::string("-")));
+  }
+  // Mean regret at a few costs.
+  std::vector<int64_t> checkpoints;
+  for (int64_t divisor : {8, 4, 2, 1}) {
+    const int64_t c = std::max<int64_t>(1, result.budget / divisor);
+    if (checkpoints.empty() || checkpoints.back() != c)
+      checkpoints.push_back(c);
+  }
+  absl::StrAppend(&md,
+                  "\nMean normalised regret ± standard error after c "
+                  "steps:\n\n| method |");
+  std::string rule = "|---|";
+  for (int64_t c : checkpoints) {
+    absl::StrAppend(&md, " ", c, " steps |");
+    absl::StrAppend(&rule, "---|");
+  }
+  absl::StrAppend(&md, "\n", rule, "\n");
+  const size_t budget = static_cast<size_t>(result.budget);
+  for (size_t m = 0; m < result.methods.size(); ++m) {
+    absl::StrAppend(&md, "| ", result.methods[m].name, " |");
+    for (int64_t c : checkpoints) {
+      const CostSummaryRow& row = cost[m * budget + static_cast<size_t>(c - 1)];
+      absl::StrAppend(&md, " ", FormatRegret(row.regret_mean), " ± ",
+                      FormatRegret(row.regret_sem), " |");
+    }
+    absl::StrAppend(&md, "\n");
+  }
+  absl::StrAppend(&md,
+                  "\n![Normalised regret against cost](regret_vs_cost.svg)\n\n"
+                  "![Normalised regret against cost, log scale]"
+                  "(log_regret_vs_cost.svg)\n");
+  return md;
+}
+
 std::string ShellCommandLine(const std::vector<std::string>& args) {
   std::vector<std::string> quoted;
   quoted.reserve(args.size());
@@ -286,9 +430,19 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
       WriteTextFile(absl::StrCat(dir, "trials.csv"), TrialsCsv(result)));
   METAOPT_RETURN_IF_ERROR(
       WriteTextFile(absl::StrCat(dir, "timing.csv"), TimingCsv(timing)));
+  std::string report = ReportMarkdown(result, summary, timing, info);
+  if (result.early_stopping) {
+    const std::vector<CostSummaryRow> cost = SummarizeCost(result);
+    const std::vector<StoppingRow> stopping = SummarizeStopping(result, cost);
+    absl::StrAppend(&report, StoppingMarkdown(result, cost, stopping));
+    METAOPT_RETURN_IF_ERROR(WriteTextFile(absl::StrCat(dir, "cost_summary.csv"),
+                                          CostSummaryCsv(cost)));
+    METAOPT_RETURN_IF_ERROR(WriteTextFile(
+        absl::StrCat(dir, "early_stopping.csv"), StoppingCsv(stopping)));
+    METAOPT_RETURN_IF_ERROR(WriteCostPlots(result, cost, dir));
+  }
   METAOPT_RETURN_IF_ERROR(
-      WriteTextFile(absl::StrCat(dir, "report.md"),
-                    ReportMarkdown(result, summary, timing, info)));
+      WriteTextFile(absl::StrCat(dir, "report.md"), report));
 
   // Plots: one series per method over trials 1..T.
   const std::string where =

@@ -74,6 +74,10 @@ void AddTrialIds(const v1::HeartbeatRequest& request,
                  std::vector<int64_t>& ids) {
   for (int64_t id : request.trial_ids()) AddTrialId(id, ids);
 }
+void AddTrialIds(const v1::ReportIntermediateRequest& request,
+                 std::vector<int64_t>& ids) {
+  AddTrialId(request.trial_id(), ids);
+}
 void AddTrialIds(const v1::SuggestResponse& response,
                  std::vector<int64_t>& ids) {
   for (const v1::Trial& trial : response.trials()) AddTrialId(trial.id(), ids);
@@ -177,6 +181,7 @@ METAOPT_FORWARD_RPC(GetTrial)
 METAOPT_FORWARD_RPC(ListTrials)
 METAOPT_FORWARD_RPC(ListModels)
 METAOPT_FORWARD_RPC(Heartbeat)
+METAOPT_FORWARD_RPC(ReportIntermediate)
 
 #undef METAOPT_FORWARD_RPC
 

@@ -54,6 +54,10 @@ class OptimizerServiceImpl final : public v1::OptimizerService::Service {
   grpc::Status Heartbeat(grpc::ServerContext* context,
                          const v1::HeartbeatRequest* request,
                          v1::HeartbeatResponse* response) override;
+  grpc::Status ReportIntermediate(
+      grpc::ServerContext* context,
+      const v1::ReportIntermediateRequest* request,
+      v1::ReportIntermediateResponse* response) override;
 
  private:
   study::StudyEngine* const engine_;

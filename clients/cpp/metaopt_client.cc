@@ -241,6 +241,13 @@ absl::StatusOr<v1::HeartbeatResponse> MetaoptClient::Heartbeat(
               /*idempotent=*/true);
 }
 
+absl::StatusOr<v1::ReportIntermediateResponse>
+MetaoptClient::ReportIntermediate(
+    const v1::ReportIntermediateRequest& request) {
+  return Call(&v1::OptimizerService::StubInterface::ReportIntermediate, request,
+              /*idempotent=*/true);
+}
+
 absl::StatusOr<v1::SuggestResponse> MetaoptClient::Suggest(
     const v1::SuggestRequest& request) {
   return Call(&v1::OptimizerService::StubInterface::Suggest, request,

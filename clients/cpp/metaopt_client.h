@@ -110,6 +110,11 @@ class MetaoptClient {
   // Extending a lease twice is harmless, so Heartbeat is retried too.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const v1::HeartbeatRequest& request);
+  // A repeated report of a step with the same value answers the recorded
+  // decision, so ReportIntermediate is retried too. A stopped trial
+  // (response.should_stop()) is then observed with its last value.
+  absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
+      const v1::ReportIntermediateRequest& request);
 
   // Retried only when request.client_id() is set: the server then hands the
   // same ACTIVE trials back.

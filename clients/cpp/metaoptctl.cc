@@ -172,6 +172,22 @@ std::string TrialStateNames() {
   throw CLI::ValidationError(option, message);
 }
 
+// --metric NAME=NUMBER values as a map; a malformed one is a usage error.
+std::map<std::string, double> ParseMetrics(
+    const std::vector<std::string>& metrics) {
+  std::map<std::string, double> parsed;
+  for (const std::string& m : metrics) {
+    const auto eq = m.find('=');
+    double number = 0;
+    if (eq == std::string::npos || eq == 0 ||
+        !absl::SimpleAtod(m.substr(eq + 1), &number)) {
+      Usage("--metric", absl::StrCat("expected NAME=NUMBER, got '", m, "'"));
+    }
+    parsed[m.substr(0, eq)] = number;
+  }
+  return parsed;
+}
+
 int Run(int argc, char** argv) {
   GlobalFlags flags;
   CLI::App app{
@@ -410,16 +426,7 @@ int Run(int argc, char** argv) {
   observe->add_option("--study-incarnation", study_incarnation,
                       incarnation_help);
   observe->callback([&] {
-    std::map<std::string, double> parsed_metrics;
-    for (const std::string& m : metrics) {
-      const auto eq = m.find('=');
-      double number = 0;
-      if (eq == std::string::npos || eq == 0 ||
-          !absl::SimpleAtod(m.substr(eq + 1), &number)) {
-        Usage("--metric", absl::StrCat("expected NAME=NUMBER, got '", m, "'"));
-      }
-      parsed_metrics[m.substr(0, eq)] = number;
-    }
+    const std::map<std::string, double> parsed_metrics = ParseMetrics(metrics);
     run = [&, parsed_metrics](MetaoptClient& client) -> absl::Status {
       v1::ObserveRequest request;
       request.set_study_id(study_id);
@@ -456,6 +463,38 @@ int Run(int argc, char** argv) {
       request.set_study_id(study_id);
       request.set_trial_id(trial_id);
       return print(client.GetTrial(request));
+    };
+  });
+
+  // report
+  int64_t step = 0;
+  double report_value = 0;
+  std::vector<std::string> report_metrics;
+  auto* report = app.add_subcommand(
+      "report",
+      "Report an intermediate value of an ACTIVE trial; prints should_stop "
+      "(then observe the trial with its last value) and the reason");
+  report->add_option("study_id", study_id, "Study id")->required();
+  report->add_option("trial_id", trial_id, "Trial id")->required();
+  report->add_option("step", step, "Step (epoch, iteration), >= 0")->required();
+  report->add_option("value", report_value, "Objective value at the step")
+      ->required();
+  report
+      ->add_option("--metric", report_metrics,
+                   "Extra metric NAME=NUMBER (repeatable)")
+      ->allow_extra_args(false);
+  report->callback([&] {
+    const std::map<std::string, double> parsed_metrics =
+        ParseMetrics(report_metrics);
+    run = [&, parsed_metrics](MetaoptClient& client) {
+      v1::ReportIntermediateRequest request;
+      request.set_study_id(study_id);
+      request.set_trial_id(trial_id);
+      request.set_step(step);
+      request.set_value(report_value);
+      request.mutable_metrics()->insert(parsed_metrics.begin(),
+                                        parsed_metrics.end());
+      return print(client.ReportIntermediate(request));
     };
   });
 

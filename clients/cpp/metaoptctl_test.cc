@@ -297,6 +297,55 @@ TEST_F(MetaoptctlTest, AskTellRoundTrip) {
   EXPECT_FALSE(all.json.contains("nextPageToken"));
 }
 
+TEST_F(MetaoptctlTest, ReportStopsATrialThatEndsStopped) {
+  // The example spec with a threshold rule: accuracy below 0.5 stops.
+  std::string spec = ReadAll(Example("study_spec.json"));
+  const size_t brace = spec.rfind('}');
+  ASSERT_NE(brace, std::string::npos);
+  spec.insert(brace,
+              R"(, "earlyStopping": { "threshold": { "threshold": 0.5 } })");
+  const fs::path spec_path = *dir_ / "early_stopping_spec.json";
+  {
+    std::ofstream out(spec_path);
+    out << spec;
+  }
+  EXPECT_OK_RESULT(
+      Ctl({"create-study", "--id", "reports", "--spec", spec_path.string()}));
+  Result suggested = Ctl({"suggest", "reports"});
+  EXPECT_OK_RESULT(suggested);
+  ASSERT_EQ(suggested.json["trials"].size(), 1u) << suggested.out;
+  const std::string id = suggested.json["trials"][0]["id"];
+
+  Result going = Ctl({"--print-defaults", "report", "reports", id, "1", "0.7",
+                      "--metric", "loss=0.4"});
+  EXPECT_OK_RESULT(going);
+  EXPECT_EQ(going.json["shouldStop"], false) << going.out;
+  EXPECT_EQ(going.json["trial"]["intermediateValues"][0]["step"], "1");
+  EXPECT_DOUBLE_EQ(
+      going.json["trial"]["intermediateValues"][0]["metrics"]["loss"]
+          .get<double>(),
+      0.4);
+  Result stop = Ctl({"report", "reports", id, "2", "0.3"});
+  EXPECT_OK_RESULT(stop);
+  EXPECT_EQ(stop.json["shouldStop"], true) << stop.out;
+  EXPECT_THAT(stop.json["reason"].get<std::string>(),
+              ::testing::HasSubstr("threshold 0.5"));
+  Result observed =
+      Ctl({"observe", "reports", "--trial", id, "--value", "0.3"});
+  EXPECT_OK_RESULT(observed);
+  EXPECT_EQ(observed.json["trial"]["state"], "TRIAL_STATE_STOPPED");
+  Result listed = Ctl({"list-trials", "reports", "--state", "stopped"});
+  EXPECT_OK_RESULT(listed);
+  ASSERT_EQ(listed.json["trials"].size(), 1u) << listed.out;
+
+  Result negative = Ctl({"report", "reports", id, "--", "-1", "0.3"});
+  EXPECT_EQ(negative.exit_code, 1) << negative.out << negative.err;
+  EXPECT_THAT(negative.err, ::testing::HasSubstr("INVALID_ARGUMENT: step: -1"));
+  Result bad_metric =
+      Ctl({"report", "reports", id, "3", "0.3", "--metric", "loss"});
+  EXPECT_EQ(bad_metric.exit_code, 2);
+}
+
 TEST_F(MetaoptctlTest, HealthAsksTheGrpcHealthService) {
   Result serving = Ctl({"health"});
   EXPECT_EQ(serving.exit_code, 0) << serving.err;

@@ -460,6 +460,54 @@ func TestHeartbeatExtendsTheLease(t *testing.T) {
 	}
 }
 
+func TestReportStopsATrialThatEndsStopped(t *testing.T) {
+	s := shared(t)
+	ctx := testContext(t)
+	client := dial(t, s.addr)
+	spec := quadraticSpec(Random) // minimizes
+	spec.EarlyStopping = &pb.EarlyStoppingSpec{Rule: &pb.EarlyStoppingSpec_Threshold{
+		Threshold: &pb.ThresholdRule{Threshold: 1.0, StartStep: 1}}}
+	study, err := client.CreateStudy(ctx, "go-report", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := study.Suggest(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := trials[0].ID()
+	for step, want := range []bool{false, false, true} {
+		value := []float64{5.0, 0.8, 1.5}[step]
+		r, err := study.Report(ctx, id, int64(step), value, map[string]float64{"epoch": float64(step)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ShouldStop != want {
+			t.Errorf("step %d: should_stop %v, want %v (%s)", step, r.ShouldStop, want, r.Reason)
+		}
+		if len(r.Trial.IntermediateValues()) != step+1 {
+			t.Errorf("step %d: %d values recorded", step, len(r.Trial.IntermediateValues()))
+		}
+	}
+	if _, err := study.Report(ctx, id, 2, 1.6, nil); err == nil {
+		t.Errorf("another value for a recorded step was accepted")
+	}
+	if _, err := study.Report(ctx, id, -1, 1.6, nil); err == nil {
+		t.Errorf("a negative step was accepted")
+	}
+	stopped, err := study.ObserveStopped(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := stopped.Value(); stopped.State() != Stopped || v != 1.5 {
+		t.Errorf("after ObserveStopped: %v", stopped)
+	}
+	listed, err := study.Trials(ctx, Stopped)
+	if err != nil || len(listed) != 1 || listed[0].ID() != id {
+		t.Errorf("stopped trials: %v %v", listed, err)
+	}
+}
+
 // loseResponses lets the first `times` calls of method reach the server, then replaces their
 // responses by UNAVAILABLE (the server did the work; the client never heard). It records the
 // methods and client ids it sees.

@@ -99,6 +99,10 @@ type Spec struct {
 	Seed uint64
 	// DatasetFeatures are meta-features of the dataset, for warm starts that use them.
 	DatasetFeatures map[string]float64
+	// EarlyStopping is the rule that stops trials early from their intermediate values (see
+	// Study.Report); nil: never stop. For example
+	// &pb.EarlyStoppingSpec{Rule: &pb.EarlyStoppingSpec_Asha{Asha: &pb.AshaRule{MinResource: 1}}}.
+	EarlyStopping *pb.EarlyStoppingSpec
 }
 
 // Proto is the StudySpec message of s.
@@ -132,6 +136,7 @@ func (s Spec) Proto() (*pb.StudySpec, error) {
 		Algorithm:       &pb.AlgorithmSpec{Kind: algorithm, Model: s.Model, InitialTrials: s.InitialTrials},
 		DatasetFeatures: s.DatasetFeatures,
 		Seed:            s.Seed,
+		EarlyStopping:   s.EarlyStopping,
 	}, nil
 }
 

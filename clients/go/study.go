@@ -316,6 +316,52 @@ func (s *Study) Heartbeat(ctx context.Context, trialIDs ...int64) ([]*Trial, err
 	return s.trials(response.Trials), nil
 }
 
+// Report is what Study.Report answered.
+type Report struct {
+	// ShouldStop: evaluate no further and call ObserveStopped; the trial ends Stopped.
+	ShouldStop bool
+	// Reason names the rule and the numbers it compared (empty when continuing).
+	Reason string
+	// Trial is the trial after the report.
+	Trial *Trial
+}
+
+// Report records an intermediate value of ACTIVE trial trialID at step (epoch, iteration; >= 0)
+// with optional metrics, extends the trial's lease, and says whether the study's early-stopping
+// rule wants the trial stopped. Idempotent per (trial, step), so it is retried on UNAVAILABLE.
+func (s *Study) Report(ctx context.Context, trialID, step int64, value float64, metrics map[string]float64) (*Report, error) {
+	if step < 0 {
+		return nil, fmt.Errorf("metaopt: report: step: %d is negative", step)
+	}
+	if math.IsNaN(value) || math.IsInf(value, 0) {
+		return nil, fmt.Errorf("metaopt: report: value: %v is not finite", value)
+	}
+	request := &pb.ReportIntermediateRequest{StudyId: s.ID(), TrialId: trialID, Step: step, Value: value, Metrics: metrics}
+	var response *pb.ReportIntermediateResponse
+	err := s.client.call(ctx, "ReportIntermediate", retrySafe, func(ctx context.Context, opts ...grpc.CallOption) (err error) {
+		response, err = s.client.stub.ReportIntermediate(ctx, request, opts...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Report{ShouldStop: response.ShouldStop, Reason: response.Reason, Trial: newTrial(response.Trial, s.space())}, nil
+}
+
+// ObserveStopped observes trial trialID with the value of its largest reported step: after
+// Report answered ShouldStop, the trial ends Stopped.
+func (s *Study) ObserveStopped(ctx context.Context, trialID int64) (*Trial, error) {
+	trial, err := s.getTrial(ctx, trialID)
+	if err != nil {
+		return nil, err
+	}
+	values := trial.IntermediateValues
+	if len(values) == 0 {
+		return nil, fmt.Errorf("metaopt: trial %d: no intermediate value was reported", trialID)
+	}
+	return s.Observe(ctx, trialID, values[len(values)-1].Value)
+}
+
 func (s *Study) getTrial(ctx context.Context, id int64) (*pb.Trial, error) {
 	var response *pb.GetTrialResponse
 	err := s.client.call(ctx, "GetTrial", retrySafe, func(ctx context.Context, opts ...grpc.CallOption) (err error) {

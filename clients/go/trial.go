@@ -19,6 +19,9 @@ const (
 	Infeasible = pb.TrialState_TRIAL_STATE_INFEASIBLE
 	Abandoned  = pb.TrialState_TRIAL_STATE_ABANDONED
 	Stale      = pb.TrialState_TRIAL_STATE_STALE
+	// Stopped: the study's early-stopping rule stopped it (Study.Report), then it was observed
+	// with its last reported value.
+	Stopped = pb.TrialState_TRIAL_STATE_STOPPED
 )
 
 // Trial is a snapshot of one trial, decoded with its study's search space.
@@ -72,6 +75,9 @@ func (t *Trial) Metadata() map[string]string { return t.proto.Metadata }
 
 // FailureReason is the reason of a FAILED or INFEASIBLE trial.
 func (t *Trial) FailureReason() string { return t.proto.FailureReason }
+
+// IntermediateValues are the values reported with Study.Report, by increasing step.
+func (t *Trial) IntermediateValues() []*pb.IntermediateValue { return t.proto.IntermediateValues }
 
 // LeaseExpireTime is when an ACTIVE trial's lease ends unless extended (zero if none).
 func (t *Trial) LeaseExpireTime() time.Time {

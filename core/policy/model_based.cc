@@ -17,7 +17,7 @@ TrainingData CollectTrainingData(const StudyView& study,
   const bool maximize = study.spec->objective().goal() == v1::GOAL_MAXIMIZE;
   std::vector<const v1::Trial*> completed;
   for (const v1::Trial& trial : *study.trials) {
-    if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value()) {
+    if (IsObservation(trial)) {
       completed.push_back(&trial);
     }
   }

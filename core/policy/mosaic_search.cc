@@ -24,7 +24,7 @@ MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
   const bool maximize = shared.goal == v1::GOAL_MAXIMIZE;
   std::vector<double> ys;
   for (const v1::Trial& trial : *study.trials) {
-    if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value()) {
+    if (IsObservation(trial)) {
       completed_.push_back(trial.configuration());
       ys.push_back(maximize ? -trial.value() : trial.value());
     }
@@ -49,7 +49,7 @@ MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
       pending_.push_back(trial.configuration());
     }
     std::optional<double> reward;
-    if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value()) {
+    if (IsObservation(trial)) {
       reward = Reward(trial.value());
     } else if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
       reward = 0.0;  // failed or infeasible (or completed without a value)

@@ -286,7 +286,7 @@ void PmfPolicy::CollectObservations(const StudyView& study,
   const double sign = shared_->goal == v1::GOAL_MAXIMIZE ? -1.0 : 1.0;
   std::vector<double> values;
   for (const v1::Trial& trial : *study.trials) {
-    if (trial.state() != v1::TRIAL_STATE_COMPLETED || !trial.has_value()) {
+    if (!IsObservation(trial)) {
       continue;
     }
     const auto it = shared_->index_by_key.find(

@@ -24,12 +24,19 @@ bool HoldsConfiguration(v1::TrialState state) {
   switch (state) {
     case v1::TRIAL_STATE_ACTIVE:
     case v1::TRIAL_STATE_COMPLETED:
+    case v1::TRIAL_STATE_STOPPED:
     case v1::TRIAL_STATE_FAILED:
     case v1::TRIAL_STATE_INFEASIBLE:
       return true;
     default:
       return false;
   }
+}
+
+bool IsObservation(const v1::Trial& trial) {
+  return (trial.state() == v1::TRIAL_STATE_COMPLETED ||
+          trial.state() == v1::TRIAL_STATE_STOPPED) &&
+         trial.has_value();
 }
 
 const HeldKeys& HeldConfigurationKeys(const StudyView& study,

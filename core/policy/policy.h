@@ -98,9 +98,15 @@ class Policy {
 };
 
 // True for trial states whose configuration counts as tried in a catalogue
-// study (ACTIVE, COMPLETED, FAILED, INFEASIBLE); ABANDONED and STALE
+// study (ACTIVE, COMPLETED, STOPPED, FAILED, INFEASIBLE); ABANDONED and STALE
 // configurations may be suggested again.
 bool HoldsConfiguration(v1::TrialState state);
+
+// True for a trial whose value the surrogates fit: COMPLETED, or STOPPED early
+// (its value is the last intermediate one, a pessimistic observation of the
+// configuration under a minimized objective whose curve is still falling;
+// docs/algorithms.md), with a value.
+bool IsObservation(const v1::Trial& trial);
 
 // The HeldKeys of `study`: *study.held_keys when set, else computed from
 // study.trials into `*scratch` (which the result then refers to).

@@ -1,5 +1,9 @@
 #include "core/policy/policy.h"
 
+#include <vector>
+
+#include "core/policy/model_based.h"
+#include "core/space/encoding.h"
 #include "gtest/gtest.h"
 
 namespace metaopt::policy {
@@ -52,6 +56,46 @@ TEST_F(PortfolioForStudyTest, MapsEntriesToTheNearestCatalogueEntry) {
   ASSERT_EQ(portfolio.size(), 2u);
   EXPECT_EQ(portfolio[0].assignments(0).parameters().at("x").number(), 0.5);
   EXPECT_EQ(portfolio[1].assignments(0).parameters().at("x").number(), 1.0);
+}
+
+// A STOPPED trial is an observation with its (last reported) value, like a
+// COMPLETED one, and holds its configuration; other states are not.
+TEST_F(PortfolioForStudyTest, StoppedTrialsAreObservations) {
+  spec_.mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+  std::vector<v1::Trial> trials;
+  const struct {
+    v1::TrialState state;
+    double x;
+    bool has_value;
+  } rows[] = {{v1::TRIAL_STATE_COMPLETED, 0.1, true},
+              {v1::TRIAL_STATE_STOPPED, 0.2, true},
+              {v1::TRIAL_STATE_ACTIVE, 0.3, false},
+              {v1::TRIAL_STATE_FAILED, 0.4, false},
+              {v1::TRIAL_STATE_STOPPED, 0.5, false}};
+  for (const auto& row : rows) {
+    v1::Trial& t = trials.emplace_back();
+    t.set_id(static_cast<int64_t>(trials.size()));
+    t.set_state(row.state);
+    *t.mutable_configuration() = Point(row.x);
+    if (row.has_value) t.set_value(row.x * 10);
+  }
+  EXPECT_TRUE(IsObservation(trials[0]));
+  EXPECT_TRUE(IsObservation(trials[1]));
+  EXPECT_FALSE(IsObservation(trials[2]));
+  EXPECT_FALSE(IsObservation(trials[3]));
+  EXPECT_FALSE(IsObservation(trials[4]));  // no value
+  EXPECT_TRUE(HoldsConfiguration(v1::TRIAL_STATE_STOPPED));
+  const space::SearchSpace space = Space();
+  const space::Encoder encoder(space);
+  const StudyView view{&spec_, &space, &trials};
+  const TrainingData data = CollectTrainingData(view, encoder);
+  ASSERT_EQ(data.y.size(), 2);
+  // Maximized values are negated into minimization targets.
+  EXPECT_DOUBLE_EQ(data.y[0], -1.0);
+  EXPECT_DOUBLE_EQ(data.y[1], -2.0);
+  // Best first: the stopped trial's 2.0 beats the completed 1.0.
+  EXPECT_EQ(data.best_first[0].assignments(0).parameters().at("x").number(),
+            0.2);
 }
 
 }  // namespace

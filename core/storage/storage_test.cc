@@ -374,6 +374,37 @@ TYPED_TEST(StorageConformanceTest, TrialsRoundTripByIncreasingId) {
                                EqualsProto(trials[0]), EqualsProto(trials[2])));
 }
 
+// ReportIntermediate rewrites the trial with one more intermediate value each
+// time, and Observe then ends it STOPPED: every write is kept whole, also in
+// the changes another process reads.
+TYPED_TEST(StorageConformanceTest, IntermediateValuesAndStoppedStateRoundTrip) {
+  this->CreateStudies({"s"});
+  v1::Trial trial = MakeTrial(1);
+  for (int64_t step = 0; step < 3; ++step) {
+    v1::IntermediateValue* value = trial.add_intermediate_values();
+    value->set_step(step * 10);
+    value->set_value(1.0 / static_cast<double>(step + 1));
+    (*value->mutable_metrics())["accuracy"] =
+        0.5 + 0.1 * static_cast<double>(step);
+    value->mutable_report_time()->set_seconds(1700000100 + step);
+    ASSERT_THAT(this->storage_->PutTrials(Key("s"), {trial}), IsOk());
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(trial)));
+  (*trial.mutable_metadata())["stop_step"] = "20";
+  trial.set_state(v1::TRIAL_STATE_STOPPED);
+  trial.set_value(1.0 / 3);
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {trial, MakeTrial(2)}),
+              IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(got, this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(trial), EqualsProto(MakeTrial(2))));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Storage::Changes changes,
+                               this->storage_->LoadChangesSince(Key("s"), 2));
+  EXPECT_THAT(changes.trials,
+              ElementsAre(EqualsProto(trial), EqualsProto(MakeTrial(2))));
+}
+
 TYPED_TEST(StorageConformanceTest, LoadTrialsOfStudyWithoutTrialsIsEmpty) {
   this->CreateStudies({"s"});
   ASSERT_THAT(this->storage_->PutTrials(Key("s"), {}), IsOk());

@@ -120,6 +120,11 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
     live->candidate_key_list.push_back(space::ConfigurationKey(candidate));
     live->candidate_keys.insert(live->candidate_key_list.back());
   }
+  if (live->stored.spec().has_early_stopping()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        live->stopping_rule,
+        early_stopping::CreateRule(live->stored.spec().early_stopping()));
+  }
   MutexLock lock(&live->mu);
   METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, *live));
   return live;

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/common/mutex.h"
+#include "core/early_stopping/rule.h"
 #include "core/policy/policy.h"
 #include "core/registry/model_manager.h"
 #include "core/space/search_space.h"
@@ -33,6 +34,8 @@ struct LiveStudy {
   absl::flat_hash_set<std::string> candidate_keys;
   // The same keys in catalogue order (policy::StudyView::candidate_keys).
   std::vector<std::string> candidate_key_list;
+  // The spec's early-stopping rule; null: trials are never stopped.
+  std::unique_ptr<const early_stopping::Rule> stopping_rule;
 
   // Set (once) with `deleted`, readable without `mu`: the engine then loads
   // the study afresh instead of using this copy (it may have been created

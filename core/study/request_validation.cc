@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
+#include "core/early_stopping/rule.h"
 #include "core/space/encoding.h"
 #include "core/space/search_space.h"
 
@@ -211,6 +212,10 @@ absl::Status ValidateCreateStudyRequest(const v1::CreateStudyRequest& request,
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (!request.has_spec())
     return absl::InvalidArgumentError("spec: is required");
+  if (request.spec().has_early_stopping()) {
+    METAOPT_RETURN_IF_ERROR(early_stopping::ValidateEarlyStoppingSpec(
+        request.spec().early_stopping(), "spec.early_stopping"));
+  }
   return CheckSpecLimits(request.spec(), options);
 }
 
@@ -268,6 +273,30 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {
                          kMaxFailureReasonLength, " characters"));
       }
       break;
+  }
+  return ValidateMetrics(request.metrics());
+}
+
+absl::Status ValidateReportIntermediateRequest(
+    const v1::ReportIntermediateRequest& request) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  if (request.trial_id() <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial_id: ", request.trial_id(),
+                     " is not a trial id (ids start at 1)"));
+  }
+  if (request.step() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "step: ", request.step(), " is negative (steps are >= 0)"));
+  }
+  if (!std::isfinite(request.value())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value: ", request.value(), " is not a finite number"));
+  }
+  if (std::abs(request.value()) > kMaxValueMagnitude) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value: ", request.value(),
+                     " is outside [-1e100, 1e100]; rescale the objective"));
   }
   return ValidateMetrics(request.metrics());
 }

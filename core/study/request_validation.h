@@ -53,6 +53,8 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request);
 absl::Status ValidateFineTuneRequest(const v1::FineTuneRequest& request);
 absl::Status ValidateGetTrialRequest(const v1::GetTrialRequest& request);
 absl::Status ValidateHeartbeatRequest(const v1::HeartbeatRequest& request);
+absl::Status ValidateReportIntermediateRequest(
+    const v1::ReportIntermediateRequest& request);
 
 // "1.5s", "20ms": durations in messages and trial metadata.
 std::string DurationText(absl::Duration d);

@@ -16,6 +16,7 @@
 #include "core/policy/policy_factory.h"
 #include "core/policy/random_policy.h"
 #include "core/registry/model_binding.h"
+#include "core/study/intermediate.h"
 #include "core/study/page_token.h"
 #include "core/study/suggestion.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -658,7 +659,10 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
           trial.clear_lease_expire_time();
         }
         if (request.outcome_case() == v1::ObserveRequest::kValue) {
-          trial.set_state(v1::TRIAL_STATE_COMPLETED);
+          // A trial the early-stopping rule marked ends STOPPED.
+          trial.set_state(GetStopMark(trial).has_value()
+                              ? v1::TRIAL_STATE_STOPPED
+                              : v1::TRIAL_STATE_COMPLETED);
           trial.set_value(request.value());
         } else {
           trial.set_state(request.failure().state());
@@ -816,6 +820,68 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
           *response.add_trials() = trial;
           study.trials.Put(std::move(trial));
         }
+        return absl::OkStatus();
+      }));
+  return response;
+}
+
+absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
+    const v1::ReportIntermediateRequest& request, const CallContext& context) {
+  METAOPT_RETURN_IF_ERROR(ValidateReportIntermediateRequest(request));
+  v1::ReportIntermediateResponse response;
+  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+      {context.owner, request.study_id()},
+      [&](LiveStudy& study, absl::Time now) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        const int64_t id = request.trial_id();
+        if (id > study.trials.size()) {
+          return absl::NotFoundError(absl::StrCat(
+              "study \"", request.study_id(), "\" has no trial ", id));
+        }
+        v1::Trial trial = study.trials.Get(id);
+        if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
+          std::string why =
+              trial.state() == v1::TRIAL_STATE_STALE
+                  ? absl::StrCat(" (its lease expired at ",
+                                 google::protobuf::util::TimeUtil::ToString(
+                                     trial.lease_expire_time()),
+                                 "); observe its result, or Suggest for new "
+                                 "work")
+                  : "; only ACTIVE trials report intermediate values";
+          return absl::FailedPreconditionError(
+              absl::StrCat("trial ", id, " of study \"", request.study_id(),
+                           "\" is ", v1::TrialState_Name(trial.state()), why));
+        }
+        METAOPT_ASSIGN_OR_RETURN(const Recorded recorded,
+                                 RecordIntermediate(request, now, trial));
+        if (recorded == Recorded::kExtends && study.stopping_rule != nullptr &&
+            !GetStopMark(trial).has_value()) {
+          std::vector<early_stopping::TrialCurve> others;
+          for (const v1::Trial& other : study.trials.all()) {
+            if (other.id() == id || other.intermediate_values().empty()) {
+              continue;
+            }
+            others.push_back(CurveOf(other));
+          }
+          const early_stopping::Decision decision =
+              study.stopping_rule->ShouldStop(
+                  CurveOf(trial), others,
+                  study.stored.spec().objective().goal());
+          if (decision.stop) {
+            SetStopMark(trial, request.step(), decision.reason);
+            LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ",
+                                 id, " stopped at step ", request.step(), ": ",
+                                 decision.reason));
+          }
+        }
+        *trial.mutable_lease_expire_time() =
+            ToProtoTimestamp(now + options_.trial_lease);
+        METAOPT_RETURN_IF_ERROR(Store(study, {trial}, std::nullopt));
+        const std::optional<StopMark> mark = GetStopMark(trial);
+        response.set_should_stop(mark.has_value() &&
+                                 request.step() >= mark->step);
+        response.set_reason(response.should_stop() ? mark->reason : "");
+        *response.mutable_trial() = trial;
+        study.trials.Put(std::move(trial));
         return absl::OkStatus();
       }));
   return response;

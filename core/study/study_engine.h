@@ -80,6 +80,19 @@ class StudyEngine {
   // FAILED_PRECONDITION for a trial that is not ACTIVE.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const v1::HeartbeatRequest& request, const CallContext& context = {});
+  // Records an intermediate value of an ACTIVE trial, extends its lease like
+  // Heartbeat, and answers whether the study's early-stopping rule wants it
+  // stopped (docs/api.md, "Early stopping"). The rule is asked only when the
+  // step is larger than every recorded one and the trial is not yet marked;
+  // a stop marks the trial (metadata stop_step, stop_reason) and every later
+  // report of a step >= the mark's answers should_stop too, so a retry gets
+  // the same answer. INVALID_ARGUMENT for a bad request, NOT_FOUND for an
+  // unknown trial, FAILED_PRECONDITION for a trial that is not ACTIVE or a
+  // step recorded with another value, RESOURCE_EXHAUSTED past
+  // kMaxIntermediateValues.
+  absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
+      const v1::ReportIntermediateRequest& request,
+      const CallContext& context = {});
 
   // What the engine holds in memory now, for monitoring. Never does I/O.
   struct LoadedStats {

@@ -120,7 +120,7 @@ absl::StatusOr<v1::TrialState> State(const Query& query) {
     return absl::InvalidArgumentError(absl::StrCat(
         "state: \"", it->second.substr(0, 64),
         "\" must be one of active, completed, failed, infeasible, abandoned, "
-        "stale (or empty: all)"));
+        "stale, stopped (or empty: all)"));
   }
   return state;
 }

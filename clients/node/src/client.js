@@ -2,7 +2,7 @@
 //
 // Every call has one deadline (retries included). Idempotent calls (CreateStudy,
 // GetStudy, ListStudies, DeleteStudy, GetTrial, ListTrials, ListModels,
-// Heartbeat, and Suggest with a client_id) are retried on UNAVAILABLE with
+// Heartbeat, ReportIntermediate, and Suggest with a client_id) are retried on UNAVAILABLE with
 // exponential backoff and jitter; Observe and FineTune never are. Failures are
 // MetaoptError with the gRPC code and the server's message.
 //
@@ -136,6 +136,35 @@ function trialIdOf(trial, name) {
   if (trial !== null && typeof trial === 'object' && 'id' in trial) return trial.id;
   if (typeof trial === 'string' || typeof trial === 'number' || typeof trial === 'bigint') return trial;
   throw invalidArgument(`${name}: expected a Trial or a trial id, got ${typeof trial}`);
+}
+
+/**
+ * Raise (throw) to abandon a trial the server told to stop (study.report() answered
+ * shouldStop), as with Optuna's TrialPruned; study.observeStopped() then completes it with
+ * its last reported value and it ends TRIAL_STATE_STOPPED. study.optimize() does both.
+ */
+export class Pruned extends Error {
+  /** @param {string} [message] */
+  constructor(message = 'the server stopped the trial') {
+    super(message);
+    this.name = 'Pruned';
+  }
+}
+
+/** A ReportIntermediate request, checked before it is sent. */
+function reportRequest(studyId, trialId, step, value, metrics) {
+  const integral = typeof step === 'bigint' || (typeof step === 'number' && Number.isInteger(step))
+    || (typeof step === 'string' && /^-?[0-9]+$/.test(step));
+  if (!integral) throw invalidArgument(`step: ${String(step)} is not an integer`);
+  if (typeof value !== 'number') throw invalidArgument(`value: ${String(value)} is not a number`);
+  const request = { study_id: studyId, trial_id: trialId, step: String(step), value };
+  if (metrics !== undefined) request.metrics = metrics;
+  return request;
+}
+
+/** The response as {shouldStop, reason, trial}. */
+function reportOf(response) {
+  return { shouldStop: Boolean(response.shouldStop), reason: response.reason ?? '', trial: response.trial };
 }
 
 /**
@@ -359,6 +388,24 @@ export class Client {
   }
 
   /**
+   * Reports an intermediate value of ACTIVE trial `trialId` at `step` (>= 0); resolves to
+   * {shouldStop, reason, trial}. Idempotent per (trial, step), so it is retried.
+   * @param {string} studyId
+   * @param {string | number | bigint} trialId
+   * @param {number | bigint | string} step
+   * @param {number} value
+   * @param {Record<string, number>} [metrics]
+   * @param {{timeoutMs?: number}} [options]
+   * @returns {Promise<{shouldStop: boolean, reason: string, trial: any}>}
+   */
+  async reportIntermediate(studyId, trialId, step, value, metrics, options = {}) {
+    checkString(studyId, 'study_id');
+    const request = reportRequest(studyId, trialIdOf(trialId, 'trial_id'), step, value, metrics);
+    const response = await this.call('ReportIntermediate', request, { idempotent: true, timeoutMs: options.timeoutMs });
+    return reportOf(response);
+  }
+
+  /**
    * The models the server's registry serves now.
    * @param {{timeoutMs?: number}} [options]
    * @returns {Promise<object[]>}
@@ -539,6 +586,70 @@ export class Study {
       timeoutMs: options.timeoutMs,
     });
     return response.trials ?? [];
+  }
+
+  /**
+   * Reports an intermediate value of `trial` at `step` (epoch, iteration; >= 0); resolves to
+   * {shouldStop, reason, trial}. On shouldStop, throw Pruned (or call observeStopped()). A
+   * repeated step with the same value is a harmless retry; another value is
+   * FAILED_PRECONDITION. Each report also extends the trial's lease.
+   * @param {object | string | number | bigint} trial a Trial or its id
+   * @param {number | bigint | string} step
+   * @param {number} value
+   * @param {{metrics?: Record<string, number>, timeoutMs?: number}} [options]
+   * @returns {Promise<{shouldStop: boolean, reason: string, trial: any}>}
+   */
+  async report(trial, step, value, options = {}) {
+    const request = reportRequest(this.id, trialIdOf(trial, 'trial'), step, value, options.metrics);
+    const response = await this.#client.call('ReportIntermediate', request, { idempotent: true, timeoutMs: options.timeoutMs });
+    return reportOf(response);
+  }
+
+  /**
+   * Observes a trial the server told to stop with its last reported value (that of its largest
+   * step, as stored); it ends TRIAL_STATE_STOPPED. INVALID_ARGUMENT if it reported nothing.
+   * @param {object | string | number | bigint} trial a Trial or its id
+   * @param {{timeoutMs?: number}} [options]
+   * @returns {Promise<object>} the trial in its final state
+   */
+  async observeStopped(trial, options = {}) {
+    const current = await this.getTrial(trial, options);
+    const values = current.intermediateValues ?? [];
+    if (values.length === 0) {
+      throw invalidArgument(`trial ${String(current.id)}: no intermediate value was reported`);
+    }
+    return this.observe(current, values[values.length - 1].value ?? 0, options);
+  }
+
+  /**
+   * Runs `nTrials` trials one after another: suggests one, awaits `objective(trial, report)`
+   * (where `report(step, value, metrics?)` resolves to shouldStop) and observes the number it
+   * returns. An objective that throws Pruned is observed with its last reported value (ends
+   * STOPPED); any other error is observed as FAILED and thrown again.
+   * @param {(trial: any, report: (step: number, value: number, metrics?: Record<string, number>) => Promise<boolean>) => Promise<number> | number} objective
+   * @param {number} [nTrials]
+   * @returns {Promise<object[]>} the observed trials
+   */
+  async optimize(objective, nTrials = 1) {
+    const done = [];
+    for (let i = 0; i < nTrials; ++i) {
+      const [trial] = await this.suggest(1);
+      if (trial === undefined) break;
+      const report = async (step, value, metrics) => (await this.report(trial, step, value, { metrics })).shouldStop;
+      let value;
+      try {
+        value = await objective(trial, report);
+      } catch (error) {
+        if (error instanceof Pruned) {
+          done.push(await this.observeStopped(trial));
+          continue;
+        }
+        await this.observe(trial, { failed: String(error?.message ?? error).slice(0, 1000) });
+        throw error;
+      }
+      done.push(await this.observe(trial, value));
+    }
+    return done;
   }
 
   /**

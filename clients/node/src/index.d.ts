@@ -95,8 +95,51 @@ export type TrialStateName =
   | 'TRIAL_STATE_FAILED'
   | 'TRIAL_STATE_INFEASIBLE'
   | 'TRIAL_STATE_ABANDONED'
-  | 'TRIAL_STATE_STALE';
-export type TrialStateShort = 'active' | 'completed' | 'failed' | 'infeasible' | 'abandoned' | 'stale';
+  | 'TRIAL_STATE_STALE'
+  | 'TRIAL_STATE_STOPPED';
+export type TrialStateShort = 'active' | 'completed' | 'failed' | 'infeasible' | 'abandoned' | 'stale' | 'stopped';
+
+/** StudySpec.early_stopping: one rule (docs/api.md, "Early stopping"); zero fields take defaults. */
+export interface EarlyStoppingSpec {
+  median?: { start_step?: Int64; startStep?: Int64; min_trials?: number; minTrials?: number };
+  successive_halving?: {
+    min_resource?: Int64;
+    minResource?: Int64;
+    reduction_factor?: number;
+    reductionFactor?: number;
+    cohort_size: number;
+  };
+  successiveHalving?: { minResource?: Int64; reductionFactor?: number; cohortSize: number };
+  asha?: {
+    min_resource?: Int64;
+    minResource?: Int64;
+    reduction_factor?: number;
+    reductionFactor?: number;
+    grace_period?: Int64;
+    gracePeriod?: Int64;
+  };
+  threshold?: { threshold: number; start_step?: Int64; startStep?: Int64 };
+}
+
+export interface IntermediateValue {
+  step?: string;
+  value?: number;
+  metrics?: Record<string, number>;
+  reportTime?: Timestamp;
+}
+
+/** What ReportIntermediate answered. */
+export interface ReportResult {
+  /** Stop now: throw Pruned, or observeStopped(); the trial ends TRIAL_STATE_STOPPED. */
+  shouldStop: boolean;
+  reason: string;
+  trial: Trial;
+}
+
+/** Throw to abandon a trial the server told to stop (see Study.optimize). */
+export declare class Pruned extends Error {
+  constructor(message?: string);
+}
 
 export interface ParameterValue {
   number?: number;
@@ -145,6 +188,8 @@ export interface StudySpec {
   dataset_features?: Record<string, number>;
   datasetFeatures?: Record<string, number>;
   seed?: Int64;
+  early_stopping?: EarlyStoppingSpec;
+  earlyStopping?: EarlyStoppingSpec;
 }
 
 export interface Trial {
@@ -164,6 +209,7 @@ export interface Trial {
    * string).
    */
   studyIncarnation?: string;
+  intermediateValues?: IntermediateValue[];
 }
 
 export interface StudyInfo {
@@ -220,6 +266,15 @@ export declare class Client {
   ): Promise<{ studies: StudyInfo[]; nextPageToken: string }>;
   deleteStudy(studyId: string, options?: CallOptions): Promise<void>;
   listModels(options?: CallOptions): Promise<Model[]>;
+  /** Idempotent per (trial, step); retried. */
+  reportIntermediate(
+    studyId: string,
+    trialId: Int64,
+    step: Int64,
+    value: number,
+    metrics?: Record<string, number>,
+    options?: CallOptions,
+  ): Promise<ReportResult>;
   close(): void;
 }
 
@@ -248,6 +303,22 @@ export declare class Study {
     },
   ): Promise<FineTuneResult>;
   heartbeat(trials: Array<Trial | Int64>, options?: CallOptions): Promise<Trial[]>;
+  report(
+    trial: Trial | Int64,
+    step: Int64,
+    value: number,
+    options?: CallOptions & { metrics?: Record<string, number> },
+  ): Promise<ReportResult>;
+  /** Observes with the value of the trial's largest reported step; it ends TRIAL_STATE_STOPPED. */
+  observeStopped(trial: Trial | Int64, options?: CallOptions): Promise<Trial>;
+  /** Suggest, objective, observe, nTrials times; Pruned ends a trial STOPPED. */
+  optimize(
+    objective: (
+      trial: Trial,
+      report: (step: number, value: number, metrics?: Record<string, number>) => Promise<boolean>,
+    ) => Promise<number> | number,
+    nTrials?: number,
+  ): Promise<Trial[]>;
   delete(options?: CallOptions): Promise<void>;
 }
 

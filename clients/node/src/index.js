@@ -7,7 +7,7 @@
 //   await study.observe(trial, f(parameters(trial)));
 //   client.close();
 
-export { Client, Study } from './client.js';
+export { Client, Pruned, Study } from './client.js';
 export { MetaoptError, Status, codeName } from './errors.js';
 export { algorithms, parameters, toDate } from './configuration.js';
 export { defaultProtoDir } from './messages.js';

@@ -245,6 +245,52 @@ describe('against one server', () => {
     assert.ok(toDate(beaten[0].leaseExpireTime) > new Date());
   });
 
+  test('report: the threshold rule stops a trial, which ends STOPPED', async () => {
+    const spec = { ...quadraticSpec, early_stopping: { threshold: { threshold: 1.0, start_step: 1 } } };
+    const study = await client.createStudy('early-threshold', spec);
+    const [trial] = await study.suggest();
+    assert.equal((await study.report(trial, 0, 5.0)).shouldStop, false);
+    const going = await study.report(trial, 1, 0.8, { metrics: { accuracy: 0.7 } });
+    assert.equal(going.shouldStop, false);
+    assert.equal(going.reason, '');
+    const stop = await study.report(trial, 2, 1.5);
+    assert.equal(stop.shouldStop, true);
+    assert.ok(stop.reason.includes('threshold 1'), stop.reason);
+    // Proto3 JSON-style defaults are omitted: step 0 is absent.
+    assert.deepEqual(stop.trial.intermediateValues.map((v) => v.step ?? '0'), ['0', '1', '2']);
+    assert.equal(stop.trial.intermediateValues[1].metrics.accuracy, 0.7);
+    // A retry answers the same; another value for the step is refused.
+    const again = await client.reportIntermediate('early-threshold', trial.id, 2, 1.5);
+    assert.equal(again.shouldStop, true);
+    await rejectsWith(study.report(trial, 2, 1.6), Status.FAILED_PRECONDITION, 'already recorded');
+    await rejectsWith(study.report(trial, -1, 1.6), Status.INVALID_ARGUMENT, 'step: -1');
+    await assert.rejects(study.report(trial, 1.5, 1.0), /step: 1.5 is not an integer/);
+    const stopped = await study.observeStopped(trial);
+    assert.equal(stopped.state, 'TRIAL_STATE_STOPPED');
+    assert.equal(stopped.value, 1.5);
+    const listed = await study.trials({ state: 'stopped' });
+    assert.deepEqual(listed.map((t) => t.id), [trial.id]);
+  });
+
+  test('optimize observes Pruned trials as STOPPED (median rule)', async () => {
+    const spec = { ...quadraticSpec, seed: 3, earlyStopping: { median: { minTrials: 2 } } };
+    const study = await client.createStudy('early-median', spec);
+    const done = await study.optimize(async (trial, report) => {
+      const start = { 1: 1.0, 2: 0.9 }[trial.id] ?? 10.0;
+      let loss = start;
+      for (let epoch = 0; epoch < 5; ++epoch) {
+        loss = start / (epoch + 1);
+        if (await report(epoch, loss)) throw new metaopt.Pruned(`epoch ${epoch}`);
+      }
+      return loss;
+    }, 4);
+    assert.deepEqual(done.map((t) => t.state), [
+      'TRIAL_STATE_COMPLETED', 'TRIAL_STATE_COMPLETED', 'TRIAL_STATE_STOPPED', 'TRIAL_STATE_STOPPED',
+    ]);
+    assert.equal(done[2].value, 10);
+    assert.equal((await study.get()).bestTrial.id, '2');
+  });
+
   test('the example optimizes Branin with a GP study', async () => {
     const { stdout } = await run(process.execPath, [
       path.join(repoRoot, 'clients/node/examples/ask_tell.mjs'),

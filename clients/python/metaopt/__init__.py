@@ -32,21 +32,23 @@ except ImportError as _missing:
         "the system interpreter /usr/bin/python3 with Debian's python3-grpcio and "
         "python3-protobuf.") from None
 
-from metaopt.client import Client, Study, default_client_id
+from metaopt.client import Client, Report, Study, default_client_id
 from metaopt.errors import (AbortedError, AlreadyExistsError, DeadlineExceededError,
                             FailedPreconditionError, InvalidArgumentError, MetaoptError,
                             NotFoundError, PermissionDeniedError, ResourceExhaustedError,
                             UnauthenticatedError, UnavailableError)
-from metaopt.spec import (Categorical, Choice, Float, Int, configuration, flat_space, search_space,
-                          study_spec)
-from metaopt.trial import Trial, TrialState
+from metaopt.spec import (Categorical, Choice, Float, Int, asha, configuration, flat_space,
+                          median_stopping, search_space, study_spec, successive_halving,
+                          threshold_stopping)
+from metaopt.trial import IntermediateValue, Pruned, Trial, TrialState
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AbortedError", "AlreadyExistsError", "Categorical", "Choice", "Client",
-    "DeadlineExceededError", "FailedPreconditionError", "Float", "Int", "InvalidArgumentError",
-    "MetaoptError", "NotFoundError", "PermissionDeniedError", "ResourceExhaustedError", "Study",
-    "Trial", "TrialState", "UnauthenticatedError", "UnavailableError", "configuration",
-    "default_client_id", "flat_space", "search_space", "study_spec",
+    "DeadlineExceededError", "FailedPreconditionError", "Float", "Int", "IntermediateValue",
+    "InvalidArgumentError", "MetaoptError", "NotFoundError", "PermissionDeniedError", "Pruned",
+    "Report", "ResourceExhaustedError", "Study", "Trial", "TrialState", "UnauthenticatedError",
+    "UnavailableError", "asha", "configuration", "default_client_id", "flat_space",
+    "median_stopping", "search_space", "study_spec", "successive_halving", "threshold_stopping",
 ]

@@ -34,13 +34,14 @@ import random
 import socket
 import time
 import uuid
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
+                    Tuple, Union)
 
 import grpc
 
 from metaopt import spec as spec_lib
 from metaopt.errors import MetaoptError, from_rpc_error
-from metaopt.trial import Trial, TrialState
+from metaopt.trial import Pruned, Trial, TrialState
 from metaopt.v1 import model_pb2, optimizer_service_pb2 as pb, optimizer_service_pb2_grpc
 from metaopt.v1 import study_pb2
 
@@ -210,7 +211,7 @@ class Client:
 
         Give either ``space`` plus :func:`metaopt.study_spec` keywords (``objective``, ``goal``,
         ``algorithm``, ``model``, ``initial_trials``, ``seed``, ``candidates``,
-        ``dataset_features``), or a complete ``spec``. Instead of ``dataset_features``,
+        ``dataset_features``, ``early_stopping``), or a complete ``spec``. Instead of ``dataset_features``,
         ``dataset=(X, y)`` or ``(X, y, categorical)`` computes them with
         :func:`metaopt.metafeatures.compute`.
 
@@ -257,6 +258,15 @@ class Client:
 
         self.call("DeleteStudy", pb.DeleteStudyRequest(study_id=study_id), recover=gone)
 
+    def report_intermediate(self, study_id: str, trial_id: int, step: int, value: float,
+                            metrics: Optional[Mapping[str, float]] = None) -> Report:
+        """Reports an intermediate ``value`` of ACTIVE trial ``trial_id`` at ``step`` (>= 0)
+        and returns the server's :class:`Report` (``should_stop``, ``reason``, ``trial``).
+        Idempotent per (trial, step), so it is retried like a heartbeat."""
+        request = _report_request(study_id, trial_id, step, value, metrics)
+        response = self.call("ReportIntermediate", request, retry_on=_RETRY_OR_ABORTED)
+        return Report(response.should_stop, response.reason, Trial(response.trial))
+
     def list_models(self) -> List[model_pb2.Model]:
         """The models the server's registry serves now."""
         return list(self.call("ListModels", pb.ListModelsRequest()).models)
@@ -290,9 +300,32 @@ def _outcome(value: Optional[float], failed: Optional[str], infeasible: Optional
         request.failure.reason = failed if failed is not None else infeasible
 
 
+class Report(NamedTuple):
+    """What ReportIntermediate answered: ``should_stop`` (then observe the trial with its last
+    value; it ends STOPPED), the rule's ``reason``, and the ``trial`` after the report."""
+
+    should_stop: bool
+    reason: str
+    trial: Trial
+
+
+def _report_request(study_id: str, trial_id: int, step: int, value: float,
+                    metrics: Optional[Mapping[str, float]]) -> pb.ReportIntermediateRequest:
+    if isinstance(step, bool) or not isinstance(step, numbers.Integral):
+        raise TypeError(f"step: {step!r} is not an integer")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"value: {value!r} is not a number")
+    request = pb.ReportIntermediateRequest(study_id=study_id, trial_id=int(trial_id),
+                                           step=int(step), value=float(value))
+    for name, metric in (metrics or {}).items():
+        request.metrics[name] = float(metric)
+    return request
+
+
 def _same_outcome(trial: study_pb2.Trial, request: pb.ObserveRequest) -> bool:
     if request.WhichOneof("outcome") == "value":
-        return (trial.state == study_pb2.TRIAL_STATE_COMPLETED and trial.HasField("value")
+        return (trial.state in (study_pb2.TRIAL_STATE_COMPLETED, study_pb2.TRIAL_STATE_STOPPED)
+                and trial.HasField("value")
                 and trial.value == request.value)
     return (trial.state == request.failure.state
             and trial.failure_reason == request.failure.reason)
@@ -345,7 +378,7 @@ class Study:
         return self._proto.incarnation
 
     def _trial(self, proto: study_pb2.Trial) -> Trial:
-        return Trial(proto, self._proto.spec.search_space)
+        return Trial(proto, self._proto.spec.search_space, study=self)
 
     def refresh(self) -> "Study":
         """Fetches the study again (trial count, best trial, state); returns self."""
@@ -423,6 +456,49 @@ class Study:
             request.metrics[name] = float(metric)
         response = self._client.call("Observe", request, retry_on=())
         return self._trial(response.trial)
+
+    def report(self, trial: Union[Trial, int], step: int, value: float,
+               metrics: Optional[Mapping[str, float]] = None) -> Report:
+        """Reports an intermediate ``value`` of ``trial`` at ``step``; see
+        :meth:`Client.report_intermediate` (``trial.report(step, value)`` returns just
+        ``should_stop``)."""
+        trial_id = trial.id if isinstance(trial, Trial) else int(trial)
+        request = _report_request(self.id, trial_id, step, value, metrics)
+        response = self._client.call("ReportIntermediate", request,
+                                     retry_on=_RETRY_OR_ABORTED)
+        return Report(response.should_stop, response.reason, self._trial(response.trial))
+
+    def observe_stopped(self, trial: Trial,
+                        metrics: Optional[Mapping[str, float]] = None) -> Trial:
+        """Observes a trial the server told to stop with its last reported value; it ends
+        STOPPED. Raises ValueError for a trial that reported nothing."""
+        value = trial.last_reported_value
+        if value is None:
+            raise ValueError(f"trial {trial.id}: no intermediate value was reported")
+        return self.observe(trial, value, metrics=metrics)
+
+    def optimize(self, objective: Callable[[Trial], float], n_trials: int = 1) -> List[Trial]:
+        """Runs ``n_trials`` trials one after another: suggests one, calls ``objective(trial)``
+        and observes the value it returns. An objective that raises :class:`metaopt.Pruned`
+        (after ``trial.report`` returned True) is observed with its last reported value and
+        ends STOPPED; any other exception is observed as FAILED and raised again. Returns the
+        observed trials (fewer once a catalogue study runs out)."""
+        done: List[Trial] = []
+        for _ in range(n_trials):
+            suggested = self.suggest()
+            if not suggested:
+                break
+            trial = suggested[0]
+            try:
+                value = objective(trial)
+            except Pruned:
+                done.append(self.observe_stopped(trial))
+                continue
+            except Exception as error:
+                self.observe(trial, failed=f"{type(error).__name__}: {error}"[:1000])
+                raise
+            done.append(self.observe(trial, value))
+        return done
 
     def heartbeat(self, trials: Sequence[Union[Trial, int]]) -> List[Trial]:
         """Extends the leases of ACTIVE trials still being evaluated; returns them with their new

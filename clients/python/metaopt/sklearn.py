@@ -1000,7 +1000,8 @@ class _Progress:
 def _finished_count(trials: Iterable[Trial]) -> int:
     """Trials that count towards n_trials: observed, and not stopped by tune itself."""
     return sum(1 for t in trials
-               if t.state in (TrialState.COMPLETED, TrialState.FAILED, TrialState.INFEASIBLE)
+               if t.state in (TrialState.COMPLETED, TrialState.STOPPED, TrialState.FAILED,
+                              TrialState.INFEASIBLE)
                and not t.failure_reason.startswith(INTERRUPTED))
 
 

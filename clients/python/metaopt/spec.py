@@ -137,6 +137,7 @@ def study_spec(
     seed: int = 0,
     candidates: Iterable[Any] = (),
     dataset_features: Optional[Mapping[str, float]] = None,
+    early_stopping: Optional[study_pb2.EarlyStoppingSpec] = None,
 ) -> study_pb2.StudySpec:
     """A ``StudySpec``.
 
@@ -152,6 +153,9 @@ def study_spec(
         seed: the study's random seed (runs with the same seed and history are reproducible).
         candidates: a finite catalogue of configurations (see :func:`configuration`).
         dataset_features: meta-features of the dataset, for warm starts that use them.
+        early_stopping: the rule that stops trials early from their intermediate results
+            (:func:`median_stopping`, :func:`asha`, :func:`successive_halving`,
+            :func:`threshold_stopping`); None: never stop.
     """
     spec = study_pb2.StudySpec(seed=seed)
     spec.search_space.CopyFrom(space)
@@ -164,7 +168,50 @@ def study_spec(
         spec.candidates.append(configuration(candidate, space))
     for name, value in (dataset_features or {}).items():
         spec.dataset_features[name] = float(value)
+    if early_stopping is not None:
+        spec.early_stopping.CopyFrom(early_stopping)
     return spec
+
+
+# Early-stopping rules (docs/api.md, "Early stopping", states their exact semantics). Zero
+# arguments take the server's defaults.
+
+def median_stopping(start_step: int = 0, min_trials: int = 0) -> study_pb2.EarlyStoppingSpec:
+    """Median stopping (Vizier, Katib): stop a trial whose best value so far is worse than the
+    median of the completed trials' running averages at the same step. ``min_trials`` 0: 3."""
+    rule = study_pb2.EarlyStoppingSpec()
+    rule.median.start_step = start_step
+    rule.median.min_trials = min_trials
+    return rule
+
+
+def asha(min_resource: int = 0, reduction_factor: int = 0,
+         grace_period: int = 0) -> study_pb2.EarlyStoppingSpec:
+    """Asynchronous successive halving (Li et al.): at each rung ``min_resource *
+    reduction_factor**k`` only the top ``1/reduction_factor`` continue. 0: 1 and 3."""
+    rule = study_pb2.EarlyStoppingSpec()
+    rule.asha.min_resource = min_resource
+    rule.asha.reduction_factor = reduction_factor
+    rule.asha.grace_period = grace_period
+    return rule
+
+
+def successive_halving(cohort_size: int, min_resource: int = 0,
+                       reduction_factor: int = 0) -> study_pb2.EarlyStoppingSpec:
+    """Synchronous successive halving over cohorts of ``cohort_size`` trials (by id)."""
+    rule = study_pb2.EarlyStoppingSpec()
+    rule.successive_halving.cohort_size = cohort_size
+    rule.successive_halving.min_resource = min_resource
+    rule.successive_halving.reduction_factor = reduction_factor
+    return rule
+
+
+def threshold_stopping(threshold: float, start_step: int = 0) -> study_pb2.EarlyStoppingSpec:
+    """Stop a trial whose reported value is worse than ``threshold`` (from ``start_step`` on)."""
+    rule = study_pb2.EarlyStoppingSpec()
+    rule.threshold.threshold = threshold
+    rule.threshold.start_step = start_step
+    return rule
 
 
 def _set_value(target: study_pb2.ParameterValue, name: str, value: Any) -> None:

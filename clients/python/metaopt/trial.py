@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime
 import enum
-from typing import Dict, Optional
+from typing import TYPE_CHECKING, Dict, List, Mapping, NamedTuple, Optional
 
 from google.protobuf import timestamp_pb2
 
 from metaopt.spec import Choice, ParamValue
 from metaopt.v1 import study_pb2
+
+if TYPE_CHECKING:  # pragma: no cover
+    from metaopt.client import Study
 
 
 class TrialState(enum.IntEnum):
@@ -22,6 +25,33 @@ class TrialState(enum.IntEnum):
     INFEASIBLE = 4
     ABANDONED = 5
     STALE = 6  # the lease expired before an observation arrived
+    STOPPED = 7  # stopped early by the study's early-stopping rule, then observed
+
+
+class Pruned(Exception):
+    """Raise to abandon a trial the server told to stop (``trial.report`` returned True).
+
+    The pattern, as with Optuna's ``TrialPruned``::
+
+        try:
+            for epoch in range(epochs):
+                loss = train_one_epoch()
+                if trial.report(epoch, loss):
+                    raise metaopt.Pruned(f"stopped at epoch {epoch}")
+            study.observe(trial, loss)
+        except metaopt.Pruned:
+            study.observe_stopped(trial)   # its last reported value; the trial ends STOPPED
+
+    :meth:`metaopt.Study.optimize` does the ``except`` part itself.
+    """
+
+
+class IntermediateValue(NamedTuple):
+    """One intermediate result of a trial (``metaopt.v1.IntermediateValue``)."""
+
+    step: int
+    value: float
+    metrics: Dict[str, float]
 
 
 def _time(stamp: timestamp_pb2.Timestamp) -> Optional[datetime.datetime]:
@@ -40,8 +70,11 @@ class Trial:
     """
 
     def __init__(self, proto: study_pb2.Trial,
-                 space: Optional[study_pb2.SearchSpace] = None) -> None:
+                 space: Optional[study_pb2.SearchSpace] = None,
+                 study: Optional["Study"] = None) -> None:
         self._proto = proto
+        self._study = study
+        self._last_report: Optional[IntermediateValue] = None
         kinds: Dict[tuple, str] = {}
         single_algorithm: Dict[str, str] = {}
         if space is not None:
@@ -81,8 +114,39 @@ class Trial:
 
     @property
     def value(self) -> Optional[float]:
-        """The objective value of a COMPLETED trial, else None."""
+        """The objective value of a COMPLETED (or STOPPED) trial, else None."""
         return self._proto.value if self._proto.HasField("value") else None
+
+    @property
+    def intermediate_values(self) -> List[IntermediateValue]:
+        """The values reported with :meth:`report` (as of this snapshot), by increasing step."""
+        return [IntermediateValue(v.step, v.value, dict(v.metrics))
+                for v in self._proto.intermediate_values]
+
+    @property
+    def last_reported_value(self) -> Optional[float]:
+        """The value of the last :meth:`report` through this object, else that of the
+        snapshot's largest step, else None."""
+        if self._last_report is not None:
+            return self._last_report.value
+        values = self._proto.intermediate_values
+        return values[-1].value if values else None
+
+    def report(self, step: int, value: float,
+               metrics: Optional[Mapping[str, float]] = None) -> bool:
+        """Reports an intermediate ``value`` at ``step`` (epoch, iteration; >= 0) and returns
+        True if the server's early-stopping rule says the trial should stop. Then raise
+        :class:`metaopt.Pruned` (or observe the trial with :meth:`metaopt.Study.observe_stopped`).
+
+        Reporting a step again with the same value is a harmless retry; with another value it
+        raises :class:`metaopt.FailedPreconditionError`. Each report also extends the trial's
+        lease, like a heartbeat.
+        """
+        if self._study is None:
+            raise RuntimeError(f"trial {self.id}: not bound to a study (use Study.report)")
+        result = self._study.report(self, step, value, metrics)
+        self._last_report = IntermediateValue(int(step), float(value), dict(metrics or {}))
+        return result.should_stop
 
     @property
     def metrics(self) -> Dict[str, float]:

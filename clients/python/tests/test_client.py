@@ -549,5 +549,89 @@ class HeartbeatTest(ServerTest):
                 self.assertGreaterEqual(after.lease_expire_time, before.lease_expire_time)
 
 
+class EarlyStoppingTest(ServerTest):
+
+    def test_report_stops_a_trial_that_then_ends_stopped(self):
+        client = self.client()
+        study = client.create_study("early-threshold", quadratic_space(), algorithm="random",
+                                    goal="minimize",
+                                    early_stopping=metaopt.threshold_stopping(1.0, start_step=1))
+        self.assertTrue(study.spec.HasField("early_stopping"))
+        (trial,) = study.suggest()
+        self.assertFalse(trial.report(0, 5.0))  # before start_step: no decision
+        self.assertFalse(trial.report(1, 0.8, {"accuracy": 0.7}))
+        self.assertTrue(trial.report(2, 1.5))
+        self.assertEqual(trial.last_reported_value, 1.5)
+        # A retry of the same step answers the same; another value is refused.
+        again = study.report(trial, 2, 1.5)
+        self.assertTrue(again.should_stop)
+        self.assertIn("threshold 1", again.reason)
+        self.assertEqual([v.step for v in again.trial.intermediate_values], [0, 1, 2])
+        self.assertEqual(again.trial.intermediate_values[1].metrics, {"accuracy": 0.7})
+        with self.assertRaises(metaopt.FailedPreconditionError):
+            study.report(trial, 2, 1.6)
+        stopped = study.observe_stopped(trial)
+        self.assertEqual(stopped.state, metaopt.TrialState.STOPPED)
+        self.assertEqual(stopped.value, 1.5)
+        self.assertEqual([t.id for t in study.trials(state=metaopt.TrialState.STOPPED)],
+                         [trial.id])
+        # The client-level call, on the finished trial: FAILED_PRECONDITION.
+        with self.assertRaises(metaopt.FailedPreconditionError):
+            client.report_intermediate(study.id, trial.id, 3, 1.0)
+
+    def test_validation_names_the_field(self):
+        client = self.client()
+        study = client.create_study("early-validation", quadratic_space(), algorithm="random")
+        (trial,) = study.suggest()
+        with self.assertRaises(metaopt.InvalidArgumentError) as caught:
+            trial.report(-1, 0.5)
+        self.assertIn("step: -1", caught.exception.message)
+        with self.assertRaises(metaopt.InvalidArgumentError):
+            trial.report(0, float("nan"))
+        with self.assertRaises(TypeError):
+            trial.report(1.5, 0.5)
+        with self.assertRaises(metaopt.InvalidArgumentError) as caught:
+            client.create_study("early-bad", quadratic_space(),
+                                early_stopping=metaopt.asha(reduction_factor=1))
+        self.assertIn("spec.early_stopping.asha.reduction_factor", caught.exception.message)
+        # Without a rule a trial is never stopped.
+        report = client.report_intermediate(study.id, trial.id, 0, 100.0)
+        self.assertFalse(report.should_stop)
+        self.assertEqual(report.reason, "")
+        self.assertEqual(report.trial.id, trial.id)
+
+    def test_optimize_observes_pruned_trials_as_stopped(self):
+        client = self.client()
+        study = client.create_study(
+            "early-median", quadratic_space(), algorithm="random", goal="minimize", seed=3,
+            early_stopping=metaopt.median_stopping(min_trials=2))
+
+        def objective(trial: metaopt.Trial) -> float:
+            # Trials 1 and 2 train well, the others badly: the median rule stops those.
+            start = {1: 1.0, 2: 0.9}.get(trial.id, 10.0)
+            loss = start
+            for epoch in range(5):
+                loss = start / (epoch + 1)
+                if trial.report(epoch, loss):
+                    raise metaopt.Pruned(f"epoch {epoch}")
+            return loss
+
+        done = study.optimize(objective, n_trials=4)
+        self.assertEqual([t.state for t in done],
+                         [metaopt.TrialState.COMPLETED] * 2 + [metaopt.TrialState.STOPPED] * 2)
+        self.assertEqual(done[2].value, 10.0)  # stopped after its first report
+        self.assertEqual(len(done[2].intermediate_values), 1)
+        self.assertEqual(study.best_trial().id, 2)
+
+        def broken(trial: metaopt.Trial) -> float:
+            raise RuntimeError("out of memory")
+
+        with self.assertRaises(RuntimeError):
+            study.optimize(broken)
+        failed = list(study.trials(state=metaopt.TrialState.FAILED))
+        self.assertEqual(len(failed), 1)
+        self.assertIn("out of memory", failed[0].failure_reason)
+
+
 if __name__ == "__main__":
     unittest.main()

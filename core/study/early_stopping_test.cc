@@ -1,0 +1,370 @@
+// ReportIntermediate and early stopping through the engine: recording,
+// idempotency, validation, the stop decision, STOPPED after Observe, leases
+// and durability across a restart.
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "core/common/proto_time.h"
+#include "core/storage/storage.h"
+#include "core/study/fake_clock.h"
+#include "core/study/study_engine.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/time_util.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/temp_dir.h"
+#include "tests/testutil/test_specs.h"
+
+namespace metaopt::study {
+namespace {
+
+using ::metaopt::testing::CatalogueSpec;
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::PipelineSpec;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kLease = absl::Minutes(10);
+
+v1::StudySpec WithThreshold(v1::StudySpec spec, double threshold) {
+  spec.mutable_early_stopping()->mutable_threshold()->set_threshold(threshold);
+  return spec;
+}
+
+class EarlyStoppingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto storage = storage::OpenInMemoryStorage();
+    ASSERT_THAT(storage, IsOk());
+    storage_ = *std::move(storage);
+    engine_ = MakeEngine(storage_.get());
+  }
+
+  std::unique_ptr<StudyEngine> MakeEngine(storage::Storage* storage) {
+    EngineOptions options;
+    options.trial_lease = kLease;
+    options.clock = FakeClock::Source(&clock_);
+    return std::make_unique<StudyEngine>(storage, nullptr, options);
+  }
+
+  void UseSqlite() {
+    engine_.reset();
+    storage_.reset();
+    db_path_ = dir_.File("metaopt.db");
+    Restart();
+  }
+
+  void Restart() {
+    engine_.reset();
+    storage_.reset();
+    auto storage = storage::OpenSqliteStorage(db_path_);
+    ASSERT_THAT(storage, IsOk());
+    storage_ = *std::move(storage);
+    engine_ = MakeEngine(storage_.get());
+  }
+
+  absl::Status Create(const v1::StudySpec& spec, const std::string& id = "s") {
+    v1::CreateStudyRequest request;
+    request.set_study_id(id);
+    *request.mutable_spec() = spec;
+    return engine_->CreateStudy(request).status();
+  }
+
+  std::vector<int64_t> Suggest(int count) {
+    v1::SuggestRequest request;
+    request.set_study_id("s");
+    request.set_count(count);
+    request.set_client_id("worker");
+    auto response = engine_->Suggest(request);
+    EXPECT_THAT(response, IsOk());
+    std::vector<int64_t> ids;
+    if (response.ok()) {
+      for (const v1::Trial& t : response->trials()) ids.push_back(t.id());
+    }
+    return ids;
+  }
+
+  absl::StatusOr<v1::ReportIntermediateResponse> Report(
+      int64_t trial, int64_t step, double value,
+      std::map<std::string, double> metrics = {}) {
+    v1::ReportIntermediateRequest request;
+    request.set_study_id("s");
+    request.set_trial_id(trial);
+    request.set_step(step);
+    request.set_value(value);
+    for (const auto& [k, v] : metrics) (*request.mutable_metrics())[k] = v;
+    return engine_->ReportIntermediate(request);
+  }
+
+  absl::StatusOr<v1::Trial> Observe(int64_t trial, double value) {
+    v1::ObserveRequest request;
+    request.set_study_id("s");
+    request.set_trial_id(trial);
+    request.set_value(value);
+    auto response = engine_->Observe(request);
+    if (!response.ok()) return response.status();
+    return response->trial();
+  }
+
+  v1::Trial Get(int64_t trial) {
+    v1::GetTrialRequest request;
+    request.set_study_id("s");
+    request.set_trial_id(trial);
+    auto response = engine_->GetTrial(request);
+    EXPECT_THAT(response, IsOk());
+    return response.ok() ? response->trial() : v1::Trial();
+  }
+
+  v1::Study Study() {
+    v1::GetStudyRequest request;
+    request.set_study_id("s");
+    auto response = engine_->GetStudy(request);
+    EXPECT_THAT(response, IsOk());
+    return response.ok() ? response->study() : v1::Study();
+  }
+
+  FakeClock clock_;
+  testing::ScopedTempDir dir_;
+  std::string db_path_;
+  std::unique_ptr<storage::Storage> storage_;
+  std::unique_ptr<StudyEngine> engine_;
+};
+
+TEST_F(EarlyStoppingTest, RecordsValuesByStepAndNeverStopsWithoutARule) {
+  ASSERT_THAT(Create(PipelineSpec()), IsOk());
+  const int64_t id = Suggest(1).at(0);
+  for (int64_t step : {0, 5, 2}) {
+    auto r = Report(id, step, 0.1 * step, {{"loss", 1.0 + step}});
+    ASSERT_THAT(r, IsOk());
+    EXPECT_FALSE(r->should_stop());
+    EXPECT_EQ(r->reason(), "");
+  }
+  const v1::Trial trial = Get(id);
+  ASSERT_EQ(trial.intermediate_values_size(), 3);
+  EXPECT_EQ(trial.intermediate_values(0).step(), 0);
+  EXPECT_EQ(trial.intermediate_values(1).step(), 2);
+  EXPECT_EQ(trial.intermediate_values(2).step(), 5);
+  EXPECT_DOUBLE_EQ(trial.intermediate_values(1).value(), 0.2);
+  EXPECT_EQ(trial.intermediate_values(2).metrics().at("loss"), 6.0);
+  EXPECT_TRUE(trial.intermediate_values(0).has_report_time());
+  auto observed = Observe(id, 0.5);
+  ASSERT_THAT(observed, IsOk());
+  EXPECT_EQ(observed->state(), v1::TRIAL_STATE_COMPLETED);
+  EXPECT_EQ(observed->intermediate_values_size(), 3);
+}
+
+TEST_F(EarlyStoppingTest, ValidatesTheRequest) {
+  ASSERT_THAT(Create(PipelineSpec()), IsOk());
+  const int64_t id = Suggest(1).at(0);
+  EXPECT_THAT(Report(id, -1, 0.5), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr("step: -1 is negative")));
+  EXPECT_THAT(Report(id, 1, std::nan("")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("value: nan is not a finite number")));
+  EXPECT_THAT(Report(id, 1, 1e300),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("value")));
+  EXPECT_THAT(Report(0, 1, 0.5), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          HasSubstr("trial_id: 0")));
+  EXPECT_THAT(Report(id, 1, 0.5, {{"loss", INFINITY}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics[\"loss\"]: inf")));
+  EXPECT_THAT(Report(id + 1, 1, 0.5),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no trial")));
+  v1::ReportIntermediateRequest other;
+  other.set_study_id("nope");
+  other.set_trial_id(1);
+  EXPECT_THAT(engine_->ReportIntermediate(other),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("nope")));
+  // Nothing was recorded.
+  EXPECT_EQ(Get(id).intermediate_values_size(), 0);
+  // Only ACTIVE trials report.
+  ASSERT_THAT(Observe(id, 0.5), IsOk());
+  EXPECT_THAT(Report(id, 1, 0.5),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("is TRIAL_STATE_COMPLETED")));
+}
+
+TEST_F(EarlyStoppingTest, RejectsInvalidRuleAtCreate) {
+  v1::StudySpec spec = PipelineSpec();
+  spec.mutable_early_stopping()->mutable_asha()->set_reduction_factor(1);
+  EXPECT_THAT(Create(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.early_stopping.asha.reduction_factor: "
+                                 "1 is outside [2, 1000]")));
+  spec.mutable_early_stopping()->Clear();
+  EXPECT_THAT(Create(spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.early_stopping: no rule")));
+}
+
+TEST_F(EarlyStoppingTest, RepeatedStepIsIdempotentAndConflictIsRejected) {
+  // Maximizing accuracy: below 0.5 is stopped.
+  ASSERT_THAT(Create(WithThreshold(PipelineSpec(), 0.5)), IsOk());
+  const int64_t id = Suggest(1).at(0);
+  auto first = Report(id, 1, 0.7, {{"loss", 0.3}});
+  ASSERT_THAT(first, IsOk());
+  EXPECT_FALSE(first->should_stop());
+  auto again = Report(id, 1, 0.7, {{"loss", 0.3}});
+  ASSERT_THAT(again, IsOk());
+  EXPECT_FALSE(again->should_stop());
+  EXPECT_EQ(again->trial().intermediate_values_size(), 1);
+  EXPECT_THAT(Report(id, 1, 0.8, {{"loss", 0.3}}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("step: 1 of trial 1 is already recorded "
+                                 "with value 0.7")));
+  EXPECT_THAT(Report(id, 1, 0.7, {{"loss", 0.4}}),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("other metrics")));
+
+  // The stop decision at step 3 is recorded; its retry and every later step
+  // answer it again, an earlier step's retry still answers continue.
+  auto stop = Report(id, 3, 0.2);
+  ASSERT_THAT(stop, IsOk());
+  EXPECT_TRUE(stop->should_stop());
+  EXPECT_THAT(stop->reason(), HasSubstr("threshold 0.5"));
+  EXPECT_EQ(stop->trial().metadata().at("stop_step"), "3");
+  auto stop_again = Report(id, 3, 0.2);
+  ASSERT_THAT(stop_again, IsOk());
+  EXPECT_TRUE(stop_again->should_stop());
+  EXPECT_EQ(stop_again->reason(), stop->reason());
+  auto later = Report(id, 4, 0.9);
+  ASSERT_THAT(later, IsOk());
+  EXPECT_TRUE(later->should_stop());
+  auto early_retry = Report(id, 1, 0.7, {{"loss", 0.3}});
+  ASSERT_THAT(early_retry, IsOk());
+  EXPECT_FALSE(early_retry->should_stop());
+  // Still ACTIVE until observed.
+  EXPECT_EQ(Get(id).state(), v1::TRIAL_STATE_ACTIVE);
+}
+
+TEST_F(EarlyStoppingTest, StoppedTrialEndsStoppedAndIsCountedApart) {
+  v1::StudySpec spec = WithThreshold(PipelineSpec(), 0.5);
+  ASSERT_THAT(Create(spec), IsOk());
+  const std::vector<int64_t> ids = Suggest(2);
+  ASSERT_EQ(ids.size(), 2u);
+  auto stop = Report(ids[0], 1, 0.9);
+  ASSERT_THAT(stop, IsOk());
+  EXPECT_FALSE(stop->should_stop());
+  stop = Report(ids[0], 2, 0.3);
+  ASSERT_THAT(stop, IsOk());
+  ASSERT_TRUE(stop->should_stop());
+  auto stopped = Observe(ids[0], 0.3);
+  ASSERT_THAT(stopped, IsOk());
+  EXPECT_EQ(stopped->state(), v1::TRIAL_STATE_STOPPED);
+  EXPECT_EQ(stopped->value(), 0.3);
+  EXPECT_THAT(stopped->metadata().at("stop_reason"), HasSubstr("threshold"));
+  EXPECT_FALSE(stopped->has_lease_expire_time());
+  // A report of a trial never told to stop completes it.
+  ASSERT_THAT(Report(ids[1], 1, 0.6), IsOk());
+  auto completed = Observe(ids[1], 0.2);
+  ASSERT_THAT(completed, IsOk());
+  EXPECT_EQ(completed->state(), v1::TRIAL_STATE_COMPLETED);
+  // No report after the end.
+  EXPECT_THAT(Report(ids[0], 3, 0.3),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("TRIAL_STATE_STOPPED")));
+  // ListTrials filters by the new state.
+  v1::ListTrialsRequest list;
+  list.set_study_id("s");
+  list.set_state(v1::TRIAL_STATE_STOPPED);
+  auto listed = engine_->ListTrials(list);
+  ASSERT_THAT(listed, IsOk());
+  ASSERT_EQ(listed->trials_size(), 1);
+  EXPECT_EQ(listed->trials(0).id(), ids[0]);
+  // The best trial is the COMPLETED one, although the stopped one's last
+  // value (0.3) is higher.
+  EXPECT_EQ(Study().best_trial().id(), ids[1]);
+  const StudyEngine::LoadedStats stats = engine_->Stats();
+  EXPECT_EQ(stats.trials_by_state[v1::TRIAL_STATE_STOPPED], 1);
+  EXPECT_EQ(stats.trials_by_state[v1::TRIAL_STATE_COMPLETED], 1);
+}
+
+TEST_F(EarlyStoppingTest, ReportExtendsTheLease) {
+  ASSERT_THAT(Create(PipelineSpec()), IsOk());
+  const int64_t id = Suggest(1).at(0);
+  clock_.Advance(kLease - absl::Minutes(1));
+  ASSERT_THAT(Report(id, 1, 0.5), IsOk());
+  EXPECT_EQ(Get(id).lease_expire_time(),
+            ToProtoTimestamp(clock_.Peek() + kLease));
+  // Past the original lease, the trial is still ACTIVE.
+  clock_.Advance(absl::Minutes(5));
+  EXPECT_EQ(Get(id).state(), v1::TRIAL_STATE_ACTIVE);
+  // Once the lease runs out, the trial is STALE and reports are refused.
+  clock_.Advance(kLease);
+  EXPECT_THAT(Report(id, 2, 0.5),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("lease expired")));
+}
+
+TEST_F(EarlyStoppingTest, MedianRuleStopsABadTrialWhenMaximizing) {
+  v1::StudySpec spec = PipelineSpec();  // maximizes accuracy
+  spec.mutable_early_stopping()->mutable_median()->set_min_trials(3);
+  ASSERT_THAT(Create(spec), IsOk());
+  const std::vector<int64_t> ids = Suggest(5);
+  ASSERT_EQ(ids.size(), 5u);
+  // Three trials run to completion with accuracies climbing to 0.8.
+  for (int i = 0; i < 3; ++i) {
+    for (int step = 1; step <= 3; ++step) {
+      auto r = Report(ids[i], step, 0.5 + 0.1 * step);
+      ASSERT_THAT(r, IsOk());
+      EXPECT_FALSE(r->should_stop()) << r->reason();
+    }
+    ASSERT_THAT(Observe(ids[i], 0.8), IsOk());
+  }
+  // Running averages by step 2: 0.65 each, by step 1: 0.6. A trial at 0.7
+  // continues, one at 0.4 (worse, since higher is better) stops.
+  ASSERT_THAT(Report(ids[3], 1, 0.7), IsOk());
+  auto good = Report(ids[3], 2, 0.7);
+  ASSERT_THAT(good, IsOk());
+  EXPECT_FALSE(good->should_stop());
+  auto bad = Report(ids[4], 1, 0.4);
+  ASSERT_THAT(bad, IsOk());
+  EXPECT_TRUE(bad->should_stop());
+  EXPECT_THAT(bad->reason(), HasSubstr("median 0.6"));
+  EXPECT_THAT(bad->reason(), HasSubstr("maximizing"));
+}
+
+TEST_F(EarlyStoppingTest, StoppedCatalogueEntryIsNotSuggestedAgain) {
+  ASSERT_THAT(Create(WithThreshold(CatalogueSpec(2), 0.5)), IsOk());
+  const std::vector<int64_t> ids = Suggest(1);
+  ASSERT_EQ(ids.size(), 1u);
+  auto r = Report(ids[0], 1, 100.0);  // catalogue spec minimizes
+  ASSERT_THAT(r, IsOk());
+  ASSERT_TRUE(r->should_stop());
+  ASSERT_THAT(Observe(ids[0], 100.0), IsOk());
+  const std::vector<int64_t> next = Suggest(2);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_NE(Get(next[0]).configuration().SerializeAsString(),
+            Get(ids[0]).configuration().SerializeAsString());
+}
+
+TEST_F(EarlyStoppingTest, ValuesAndStopMarkSurviveARestart) {
+  UseSqlite();
+  ASSERT_THAT(Create(WithThreshold(PipelineSpec(), 0.5)), IsOk());
+  const int64_t id = Suggest(1).at(0);
+  ASSERT_THAT(Report(id, 1, 0.9, {{"loss", 0.1}}), IsOk());
+  auto stop = Report(id, 2, 0.1);
+  ASSERT_THAT(stop, IsOk());
+  ASSERT_TRUE(stop->should_stop());
+  Restart();
+  const v1::Trial trial = Get(id);
+  ASSERT_EQ(trial.intermediate_values_size(), 2);
+  EXPECT_EQ(trial.intermediate_values(0).metrics().at("loss"), 0.1);
+  EXPECT_EQ(trial.intermediate_values(1).value(), 0.1);
+  // The retry after the restart gets the recorded answer.
+  auto retry = Report(id, 2, 0.1);
+  ASSERT_THAT(retry, IsOk());
+  EXPECT_TRUE(retry->should_stop());
+  auto observed = Observe(id, 0.1);
+  ASSERT_THAT(observed, IsOk());
+  Restart();
+  EXPECT_EQ(Get(id).state(), v1::TRIAL_STATE_STOPPED);
+  EXPECT_EQ(Get(id).intermediate_values_size(), 2);
+}
+
+}  // namespace
+}  // namespace metaopt::study
