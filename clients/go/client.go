@@ -213,7 +213,7 @@ var (
 		codes.DeadlineExceeded}}
 	retrySafeAborted = retryPolicy{codes: []codes.Code{codes.Unavailable, codes.ResourceExhausted,
 		codes.DeadlineExceeded, codes.Aborted}}
-	noRetry          = retryPolicy{}
+	noRetry = retryPolicy{}
 )
 
 func (p retryPolicy) retries(code codes.Code) bool {
