@@ -413,19 +413,27 @@ void SqliteStorage::RunWriteBatch(absl::Span<GroupCommit::Write* const> batch) {
   absl::StatusOr<Transaction> tx =
       Transaction::Begin(db_, Transaction::Mode::kImmediate);
   if (!tx.ok()) return fail_all(tx.status());
-  for (GroupCommit::Write* write : batch) {
-    absl::Status status = db_.Exec("SAVEPOINT write");
-    if (!status.ok()) return fail_all(status);
-    status = write->apply();
-    if (!status.ok() && sqlite3_get_autocommit(db_.get()) != 0) {
-      // SQLite rolled the whole transaction back (SQLITE_FULL, an I/O
-      // error): the writes before this one are undone too.
-      return fail_all(status);
+  if (batch.size() == 1) {
+    // Alone in its transaction: its error rolls the transaction back, so it
+    // needs no savepoint.
+    GroupCommit::Write* write = batch.front();
+    write->status = write->apply();
+    if (!write->status.ok()) return;
+  } else {
+    for (GroupCommit::Write* write : batch) {
+      absl::Status status = db_.Exec("SAVEPOINT write");
+      if (!status.ok()) return fail_all(status);
+      status = write->apply();
+      if (!status.ok() && sqlite3_get_autocommit(db_.get()) != 0) {
+        // SQLite rolled the whole transaction back (SQLITE_FULL, an I/O
+        // error): the writes before this one are undone too.
+        return fail_all(status);
+      }
+      const absl::Status end = db_.Exec(
+          status.ok() ? "RELEASE write" : "ROLLBACK TO write; RELEASE write");
+      if (!end.ok()) return fail_all(end);
+      write->status = std::move(status);
     }
-    const absl::Status end = db_.Exec(
-        status.ok() ? "RELEASE write" : "ROLLBACK TO write; RELEASE write");
-    if (!end.ok()) return fail_all(end);
-    write->status = std::move(status);
   }
   const absl::Status committed = tx->Commit();
   if (committed.ok()) return;
