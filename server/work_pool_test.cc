@@ -4,7 +4,6 @@
 #include <memory>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/common/mutex.h"
 #include "gmock/gmock.h"
@@ -38,7 +37,7 @@ TEST(WorkPoolTest, TasksBeyondTheWorkersWaitAndAllRun) {
   constexpr int kTasks = 50;
   std::atomic<int> waits = 0;
   std::atomic<int> ran = 0;
-  absl::Notification release;
+  Notification release;
   {
     WorkPool pool(kWorkers, [&](absl::Duration wait) {
       EXPECT_GE(wait, absl::ZeroDuration());

@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "core/common/mutex.h"
 #include "gmock/gmock.h"
@@ -69,51 +68,71 @@ TEST(GroupCommitTest, OneWriterCommitsAloneWithItsStatus) {
   EXPECT_THAT(recorder.Sizes(), ElementsAre(1, 1));
 }
 
+// A queue whose first batch (one write, of study "first", from a thread of
+// its own) waits until released, so that the writes queued meanwhile form the
+// next batch; later batches run through `recorder`.
+class HeldQueue {
+ public:
+  HeldQueue() {
+    leader_ = std::thread([this] {
+      EXPECT_THAT(queue_.Commit({"", "first"}, absl::OkStatus), IsOk());
+    });
+    first_started_.WaitForNotification();
+  }
+  ~HeldQueue() {
+    if (!release_.HasBeenNotified()) release_.Notify();
+    if (leader_.joinable()) leader_.join();
+  }
+
+  // Releases the first batch once `n` writes wait behind it.
+  void ReleaseWhenQueued(int n) {
+    AwaitQueued(queue_, n);
+    release_.Notify();
+  }
+
+  Recorder recorder;
+  GroupCommit& queue() { return queue_; }
+
+ private:
+  Notification first_started_, release_;
+  std::atomic<bool> first_{true};
+  GroupCommit queue_{[this](absl::Span<GroupCommit::Write* const> batch) {
+    if (first_.exchange(false)) {
+      first_started_.Notify();
+      release_.WaitForNotification();
+      for (GroupCommit::Write* write : batch) write->status = write->apply();
+      return;
+    }
+    recorder.Run(batch);
+  }};
+  std::thread leader_;
+};
+
 // Writers that arrive while a batch commits share the next one, and each
 // returns only after its own batch ran.
 TEST(GroupCommitTest, WritersQueuedDuringACommitShareTheNextBatch) {
   constexpr int kWriters = 12;
-  Recorder recorder;
-  absl::Notification first_started, release_first;
-  std::atomic<bool> first = true;
-  GroupCommit queue([&](auto batch) {
-    if (first.exchange(false)) {
-      first_started.Notify();
-      release_first.WaitForNotification();
-    }
-    recorder.Run(batch);
-  });
+  HeldQueue held;
   std::atomic<int> applied = 0;
-  std::thread leader([&] {
-    EXPECT_THAT(queue.Commit({"", "first"},
-                             [&] {
-                               ++applied;
-                               return absl::OkStatus();
-                             }),
-                IsOk());
-  });
-  first_started.WaitForNotification();
   std::vector<std::thread> writers;
   std::vector<absl::Status> statuses(kWriters);
-  std::vector<bool> done_before_release(kWriters, false);
   for (int i = 0; i < kWriters; ++i) {
     writers.emplace_back([&, i] {
-      statuses[i] = queue.Commit({"", absl::StrCat("s", i)}, [&] {
+      statuses[i] = held.queue().Commit({"", absl::StrCat("s", i)}, [&] {
         ++applied;
         return absl::OkStatus();
       });
     });
   }
-  AwaitQueued(queue, kWriters);
+  AwaitQueued(held.queue(), kWriters);
   // Nothing of the queued writes ran while the first batch was committing.
   EXPECT_EQ(applied.load(), 0);
-  release_first.Notify();
-  leader.join();
+  held.ReleaseWhenQueued(kWriters);
   for (std::thread& writer : writers) writer.join();
   for (const absl::Status& status : statuses) EXPECT_THAT(status, IsOk());
-  EXPECT_EQ(applied.load(), kWriters + 1);
-  EXPECT_THAT(recorder.Sizes(), ElementsAre(1, kWriters));
-  const GroupCommit::Stats stats = queue.stats();
+  EXPECT_EQ(applied.load(), kWriters);
+  EXPECT_THAT(held.recorder.Sizes(), ElementsAre(kWriters));
+  const GroupCommit::Stats stats = held.queue().stats();
   EXPECT_EQ(stats.batches, 2);
   EXPECT_EQ(stats.writes, kWriters + 1);
   EXPECT_EQ(stats.largest_batch, kWriters);
@@ -122,73 +141,42 @@ TEST(GroupCommitTest, WritersQueuedDuringACommitShareTheNextBatch) {
 // A failed commit fails every write of its batch, and only those.
 TEST(GroupCommitTest, AFailedCommitFailsEveryWriteOfItsBatch) {
   constexpr int kWriters = 6;
-  Recorder recorder;
-  absl::Notification first_started, release_first;
-  std::atomic<int> batches = 0;
-  GroupCommit queue([&](auto batch) {
-    const int n = batches++;
-    if (n == 0) {
-      first_started.Notify();
-      release_first.WaitForNotification();
-    }
-    // The second batch's commit fails (disk full, say).
-    recorder.commit = n == 1 ? absl::ResourceExhaustedError("disk is full")
-                             : absl::OkStatus();
-    recorder.Run(batch);
-  });
-  std::thread leader([&] {
-    EXPECT_THAT(queue.Commit({"", "first"}, absl::OkStatus), IsOk());
-  });
-  first_started.WaitForNotification();
+  HeldQueue held;
+  held.recorder.commit = absl::ResourceExhaustedError("disk is full");
   std::vector<std::thread> writers;
   std::vector<absl::Status> statuses(kWriters);
   for (int i = 0; i < kWriters; ++i) {
     writers.emplace_back([&, i] {
-      statuses[i] = queue.Commit({"", absl::StrCat("s", i)}, absl::OkStatus);
+      statuses[i] =
+          held.queue().Commit({"", absl::StrCat("s", i)}, absl::OkStatus);
     });
   }
-  AwaitQueued(queue, kWriters);
-  release_first.Notify();
-  leader.join();
+  held.ReleaseWhenQueued(kWriters);
   for (std::thread& writer : writers) writer.join();
   for (const absl::Status& status : statuses) {
     EXPECT_THAT(status, StatusIs(absl::StatusCode::kResourceExhausted,
                                  HasSubstr("disk is full")));
   }
   // The queue goes on after a failed batch.
-  EXPECT_THAT(queue.Commit({"", "after"}, absl::OkStatus), IsOk());
+  held.recorder.commit = absl::OkStatus();
+  EXPECT_THAT(held.queue().Commit({"", "after"}, absl::OkStatus), IsOk());
 }
 
 // A write's own error fails it alone; the rest of its batch commits.
 TEST(GroupCommitTest, AWritesOwnErrorFailsItAlone) {
   constexpr int kWriters = 8;
-  Recorder recorder;
-  absl::Notification first_started, release_first;
-  std::atomic<bool> first = true;
-  GroupCommit queue([&](auto batch) {
-    if (first.exchange(false)) {
-      first_started.Notify();
-      release_first.WaitForNotification();
-    }
-    recorder.Run(batch);
-  });
-  std::thread leader([&] {
-    EXPECT_THAT(queue.Commit({"", "first"}, absl::OkStatus), IsOk());
-  });
-  first_started.WaitForNotification();
+  HeldQueue held;
   std::vector<std::thread> writers;
   std::vector<absl::Status> statuses(kWriters);
   for (int i = 0; i < kWriters; ++i) {
     writers.emplace_back([&, i] {
-      statuses[i] = queue.Commit({"", absl::StrCat("s", i)}, [i] {
+      statuses[i] = held.queue().Commit({"", absl::StrCat("s", i)}, [i] {
         return i == 3 ? absl::AbortedError("version conflict")
                       : absl::OkStatus();
       });
     });
   }
-  AwaitQueued(queue, kWriters);
-  release_first.Notify();
-  leader.join();
+  held.ReleaseWhenQueued(kWriters);
   for (std::thread& writer : writers) writer.join();
   for (int i = 0; i < kWriters; ++i) {
     if (i == 3) {
@@ -197,25 +185,12 @@ TEST(GroupCommitTest, AWritesOwnErrorFailsItAlone) {
       EXPECT_THAT(statuses[i], IsOk()) << i;
     }
   }
-  EXPECT_THAT(recorder.Sizes(), ElementsAre(1, kWriters));
+  EXPECT_THAT(held.recorder.Sizes(), ElementsAre(kWriters));
 }
 
 // Two writes of one study never share a batch, and keep their order.
 TEST(GroupCommitTest, WritesOfOneStudyKeepTheirOrderInSeparateBatches) {
-  Recorder recorder;
-  absl::Notification first_started, release_first;
-  std::atomic<bool> first = true;
-  GroupCommit queue([&](auto batch) {
-    if (first.exchange(false)) {
-      first_started.Notify();
-      release_first.WaitForNotification();
-    }
-    recorder.Run(batch);
-  });
-  std::thread leader([&] {
-    EXPECT_THAT(queue.Commit({"", "first"}, absl::OkStatus), IsOk());
-  });
-  first_started.WaitForNotification();
+  HeldQueue held;
   Mutex order_mu;
   std::vector<int> order;
   std::vector<std::thread> writers;
@@ -223,21 +198,20 @@ TEST(GroupCommitTest, WritesOfOneStudyKeepTheirOrderInSeparateBatches) {
   const char* studies[] = {"a", "b", "a"};
   for (int i = 0; i < 3; ++i) {
     writers.emplace_back([&, i] {
-      EXPECT_THAT(queue.Commit({"", studies[i]},
-                               [&, i] {
-                                 MutexLock lock(&order_mu);
-                                 order.push_back(i);
-                                 return absl::OkStatus();
-                               }),
+      EXPECT_THAT(held.queue().Commit({"", studies[i]},
+                                      [&, i] {
+                                        MutexLock lock(&order_mu);
+                                        order.push_back(i);
+                                        return absl::OkStatus();
+                                      }),
                   IsOk());
     });
-    AwaitQueued(queue, i + 1);
+    AwaitQueued(held.queue(), i + 1);
   }
-  release_first.Notify();
-  leader.join();
+  held.ReleaseWhenQueued(3);
   for (std::thread& writer : writers) writer.join();
   EXPECT_THAT(order, ElementsAre(0, 1, 2));
-  EXPECT_THAT(recorder.Sizes(), ElementsAre(1, 2, 1));
+  EXPECT_THAT(held.recorder.Sizes(), ElementsAre(2, 1));
 }
 
 // Many writers on few studies, no blocking: every write is applied once.
