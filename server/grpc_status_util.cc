@@ -51,10 +51,13 @@ grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   std::string message(status.message());
-  // An empty INTERNAL is what gRPC sends for a request it cannot parse (see
-  // malformed_request.h); ours always say something.
+  // An empty INTERNAL or UNIMPLEMENTED is what gRPC sends for a request it
+  // cannot parse (see malformed_request.h); ours always say something.
   if (message.empty() && status.code() == absl::StatusCode::kInternal) {
     message = "internal error";
+  }
+  if (message.empty() && status.code() == absl::StatusCode::kUnimplemented) {
+    message = "not implemented";
   }
   if (message.size() > kMaxMessageBytes) {
     message.resize(kMaxMessageBytes - 3);

@@ -86,7 +86,9 @@ int main(int argc, char** argv) {
                  "largest message accepted")
       ->capture_default_str()
       ->check(CLI::Range(1 << 16, 1 << 30));
-  app.add_option("--max-threads", options.max_threads, "threads serving RPCs")
+  app.add_option("--max-threads", options.max_threads,
+                 "workers that run OptimizerService RPCs; more concurrent "
+                 "RPCs wait in a queue, none is rejected")
       ->capture_default_str()
       ->check(CLI::Range(2, 4096));
   app.add_option("--log-level", log_level, "debug, info, warning or error")

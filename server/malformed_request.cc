@@ -23,7 +23,11 @@ class MalformedRequestInterceptor final
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();
-      if (status.error_code() == grpc::StatusCode::INTERNAL &&
+      // The synchronous API answers a request it cannot parse with INTERNAL,
+      // the callback API with UNIMPLEMENTED (for a method it does implement),
+      // both with an empty message.
+      if ((status.error_code() == grpc::StatusCode::INTERNAL ||
+           status.error_code() == grpc::StatusCode::UNIMPLEMENTED) &&
           status.error_message().empty()) {
         methods->ModifySendStatus(
             grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,

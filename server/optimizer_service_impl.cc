@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "core/common/status_macros.h"
 #include "core/study/call_context.h"
+#include "server/callback_adapter.h"
 #include "server/grpc_status_util.h"
 
 namespace metaopt::server {
@@ -26,8 +27,8 @@ namespace {
 // What the engine needs to know about the call: its deadline and, with
 // authentication (`auth` not null), its owner. UNAUTHENTICATED when `auth` is
 // set and the call carries no valid token.
-absl::StatusOr<study::CallContext> ContextOf(const grpc::ServerContext& context,
-                                             const TokenAuthenticator* auth) {
+absl::StatusOr<study::CallContext> ContextOf(
+    const grpc::ServerContextBase& context, const TokenAuthenticator* auth) {
   study::CallContext call;
   if (auth != nullptr) {
     const auto [first, last] =
@@ -120,7 +121,7 @@ void ReleaseFreedMemory() {
 template <typename Request, typename Response, typename Method>
 grpc::Status Forward(const char* name, study::StudyEngine* engine,
                      const TokenAuthenticator* auth, RpcObserver* observer,
-                     Method method, const grpc::ServerContext& context,
+                     Method method, const grpc::ServerContextBase& context,
                      const Request& request, Response* response) {
   const absl::Time start = absl::Now();
   RpcRecord record;
@@ -162,27 +163,34 @@ grpc::Status Forward(const char* name, study::StudyEngine* engine,
 
 }  // namespace
 
-#define METAOPT_FORWARD_RPC(Name)                                            \
-  grpc::Status OptimizerServiceImpl::Name(grpc::ServerContext* context,      \
-                                          const v1::Name##Request* request,  \
-                                          v1::Name##Response* response) {    \
-    return Forward(#Name, engine_, auth_, observer_,                         \
-                   &study::StudyEngine::Name, *context, *request, response); \
+// Defines the callback method of the unary RPC `Name`: Forward to the
+// engine's method `Name`, run on the work pool.
+#define METAOPT_CALLBACK_RPC(Name)                                            \
+  grpc::ServerUnaryReactor* OptimizerServiceImpl::Name(                       \
+      grpc::CallbackServerContext* context, const v1::Name##Request* request, \
+      v1::Name##Response* response) {                                         \
+    return RunUnaryOnPool(                                                    \
+        *pool_, context, request, response,                                   \
+        [this](const grpc::ServerContextBase& call,                           \
+               const v1::Name##Request& in, v1::Name##Response* out) {        \
+          return Forward(#Name, engine_, auth_, observer_,                    \
+                         &study::StudyEngine::Name, call, in, out);           \
+        });                                                                   \
   }
 
-METAOPT_FORWARD_RPC(CreateStudy)
-METAOPT_FORWARD_RPC(GetStudy)
-METAOPT_FORWARD_RPC(ListStudies)
-METAOPT_FORWARD_RPC(DeleteStudy)
-METAOPT_FORWARD_RPC(Suggest)
-METAOPT_FORWARD_RPC(Observe)
-METAOPT_FORWARD_RPC(FineTune)
-METAOPT_FORWARD_RPC(GetTrial)
-METAOPT_FORWARD_RPC(ListTrials)
-METAOPT_FORWARD_RPC(ListModels)
-METAOPT_FORWARD_RPC(Heartbeat)
-METAOPT_FORWARD_RPC(ReportIntermediate)
+METAOPT_CALLBACK_RPC(CreateStudy)
+METAOPT_CALLBACK_RPC(GetStudy)
+METAOPT_CALLBACK_RPC(ListStudies)
+METAOPT_CALLBACK_RPC(DeleteStudy)
+METAOPT_CALLBACK_RPC(Suggest)
+METAOPT_CALLBACK_RPC(Observe)
+METAOPT_CALLBACK_RPC(FineTune)
+METAOPT_CALLBACK_RPC(GetTrial)
+METAOPT_CALLBACK_RPC(ListTrials)
+METAOPT_CALLBACK_RPC(ListModels)
+METAOPT_CALLBACK_RPC(Heartbeat)
+METAOPT_CALLBACK_RPC(ReportIntermediate)
 
-#undef METAOPT_FORWARD_RPC
+#undef METAOPT_CALLBACK_RPC
 
 }  // namespace metaopt::server

@@ -2,65 +2,55 @@
 #define METAOPT_SERVER_OPTIMIZER_SERVICE_IMPL_H_
 
 #include "core/study/study_engine.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_callback.h"
 #include "metaopt/v1/optimizer_service.grpc.pb.h"
 #include "server/rpc_record.h"
 #include "server/token_auth.h"
+#include "server/work_pool.h"
 
 namespace metaopt::server {
 
+// Declares the callback method of the unary RPC `Name` (Name##Request ->
+// Name##Response); METAOPT_CALLBACK_RPC in the .cc file defines it.
+#define METAOPT_DECLARE_CALLBACK_RPC(Name)                             \
+  grpc::ServerUnaryReactor* Name(grpc::CallbackServerContext* context, \
+                                 const v1::Name##Request* request,     \
+                                 v1::Name##Response* response) override
+
 // The gRPC adapter: authenticates each RPC (when `auth` is set), forwards it
 // to the StudyEngine with the caller's owner and deadline, and maps the status.
-// Holds no state of its own. Thread-safe (the engine and authenticator are).
-class OptimizerServiceImpl final : public v1::OptimizerService::Service {
+// Uses gRPC's callback API: every RPC runs on `pool` (RunUnaryOnPool), so
+// that gRPC's threads never block on the engine and calls beyond the pool's
+// workers wait in its queue instead of failing. Holds no state of its own.
+// Thread-safe (the engine, authenticator and pool are).
+class OptimizerServiceImpl final
+    : public v1::OptimizerService::CallbackService {
  public:
-  // `engine` and `auth` must outlive the service; `auth` null means no
-  // authentication (every caller is the empty owner). Every RPC is logged
+  // `engine`, `pool` and `auth` must outlive the service; `auth` null means
+  // no authentication (every caller is the empty owner). Every RPC is logged
   // (LogRpc) and reported to `observer` (may be null; must outlive).
-  explicit OptimizerServiceImpl(study::StudyEngine* engine,
-                                const TokenAuthenticator* auth = nullptr,
-                                RpcObserver* observer = nullptr)
-      : engine_(engine), auth_(auth), observer_(observer) {}
+  OptimizerServiceImpl(study::StudyEngine* engine, WorkPool* pool,
+                       const TokenAuthenticator* auth = nullptr,
+                       RpcObserver* observer = nullptr)
+      : engine_(engine), pool_(pool), auth_(auth), observer_(observer) {}
 
-  grpc::Status CreateStudy(grpc::ServerContext* context,
-                           const v1::CreateStudyRequest* request,
-                           v1::CreateStudyResponse* response) override;
-  grpc::Status GetStudy(grpc::ServerContext* context,
-                        const v1::GetStudyRequest* request,
-                        v1::GetStudyResponse* response) override;
-  grpc::Status ListStudies(grpc::ServerContext* context,
-                           const v1::ListStudiesRequest* request,
-                           v1::ListStudiesResponse* response) override;
-  grpc::Status DeleteStudy(grpc::ServerContext* context,
-                           const v1::DeleteStudyRequest* request,
-                           v1::DeleteStudyResponse* response) override;
-  grpc::Status Suggest(grpc::ServerContext* context,
-                       const v1::SuggestRequest* request,
-                       v1::SuggestResponse* response) override;
-  grpc::Status Observe(grpc::ServerContext* context,
-                       const v1::ObserveRequest* request,
-                       v1::ObserveResponse* response) override;
-  grpc::Status FineTune(grpc::ServerContext* context,
-                        const v1::FineTuneRequest* request,
-                        v1::FineTuneResponse* response) override;
-  grpc::Status GetTrial(grpc::ServerContext* context,
-                        const v1::GetTrialRequest* request,
-                        v1::GetTrialResponse* response) override;
-  grpc::Status ListTrials(grpc::ServerContext* context,
-                          const v1::ListTrialsRequest* request,
-                          v1::ListTrialsResponse* response) override;
-  grpc::Status ListModels(grpc::ServerContext* context,
-                          const v1::ListModelsRequest* request,
-                          v1::ListModelsResponse* response) override;
-  grpc::Status Heartbeat(grpc::ServerContext* context,
-                         const v1::HeartbeatRequest* request,
-                         v1::HeartbeatResponse* response) override;
-  grpc::Status ReportIntermediate(
-      grpc::ServerContext* context,
-      const v1::ReportIntermediateRequest* request,
-      v1::ReportIntermediateResponse* response) override;
+  METAOPT_DECLARE_CALLBACK_RPC(CreateStudy);
+  METAOPT_DECLARE_CALLBACK_RPC(GetStudy);
+  METAOPT_DECLARE_CALLBACK_RPC(ListStudies);
+  METAOPT_DECLARE_CALLBACK_RPC(DeleteStudy);
+  METAOPT_DECLARE_CALLBACK_RPC(Suggest);
+  METAOPT_DECLARE_CALLBACK_RPC(Observe);
+  METAOPT_DECLARE_CALLBACK_RPC(FineTune);
+  METAOPT_DECLARE_CALLBACK_RPC(GetTrial);
+  METAOPT_DECLARE_CALLBACK_RPC(ListTrials);
+  METAOPT_DECLARE_CALLBACK_RPC(ListModels);
+  METAOPT_DECLARE_CALLBACK_RPC(Heartbeat);
+  METAOPT_DECLARE_CALLBACK_RPC(ReportIntermediate);
 
  private:
   study::StudyEngine* const engine_;
+  WorkPool* const pool_;
   const TokenAuthenticator* const auth_;
   RpcObserver* const observer_;
 };

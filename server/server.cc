@@ -126,11 +126,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   METAOPT_RETURN_IF_ERROR(study::CheckEngineOptions(engine_options));
   server->engine_ = std::make_unique<study::StudyEngine>(
       server->storage_.get(), server->models_.get(), engine_options);
+  std::function<void(absl::Duration)> on_wait;
+  if (server->metrics_ != nullptr) {
+    on_wait = [metrics = server->metrics_.get()](absl::Duration wait) {
+      metrics->OnQueueWait(wait);
+    };
+  }
+  server->pool_ =
+      std::make_unique<WorkPool>(options.max_threads, std::move(on_wait));
   server->service_ = std::make_unique<OptimizerServiceImpl>(
-      server->engine_.get(), server->auth_.get(), server->metrics_.get());
+      server->engine_.get(), server->pool_.get(), server->auth_.get(),
+      server->metrics_.get());
   if (server->metrics_ != nullptr) {
     server->metrics_->WatchSources(server->engine_.get(),
                                    server->models_.get());
+    server->metrics_->WatchWorkPool(server->pool_.get());
     METAOPT_ASSIGN_OR_RETURN(
         server->metrics_http_,
         metrics::MetricsHttpServer::Start(
@@ -170,6 +180,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // The thread quota bounds the synchronous services only (reflection);
+  // OptimizerService runs on the work pool.
   grpc::ResourceQuota quota("metaopt");
   quota.SetMaxThreads(options.max_threads);
   builder.SetResourceQuota(quota);

@@ -20,6 +20,7 @@
 #include "server/metrics/server_metrics.h"
 #include "server/optimizer_service_impl.h"
 #include "server/token_auth.h"
+#include "server/work_pool.h"
 
 namespace metaopt::server {
 
@@ -41,7 +42,10 @@ struct ServerOptions {
   absl::Duration models_poll_interval = absl::Seconds(30);
   // Largest request or response message accepted.
   int max_message_bytes = 64 << 20;
-  // Upper bound on threads serving RPCs.
+  // Workers that run OptimizerService RPCs (the engine's calls, which may
+  // block on storage and model fits). More concurrent calls wait in a queue
+  // (metrics metaopt_rpc_queue_depth and metaopt_rpc_queue_wait_seconds);
+  // none is rejected.
   int max_threads = 64;
   // Study engine limits (spec sizes, Suggest count, page size), trial lease
   // and Suggest deadline margin; checked by study::CheckEngineOptions.
@@ -126,6 +130,9 @@ class Server {
   std::unique_ptr<registry::ModelManager> models_;
   std::unique_ptr<study::StudyEngine> engine_;
   std::unique_ptr<TokenAuthenticator> auth_;
+  // After the engine (its tasks call it), before the gRPC server (which waits
+  // for every call, hence every task, to finish before it goes).
+  std::unique_ptr<WorkPool> pool_;
   std::unique_ptr<OptimizerServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;

@@ -60,6 +60,34 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> Credentials(
   return grpc::SslCredentials(ssl);
 }
 
+// UNAVAILABLE: the server cannot be reached or is restarting.
+// RESOURCE_EXHAUSTED: a server (or a proxy in front of it) shed the call
+// without running it.
+bool IsRetryable(grpc::StatusCode code) {
+  return code == grpc::StatusCode::UNAVAILABLE ||
+         code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+}
+
+// Whether `trial` holds the outcome `request` reports (value and metrics, or
+// failure state and reason).
+bool HoldsOutcome(const v1::Trial& trial, const v1::ObserveRequest& request) {
+  if (request.outcome_case() == v1::ObserveRequest::kValue) {
+    if (trial.state() != v1::TRIAL_STATE_COMPLETED ||
+        trial.value() != request.value() ||
+        trial.metrics().size() != request.metrics().size()) {
+      return false;
+    }
+    for (const auto& [name, value] : request.metrics()) {
+      const auto it = trial.metrics().find(name);
+      if (it == trial.metrics().end() || it->second != value) return false;
+    }
+    return true;
+  }
+  return request.outcome_case() == v1::ObserveRequest::kFailure &&
+         trial.state() == request.failure().state() &&
+         trial.failure_reason() == request.failure().reason();
+}
+
 }  // namespace
 
 absl::Duration BackoffDelay(int retry, absl::Duration initial,
@@ -175,8 +203,7 @@ absl::StatusOr<Response> MetaoptClient::Call(Method<Request, Response> method,
     Response response;
     grpc::Status status = (stub_.get()->*method)(&context, request, &response);
     if (status.ok()) return response;
-    if (status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-        attempt >= attempts) {
+    if (!IsRetryable(status.error_code()) || attempt >= attempts) {
       return FromGrpcStatus(status);
     }
     const absl::Duration sleep = BackoffDelay(attempt, options_.initial_backoff,
@@ -256,8 +283,24 @@ absl::StatusOr<v1::SuggestResponse> MetaoptClient::Suggest(
 
 absl::StatusOr<v1::ObserveResponse> MetaoptClient::Observe(
     const v1::ObserveRequest& request) {
-  return Call(&v1::OptimizerService::StubInterface::Observe, request,
-              /*idempotent=*/false);
+  const bool by_trial_id =
+      request.target_case() == v1::ObserveRequest::kTrialId;
+  bool retried = false;
+  absl::StatusOr<v1::ObserveResponse> response =
+      Call(&v1::OptimizerService::StubInterface::Observe, request,
+           /*idempotent=*/by_trial_id, &retried);
+  if (!retried || !absl::IsFailedPrecondition(response.status()))
+    return response;
+  // The trial is already observed: by an earlier attempt whose answer was
+  // lost, if it holds this very outcome.
+  v1::GetTrialRequest get;
+  get.set_study_id(request.study_id());
+  get.set_trial_id(request.trial_id());
+  absl::StatusOr<v1::GetTrialResponse> stored = GetTrial(get);
+  if (!stored.ok() || !HoldsOutcome(stored->trial(), request)) return response;
+  v1::ObserveResponse recovered;
+  *recovered.mutable_trial() = std::move(*stored->mutable_trial());
+  return recovered;
 }
 
 absl::StatusOr<v1::FineTuneResponse> MetaoptClient::FineTune(

@@ -2,8 +2,10 @@
 //
 // MetaoptClient wraps the generated stub: every call carries a deadline,
 // returns the response message or the server's status as an absl::Status (the
-// codes agree with grpc::StatusCode), and idempotent calls are retried on
-// UNAVAILABLE with exponential backoff and jitter.
+// codes agree with grpc::StatusCode), and calls that are safe to repeat are
+// retried on UNAVAILABLE and RESOURCE_EXHAUSTED (a server or a proxy
+// shedding load) with jittered exponential backoff, within the call's one
+// deadline (Options::timeout) and Options::max_attempts.
 //
 //   metaopt::MetaoptClient::Options options;
 //   options.address = "localhost:50051";
@@ -45,8 +47,8 @@ class MetaoptClient {
     std::string address = "localhost:50051";
     // Deadline of one call, retries included.
     absl::Duration timeout = absl::Seconds(30);
-    // Attempts of an idempotent call that keeps failing with UNAVAILABLE (1: no
-    // retry).
+    // Attempts of a call that is safe to repeat and keeps failing with
+    // UNAVAILABLE or RESOURCE_EXHAUSTED (1: no retry).
     int max_attempts = 5;
     // Backoff before the second attempt; doubled for each further one, up to
     // max_backoff. The actual sleep is drawn uniformly from [backoff / 2,
@@ -90,7 +92,7 @@ class MetaoptClient {
   MetaoptClient(const MetaoptClient&) = delete;
   MetaoptClient& operator=(const MetaoptClient&) = delete;
 
-  // Idempotent calls, retried on UNAVAILABLE.
+  // Idempotent calls, retried on UNAVAILABLE and RESOURCE_EXHAUSTED.
   absl::StatusOr<v1::CreateStudyResponse> CreateStudy(
       const v1::CreateStudyRequest& request);
   absl::StatusOr<v1::GetStudyResponse> GetStudy(
@@ -121,9 +123,14 @@ class MetaoptClient {
   absl::StatusOr<v1::SuggestResponse> Suggest(
       const v1::SuggestRequest& request);
 
-  // Not idempotent, never retried.
+  // Observe of a trial id is retried: a trial is observed once, so a retry
+  // cannot record it twice; when a retry finds the trial already observed
+  // (FAILED_PRECONDITION) with exactly this outcome (an earlier attempt was
+  // stored but its answer lost), the call succeeds with that trial. Observe of
+  // a configuration records a new trial each time and is never retried.
   absl::StatusOr<v1::ObserveResponse> Observe(
       const v1::ObserveRequest& request);
+  // Not idempotent, never retried.
   absl::StatusOr<v1::FineTuneResponse> FineTune(
       const v1::FineTuneRequest& request);
 
@@ -141,9 +148,9 @@ class MetaoptClient {
   using Method = grpc::Status (v1::OptimizerService::StubInterface::*)(
       grpc::ClientContext*, const Request&, Response*);
 
-  // Runs `method` with one deadline for all attempts; retries UNAVAILABLE when
-  // `idempotent`. `retried` (may be null) tells whether an UNAVAILABLE attempt
-  // preceded the final one.
+  // Runs `method` with one deadline for all attempts; retries UNAVAILABLE and
+  // RESOURCE_EXHAUSTED when `idempotent`. `retried` (may be null) tells
+  // whether a failed attempt preceded the final one.
   template <typename Request, typename Response>
   absl::StatusOr<Response> Call(Method<Request, Response> method,
                                 const Request& request, bool idempotent,

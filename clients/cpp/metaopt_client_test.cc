@@ -1,6 +1,6 @@
 // MetaoptClient against an in-process fake OptimizerService on 127.0.0.1:0:
-// retries (only for idempotent calls, only on UNAVAILABLE), deadlines, and
-// status conversion.
+// retries (only for calls safe to repeat, only on UNAVAILABLE and
+// RESOURCE_EXHAUSTED), deadlines, and status conversion.
 
 #include "clients/cpp/metaopt_client.h"
 
@@ -25,11 +25,17 @@ using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // Fails the first `unavailable_before_success` calls of each method with
-// UNAVAILABLE, then answers.
+// `failure` (UNAVAILABLE unless set), then answers.
 class FakeOptimizerService final : public v1::OptimizerService::Service {
  public:
   std::atomic<int> unavailable_before_success{0};
   std::atomic<int> calls{0};
+  std::atomic<grpc::StatusCode> failure{grpc::StatusCode::UNAVAILABLE};
+  // Observe: the first attempt fails with `failure` as if its answer were
+  // lost after the trial was stored as `observed`; later attempts find the
+  // trial observed (FAILED_PRECONDITION), and GetTrial returns it. Unset
+  // (id 0): every Observe fails with `failure`, GetTrial is NOT_FOUND.
+  v1::Trial observed;
 
   grpc::Status GetStudy(grpc::ServerContext*,
                         const v1::GetStudyRequest* request,
@@ -41,8 +47,12 @@ class FakeOptimizerService final : public v1::OptimizerService::Service {
 
   grpc::Status GetTrial(grpc::ServerContext*,
                         const v1::GetTrialRequest* request,
-                        v1::GetTrialResponse*) override {
+                        v1::GetTrialResponse* response) override {
     ++calls;
+    if (observed.id() != 0 && request->trial_id() == observed.id()) {
+      *response->mutable_trial() = observed;
+      return grpc::Status::OK;
+    }
     return grpc::Status(
         grpc::StatusCode::NOT_FOUND,
         "trial " + std::to_string(request->trial_id()) + " not found");
@@ -57,8 +67,9 @@ class FakeOptimizerService final : public v1::OptimizerService::Service {
 
   grpc::Status Observe(grpc::ServerContext*, const v1::ObserveRequest*,
                        v1::ObserveResponse*) override {
-    ++calls;
-    return Unavailable();
+    if (calls++ == 0 || observed.id() == 0) return Unavailable();
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "trial is already COMPLETED; a trial is observed once");
   }
 
   grpc::Status DeleteStudy(grpc::ServerContext*,
@@ -81,8 +92,8 @@ class FakeOptimizerService final : public v1::OptimizerService::Service {
   }
 
  private:
-  static grpc::Status Unavailable() {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "try again");
+  grpc::Status Unavailable() const {
+    return grpc::Status(failure.load(), "try again");
   }
 };
 
@@ -140,6 +151,38 @@ TEST_F(MetaoptClientTest, RetriesIdempotentCallOnUnavailable) {
   EXPECT_EQ(service_.calls, 3);
 }
 
+// A server (or proxy) that sheds load answers RESOURCE_EXHAUSTED: retried
+// like UNAVAILABLE.
+TEST_F(MetaoptClientTest, RetriesIdempotentCallOnResourceExhausted) {
+  service_.unavailable_before_success = 3;
+  service_.failure = grpc::StatusCode::RESOURCE_EXHAUSTED;
+  auto client = NewClient();
+  v1::GetStudyRequest request;
+  request.set_study_id("s1");
+  absl::StatusOr<v1::GetStudyResponse> response = client->GetStudy(request);
+  ASSERT_THAT(response, IsOk());
+  EXPECT_EQ(response->study().study_id(), "s1");
+  EXPECT_EQ(service_.calls, 4);
+}
+
+// Retries stop at the call's deadline, however many attempts are left.
+TEST_F(MetaoptClientTest, RetriesStopAtTheCallsDeadline) {
+  service_.unavailable_before_success = 1000;
+  service_.failure = grpc::StatusCode::RESOURCE_EXHAUSTED;
+  options_.max_attempts = 1000;
+  options_.initial_backoff = absl::Milliseconds(20);
+  options_.max_backoff = absl::Milliseconds(40);
+  options_.timeout = absl::Milliseconds(300);
+  auto client = NewClient();
+  const absl::Status status = client->GetStudy(v1::GetStudyRequest()).status();
+  // The last attempt's error, or the deadline if it struck during a call.
+  EXPECT_TRUE(absl::IsResourceExhausted(status) ||
+              absl::IsDeadlineExceeded(status))
+      << status;
+  EXPECT_LT(service_.calls, 1000);
+  EXPECT_GT(service_.calls, 1);
+}
+
 TEST_F(MetaoptClientTest, GivesUpAfterMaxAttempts) {
   service_.unavailable_before_success = 100;
   options_.max_attempts = 3;
@@ -159,11 +202,56 @@ TEST_F(MetaoptClientTest, DoesNotRetryOtherCodes) {
   EXPECT_EQ(service_.calls, 1);
 }
 
-TEST_F(MetaoptClientTest, NeverRetriesObserve) {
+// Observe of a configuration records a new trial each time.
+TEST_F(MetaoptClientTest, NeverRetriesObserveOfAConfiguration) {
   auto client = NewClient();
-  EXPECT_THAT(client->Observe(v1::ObserveRequest()),
+  v1::ObserveRequest request;
+  request.set_study_id("s");
+  request.mutable_configuration()->add_assignments()->set_stage("main");
+  request.set_value(1.5);
+  EXPECT_THAT(client->Observe(request),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("try again")));
   EXPECT_EQ(service_.calls, 1);
+}
+
+TEST_F(MetaoptClientTest, RetriesObserveOfATrialId) {
+  service_.failure = grpc::StatusCode::RESOURCE_EXHAUSTED;
+  options_.max_attempts = 3;
+  auto client = NewClient();
+  v1::ObserveRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(7);
+  request.set_value(1.5);
+  EXPECT_THAT(client->Observe(request),
+              StatusIs(absl::StatusCode::kResourceExhausted, "try again"));
+  EXPECT_EQ(service_.calls, 3);
+}
+
+// The first attempt was stored but its answer lost: the retry finds the trial
+// observed with this very outcome and succeeds with it.
+TEST_F(MetaoptClientTest, RetriedObserveThatFindsItsOwnOutcomeSucceeds) {
+  service_.observed.set_id(7);
+  service_.observed.set_state(v1::TRIAL_STATE_COMPLETED);
+  service_.observed.set_value(1.5);
+  (*service_.observed.mutable_metrics())["loss"] = 0.25;
+  auto client = NewClient();
+  v1::ObserveRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(7);
+  request.set_value(1.5);
+  (*request.mutable_metrics())["loss"] = 0.25;
+  absl::StatusOr<v1::ObserveResponse> response = client->Observe(request);
+  ASSERT_THAT(response, IsOk());
+  EXPECT_EQ(response->trial().id(), 7);
+  EXPECT_EQ(response->trial().value(), 1.5);
+  EXPECT_EQ(service_.calls, 3);  // Observe, Observe, GetTrial
+
+  // Another outcome stored for the trial: the retry's error stands.
+  service_.calls = 0;
+  request.set_value(2.5);
+  EXPECT_THAT(client->Observe(request),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("observed once")));
 }
 
 TEST_F(MetaoptClientTest, RetriesSuggestOnlyWithClientId) {

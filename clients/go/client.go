@@ -208,9 +208,12 @@ type retryPolicy struct {
 }
 
 var (
-	retrySafe        = retryPolicy{codes: []codes.Code{codes.Unavailable, codes.DeadlineExceeded}}
-	retrySafeAborted = retryPolicy{codes: []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.Aborted}}
-	noRetry          = retryPolicy{}
+	// RESOURCE_EXHAUSTED: a server (or a proxy in front of it) shed the call without running it.
+	retrySafe = retryPolicy{codes: []codes.Code{codes.Unavailable, codes.ResourceExhausted,
+		codes.DeadlineExceeded}}
+	retrySafeAborted = retryPolicy{codes: []codes.Code{codes.Unavailable, codes.ResourceExhausted,
+		codes.DeadlineExceeded, codes.Aborted}}
+	noRetry = retryPolicy{}
 )
 
 func (p retryPolicy) retries(code codes.Code) bool {

@@ -776,3 +776,89 @@ func TestExampleCompletesAStudy(t *testing.T) {
 		t.Fatalf("completed trials: %d %v", len(done), err)
 	}
 }
+
+// sheddingService is a fake OptimizerService that answers the first shed calls with code (a server
+// shedding load), then GetStudy with the study asked for; it counts the calls by method.
+type sheddingService struct {
+	pb.UnimplementedOptimizerServiceServer
+	mu    sync.Mutex
+	shed  int
+	code  codes.Code
+	calls []string
+}
+
+func (s *sheddingService) answer(method string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, method)
+	if s.shed > 0 {
+		s.shed--
+		return status.Error(s.code, "server overloaded")
+	}
+	return nil
+}
+
+func (s *sheddingService) GetStudy(_ context.Context, req *pb.GetStudyRequest) (*pb.GetStudyResponse, error) {
+	if err := s.answer("GetStudy"); err != nil {
+		return nil, err
+	}
+	return &pb.GetStudyResponse{Study: &pb.Study{StudyId: req.StudyId}}, nil
+}
+
+func (s *sheddingService) FineTune(context.Context, *pb.FineTuneRequest) (*pb.FineTuneResponse, error) {
+	if err := s.answer("FineTune"); err != nil {
+		return nil, err
+	}
+	return &pb.FineTuneResponse{}, nil
+}
+
+func (s *sheddingService) callList() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.calls...)
+}
+
+// serveShedding starts a sheddingService on 127.0.0.1 and dials it.
+func serveShedding(t *testing.T, shed int, code codes.Code) (*sheddingService, *Client) {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	service := &sheddingService{shed: shed, code: code}
+	server := grpc.NewServer()
+	pb.RegisterOptimizerServiceServer(server, service)
+	go server.Serve(listener)
+	t.Cleanup(server.Stop)
+	return service, dial(t, listener.Addr().String(),
+		WithRetries(3, time.Millisecond, 2*time.Millisecond))
+}
+
+func TestShedCallsAreRetriedWhenSafe(t *testing.T) {
+	for _, code := range []codes.Code{codes.ResourceExhausted, codes.Unavailable} {
+		t.Run(code.String(), func(t *testing.T) {
+			service, c := serveShedding(t, 2, code)
+			study, err := c.GetStudy(testContext(t), "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if study.ID() != "s" {
+				t.Errorf("study id %q, want s", study.ID())
+			}
+			if calls := service.callList(); len(calls) != 3 {
+				t.Errorf("calls %v, want 3 GetStudy", calls)
+			}
+		})
+	}
+}
+
+func TestShedRetriesEndAfterTheAttempts(t *testing.T) {
+	service, c := serveShedding(t, 100, codes.ResourceExhausted)
+	_, err := c.GetStudy(testContext(t), "s")
+	if Code(err) != codes.ResourceExhausted {
+		t.Fatalf("error %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if calls := service.callList(); len(calls) != 3 {
+		t.Errorf("calls %v, want 3 GetStudy", calls)
+	}
+}

@@ -17,7 +17,8 @@
 //
 // Every call takes a context: its deadline bounds the whole call, retries included, and each
 // attempt also has the client's per-attempt timeout (WithTimeout). Calls that are safe to repeat
-// are retried on UNAVAILABLE and DEADLINE_EXCEEDED with exponential backoff and jitter: reads,
+// are retried on UNAVAILABLE, RESOURCE_EXHAUSTED (a server or proxy shedding load) and
+// DEADLINE_EXCEEDED with exponential backoff and jitter: reads,
 // CreateStudy (create-or-get), DeleteStudy, Heartbeat, Suggest (always sent with the client's
 // client_id, so a retry gets the trials a lost attempt created instead of new ones) and Observe
 // of a trial (a retry that finds the trial already holding the same outcome succeeds). Observe of

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "absl/random/random.h"
@@ -169,7 +170,10 @@ absl::StatusOr<std::unique_ptr<Storage>> OpenPostgresStorage(
 PostgresStorage::PostgresStorage(std::string uri, PostgresOptions options)
     : uri_(std::move(uri)),
       options_(std::move(options)),
-      free_slots_(options_.pool_size) {}
+      free_slots_(options_.pool_size),
+      commits_([this](absl::Span<GroupCommit::Write* const> batch) {
+        RunWriteBatch(batch);
+      }) {}
 
 absl::StatusOr<std::unique_ptr<PostgresStorage>> PostgresStorage::Open(
     const std::string& uri, const PostgresOptions& options) {
@@ -469,9 +473,11 @@ absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
   METAOPT_ASSIGN_OR_RETURN(const std::vector<std::string> blobs,
                            SerializeTrials(key, write.trials));
   const std::string token = NewWriteToken();
-  return InTransaction(
-      Access::kWrite, absl::StrCat("writing ", Describe(key)),
-      [&](PgConnection& conn, const Attempt& attempt) -> absl::Status {
+  return commits_.Commit(
+      key, [&]() -> absl::Status {
+        // On the batch leader's thread, inside RunWriteBatch's transaction.
+        PgConnection& conn = *batch_connection_;
+        const Attempt& attempt = *batch_attempt_;
         METAOPT_ASSIGN_OR_RETURN(auto locked, LockStudy(conn, key));
         const auto& [version, last_token] = locked;
         // Our own write, retried after its COMMIT's answer was lost.
@@ -519,6 +525,52 @@ absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
                  PgParam::Bytes(token)})
             .status();
       });
+}
+
+void PostgresStorage::RunWriteBatch(
+    absl::Span<GroupCommit::Write* const> batch) {
+  // Rows are locked in key order: two replicas batching the same studies then
+  // lock them in the same order and never deadlock.
+  std::vector<GroupCommit::Write*> ordered(batch.begin(), batch.end());
+  std::sort(ordered.begin(), ordered.end(),
+            [](const GroupCommit::Write* a, const GroupCommit::Write* b) {
+              return std::tie(a->key->owner, a->key->study_id) <
+                     std::tie(b->key->owner, b->key->study_id);
+            });
+  // One write needs no savepoint: its error ends the transaction anyway.
+  const bool savepoints = ordered.size() > 1;
+  std::vector<absl::Status> statuses(ordered.size());
+  const std::string what =
+      savepoints
+          ? absl::StrCat("writing ", Describe(*ordered.front()->key), " and ",
+                         ordered.size() - 1, " other study write(s)")
+          : absl::StrCat("writing ", Describe(*ordered.front()->key));
+  const absl::Status status = InTransaction(
+      Access::kWrite, what,
+      [&](PgConnection& conn, const Attempt& attempt) -> absl::Status {
+        batch_connection_ = &conn;
+        batch_attempt_ = &attempt;
+        for (size_t i = 0; i < ordered.size(); ++i) {
+          if (savepoints) METAOPT_RETURN_IF_ERROR(conn.Exec("SAVEPOINT w"));
+          absl::Status applied = ordered[i]->apply();
+          // A lost connection or a serialization failure: the whole batch
+          // is retried on a fresh transaction.
+          if (!savepoints || absl::IsUnavailable(applied)) {
+            METAOPT_RETURN_IF_ERROR(applied);
+          } else {
+            METAOPT_RETURN_IF_ERROR(conn.Exec(applied.ok()
+                                                  ? "RELEASE SAVEPOINT w"
+                                                  : "ROLLBACK TO SAVEPOINT w"));
+          }
+          statuses[i] = std::move(applied);
+        }
+        return absl::OkStatus();
+      });
+  batch_connection_ = nullptr;
+  batch_attempt_ = nullptr;
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    ordered[i]->status = status.ok() ? statuses[i] : status;
+  }
 }
 
 absl::StatusOr<int64_t> PostgresStorage::GetStudyVersion(const StudyKey& key) {

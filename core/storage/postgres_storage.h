@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/common/mutex.h"
+#include "core/storage/group_commit.h"
 #include "core/storage/postgres_util.h"
 #include "core/storage/storage.h"
 #include "metaopt/v1/study.pb.h"
@@ -41,7 +42,11 @@ namespace metaopt::storage {
 // server restarting or refusing, a serialization failure: the whole transaction
 // is retried on a fresh connection with exponential backoff for up to
 // `retry_budget`, then UNAVAILABLE. A stored blob that fails to parse is
-// DATA_LOSS.
+// DATA_LOSS. Concurrent WriteStudy calls are group-committed (GroupCommit):
+// the writes queued while one transaction commits share the next one, each
+// in a savepoint of its own, with the studies' rows locked in key order (so
+// replicas batching the same studies cannot deadlock); each call returns only
+// after the COMMIT that holds its write.
 class PostgresStorage : public Storage {
  public:
   static absl::StatusOr<std::unique_ptr<PostgresStorage>> Open(
@@ -101,6 +106,15 @@ class PostgresStorage : public Storage {
   void Give(PgConnection connection) ABSL_LOCKS_EXCLUDED(mu_);
   // Connects `conn` unless it is healthy; UNAVAILABLE if that fails.
   absl::Status EnsureConnected(PgConnection& conn);
+  // GroupCommit's batch runner: one transaction (retried as a whole) around
+  // the batch.
+  void RunWriteBatch(absl::Span<GroupCommit::Write* const> batch);
+
+  // The connection and attempt of the batch being committed, for the writes'
+  // `apply`, which run on the batch leader's thread while it runs
+  // RunWriteBatch (GroupCommit runs one batch at a time); null otherwise.
+  PgConnection* batch_connection_ = nullptr;
+  const Attempt* batch_attempt_ = nullptr;
 
   const std::string uri_;
   const PostgresOptions options_;
@@ -109,6 +123,7 @@ class PostgresStorage : public Storage {
   int free_slots_ ABSL_GUARDED_BY(mu_);
   Mutex probe_mu_;
   PgConnection probe_ ABSL_GUARDED_BY(probe_mu_);
+  GroupCommit commits_;
 };
 
 namespace postgres_storage_internal {

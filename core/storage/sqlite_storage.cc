@@ -395,12 +395,57 @@ absl::Status SqliteStorage::DeleteStudy(const StudyKey& key) {
 
 absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
                                        const StudyWrite& write) {
-  const absl::Span<const v1::Trial> trials = write.trials;
   METAOPT_ASSIGN_OR_RETURN(const std::vector<std::string> blobs,
-                           SerializeTrials(key, trials));
+                           SerializeTrials(key, write.trials));
+  return commits_.Commit(key, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    // Runs on the batch leader's thread, which holds mu_ (RunWriteBatch).
+    mu_.AssertHeld();
+    return ApplyWrite(key, write, blobs);
+  });
+}
+
+void SqliteStorage::RunWriteBatch(absl::Span<GroupCommit::Write* const> batch) {
   MutexLock lock(&mu_);
-  METAOPT_ASSIGN_OR_RETURN(
-      Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
+  // The transaction failed as a whole: no write of the batch is stored.
+  const auto fail_all = [&](const absl::Status& status) {
+    for (GroupCommit::Write* write : batch) write->status = status;
+  };
+  absl::StatusOr<Transaction> tx =
+      Transaction::Begin(db_, Transaction::Mode::kImmediate);
+  if (!tx.ok()) return fail_all(tx.status());
+  if (batch.size() == 1) {
+    // Alone in its transaction: its error rolls the transaction back, so it
+    // needs no savepoint.
+    GroupCommit::Write* write = batch.front();
+    write->status = write->apply();
+    if (!write->status.ok()) return;
+  } else {
+    for (GroupCommit::Write* write : batch) {
+      absl::Status status = db_.Exec("SAVEPOINT write");
+      if (!status.ok()) return fail_all(status);
+      status = write->apply();
+      if (!status.ok() && sqlite3_get_autocommit(db_.get()) != 0) {
+        // SQLite rolled the whole transaction back (SQLITE_FULL, an I/O
+        // error): the writes before this one are undone too.
+        return fail_all(status);
+      }
+      const absl::Status end = db_.Exec(
+          status.ok() ? "RELEASE write" : "ROLLBACK TO write; RELEASE write");
+      if (!end.ok()) return fail_all(end);
+      write->status = std::move(status);
+    }
+  }
+  const absl::Status committed = tx->Commit();
+  if (committed.ok()) return;
+  for (GroupCommit::Write* write : batch) {
+    if (write->status.ok()) write->status = committed;
+  }
+}
+
+absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
+                                       const StudyWrite& write,
+                                       absl::Span<const std::string> blobs) {
+  const absl::Span<const v1::Trial> trials = write.trials;
   METAOPT_ASSIGN_OR_RETURN(const int64_t version, ReadVersion(key));
   if (write.expected_version.has_value() &&
       *write.expected_version != version) {
@@ -445,7 +490,7 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
     METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, version + 1));
     METAOPT_RETURN_IF_ERROR(upsert.Run());
   }
-  return tx.Commit();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<int64_t> SqliteStorage::ReadVersion(const StudyKey& key) {

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -35,6 +36,16 @@ class SqliteStorageTestAccess {
       SqliteStorage& storage, const char* sql) {
     MutexLock lock(&storage.mu_);
     return storage.db_.QueryText(sql);
+  }
+  // Installs `hook` as the connection's commit hook (sqlite3_commit_hook: a
+  // non-zero return turns the COMMIT into a ROLLBACK); null removes it.
+  static void SetCommitHook(SqliteStorage& storage, int (*hook)(void*),
+                            void* arg) {
+    MutexLock lock(&storage.mu_);
+    sqlite3_commit_hook(storage.db_.get(), hook, arg);
+  }
+  static const GroupCommit& Commits(SqliteStorage& storage) {
+    return storage.commits_;
   }
 };
 
@@ -102,6 +113,71 @@ TEST_F(SqliteStorageTest, ReopeningTheFileKeepsEverything) {
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
                                storage->GetPolicyState(Key("a")));
   EXPECT_THAT(state, Optional(std::string("surrogate")));
+}
+
+// Group commit: writes queued while one transaction commits share the next
+// one, and when that transaction's COMMIT fails, every write in it fails and
+// none is stored.
+TEST_F(SqliteStorageTest, AFailedGroupCommitFailsEveryWriteInIt) {
+  constexpr int kQueued = 7;
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SqliteStorage> storage,
+                               SqliteStorage::Open(DbPath(), {}));
+  for (int i = 0; i <= kQueued; ++i)
+    ASSERT_THAT(storage->CreateStudy(MakeStudy(absl::StrCat("s", i))), IsOk());
+  // The first COMMIT waits until the other writers are queued behind it, and
+  // succeeds; every later one fails.
+  struct HookState {
+    SqliteStorage* storage;
+    std::atomic<int> commits{0};
+  } state{storage.get()};
+  SqliteStorageTestAccess::SetCommitHook(
+      *storage,
+      [](void* arg) {
+        auto* state = static_cast<HookState*>(arg);
+        if (state->commits++ > 0) return 1;
+        const GroupCommit& commits =
+            SqliteStorageTestAccess::Commits(*state->storage);
+        while (commits.queued() < kQueued)
+          absl::SleepFor(absl::Milliseconds(1));
+        return 0;
+      },
+      &state);
+  std::vector<absl::Status> statuses(kQueued + 1);
+  std::thread first(
+      [&] { statuses[0] = storage->PutTrials(Key("s0"), {MakeTrial(1)}); });
+  std::vector<std::thread> writers;
+  // The others queue while the first write's COMMIT is under way.
+  while (state.commits.load() == 0) absl::SleepFor(absl::Milliseconds(1));
+  for (int i = 1; i <= kQueued; ++i) {
+    writers.emplace_back([&, i] {
+      statuses[i] =
+          storage->PutTrials(Key(absl::StrCat("s", i)), {MakeTrial(1)});
+    });
+  }
+  first.join();
+  for (std::thread& writer : writers) writer.join();
+  SqliteStorageTestAccess::SetCommitHook(*storage, nullptr, nullptr);
+
+  EXPECT_THAT(statuses[0], IsOk());
+  for (int i = 1; i <= kQueued; ++i) {
+    EXPECT_THAT(statuses[i], StatusIs(absl::StatusCode::kInternal, _)) << i;
+  }
+  EXPECT_EQ(SqliteStorageTestAccess::Commits(*storage).stats().largest_batch,
+            kQueued);
+  EXPECT_THAT(
+      storage->LoadTrials(Key("s0")).value_or(std::vector<v1::Trial>(1000)),
+      SizeIs(1));
+  for (int i = 1; i <= kQueued; ++i) {
+    const std::string id = absl::StrCat("s", i);
+    EXPECT_THAT(
+        storage->LoadTrials(Key(id)).value_or(std::vector<v1::Trial>(1000)),
+        SizeIs(0))
+        << id;
+    EXPECT_EQ(storage->GetStudyVersion(Key(id)).value_or(-1), 0) << id;
+  }
+  // The storage goes on after a failed batch.
+  EXPECT_THAT(storage->PutTrials(Key("s1"), {MakeTrial(1)}), IsOk());
+  EXPECT_EQ(storage->GetStudyVersion(Key("s1")).value_or(-1), 1);
 }
 
 TEST_F(SqliteStorageTest, WritesAreVisibleToAnotherConnectionOnReturn) {

@@ -600,6 +600,77 @@ TYPED_TEST(StorageConformanceTest,
   }
 }
 
+// Group commit: concurrent writes of one study all land, in some order, each
+// counted once in the version.
+TYPED_TEST(StorageConformanceTest, ConcurrentWritesToOneStudyAllLand) {
+  constexpr int kThreads = 8;
+  constexpr int kWritesPerThread = 15;
+  this->CreateStudies({"s"});
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> errors(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kWritesPerThread && errors[t].ok(); ++i) {
+        errors[t] = this->storage_->PutTrials(
+            Key("s"), {MakeTrial(t * kWritesPerThread + i + 1)});
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::Status& error : errors) EXPECT_THAT(error, IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials(Key("s")));
+  ASSERT_THAT(got, SizeIs(kThreads * kWritesPerThread));
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i].id(), i + 1);
+  EXPECT_EQ(this->storage_->GetStudyVersion(Key("s")).value_or(-1),
+            kThreads * kWritesPerThread);
+}
+
+// Group commit: concurrent writes of which some fail on their own (a stale
+// expected version, an absent study) fail alone; the others are stored.
+TYPED_TEST(StorageConformanceTest, ConcurrentFailingWritesFailAlone) {
+  constexpr int kStudies = 8;
+  constexpr int kRounds = 10;
+  for (int i = 0; i < kStudies; ++i)
+    this->CreateStudies({absl::StrCat("s", i)});
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> errors(kStudies + 1);
+  for (int t = 0; t <= kStudies; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string id = absl::StrCat("s", t);  // s8 does not exist
+      for (int round = 0; round < kRounds && errors[t].ok(); ++round) {
+        const std::vector<v1::Trial> trial = {MakeTrial(round + 1)};
+        // Even studies write at their current version, odd ones at a stale
+        // one.
+        const int64_t expected = t % 2 == 0 ? round : round + 100;
+        const absl::Status written = this->storage_->WriteStudy(
+            Key(id), {trial, std::nullopt, expected});
+        if (t == kStudies) {
+          if (!absl::IsNotFound(written))
+            errors[t] = absl::InternalError(written.ToString());
+        } else if (t % 2 == 0) {
+          errors[t] = written;
+        } else if (!absl::IsAborted(written)) {
+          errors[t] = absl::InternalError(written.ToString());
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const absl::Status& error : errors) EXPECT_THAT(error, IsOk());
+  for (int t = 0; t < kStudies; ++t) {
+    const std::string id = absl::StrCat("s", t);
+    const size_t stored = t % 2 == 0 ? kRounds : 0;
+    EXPECT_THAT(this->storage_->LoadTrials(Key(id)).value_or(
+                    std::vector<v1::Trial>(1000)),
+                SizeIs(stored))
+        << id;
+    EXPECT_EQ(this->storage_->GetStudyVersion(Key(id)).value_or(-1),
+              static_cast<int64_t>(stored))
+        << id;
+  }
+}
+
 // ----- Versions, compare-and-set, quotas -----
 
 TYPED_TEST(StorageConformanceTest, VersionStartsAtZeroAndCountsWrites) {

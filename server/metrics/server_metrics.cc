@@ -90,6 +90,36 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Create() {
                                     "transaction (WAL append and sync).")
                               .Register(r)
                               .Add({}, kCommitBuckets);
+    m->queue_wait_seconds_ =
+        &prometheus::BuildHistogram()
+             .Name("metaopt_rpc_queue_wait_seconds")
+             .Help(
+                 "Time an OptimizerService RPC waited for a free worker "
+                 "(--max-threads) before it ran; overload shows here, "
+                 "never as an error.")
+             .Register(r)
+             .Add({}, kRpcBuckets);
+    m->queue_depth_ = &prometheus::BuildGauge()
+                           .Name("metaopt_rpc_queue_depth")
+                           .Help(
+                               "OptimizerService RPCs waiting for a free "
+                               "worker now.")
+                           .Register(r)
+                           .Add({});
+    m->workers_busy_ = &prometheus::BuildGauge()
+                            .Name("metaopt_rpc_workers_busy")
+                            .Help(
+                                "Workers running an OptimizerService RPC "
+                                "now.")
+                            .Register(r)
+                            .Add({});
+    m->workers_ = &prometheus::BuildGauge()
+                       .Name("metaopt_rpc_workers")
+                       .Help(
+                           "Workers that run OptimizerService RPCs "
+                           "(--max-threads).")
+                       .Register(r)
+                       .Add({});
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("registering the server metrics: ", e.what()));
@@ -104,7 +134,17 @@ void ServerMetrics::WatchSources(study::StudyEngine* engine,
   models_ = models;
 }
 
+void ServerMetrics::WatchWorkPool(const WorkPool* pool) {
+  MutexLock lock(&scrape_mu_);
+  pool_ = pool;
+}
+
 void ServerMetrics::Collect() {
+  if (pool_ != nullptr) {
+    queue_depth_->Set(static_cast<double>(pool_->queued()));
+    workers_busy_->Set(static_cast<double>(pool_->running()));
+    workers_->Set(pool_->threads());
+  }
   if (engine_ == nullptr) return;
   const study::StudyEngine::LoadedStats stats = engine_->Stats();
   studies_loaded_->Set(static_cast<double>(stats.studies));
@@ -154,6 +194,10 @@ void ServerMetrics::OnRpc(const RpcRecord& record) {
   rpcs_->Add(labels).Increment();
   rpc_seconds_->Add(labels, kRpcBuckets)
       .Observe(absl::ToDoubleSeconds(record.latency));
+}
+
+void ServerMetrics::OnQueueWait(absl::Duration wait) {
+  queue_wait_seconds_->Observe(absl::ToDoubleSeconds(wait));
 }
 
 void ServerMetrics::OnCommit(absl::Duration latency) {

@@ -19,6 +19,7 @@
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 #include "server/rpc_record.h"
+#include "server/work_pool.h"
 
 namespace metaopt::server {
 
@@ -35,6 +36,12 @@ class ServerMetrics final : public RpcObserver {
   // object. Call once, before the first scrape.
   void WatchSources(study::StudyEngine* engine, registry::ModelManager* models)
       ABSL_LOCKS_EXCLUDED(scrape_mu_);
+
+  // Reads the RPC queue depth and busy workers from `pool` at each scrape
+  // (must outlive this object). Call once, before the first scrape.
+  void WatchWorkPool(const WorkPool* pool) ABSL_LOCKS_EXCLUDED(scrape_mu_);
+  // metaopt_rpc_queue_wait_seconds (WorkPool's on_wait).
+  void OnQueueWait(absl::Duration wait);
 
   // metaopt_rpc_handled_total and metaopt_rpc_duration_seconds by method, code
   // and algorithm.
@@ -54,6 +61,10 @@ class ServerMetrics final : public RpcObserver {
   prometheus::Family<prometheus::Counter>* rpcs_ = nullptr;
   prometheus::Family<prometheus::Histogram>* rpc_seconds_ = nullptr;
   prometheus::Histogram* commit_seconds_ = nullptr;
+  prometheus::Histogram* queue_wait_seconds_ = nullptr;
+  prometheus::Gauge* queue_depth_ = nullptr;
+  prometheus::Gauge* workers_busy_ = nullptr;
+  prometheus::Gauge* workers_ = nullptr;
   prometheus::Gauge* studies_loaded_ = nullptr;
   prometheus::Counter* studies_unloaded_ = nullptr;
   prometheus::Family<prometheus::Gauge>* trials_ = nullptr;
@@ -63,6 +74,7 @@ class ServerMetrics final : public RpcObserver {
   Mutex scrape_mu_;
   study::StudyEngine* engine_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
   registry::ModelManager* models_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
+  const WorkPool* pool_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
   // The children of model_versions_ published by the last scrape (each scrape
   // republishes them, so a model no longer served disappears).
   std::vector<prometheus::Gauge*> model_version_gauges_

@@ -667,5 +667,79 @@ TEST_F(ServiceTest, SixteenClientsOnOneStudyLoseNothing) {
   EXPECT_EQ(Get("busy").trial_count(), static_cast<int64_t>(total));
 }
 
+// Far more concurrent calls than workers: the extra calls wait in the work
+// pool's queue, and every one of them succeeds (the synchronous server
+// answered RESOURCE_EXHAUSTED once its thread quota was used up).
+TEST(OverloadTest, CallsBeyondTheWorkersWaitInsteadOfFailing) {
+  constexpr int kClients = 128;
+  constexpr int kLoops = 4;
+  constexpr int kStudies = 4;
+  ScopedTempDir dir;
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = dir.File("models");
+  options.max_threads = 2;
+  TestServer server(options);
+  for (int s = 0; s < kStudies; ++s) {
+    v1::CreateStudyRequest request;
+    request.set_study_id(absl::StrCat("load-", s));
+    *request.mutable_spec() = PipelineSpec();
+    v1::CreateStudyResponse response;
+    ASSERT_TRUE(
+        server.stub()
+            .CreateStudy(ContextWithDeadline().get(), request, &response)
+            .ok());
+  }
+  std::atomic<int> observed = 0;
+  std::vector<std::string> errors(kClients);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < kLoops && errors[c].empty(); ++i) {
+        const std::string study = absl::StrCat("load-", (c + i) % kStudies);
+        v1::SuggestRequest suggest;
+        suggest.set_study_id(study);
+        suggest.set_count(1);
+        suggest.set_client_id(absl::StrCat("client-", c));
+        v1::SuggestResponse suggested;
+        grpc::Status status = server.stub().Suggest(ContextWithDeadline().get(),
+                                                    suggest, &suggested);
+        if (!status.ok() || suggested.trials_size() != 1) {
+          errors[c] = absl::StrCat("Suggest: ", status.error_code(), " ",
+                                   status.error_message());
+          break;
+        }
+        v1::ObserveRequest observe;
+        observe.set_study_id(study);
+        observe.set_trial_id(suggested.trials(0).id());
+        observe.set_value(0.5);
+        v1::ObserveResponse response;
+        status = server.stub().Observe(ContextWithDeadline().get(), observe,
+                                       &response);
+        if (!status.ok()) {
+          errors[c] = absl::StrCat("Observe: ", status.error_code(), " ",
+                                   status.error_message());
+          break;
+        }
+        ++observed;
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  for (int c = 0; c < kClients; ++c) EXPECT_EQ(errors[c], "") << "client " << c;
+  EXPECT_EQ(observed.load(), kClients * kLoops);
+  int64_t trials = 0;
+  for (int s = 0; s < kStudies; ++s) {
+    v1::GetStudyRequest request;
+    request.set_study_id(absl::StrCat("load-", s));
+    v1::GetStudyResponse response;
+    ASSERT_TRUE(server.stub()
+                    .GetStudy(ContextWithDeadline().get(), request, &response)
+                    .ok());
+    trials += response.study().trial_count();
+  }
+  EXPECT_EQ(trials, kClients * kLoops);
+}
+
 }  // namespace
 }  // namespace metaopt::testing

@@ -2,8 +2,9 @@
 //
 // Every call has one deadline (retries included). Idempotent calls (CreateStudy,
 // GetStudy, ListStudies, DeleteStudy, GetTrial, ListTrials, ListModels,
-// Heartbeat, ReportIntermediate, and Suggest with a client_id) are retried on UNAVAILABLE with
-// exponential backoff and jitter; Observe and FineTune never are. Failures are
+// Heartbeat, ReportIntermediate, and Suggest with a client_id) are retried on UNAVAILABLE and
+// RESOURCE_EXHAUSTED (a server or proxy shedding load) with exponential backoff
+// and jitter, within the call's one deadline; Observe and FineTune never are. Failures are
 // MetaoptError with the gRPC code and the server's message.
 //
 // Thread safety: Node runs one thread per isolate; a Client may serve any
@@ -19,6 +20,10 @@ import grpc from '@grpc/grpc-js';
 
 import { MetaoptError, Status, fromServiceError, invalidArgument } from './errors.js';
 import { loadProtos, normalize } from './messages.js';
+
+// UNAVAILABLE: the server cannot be reached or is restarting. RESOURCE_EXHAUSTED: a server (or a
+// proxy in front of it) shed the call without running it.
+const retryable = new Set([Status.UNAVAILABLE, Status.RESOURCE_EXHAUSTED]);
 
 const defaults = Object.freeze({
   target: 'localhost:50051',
@@ -270,7 +275,8 @@ export class Client {
 
   /**
    * Calls one RPC by name (e.g. "GetStudy") with a request in the proto's shape. The low-level
-   * path every other method takes; `idempotent` decides whether UNAVAILABLE is retried.
+   * path every other method takes; `idempotent` decides whether UNAVAILABLE and
+   * RESOURCE_EXHAUSTED are retried.
    * @param {string} method
    * @param {object} request
    * @param {{timeoutMs?: number, idempotent?: boolean}} [callOptions]
@@ -280,7 +286,7 @@ export class Client {
     return this.#invoke(method, request, callOptions, { retried: false });
   }
 
-  /** call() that records in `state.retried` whether an UNAVAILABLE attempt was retried. */
+  /** call() that records in `state.retried` whether a failed attempt was retried. */
   async #invoke(method, request, callOptions, state) {
     const definition = this.#protos.packageDefinition['metaopt.v1.OptimizerService'][method];
     if (!definition) throw invalidArgument(`method: ${JSON.stringify(method)} is not an OptimizerService RPC`);
@@ -294,7 +300,7 @@ export class Client {
       try {
         return await this.#unary(method, message, deadline);
       } catch (error) {
-        if (!(error instanceof MetaoptError) || error.code !== Status.UNAVAILABLE || attempt >= attempts) throw error;
+        if (!(error instanceof MetaoptError) || !retryable.has(error.code) || attempt >= attempts) throw error;
         // "Equal jitter": uniform in [backoff / 2, backoff].
         const delayMs = backoff * (0.5 + Math.random() / 2);
         if (Date.now() + delayMs >= deadline) throw error;

@@ -61,7 +61,7 @@ export interface ClientOptions {
   tls?: boolean | TlsOptions;
   /** Deadline of one call, retries included. Default 30000. */
   timeoutMs?: number;
-  /** Attempts of an idempotent call that keeps failing with UNAVAILABLE (1: no retry). Default 5. */
+  /** Attempts of an idempotent call that keeps failing with UNAVAILABLE or RESOURCE_EXHAUSTED (1: no retry). Default 5. */
   maxAttempts?: number;
   /** Backoff before the second attempt, doubled per attempt up to maxBackoffMs; the sleep is uniform in [b/2, b]. */
   initialBackoffMs?: number;

@@ -467,3 +467,69 @@ describe('security', () => {
     }
   });
 });
+
+// A fake OptimizerService (grpc-js in this process) that sheds the first `shed` calls with `code`,
+// then answers GetStudy; every call is counted by method.
+async function sheddingServer(shed, code) {
+  const grpc = (await import('@grpc/grpc-js')).default;
+  const { loadProtos } = await import('../src/messages.js');
+  const definition = loadProtos().packageDefinition['metaopt.v1.OptimizerService'];
+  const calls = [];
+  const answer = (method, reply) => (call, callback) => {
+    calls.push(method);
+    if (shed-- > 0) callback({ code, details: 'server overloaded' });
+    else callback(null, reply(call.request));
+  };
+  const server = new grpc.Server();
+  server.addService(definition, {
+    GetStudy: answer('GetStudy', (request) => ({ study: { studyId: request.studyId } })),
+    FineTune: answer('FineTune', () => ({})),
+  });
+  const port = await new Promise((resolve, reject) => {
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound));
+  });
+  return { calls, target: `127.0.0.1:${port}`, close: () => server.forceShutdown() };
+}
+
+describe('retries against a fake server that sheds load', () => {
+  for (const code of [Status.RESOURCE_EXHAUSTED, Status.UNAVAILABLE]) {
+    test(`${codeName(code)} is retried for a safe call`, async () => {
+      const fake = await sheddingServer(2, code);
+      const client = new Client({ target: fake.target, maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+      try {
+        const response = await client.call('GetStudy', { study_id: 's' }, { idempotent: true });
+        assert.equal(response.study.studyId, 's');
+        assert.deepEqual(fake.calls, ['GetStudy', 'GetStudy', 'GetStudy']);
+      } finally {
+        client.close();
+        fake.close();
+      }
+    });
+  }
+
+  test('retries end after maxAttempts with the last error', async () => {
+    const fake = await sheddingServer(100, Status.RESOURCE_EXHAUSTED);
+    const client = new Client({ target: fake.target, maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+    try {
+      await rejectsWith(client.call('GetStudy', { study_id: 's' }, { idempotent: true }),
+        Status.RESOURCE_EXHAUSTED, 'server overloaded');
+      assert.deepEqual(fake.calls, ['GetStudy', 'GetStudy', 'GetStudy']);
+    } finally {
+      client.close();
+      fake.close();
+    }
+  });
+
+  test('a call that is not safe to repeat is not retried', async () => {
+    const fake = await sheddingServer(100, Status.RESOURCE_EXHAUSTED);
+    const client = new Client({ target: fake.target, maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+    try {
+      await rejectsWith(client.call('FineTune', { study_id: 's' }), Status.RESOURCE_EXHAUSTED, 'server overloaded');
+      assert.deepEqual(fake.calls, ['FineTune']);
+    } finally {
+      client.close();
+      fake.close();
+    }
+  });
+});

@@ -11,8 +11,9 @@
         print(study.best_trial())
 
 Retries: every call has a per-attempt deadline (``timeout``). Calls that are safe to repeat are
-retried on UNAVAILABLE and DEADLINE_EXCEEDED with exponential backoff and jitter, up to
-``max_attempts`` attempts; a retry waits, within its deadline, for the server to become reachable
+retried on UNAVAILABLE, RESOURCE_EXHAUSTED (a server or proxy shedding load) and
+DEADLINE_EXCEEDED with exponential backoff and jitter, up to ``max_attempts`` attempts (so at
+most about ``max_attempts * timeout`` plus the backoffs in all); a retry waits, within its deadline, for the server to become reachable
 again, so a server restart is ridden out. Retried: reads, CreateStudy (create-or-get),
 DeleteStudy, Heartbeat, Suggest (always sent with a client_id, so the server hands a retry the
 ACTIVE trials a lost attempt created instead of new ones) and Observe of a trial id (a retry that
@@ -47,7 +48,8 @@ from metaopt.v1 import study_pb2
 
 PathOrBytes = Union[str, "os.PathLike[str]", bytes]
 
-_RETRY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_RETRY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED,
+          grpc.StatusCode.DEADLINE_EXCEEDED)
 _RETRY_OR_ABORTED = _RETRY + (grpc.StatusCode.ABORTED,)
 _MAX_CLIENT_ID = 128
 

@@ -14,7 +14,7 @@ from typing import List, Optional, Tuple
 import grpc
 
 import metaopt
-from metaopt.v1 import study_pb2
+from metaopt.v1 import optimizer_service_pb2 as pb, optimizer_service_pb2_grpc, study_pb2
 from server_process import ServerTestCase, TempServer, server_binary
 
 
@@ -335,6 +335,81 @@ class ErrorTest(ServerTest):
         for value in study_pb2.TrialState.values():
             name = study_pb2.TrialState.Name(value)
             self.assertEqual(metaopt.TrialState[name[len("TRIAL_STATE_"):]], value)
+
+
+class _SheddingService(optimizer_service_pb2_grpc.OptimizerServiceServicer):
+    """A fake OptimizerService that answers the first ``shed`` calls with ``code`` (a server
+    shedding load), then GetStudy with the study asked for; every call is counted by method."""
+
+    def __init__(self, shed: int, code: grpc.StatusCode) -> None:
+        self.shed = shed
+        self.code = code
+        self.calls: List[str] = []
+        self.lock = threading.Lock()
+
+    def _shed(self, method: str, context) -> None:
+        with self.lock:
+            self.calls.append(method)
+            shedding = self.shed > 0
+            self.shed -= 1
+        if shedding:
+            context.abort(self.code, "server overloaded")
+
+    def GetStudy(self, request, context):
+        self._shed("GetStudy", context)
+        return pb.GetStudyResponse(study=study_pb2.Study(study_id=request.study_id))
+
+    def FineTune(self, request, context):
+        self._shed("FineTune", context)
+        return pb.FineTuneResponse()
+
+    def Observe(self, request, context):
+        self._shed("Observe", context)
+        return pb.ObserveResponse()
+
+
+class FakeServerRetryTest(unittest.TestCase):
+    """Retries against a fake server that returns the codes itself."""
+
+    def serve(self, shed: int, code: grpc.StatusCode) -> Tuple[_SheddingService, str]:
+        from concurrent import futures
+        service = _SheddingService(shed, code)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        optimizer_service_pb2_grpc.add_OptimizerServiceServicer_to_server(service, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        self.addCleanup(server.stop, None)
+        return service, f"127.0.0.1:{port}"
+
+    def test_resource_exhausted_and_unavailable_are_retried_for_safe_calls(self):
+        for code in (grpc.StatusCode.RESOURCE_EXHAUSTED, grpc.StatusCode.UNAVAILABLE):
+            with self.subTest(code=code.name):
+                service, address = self.serve(shed=2, code=code)
+                client = metaopt.Client(address, max_attempts=3, initial_backoff=0.001,
+                                        max_backoff=0.002)
+                self.addCleanup(client.close)
+                study = client.get_study("s")
+                self.assertEqual(study.id, "s")
+                self.assertEqual(service.calls, ["GetStudy"] * 3)
+
+    def test_retries_end_after_max_attempts_with_the_last_error(self):
+        service, address = self.serve(shed=100, code=grpc.StatusCode.RESOURCE_EXHAUSTED)
+        client = metaopt.Client(address, max_attempts=3, initial_backoff=0.001,
+                                max_backoff=0.002)
+        self.addCleanup(client.close)
+        with self.assertRaises(metaopt.ResourceExhaustedError):
+            client.get_study("s")
+        self.assertEqual(service.calls, ["GetStudy"] * 3)
+
+    def test_unsafe_calls_are_not_retried(self):
+        service, address = self.serve(shed=100, code=grpc.StatusCode.RESOURCE_EXHAUSTED)
+        client = metaopt.Client(address, max_attempts=3, initial_backoff=0.001,
+                                max_backoff=0.002)
+        self.addCleanup(client.close)
+        study = metaopt.Study(client, study_pb2.Study(study_id="s"))
+        with self.assertRaises(metaopt.ResourceExhaustedError):
+            study.fine_tune()
+        self.assertEqual(service.calls, ["FineTune"])
 
 
 class RetryTest(ServerTest):
