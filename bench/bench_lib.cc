@@ -17,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -191,7 +192,7 @@ v1::CreateStudyRequest MakeCreateRequest(const std::string& study_id,
 absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
                                     v1::CreateStudyRequest create,
                                     const ReplayTask& task, v1::Goal goal,
-                                    int trials) {
+                                    int trials, bool keep_study) {
   const std::string study_id = create.study_id();
   METAOPT_RETURN_IF_ERROR(backend.CreateStudy(create).status());
   create.Clear();  // the catalogue can be large
@@ -228,13 +229,25 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
     observed.push_back(value);
     result.entries.push_back(it->second);
   }
-  v1::DeleteStudyRequest remove;
-  remove.set_study_id(study_id);
-  METAOPT_RETURN_IF_ERROR(backend.DeleteStudy(remove).status());
+  if (!keep_study) {
+    v1::DeleteStudyRequest remove;
+    remove.set_study_id(study_id);
+    METAOPT_RETURN_IF_ERROR(backend.DeleteStudy(remove).status());
+  }
   result.trials_observed = static_cast<int>(observed.size());
   result.values = observed;
   result.regret = RegretCurve(observed, task.best, task.worst, goal, trials);
   return result;
+}
+
+// `text` with every character outside [A-Za-z0-9._-] replaced by '_', for a
+// study id.
+std::string IdPart(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return out;
 }
 
 // Whether a CreateStudy error means "this method cannot run here" rather than
@@ -532,13 +545,19 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
       const size_t t = i / (num_methods * num_seeds);
       const size_t m = (i / num_seeds) % num_methods;
       const size_t s = i % num_seeds;
+      // Kept studies are a history: their ids say what they were.
       const std::string id =
-          absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
+          options.keep_studies
+              ? absl::StrCat("bench-", nonce, "-", IdPart(methods[m].name), "-",
+                             IdPart(tasks[t].id), "-s", s)
+                    .substr(0, 128)
+              : absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
       v1::CreateStudyRequest create = MakeCreateRequest(
           id, tasks[t], data.space, data.objective, methods[m],
           StudySeed(tasks[t].id, static_cast<int>(s)));
-      absl::StatusOr<RunResult> run = ReplayOne(
-          *backend, std::move(create), tasks[t], result.goal, options.trials);
+      absl::StatusOr<RunResult> run =
+          ReplayOne(*backend, std::move(create), tasks[t], result.goal,
+                    options.trials, options.keep_studies);
       if (!run.ok()) {
         metaopt::MutexLock lock(&error_mu);
         if (first_error.ok()) {

@@ -184,6 +184,11 @@ struct BenchOptions {
   // need them (GROSI) cannot run on the others, and every method then
   // replays the same tasks.
   bool tasks_with_features = false;
+  // Leave every run's study on the server (or engine) instead of deleting
+  // it, as a team's history for the server to learn from
+  // (--learn-from-history). The studies are then named
+  // `bench-<nonce>-<method>-<task>-s<seed>`.
+  bool keep_studies = false;
   // Progress line destination (null: none).
   std::FILE* progress = stderr;
 };

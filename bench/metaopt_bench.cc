@@ -83,6 +83,9 @@ int main(int argc, char** argv) {
   app.add_flag("--tasks-with-features", options.tasks_with_features,
                "replay only the tasks that have meta-features "
                "(metafeatures.csv), as GROSI needs them");
+  app.add_flag("--keep-studies", options.keep_studies,
+               "leave every run's study on the server instead of deleting it "
+               "(a history for metaopt-server --learn-from-history)");
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
 

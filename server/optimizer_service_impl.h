@@ -54,6 +54,12 @@ class OptimizerServiceImpl final : public v1::OptimizerService::Service {
   grpc::Status Heartbeat(grpc::ServerContext* context,
                          const v1::HeartbeatRequest* request,
                          v1::HeartbeatResponse* response) override;
+  // Server streaming: the engine's exporter is pulled one chunk at a time
+  // (history::HistoryExporter::Next), one message per chunk, so that a port
+  // to the callback API drives the same exporter from OnWriteDone.
+  grpc::Status ExportMetaDataset(
+      grpc::ServerContext* context, const v1::ExportMetaDatasetRequest* request,
+      grpc::ServerWriter<v1::ExportMetaDatasetResponse>* writer) override;
 
  private:
   study::StudyEngine* const engine_;

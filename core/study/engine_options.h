@@ -7,6 +7,7 @@
 
 #include "absl/time/time.h"
 #include "core/space/search_space.h"
+#include "core/storage/storage.h"
 
 namespace metaopt::study {
 
@@ -65,6 +66,12 @@ struct EngineOptions {
   // trials: copying a snapshot of a large study would cost more. 0: always on
   // a snapshot first.
   absl::Duration max_locked_policy_cost = absl::Milliseconds(1);
+  // Called after an Observe was stored, with the study's key and how many
+  // COMPLETED trials it now holds (the history learner's trigger,
+  // core/history). Runs under the study's lock: it must be quick, thread-safe
+  // and must not call back into the engine. Empty: none.
+  std::function<void(const storage::StudyKey& key, int64_t completed_trials)>
+      on_observed;
   // Source of "now" for timestamps (tests inject a fake).
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };
