@@ -108,6 +108,12 @@ absl::StatusOr<std::vector<HistoryGroup>> ScanHistory(
       absl::StatusOr<std::vector<v1::Trial>> trials =
           storage.LoadTrials({owner_id, study.study_id()});
       if (absl::IsNotFound(trials.status())) continue;  // deleted meanwhile
+      if (absl::IsDataLoss(trials.status())) {
+        // A damaged study (metaoptctl damaged-studies) hides no other.
+        LogWarning(
+            absl::StrCat("history: skipping ", trials.status().message()));
+        continue;
+      }
       METAOPT_RETURN_IF_ERROR(trials.status());
       if (CountCompleted(*trials) < options.min_completed_trials) continue;
       const std::string name = HistoryDatasetName(

@@ -80,9 +80,9 @@ struct HistoryGroup {
 
 // Reads every study of `owner` (pages of storage.ListStudies, the trials of
 // each) and returns the groups of completed studies, by name. Damaged studies
-// are skipped, and so are groups whose space cannot be written in the format
-// (a name or category with a comma or line break; logged as a warning).
-// Storage errors are returned.
+// (a record that does not parse) are skipped with a warning, and so are
+// groups whose space cannot be written in the format (a name or category with
+// a comma or line break). Other storage errors are returned.
 absl::StatusOr<std::vector<HistoryGroup>> ScanHistory(
     storage::Storage& storage, absl::string_view owner,
     const HistoryOptions& options);

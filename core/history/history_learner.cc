@@ -258,56 +258,48 @@ absl::Status HistoryLearner::Learn(const std::string& owner,
                      owner.empty() ? std::string("the shared namespace")
                                    : absl::StrCat("owner ", Quote(owner)),
                      ")");
-    const auto mark = [&](v1::ModelArtifact& artifact) {
-      artifact.mutable_provenance()->set_owner(owner);
-      artifact.mutable_provenance()->set_from_history(true);
-      (*artifact.mutable_int_options())[kHistoryStudiesOption] =
-          static_cast<int64_t>(group.study_ids.size());
+    // Trains one kind with `trainer`, marks the artifact as learned from
+    // this owner's history and publishes it as "<group>-<kind>".
+    const auto publish = [&](const char* kind,
+                             const train::Trainer& trainer) -> absl::Status {
+      common.kind = kind;
+      common.name = absl::StrCat(group.name, "-", kind);
+      METAOPT_ASSIGN_OR_RETURN(
+          train::TrainResult result,
+          train::RunTraining(
+              common,
+              [&](const train::CommonTrainOptions& options,
+                  const train::TrainingSplits& data,
+                  train::Progress& p) -> absl::StatusOr<v1::ModelArtifact> {
+                METAOPT_ASSIGN_OR_RETURN(v1::ModelArtifact artifact,
+                                         trainer(options, data, p));
+                // Stopped mid-training: publish nothing.
+                if (Stopping()) {
+                  return absl::CancelledError("the server is stopping");
+                }
+                artifact.mutable_provenance()->set_owner(owner);
+                artifact.mutable_provenance()->set_from_history(true);
+                (*artifact.mutable_int_options())[kHistoryStudiesOption] =
+                    static_cast<int64_t>(group.study_ids.size());
+                return artifact;
+              },
+              progress));
+      published.push_back(absl::StrCat(result.name, "@", result.version));
+      return absl::OkStatus();
     };
-
-    common.kind = "portfolio";
-    common.name = absl::StrCat(group.name, "-portfolio");
-    METAOPT_ASSIGN_OR_RETURN(
-        train::TrainResult portfolio,
-        train::RunTraining(
-            common,
-            [&](const train::CommonTrainOptions& options,
-                const train::TrainingSplits& data,
-                train::Progress& p) -> absl::StatusOr<v1::ModelArtifact> {
-              METAOPT_ASSIGN_OR_RETURN(
-                  v1::ModelArtifact artifact,
-                  train::TrainPortfolioArtifact(train::PortfolioOptions(),
-                                                options, data, p));
-              mark(artifact);
-              return artifact;
-            },
-            progress));
-    published.push_back(absl::StrCat(portfolio.name, "@", portfolio.version));
-    if (Stopping()) return absl::CancelledError("the server is stopping");
-
-    common.kind = "deeppipe";
-    common.name = absl::StrCat(group.name, "-deeppipe");
+    METAOPT_RETURN_IF_ERROR(publish(
+        "portfolio", [](const train::CommonTrainOptions& options,
+                        const train::TrainingSplits& data, train::Progress& p) {
+          return train::TrainPortfolioArtifact(train::PortfolioOptions(),
+                                               options, data, p);
+        }));
     train::DeepPipeTrainOptions deeppipe = options_.deeppipe;
     deeppipe.should_stop = [this] { return Stopping(); };
-    METAOPT_ASSIGN_OR_RETURN(
-        train::TrainResult network,
-        train::RunTraining(
-            common,
-            [&](const train::CommonTrainOptions& options,
-                const train::TrainingSplits& data,
-                train::Progress& p) -> absl::StatusOr<v1::ModelArtifact> {
-              METAOPT_ASSIGN_OR_RETURN(
-                  v1::ModelArtifact artifact,
-                  train::TrainDeepPipeArtifact(deeppipe, options, data, p));
-              // Stopped mid-training: publish nothing.
-              if (Stopping()) {
-                return absl::CancelledError("the server is stopping");
-              }
-              mark(artifact);
-              return artifact;
-            },
-            progress));
-    published.push_back(absl::StrCat(network.name, "@", network.version));
+    METAOPT_RETURN_IF_ERROR(publish(
+        "deeppipe", [&](const train::CommonTrainOptions& options,
+                        const train::TrainingSplits& data, train::Progress& p) {
+          return train::TrainDeepPipeArtifact(deeppipe, options, data, p);
+        }));
     // Serve them now rather than at the next poll.
     return models_->PollOnce();
   }();
