@@ -17,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -224,7 +225,8 @@ absl::StatusOr<int> ReplayCurve(StudyBackend& backend,
 absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
                                     v1::CreateStudyRequest create,
                                     const ReplayTask& task, v1::Goal goal,
-                                    int trials, int64_t budget) {
+                                    int trials, int64_t budget,
+                                    bool keep_study) {
   const bool curves = !task.curves.empty();
   const std::string study_id = create.study_id();
   METAOPT_RETURN_IF_ERROR(backend.CreateStudy(create).status());
@@ -271,9 +273,11 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
     observed.push_back(value);
     result.entries.push_back(it->second);
   }
-  v1::DeleteStudyRequest remove;
-  remove.set_study_id(study_id);
-  METAOPT_RETURN_IF_ERROR(backend.DeleteStudy(remove).status());
+  if (!keep_study) {
+    v1::DeleteStudyRequest remove;
+    remove.set_study_id(study_id);
+    METAOPT_RETURN_IF_ERROR(backend.DeleteStudy(remove).status());
+  }
   result.trials_observed = static_cast<int>(observed.size());
   result.values = observed;
   result.regret = RegretCurve(observed, task.best, task.worst, goal, trials);
@@ -282,6 +286,16 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
                                          task.worst, goal, budget);
   }
   return result;
+}
+
+// `text` with every character outside [A-Za-z0-9._-] replaced by '_', for a
+// study id.
+std::string IdPart(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') c = '_';
+  }
+  return out;
 }
 
 // Whether a CreateStudy error means "this method cannot run here" rather than
@@ -632,14 +646,19 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
       const size_t t = i / (num_methods * num_seeds);
       const size_t m = (i / num_seeds) % num_methods;
       const size_t s = i % num_seeds;
+      // Kept studies are a history: their ids say what they were.
       const std::string id =
-          absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
+          options.keep_studies
+              ? absl::StrCat("bench-", nonce, "-", IdPart(methods[m].name), "-",
+                             IdPart(tasks[t].id), "-s", s)
+                    .substr(0, 128)
+              : absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
       v1::CreateStudyRequest create = MakeCreateRequest(
           id, tasks[t], data.space, data.objective, methods[m],
           StudySeed(tasks[t].id, static_cast<int>(s)));
       absl::StatusOr<RunResult> run =
           ReplayOne(*backend, std::move(create), tasks[t], result.goal,
-                    options.trials, result.budget);
+                    options.trials, result.budget, options.keep_studies);
       if (!run.ok()) {
         metaopt::MutexLock lock(&error_mu);
         if (first_error.ok()) {

@@ -260,6 +260,11 @@ struct BenchOptions {
   // run also ends after `trials` trials or when the catalogue is exhausted.
   // 0: `trials` times the curve length (what `trials` full trials cost).
   int64_t budget = 0;
+  // Leave every run's study on the server (or engine) instead of deleting
+  // it, as a team's history for the server to learn from
+  // (--learn-from-history). The studies are then named
+  // `bench-<nonce>-<method>-<task>-s<seed>`.
+  bool keep_studies = false;
   // Progress line destination (null: none).
   std::FILE* progress = stderr;
 };

@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "clients/cpp/metaopt_client.h"
 #include "core/common/logging.h"
 #include "core/meta/meta_dataset.h"
 #include "core/meta/meta_dataset_testutil.h"
@@ -903,6 +905,68 @@ TEST_F(EarlyStoppingRunTest, ServerModeEqualsInProcess) {
   EXPECT_EQ(TrialsCsv(*over_grpc), TrialsCsv(*in_process));
   EXPECT_EQ(CostSummaryCsv(SummarizeCost(*over_grpc)),
             CostSummaryCsv(SummarizeCost(*in_process)));
+}
+
+// The loop of docs/benchmarks.md ("Learning from the service's history") on
+// the toy folder: studies kept on a server with --learn-from-history become a
+// model that new studies over the space bind to.
+TEST_F(BenchRunTest, KeptStudiesTeachTheServerAModel) {
+  metaopt::testing::ServerProcess server(
+      METAOPT_SERVER_BINARY,
+      {"--listen=127.0.0.1:0", absl::StrCat("--db=", dir_.File("learn.db")),
+       absl::StrCat("--models=", dir_.File("learned")), "--learn-from-history",
+       "--learn-min-studies=4", "--learn-min-trials=8", "--learn-epochs=3"},
+      dir_.File("server.log"));
+  const int port = server.Start();
+  ASSERT_GT(port, 0) << server.Log();
+
+  BenchOptions history = Options();
+  history.server = absl::StrCat("127.0.0.1:", port);
+  history.keep_studies = true;
+  absl::StatusOr<BenchResult> kept = RunBenchmark(history);
+  ASSERT_THAT(kept, IsOk()) << server.Log();
+
+  MetaoptClient::Options options;
+  options.address = history.server;
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<MetaoptClient> client,
+                               MetaoptClient::Create(options));
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::ListStudiesResponse studies,
+                               client->ListStudies(v1::ListStudiesRequest()));
+  // 5 tasks x 2 seeds (the flat task is skipped, the probe deleted).
+  ASSERT_EQ(studies.studies_size(), 10);
+  EXPECT_THAT(studies.studies(0).study_id(), HasSubstr("-random-"));
+
+  // The learner trains in the background; wait for its DeepPipe model.
+  std::string learned;
+  for (int i = 0; i < 3000 && learned.empty(); ++i) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(v1::ListModelsResponse models,
+                                 client->ListModels(v1::ListModelsRequest()));
+    for (const v1::Model& model : models.models()) {
+      if (model.kind() == v1::MODEL_KIND_DEEPPIPE) {
+        learned = absl::StrCat(model.name(), "@", model.version());
+      }
+    }
+    if (learned.empty()) absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_THAT(learned, ::testing::StartsWith("history-")) << server.Log();
+  EXPECT_THAT(server.Log(), HasSubstr("learned from history"));
+
+  // A new DeepPipe study over the space binds to it, and the bench runs.
+  METAOPT_ASSERT_OK_AND_ASSIGN(meta::MetaDataset data,
+                               meta::ReadMetaDataset(dir_.File("toy")));
+  v1::CreateStudyRequest create;
+  create.set_study_id("new");
+  *create.mutable_spec()->mutable_search_space() = data.space;
+  *create.mutable_spec()->mutable_objective() = data.objective;
+  create.mutable_spec()->mutable_algorithm()->set_kind(
+      v1::ALGORITHM_KIND_DEEPPIPE);
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::CreateStudyResponse created,
+                               client->CreateStudy(create));
+  EXPECT_EQ(created.study().bound_model(), learned);
+  BenchOptions after = Options();
+  after.server = history.server;
+  after.methods = {"deeppipe"};
+  EXPECT_THAT(RunBenchmark(after), IsOk()) << server.Log();
 }
 #endif
 

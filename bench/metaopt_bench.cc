@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
                  "after that many (0: --trials full curves)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  app.add_flag("--keep-studies", options.keep_studies,
+               "leave every run's study on the server instead of deleting it "
+               "(a history for metaopt-server --learn-from-history)");
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
 

@@ -180,7 +180,31 @@ int main(int argc, char** argv) {
                  "directory of the built dashboard (default: the one beside "
                  "the binary, <bin>/../dashboard/dist or "
                  "<bin>/../share/metaopt/dashboard)");
+  metaopt::history::LearnerOptions& learner = options.learner;
+  app.add_flag("--learn-from-history", options.learn_from_history,
+               "train and serve models (portfolio + DeepPipe) from completed "
+               "studies over a shared search space (docs/models.md)");
+  app.add_option("--learn-min-studies", learner.min_studies,
+                 "a new model once this many more studies over one space "
+                 "have completed than the last model was trained on")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--learn-min-trials", learner.history.min_completed_trials,
+                 "COMPLETED trials that make a study completed (for learning)")
+      ->capture_default_str()
+      ->check(CLI::Range(3, metaopt::history::kMaxMinCompletedTrials));
+  app.add_option("--learn-epochs", learner.deeppipe.epochs,
+                 "DeepPipe meta-training epochs of a learned model")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  double learn_max_minutes = 30;
+  app.add_option("--learn-max-minutes", learn_max_minutes,
+                 "DeepPipe meta-training stops after the epoch that exceeds "
+                 "this wall time (the best epoch is kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 10080.0));
   CLI11_PARSE(app, argc, argv);
+  learner.deeppipe.time_budget = absl::Seconds(60.0 * learn_max_minutes);
   if (options.dashboard_dir.empty())
     options.dashboard_dir = DefaultDashboardDir();
   options.models_poll_interval = absl::Seconds(poll_seconds);

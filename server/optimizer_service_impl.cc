@@ -193,4 +193,60 @@ METAOPT_CALLBACK_RPC(ReportIntermediate)
 
 #undef METAOPT_CALLBACK_RPC
 
+v1::ExportMetaDatasetResponse ToExportResponse(history::FileChunk chunk) {
+  v1::ExportMetaDatasetResponse response;
+  response.set_dataset(std::move(chunk.dataset));
+  response.set_file(std::move(chunk.file));
+  response.set_offset(chunk.offset);
+  response.set_data(std::move(chunk.data));
+  response.set_last_chunk(chunk.last_chunk);
+  return response;
+}
+
+grpc::ServerWriteReactor<v1::ExportMetaDatasetResponse>*
+OptimizerServiceImpl::ExportMetaDataset(
+    grpc::CallbackServerContext* context,
+    const v1::ExportMetaDatasetRequest* request) {
+  return RunServerStreamOnPool<v1::ExportMetaDatasetResponse>(
+      *pool_, context, request,
+      [this](const grpc::ServerContextBase& call_context,
+             const v1::ExportMetaDatasetRequest& export_request,
+             grpc::ServerWriterInterface<v1::ExportMetaDatasetResponse>*
+                 writer) {
+        return ExportOnPool(call_context, export_request, writer);
+      });
+}
+
+grpc::Status OptimizerServiceImpl::ExportOnPool(
+    const grpc::ServerContextBase& context,
+    const v1::ExportMetaDatasetRequest& request,
+    grpc::ServerWriterInterface<v1::ExportMetaDatasetResponse>* writer) {
+  const absl::Time start = absl::Now();
+  RpcRecord record;
+  record.method = "ExportMetaDataset";
+  record.study_id = request.space_of().substr(0, 128);
+  const absl::Status status = [&]() -> absl::Status {
+    METAOPT_ASSIGN_OR_RETURN(const study::CallContext call,
+                             ContextOf(context, auth_));
+    METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<history::HistoryExporter> exporter,
+                             engine_->ExportMetaDataset(request, call));
+    for (;;) {
+      METAOPT_ASSIGN_OR_RETURN(std::optional<history::FileChunk> chunk,
+                               exporter->Next());
+      if (!chunk.has_value()) return absl::OkStatus();
+      if (context.IsCancelled() ||
+          !writer->Write(ToExportResponse(*std::move(chunk)))) {
+        return absl::CancelledError("the client went away during the export");
+      }
+    }
+  }();
+  const grpc::Status grpc_status = ToGrpcStatus(status);
+  record.code = grpc_status.error_code();
+  record.error_message = grpc_status.error_message();
+  record.latency = absl::Now() - start;
+  LogRpc(record);
+  if (observer_ != nullptr) observer_->OnRpc(record);
+  return grpc_status;
+}
+
 }  // namespace metaopt::server

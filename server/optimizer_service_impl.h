@@ -47,8 +47,19 @@ class OptimizerServiceImpl final
   METAOPT_DECLARE_CALLBACK_RPC(ListModels);
   METAOPT_DECLARE_CALLBACK_RPC(Heartbeat);
   METAOPT_DECLARE_CALLBACK_RPC(ReportIntermediate);
+  // Server streaming on the work pool (RunServerStreamOnPool): the engine's
+  // exporter is pulled one chunk at a time (history::HistoryExporter::Next),
+  // one message per chunk; the stream holds one worker while it lasts.
+  grpc::ServerWriteReactor<v1::ExportMetaDatasetResponse>* ExportMetaDataset(
+      grpc::CallbackServerContext* context,
+      const v1::ExportMetaDatasetRequest* request) override;
 
  private:
+  grpc::Status ExportOnPool(
+      const grpc::ServerContextBase& context,
+      const v1::ExportMetaDatasetRequest& request,
+      grpc::ServerWriterInterface<v1::ExportMetaDatasetResponse>* writer);
+
   study::StudyEngine* const engine_;
   WorkPool* const pool_;
   const TokenAuthenticator* const auth_;

@@ -117,6 +117,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   }
   server->models_ = *std::move(models);
   study::EngineOptions engine_options = options.engine;
+  if (options.learn_from_history) {
+    history::LearnerOptions learner_options = options.learner;
+    learner_options.registry_dir = options.models_dir;
+    METAOPT_ASSIGN_OR_RETURN(server->learner_,
+                             history::HistoryLearner::Create(
+                                 server->storage_.get(), server->models_.get(),
+                                 std::move(learner_options)));
+    engine_options.on_observed = [learner = server->learner_.get()](
+                                     const storage::StudyKey& key,
+                                     int64_t completed_trials) {
+      learner->OnObserved(key, completed_trials);
+    };
+  }
   engine_options.max_studies_per_owner = options.max_studies_per_owner;
   engine_options.max_loaded_studies = options.max_loaded_studies;
   // A ListStudies page fits in one response, with room for its other fields.
@@ -138,8 +151,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
       server->engine_.get(), server->pool_.get(), server->auth_.get(),
       server->metrics_.get());
   if (server->metrics_ != nullptr) {
-    server->metrics_->WatchSources(server->engine_.get(),
-                                   server->models_.get());
+    server->metrics_->WatchSources(server->engine_.get(), server->models_.get(),
+                                   server->learner_.get());
     server->metrics_->WatchWorkPool(server->pool_.get());
     METAOPT_ASSIGN_OR_RETURN(
         server->metrics_http_,

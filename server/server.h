@@ -9,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "core/common/mutex.h"
+#include "core/history/history_learner.h"
 #include "core/registry/model_manager.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
@@ -78,6 +79,13 @@ struct ServerOptions {
   std::string http_listen;
   // The built dashboard (index.html and its bundle); see StaticFiles.
   std::string dashboard_dir;
+
+  // Learning from the server's own history (docs/models.md): when on, a
+  // background thread trains and publishes models into `models_dir` from
+  // completed studies (history::HistoryLearner; `learner.registry_dir` is set
+  // from `models_dir`).
+  bool learn_from_history = false;
+  history::LearnerOptions learner;
 };
 
 // The running service: storage, study engine, gRPC server with health and
@@ -111,6 +119,8 @@ class Server {
 
   // The model registry (for tests that drive polling by hand).
   registry::ModelManager& models() { return *models_; }
+  // The history learner; null unless learn_from_history.
+  history::HistoryLearner* learner() { return learner_.get(); }
 
  private:
   Server() = default;
@@ -128,6 +138,8 @@ class Server {
   std::unique_ptr<ServerMetrics> metrics_;
   std::unique_ptr<storage::Storage> storage_;
   std::unique_ptr<registry::ModelManager> models_;
+  // Null unless learn_from_history; before engine_, which reports to it.
+  std::unique_ptr<history::HistoryLearner> learner_;
   std::unique_ptr<study::StudyEngine> engine_;
   std::unique_ptr<TokenAuthenticator> auth_;
   // After the engine (its tasks call it), before the gRPC server (which waits

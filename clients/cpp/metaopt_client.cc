@@ -181,6 +181,27 @@ absl::Status MetaoptClient::CheckHealth(const std::string& service) {
       "\": ", value >= 0 && value < 4 ? names[value] : absl::StrCat(value)));
 }
 
+absl::Status MetaoptClient::ExportMetaDataset(
+    const v1::ExportMetaDatasetRequest& request,
+    const std::function<absl::Status(const v1::ExportMetaDatasetResponse&)>&
+        on_chunk) {
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
+  if (!options_.token.empty()) {
+    context.AddMetadata("authorization",
+                        absl::StrCat("Bearer ", options_.token));
+  }
+  std::unique_ptr<grpc::ClientReaderInterface<v1::ExportMetaDatasetResponse>>
+      reader = stub_->ExportMetaDataset(&context, request);
+  v1::ExportMetaDatasetResponse chunk;
+  absl::Status handled;
+  while (handled.ok() && reader->Read(&chunk)) handled = on_chunk(chunk);
+  if (!handled.ok()) context.TryCancel();
+  const grpc::Status status = reader->Finish();
+  if (!handled.ok()) return handled;
+  return FromGrpcStatus(status);
+}
+
 MetaoptClient::MetaoptClient(
     std::unique_ptr<v1::OptimizerService::StubInterface> stub,
     const Options& options)

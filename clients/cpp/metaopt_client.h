@@ -22,6 +22,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -133,6 +134,14 @@ class MetaoptClient {
   // Not idempotent, never retried.
   absl::StatusOr<v1::FineTuneResponse> FineTune(
       const v1::FineTuneRequest& request);
+
+  // Runs the ExportMetaDataset stream and hands each message to `on_chunk` in
+  // order; an error from it cancels the stream and is returned. One attempt,
+  // whose deadline (options.timeout) covers the whole stream.
+  absl::Status ExportMetaDataset(
+      const v1::ExportMetaDatasetRequest& request,
+      const std::function<absl::Status(const v1::ExportMetaDatasetResponse&)>&
+          on_chunk);
 
   // Asks the server's grpc.health.v1.Health/Check about `service` ("" is the
   // server as a whole): OK when SERVING, UNAVAILABLE naming the status

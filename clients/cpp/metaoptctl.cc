@@ -37,6 +37,8 @@
 #include "clients/cpp/client_flags.h"
 #include "clients/cpp/metaopt_client.h"
 #include "core/common/file_util.h"
+#include "core/common/status_macros.h"
+#include "core/history/export_folder.h"
 
 namespace metaopt {
 namespace {
@@ -582,6 +584,65 @@ int Run(int argc, char** argv) {
   list_models->callback([&] {
     run = [&](MetaoptClient& client) {
       return print(client.ListModels(v1::ListModelsRequest()));
+    };
+  });
+
+  // export
+  std::string export_dir;
+  std::string export_space_of;
+  bool export_all = false;
+  int export_min_trials = 0;
+  auto* export_command = app.add_subcommand(
+      "export",
+      "Write your completed studies as meta-dataset folders in the shared "
+      "format (one per search space), for metaopt-train");
+  export_command->add_option("--out", export_dir, "Directory for the folders")
+      ->required();
+  auto* space_of = export_command->add_option(
+      "--space-of", export_space_of,
+      "Export the studies over this study's search space");
+  auto* all_compatible = export_command->add_flag(
+      "--all-compatible", export_all,
+      "Export every group of studies sharing a search space");
+  space_of->excludes(all_compatible);
+  all_compatible->excludes(space_of);
+  export_command
+      ->add_option("--min-completed-trials", export_min_trials,
+                   "COMPLETED trials that make a study completed (0: the "
+                   "server's default, 10)")
+      ->check(CLI::Range(0, 1000000));
+  export_command->callback([&] {
+    if (export_space_of.empty() && !export_all) {
+      Usage("--space-of", "give --space-of STUDY_ID or --all-compatible");
+    }
+    run = [&](MetaoptClient& client) -> absl::Status {
+      v1::ExportMetaDatasetRequest request;
+      if (export_all) {
+        request.set_all_compatible(true);
+      } else {
+        request.set_space_of(export_space_of);
+      }
+      request.set_min_completed_trials(export_min_trials);
+      history::ExportFolderWriter writer(export_dir);
+      METAOPT_RETURN_IF_ERROR(client.ExportMetaDataset(
+          request, [&](const v1::ExportMetaDatasetResponse& response) {
+            history::FileChunk chunk;
+            chunk.dataset = response.dataset();
+            chunk.file = response.file();
+            chunk.offset = response.offset();
+            chunk.data = response.data();
+            chunk.last_chunk = response.last_chunk();
+            return writer.Write(chunk);
+          }));
+      METAOPT_ASSIGN_OR_RETURN(std::vector<std::string> folders,
+                               writer.Finish());
+      for (const std::string& folder : folders) {
+        std::cout << export_dir << "/" << folder << "\n";
+      }
+      if (folders.empty()) {
+        std::cerr << "metaoptctl: no completed studies to export" << std::endl;
+      }
+      return absl::OkStatus();
     };
   });
 

@@ -346,6 +346,43 @@ TEST_F(MetaoptctlTest, ReportStopsATrialThatEndsStopped) {
   EXPECT_EQ(bad_metric.exit_code, 2);
 }
 
+TEST_F(MetaoptctlTest, ExportWritesMetaDatasetFolders) {
+  for (const std::string id : {"export-a", "export-b"}) {
+    EXPECT_OK_RESULT(CreateExampleStudy(id));
+    EXPECT_OK_RESULT(Ctl({"observe", id, "--configuration",
+                          Example("configuration.json"), "--value", "0.5"}));
+    Result suggested = Ctl({"suggest", id});
+    ASSERT_EQ(suggested.json["trials"].size(), 1u) << suggested.out;
+    const std::string trial = suggested.json["trials"][0]["id"];
+    EXPECT_OK_RESULT(Ctl({"observe", id, "--trial", trial, "--value", "0.7"}));
+  }
+  const fs::path out = *dir_ / "export";
+  Result exported = Ctl({"export", "--out", out.string(), "--space-of",
+                         "export-a", "--min-completed-trials", "2"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  std::string folder = exported.out;
+  while (!folder.empty() && folder.back() == '\n') folder.pop_back();
+  EXPECT_THAT(folder, StartsWith((out / "history-").string()));
+  const std::string tasks = ReadAll(fs::path(folder) / "tasks.csv");
+  EXPECT_THAT(tasks, StartsWith("task,name,split,n_rows,n_features,"));
+  EXPECT_THAT(tasks, HasSubstr("\nexport-a,,"));
+  EXPECT_THAT(tasks, HasSubstr("\nexport-b,,"));
+  EXPECT_THAT(ReadAll(fs::path(folder) / "evaluations.csv"),
+              HasSubstr(",y,state,trial\n"));
+  EXPECT_TRUE(fs::exists(fs::path(folder) / "space.json"));
+  EXPECT_TRUE(fs::exists(fs::path(folder) / "README.md"));
+
+  // A selection is required, and only one.
+  EXPECT_EQ(Ctl({"export", "--out", out.string()}).exit_code, 2);
+  EXPECT_EQ(Ctl({"export", "--out", out.string(), "--space-of", "export-a",
+                 "--all-compatible"})
+                .exit_code,
+            2);
+  Result missing = Ctl({"export", "--out", out.string(), "--space-of", "nope"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("NOT_FOUND"));
+}
+
 TEST_F(MetaoptctlTest, HealthAsksTheGrpcHealthService) {
   Result serving = Ctl({"health"});
   EXPECT_EQ(serving.exit_code, 0) << serving.err;

@@ -1,7 +1,5 @@
 #include "core/meta/meta_dataset_testutil.h"
 
-#include <charconv>
-#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -10,115 +8,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
-#include "nlohmann/json.hpp"
+#include "core/meta/meta_dataset_writer.h"
 
 namespace metaopt::meta {
-namespace {
-
-using json = nlohmann::json;
-
-// Shortest text that round-trips to `x` (C locale).
-std::string FormatNumber(double x) {
-  char buffer[64];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof(buffer), x);
-  return std::string(buffer, end);
-}
-
-json SpaceToJson(const MetaDataset& dataset) {
-  json stages = json::array();
-  for (const v1::Stage& stage : dataset.space.stages()) {
-    json algorithms = json::array();
-    for (const v1::Algorithm& algorithm : stage.algorithms()) {
-      json params = json::array();
-      for (const v1::Parameter& param : algorithm.parameters()) {
-        json p = {{"name", param.name()}};
-        if (param.has_float_domain()) {
-          p["type"] = "float";
-          p["low"] = param.float_domain().low();
-          p["high"] = param.float_domain().high();
-          p["log"] = param.float_domain().log();
-        } else if (param.has_int_domain()) {
-          p["type"] = "int";
-          p["low"] = param.int_domain().low();
-          p["high"] = param.int_domain().high();
-          p["log"] = param.int_domain().log();
-        } else {
-          p["type"] = "categorical";
-          p["values"] = json::array();
-          for (const std::string& value : param.categorical_domain().values()) {
-            p["values"].push_back(value);
-          }
-        }
-        params.push_back(std::move(p));
-      }
-      algorithms.push_back(
-          {{"name", algorithm.name()}, {"params", std::move(params)}});
-    }
-    stages.push_back(
-        {{"name", stage.name()}, {"algorithms", std::move(algorithms)}});
-  }
-  return {
-      {"name", dataset.name},
-      {"objective",
-       {{"name", dataset.objective.name()},
-        {"goal", dataset.objective.goal() == v1::GOAL_MAXIMIZE ? "maximize"
-                                                               : "minimize"}}},
-      {"stages", std::move(stages)}};
-}
-
-absl::Status AppendRow(const v1::SearchSpace& space, const Task& task, size_t i,
-                       std::string* out) {
-  const v1::Configuration& config = task.configurations[i];
-  const std::string where =
-      absl::StrCat("task \"", task.id, "\" configuration ", i);
-  if (config.assignments_size() != space.stages_size()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": ", config.assignments_size(),
-                     " assignments for ", space.stages_size(), " stages"));
-  }
-  std::vector<std::string> cells = {task.id};
-  for (const v1::Assignment& assignment : config.assignments()) {
-    cells.push_back(assignment.algorithm());
-  }
-  for (int s = 0; s < space.stages_size(); ++s) {
-    const v1::Assignment& assignment = config.assignments(s);
-    for (const v1::Algorithm& algorithm : space.stages(s).algorithms()) {
-      for (const v1::Parameter& param : algorithm.parameters()) {
-        if (algorithm.name() != assignment.algorithm()) {
-          cells.emplace_back();
-          continue;
-        }
-        const auto it = assignment.parameters().find(param.name());
-        if (it == assignment.parameters().end()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ": parameter \"", param.name(), "\" missing"));
-        }
-        const v1::ParameterValue& value = it->second;
-        if (param.has_categorical_domain() != value.has_category()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              where, ": parameter \"", param.name(), "\" has the wrong kind"));
-        }
-        if (value.has_category()) {
-          cells.push_back(value.category());
-        } else if (param.has_int_domain()) {
-          cells.push_back(
-              absl::StrCat(static_cast<int64_t>(std::llround(value.number()))));
-        } else {
-          cells.push_back(FormatNumber(value.number()));
-        }
-      }
-    }
-  }
-  cells.push_back(FormatNumber(task.y[i]));
-  absl::StrAppend(out, absl::StrJoin(cells, ","), "\n");
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::StatusOr<FolderText> RenderMetaDataset(const MetaDataset& dataset) {
   FolderText text;
-  text.space_json = SpaceToJson(dataset).dump(1) + "\n";
+  text.space_json =
+      RenderSpaceJson(dataset.name, dataset.space, dataset.objective);
 
   std::vector<std::string> task_header = {"task", "name", "split", "n_rows",
                                           "n_features"};
@@ -142,8 +39,10 @@ absl::StatusOr<FolderText> RenderMetaDataset(const MetaDataset& dataset) {
           "task \"", task.id, "\": configurations and y differ in size"));
     }
     for (size_t i = 0; i < task.configurations.size(); ++i) {
-      METAOPT_RETURN_IF_ERROR(
-          AppendRow(dataset.space, task, i, &text.evaluations_csv));
+      METAOPT_RETURN_IF_ERROR(AppendEvaluationRow(
+          dataset.space, task.id, task.configurations[i], task.y[i], {},
+          absl::StrCat("task \"", task.id, "\" configuration ", i),
+          &text.evaluations_csv));
     }
   }
   if (!dataset.metafeature_names.empty()) {

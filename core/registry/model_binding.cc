@@ -195,18 +195,29 @@ absl::Status CheckMatches(const LoadedModel& model,
   return absl::OkStatus();
 }
 
+bool ServesOwner(const LoadedModel& model, std::string_view owner) {
+  const std::string& learned_for = model.artifact.provenance().owner();
+  return learned_for.empty() || learned_for == owner;
+}
+
 absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
-                                       const v1::StudySpec& spec) {
+                                       const v1::StudySpec& spec,
+                                       std::string_view owner) {
   const std::string& named = spec.algorithm().model();
   if (named == "none") return ModelBinding();
   if (named.empty()) {
     if (models == nullptr) return ModelBinding();
-    // Served models by name: the first whose kind the algorithm takes and
-    // whose space matches.
-    for (auto& model : models->List()) {
-      if (AutoBindsModel(spec.algorithm(), model->artifact.kind()) &&
-          CheckMatches(*model, spec.search_space()).ok()) {
-        return ModelBinding{model};
+    // Served models: those learned from history first, then by name; the
+    // first that serves the owner, whose kind the algorithm takes and whose
+    // space matches.
+    for (const bool from_history : {true, false}) {
+      for (auto& model : models->List()) {
+        if (model->artifact.provenance().from_history() == from_history &&
+            ServesOwner(*model, owner) &&
+            AutoBindsModel(spec.algorithm(), model->artifact.kind()) &&
+            CheckMatches(*model, spec.search_space()).ok()) {
+          return ModelBinding{model};
+        }
       }
     }
     return ModelBinding();
@@ -223,6 +234,11 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
     return absl::Status(
         model.status().code(),
         absl::StrCat("spec.algorithm.model: ", model.status().message()));
+  }
+  if (!ServesOwner(**model, owner)) {
+    return absl::NotFoundError(absl::StrCat(
+        "spec.algorithm.model: ", Quote(named),
+        " was learned from another owner's studies and serves only theirs"));
   }
   METAOPT_RETURN_IF_ERROR(
       CheckModelKind(spec.algorithm(), (*model)->artifact.kind()));

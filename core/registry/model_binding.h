@@ -5,6 +5,7 @@
 #define METAOPT_CORE_REGISTRY_MODEL_BINDING_H_
 
 #include <memory>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -49,14 +50,23 @@ struct ModelBinding {
   std::shared_ptr<const LoadedModel> model;
 };
 
-// The binding of a new study with canonical spec `spec`: the model
-// `spec.algorithm.model` names ("none": no model), which must be of a kind
-// the algorithm takes and match the study's space; else, with no model named,
-// the first served model by name that the algorithm binds to by itself
-// (AutoBindsModel) and whose space matches; else none. `models` may be null
-// (no registry). Errors name `spec.algorithm.model`.
+// Whether `model` may serve a study of `owner` (or be listed to it): a model
+// learned from one owner's studies (provenance.owner set, metaopt-server
+// --learn-from-history) serves only that owner; every other model serves
+// everyone.
+bool ServesOwner(const LoadedModel& model, std::string_view owner);
+
+// The binding of a new study of `owner` with canonical spec `spec`: the model
+// `spec.algorithm.model` names ("none": no model), which must serve the owner
+// (ServesOwner), be of a kind the algorithm takes and match the study's space;
+// else, with no model named, the first served model that serves the owner,
+// that the algorithm binds to by itself (AutoBindsModel) and whose space
+// matches, models learned from history (provenance.from_history) first, then
+// by name; else none. `models` may be null (no registry). Errors name
+// `spec.algorithm.model`.
 absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
-                                       const v1::StudySpec& spec);
+                                       const v1::StudySpec& spec,
+                                       std::string_view owner = "");
 
 // The binding of stored study `study`: the model version it was bound to
 // (study.bound_model(); none when empty), even after newer versions were

@@ -7,6 +7,7 @@
 
 #include "absl/time/time.h"
 #include "core/space/search_space.h"
+#include "core/storage/storage.h"
 
 namespace metaopt::study {
 
@@ -71,6 +72,12 @@ struct EngineOptions {
   // call, as after a restart. 0: no limit.
   int max_loaded_studies = kDefaultMaxLoadedStudies;
   static constexpr int kDefaultMaxLoadedStudies = 4096;
+  // Called after an Observe was stored, with the study's key and how many
+  // COMPLETED trials it now holds (the history learner's trigger,
+  // core/history). Runs under the study's lock: it must be quick, thread-safe
+  // and must not call back into the engine. Empty: none.
+  std::function<void(const storage::StudyKey& key, int64_t completed_trials)>
+      on_observed;
   // Source of "now" for timestamps (tests inject a fake).
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };

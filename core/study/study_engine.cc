@@ -181,7 +181,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   METAOPT_RETURN_IF_ERROR(policy::CheckAlgorithmSupported(spec.algorithm()));
   METAOPT_RETURN_IF_ERROR(CheckModelDimension(spec, options_));
   METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
-                           registry::BindModel(models_, spec));
+                           registry::BindModel(models_, spec, context.owner));
   const std::shared_ptr<const registry::LoadedModel>& model = binding.model;
   // A PMF study without candidates runs over its model's whole catalogue:
   // storing it as the study's catalogue keeps exhaustion, duplicate checks and
@@ -673,6 +673,9 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
         METAOPT_RETURN_IF_ERROR(Store(study, {trial}, std::nullopt));
         ++study.version;
         study.trials.Put(trial);
+        if (options_.on_observed) {
+          options_.on_observed(study.key, study.trials.completed_count());
+        }
         *response.mutable_trial() = std::move(trial);
         return absl::OkStatus();
       }));
@@ -888,10 +891,12 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
 }
 
 absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
-    const v1::ListModelsRequest&, const CallContext& /*context*/) {
+    const v1::ListModelsRequest&, const CallContext& context) {
   v1::ListModelsResponse response;
   if (models_ != nullptr) {
     for (const auto& model : models_->List()) {
+      // Models learned from another owner's studies are not theirs to see.
+      if (!registry::ServesOwner(*model, context.owner)) continue;
       *response.add_models() = registry::Describe(*model);
     }
   }
@@ -916,6 +921,46 @@ StudyEngine::LoadedStats StudyEngine::Stats() {
     }
   }
   return stats;
+}
+
+absl::StatusOr<std::unique_ptr<history::HistoryExporter>>
+StudyEngine::ExportMetaDataset(const v1::ExportMetaDatasetRequest& request,
+                               const CallContext& context) {
+  history::HistoryOptions options;
+  METAOPT_ASSIGN_OR_RETURN(
+      options.min_completed_trials,
+      history::ResolveMinCompletedTrials(request.min_completed_trials(),
+                                         "min_completed_trials"));
+  std::vector<history::HistoryGroup> groups;
+  switch (request.selection_case()) {
+    case v1::ExportMetaDatasetRequest::kSpaceOf: {
+      METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.space_of(), "space_of"));
+      METAOPT_ASSIGN_OR_RETURN(
+          history::HistoryGroup group,
+          history::ScanHistoryOf(*storage_, context.owner, request.space_of(),
+                                 options));
+      if (group.study_ids.empty()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "space_of: no study over the space of \"", request.space_of(),
+            "\" has ", options.min_completed_trials,
+            " COMPLETED trials yet (min_completed_trials)"));
+      }
+      groups.push_back(std::move(group));
+      break;
+    }
+    case v1::ExportMetaDatasetRequest::kAllCompatible:
+      if (request.all_compatible()) {
+        METAOPT_ASSIGN_OR_RETURN(
+            groups, history::ScanHistory(*storage_, context.owner, options));
+        break;
+      }
+      [[fallthrough]];
+    default:
+      return absl::InvalidArgumentError(
+          "selection: set space_of (a study id) or all_compatible: true");
+  }
+  return std::make_unique<history::HistoryExporter>(
+      storage_, context.owner, std::move(groups), options, options_.clock());
 }
 
 v1::AlgorithmKind StudyEngine::LoadedAlgorithmKind(const std::string& study_id,

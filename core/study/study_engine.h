@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/common/mutex.h"
+#include "core/history/history_export.h"
 #include "core/policy/policy.h"
 #include "core/registry/model_manager.h"
 #include "core/storage/storage.h"
@@ -92,6 +93,16 @@ class StudyEngine {
   // kMaxIntermediateValues.
   absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
       const v1::ReportIntermediateRequest& request,
+      const CallContext& context = {});
+  // ExportMetaDataset: validates the request and returns the exporter whose
+  // chunks are the stream (core/history/history_export.h), over the caller's
+  // studies only. INVALID_ARGUMENT without a selection or for a bad
+  // min_completed_trials; NOT_FOUND for an unknown space_of study;
+  // FAILED_PRECONDITION when no study over its space is completed or its
+  // space cannot be written in the format. With all_compatible and no
+  // completed study the exporter yields nothing.
+  absl::StatusOr<std::unique_ptr<history::HistoryExporter>> ExportMetaDataset(
+      const v1::ExportMetaDatasetRequest& request,
       const CallContext& context = {});
 
   // What the engine holds in memory now, for monitoring. Never does I/O.

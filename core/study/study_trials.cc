@@ -56,6 +56,8 @@ void StudyTrials::Put(v1::Trial trial) {
     }
   }
   if (before == v1::TRIAL_STATE_ACTIVE) active_ids_.erase(id);
+  completed_ += (trial.state() == v1::TRIAL_STATE_COMPLETED) -
+                (before == v1::TRIAL_STATE_COMPLETED);
   if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
     active_ids_.insert(id);
     // Without a lease time of its own the lease is not known here: the next

@@ -46,6 +46,8 @@ class StudyTrials {
   const policy::HeldKeys& held_keys() const { return held_keys_; }
   // Ids of the ACTIVE trials, increasing.
   const std::set<int64_t>& active_ids() const { return active_ids_; }
+  // How many trials are COMPLETED.
+  int64_t completed_count() const { return completed_; }
 
   // Replaces the trial with id trial.id(), or appends it when that id is
   // size() + 1. REQUIRES: 1 <= trial.id() <= size() + 1; a replaced trial keeps
@@ -64,6 +66,7 @@ class StudyTrials {
   std::vector<v1::Trial> trials_;
   policy::HeldKeys held_keys_;
   std::set<int64_t> active_ids_;
+  int64_t completed_ = 0;
   // No ACTIVE trial's lease ends before this (a lower bound, lowered by Put
   // and raised by a pass of ExpiredLeases that found nothing expired).
   absl::Time next_lease_end_ = absl::InfiniteFuture();

@@ -120,6 +120,34 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Create() {
                            "(--max-threads).")
                        .Register(r)
                        .Add({});
+    m->learning_ = &prometheus::BuildGauge()
+                        .Name("metaopt_history_learning")
+                        .Help(
+                            "1 while the server trains a model from its "
+                            "own studies (--learn-from-history), else 0.")
+                        .Register(r)
+                        .Add({});
+    m->learn_trainings_ =
+        &prometheus::BuildGauge()
+             .Name("metaopt_history_trainings")
+             .Help(
+                 "Trainings from history since the server started, by "
+                 "result (started, succeeded, failed).")
+             .Register(r);
+    m->learn_models_ = &prometheus::BuildGauge()
+                            .Name("metaopt_history_models_published")
+                            .Help(
+                                "Model versions learned from history and "
+                                "published since the server started.")
+                            .Register(r)
+                            .Add({});
+    m->learn_seconds_ = &prometheus::BuildGauge()
+                             .Name("metaopt_history_last_training_seconds")
+                             .Help(
+                                 "Wall time of the last training from "
+                                 "history.")
+                             .Register(r)
+                             .Add({});
   } catch (const std::exception& e) {
     return absl::InternalError(
         absl::StrCat("registering the server metrics: ", e.what()));
@@ -128,10 +156,12 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Create() {
 }
 
 void ServerMetrics::WatchSources(study::StudyEngine* engine,
-                                 registry::ModelManager* models) {
+                                 registry::ModelManager* models,
+                                 const history::HistoryLearner* learner) {
   MutexLock lock(&scrape_mu_);
   engine_ = engine;
   models_ = models;
+  learner_ = learner;
 }
 
 void ServerMetrics::WatchWorkPool(const WorkPool* pool) {
@@ -177,6 +207,18 @@ void ServerMetrics::Collect() {
          {"kind", ModelKindLabel(described.kind())}});
     gauge.Set(static_cast<double>(described.version()));
     model_version_gauges_.push_back(&gauge);
+  }
+  if (learner_ != nullptr) {
+    const history::LearnerStats learned = learner_->Stats();
+    learning_->Set(learned.training ? 1 : 0);
+    learn_trainings_->Add({{"result", "started"}})
+        .Set(static_cast<double>(learned.trainings_started));
+    learn_trainings_->Add({{"result", "succeeded"}})
+        .Set(static_cast<double>(learned.trainings_succeeded));
+    learn_trainings_->Add({{"result", "failed"}})
+        .Set(static_cast<double>(learned.trainings_failed));
+    learn_models_->Set(static_cast<double>(learned.models_published));
+    learn_seconds_->Set(learned.last_training_seconds);
   }
 }
 

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/common/mutex.h"
+#include "core/history/history_learner.h"
 #include "core/registry/model_manager.h"
 #include "core/study/study_engine.h"
 #include "prometheus/counter.h"
@@ -31,10 +32,12 @@ class ServerMetrics final : public RpcObserver {
   // Registers every family in a fresh registry.
   static absl::StatusOr<std::unique_ptr<ServerMetrics>> Create();
 
-  // Reads the loaded studies and their trials from `engine` and the served
-  // models from `models` (may be null) at each scrape. Both must outlive this
+  // Reads the loaded studies and their trials from `engine`, the served
+  // models from `models` (may be null) and the history learner's progress
+  // from `learner` (may be null) at each scrape. They must outlive this
   // object. Call once, before the first scrape.
-  void WatchSources(study::StudyEngine* engine, registry::ModelManager* models)
+  void WatchSources(study::StudyEngine* engine, registry::ModelManager* models,
+                    const history::HistoryLearner* learner = nullptr)
       ABSL_LOCKS_EXCLUDED(scrape_mu_);
 
   // Reads the RPC queue depth and busy workers from `pool` at each scrape
@@ -70,11 +73,16 @@ class ServerMetrics final : public RpcObserver {
   prometheus::Family<prometheus::Gauge>* trials_ = nullptr;
   prometheus::Gauge* models_served_ = nullptr;
   prometheus::Family<prometheus::Gauge>* model_versions_ = nullptr;
+  prometheus::Gauge* learning_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* learn_trainings_ = nullptr;
+  prometheus::Gauge* learn_models_ = nullptr;
+  prometheus::Gauge* learn_seconds_ = nullptr;
 
   Mutex scrape_mu_;
   study::StudyEngine* engine_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
   registry::ModelManager* models_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
   const WorkPool* pool_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
+  const history::HistoryLearner* learner_ ABSL_GUARDED_BY(scrape_mu_) = nullptr;
   // The children of model_versions_ published by the last scrape (each scrape
   // republishes them, so a model no longer served disappears).
   std::vector<prometheus::Gauge*> model_version_gauges_

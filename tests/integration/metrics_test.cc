@@ -209,6 +209,56 @@ TEST_F(MetricsTest, ScrapeAfterRealRpcs) {
       Optional(1.0));
 }
 
+// --learn-from-history: the learner's progress and result on /metrics.
+TEST(LearnerMetricsTest, TrainingsAndPublishedModelsAreReported) {
+  ScopedTempDir dir;
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = dir.File("models");
+  options.models_poll_interval = absl::ZeroDuration();
+  options.metrics_listen = "127.0.0.1:0";
+  options.learn_from_history = true;
+  options.learner.min_studies = 2;
+  options.learner.history.min_completed_trials = 3;
+  options.learner.portfolio_size = 2;
+  options.learner.deeppipe.epochs = 2;
+  TestServer server(options);
+  ASSERT_NE(server.server().learner(), nullptr);
+  const v1::StudySpec spec = CatalogueSpec(10);
+  for (const std::string id : {"first", "second"}) {
+    v1::CreateStudyRequest create;
+    create.set_study_id(id);
+    *create.mutable_spec() = spec;
+    v1::CreateStudyResponse created;
+    ASSERT_TRUE(server.stub()
+                    .CreateStudy(ContextWithDeadline().get(), create, &created)
+                    .ok());
+    for (int i = 0; i < 3; ++i) {
+      v1::ObserveRequest observe;
+      observe.set_study_id(id);
+      *observe.mutable_configuration() = spec.candidates(i + (id == "first"));
+      observe.set_value(0.1 * i);
+      v1::ObserveResponse observed;
+      ASSERT_TRUE(server.stub()
+                      .Observe(ContextWithDeadline().get(), observe, &observed)
+                      .ok());
+    }
+  }
+  // The same scan the background thread runs (serialized with it).
+  METAOPT_ASSERT_OK(server.server().learner()->ScanAndLearn(""));
+  auto response = HttpGet(server.server().metrics_port(), "/metrics");
+  ASSERT_TRUE(response.ok()) << response.status();
+  const std::string& text = response->body;
+  EXPECT_THAT(Sample(text, R"(metaopt_history_trainings{result="succeeded"})"),
+              Optional(1.0))
+      << text;
+  EXPECT_THAT(Sample(text, R"(metaopt_history_trainings{result="failed"})"),
+              Optional(0.0));
+  EXPECT_THAT(Sample(text, "metaopt_history_models_published"), Optional(2.0));
+  EXPECT_THAT(Sample(text, "metaopt_history_learning"), Optional(0.0));
+  EXPECT_THAT(Sample(text, "metaopt_registry_models"), Optional(2.0));
+}
+
 TEST(MetricsOptionsTest, OffByDefault) {
   ScopedTempDir dir;
   server::ServerOptions options;

@@ -9,4 +9,4 @@ if ! command -v shellcheck >/dev/null 2>&1; then
   exit 77
 fi
 cd "$root" || exit 1
-shellcheck scripts/*.sh .ci/run tests/lint/*.sh tests/integration/*.sh clients/node/*.sh tools/loadgen/*.sh && echo "shellcheck: no findings"
+shellcheck scripts/*.sh .ci/run tests/lint/*.sh tests/integration/*.sh clients/node/*.sh tools/loadgen/*.sh bench/*.sh && echo "shellcheck: no findings"

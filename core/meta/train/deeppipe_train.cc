@@ -345,6 +345,7 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
     result.history.push_back(stats);
     if (progress) progress(stats);
     if (stats.elapsed >= options.time_budget) break;
+    if (options.should_stop && options.should_stop()) break;
   }
   result.wall_time = absl::Now() - start;
   return result;
@@ -364,14 +365,14 @@ std::string FormatNll(double v) {
   return std::isnan(v) ? std::string("-") : absl::StrFormat("%.4f", v);
 }
 
+}  // namespace
+
 absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
-    const DeepPipeFlags& flags, const CommonTrainOptions& options,
-    const TrainingSplits& data, Progress& progress) {
-  DeepPipeTrainOptions train = flags.train;
+    const DeepPipeTrainOptions& train_options,
+    const CommonTrainOptions& options, const TrainingSplits& data,
+    Progress& progress) {
+  DeepPipeTrainOptions train = train_options;
   train.seed = options.seed;
-  if (flags.max_minutes > 0) {
-    train.time_budget = absl::Seconds(60.0 * flags.max_minutes);
-  }
   progress.Log(absl::StrFormat(
       "deeppipe: %d train / %d valid tasks, %d epochs, batch %d, lr %g, "
       "encoder layers %d, %d threads%s%s",
@@ -439,8 +440,6 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   AddCurveMetrics("valid_regret", portfolio.valid_regret, metrics);
   return artifact;
 }
-
-}  // namespace
 
 TrainerKind DeepPipeTrainerKind() {
   TrainerKind kind;
@@ -542,7 +541,11 @@ TrainerKind DeepPipeTrainerKind() {
         ->check(CLI::NonNegativeNumber);
     return [state](const CommonTrainOptions& options,
                    const TrainingSplits& data, Progress& progress) {
-      return TrainDeepPipeArtifact(*state, options, data, progress);
+      DeepPipeTrainOptions train = state->train;
+      if (state->max_minutes > 0) {
+        train.time_budget = absl::Seconds(60.0 * state->max_minutes);
+      }
+      return TrainDeepPipeArtifact(train, options, data, progress);
     };
   };
   return kind;

@@ -79,6 +79,9 @@ struct DeepPipeTrainOptions {
   int threads = 1;
   // Stops after the epoch that exceeds it (the best epoch so far is kept).
   absl::Duration time_budget = absl::InfiniteDuration();
+  // Asked after every epoch; true stops training there (the best epoch so far
+  // is kept). Empty: never.
+  std::function<bool()> should_stop;
 };
 
 // One epoch's numbers (epoch 0: the initial model, train_nll NaN).
@@ -117,7 +120,19 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
     const DeepPipeTrainOptions& options,
     const DeepPipeProgressCallback& progress = nullptr);
 
-// metaopt-train --kind deeppipe. Flags: --epochs, --batch-size, --lr,
+// The artifact metaopt-train --kind deeppipe writes, from `train` (its seed
+// replaced by options.seed): the best checkpoint of TrainDeepPipe on
+// data.train / data.valid (surrogate::DeepPipeModel::ToArtifact), the greedy
+// warm-start portfolio (portfolio.h, options.portfolio_size picks) and the
+// metrics valid_nll, train_nll (at the best epoch), initial_valid_nll,
+// best_epoch, epochs_run, seconds_per_epoch and the portfolio's
+// valid_regret@k. Progress lines go to `progress`.
+absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
+    const DeepPipeTrainOptions& train, const CommonTrainOptions& options,
+    const TrainingSplits& data, Progress& progress);
+
+// metaopt-train --kind deeppipe (TrainDeepPipeArtifact). Flags: --epochs,
+// --batch-size, --lr,
 // --min-lr, --encoder-layers, --aggregation-layers, --width-factor, --hidden,
 // --embedding, --threads, --augmentation, --max-grad-norm, --valid-support,
 // --valid-query, --max-minutes (the seed is the common --seed). The artifact

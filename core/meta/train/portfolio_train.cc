@@ -18,15 +18,14 @@ struct PortfolioFlags {
   int candidates_per_task = PortfolioOptions().candidates_per_task;
 };
 
-absl::StatusOr<v1::ModelArtifact> TrainPortfolio(
-    const PortfolioFlags& flags, const CommonTrainOptions& options,
+}  // namespace
+
+absl::StatusOr<v1::ModelArtifact> TrainPortfolioArtifact(
+    const PortfolioOptions& portfolio_flags, const CommonTrainOptions& options,
     const TrainingSplits& data, Progress& progress) {
-  PortfolioOptions portfolio_options;
+  PortfolioOptions portfolio_options = portfolio_flags;
   portfolio_options.size = options.portfolio_size;
   portfolio_options.seed = options.seed;
-  portfolio_options.candidates_per_task = flags.candidates_per_task;
-  METAOPT_ASSIGN_OR_RETURN(portfolio_options.match,
-                           ParsePortfolioMatch(flags.match));
   METAOPT_ASSIGN_OR_RETURN(
       PortfolioResult portfolio,
       BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
@@ -45,15 +44,13 @@ absl::StatusOr<v1::ModelArtifact> TrainPortfolio(
   int_options["nearest_match"] =
       portfolio.match == PortfolioMatch::kNearest ? 1 : 0;
   if (portfolio.match == PortfolioMatch::kNearest) {
-    int_options["candidates_per_task"] = flags.candidates_per_task;
+    int_options["candidates_per_task"] = portfolio_options.candidates_per_task;
   }
   auto* metrics = artifact.mutable_provenance()->mutable_validation_metrics();
   AddCurveMetrics("train_regret", portfolio.train_regret, metrics);
   AddCurveMetrics("valid_regret", portfolio.valid_regret, metrics);
   return artifact;
 }
-
-}  // namespace
 
 TrainerKind PortfolioTrainerKind() {
   TrainerKind kind;
@@ -78,8 +75,13 @@ TrainerKind PortfolioTrainerKind() {
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
     return [state](const CommonTrainOptions& options,
-                   const TrainingSplits& data, Progress& progress) {
-      return TrainPortfolio(*state, options, data, progress);
+                   const TrainingSplits& data,
+                   Progress& progress) -> absl::StatusOr<v1::ModelArtifact> {
+      PortfolioOptions portfolio_options;
+      portfolio_options.candidates_per_task = state->candidates_per_task;
+      METAOPT_ASSIGN_OR_RETURN(portfolio_options.match,
+                               ParsePortfolioMatch(state->match));
+      return TrainPortfolioArtifact(portfolio_options, options, data, progress);
     };
   };
   return kind;

@@ -4,9 +4,18 @@
 #ifndef METAOPT_CORE_META_TRAIN_PORTFOLIO_TRAIN_H_
 #define METAOPT_CORE_META_TRAIN_PORTFOLIO_TRAIN_H_
 
+#include "core/meta/train/portfolio.h"
 #include "core/meta/train/train_common.h"
 
 namespace metaopt::train {
+
+// The artifact metaopt-train --kind portfolio writes: the greedy portfolio of
+// options.portfolio_size picks (seed options.seed; match and
+// candidates_per_task from `portfolio`) built on data.train, with the metrics
+// and int_options below.
+absl::StatusOr<v1::ModelArtifact> TrainPortfolioArtifact(
+    const PortfolioOptions& portfolio, const CommonTrainOptions& options,
+    const TrainingSplits& data, Progress& progress);
 
 // Flags: --match auto|exact|nearest, --candidates-per-task N (see
 // PortfolioOptions). Metrics: "train_regret@k" and "valid_regret@k" for
