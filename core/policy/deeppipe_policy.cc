@@ -123,13 +123,16 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
     // Partial binding: the study's new algorithms get fresh encoders.
     absl::StatusOr<surrogate::DeepPipeModel> extended =
         network->ForStudySpace(spec.search_space(), spec.seed());
-    if (!extended.ok()) {
+    // INVALID_ARGUMENT (an incompatible space) only for a study stored
+    // before partial binding checked ranges, bound to a model over narrower
+    // ones: it keeps reading its values in the model's space, as then.
+    if (!extended.ok() && !absl::IsInvalidArgument(extended.status())) {
       return absl::Status(
           extended.status().code(),
           absl::StrCat("spec.search_space: model ", model->reference(), ": ",
                        extended.status().message()));
     }
-    network = *std::move(extended);
+    if (extended.ok()) network = *std::move(extended);
     // A task-conditioned model reads the study's dataset meta-features (the
     // training means where they are missing: Study.metadata names those).
     network->SetTaskFeatures(spec.dataset_features());

@@ -447,6 +447,20 @@ TEST(DeepPipePartialBindingTest, NarrowedRangesSuggestAsTheModelsOwnSpace) {
   }
 }
 
+// A study stored before partial binding checked ranges may be wider than its
+// model; it still loads, reading its values in the model's space.
+TEST(DeepPipePartialBindingTest, StoredStudyWiderThanItsModelStillLoads) {
+  v1::StudySpec spec = CatalogueSpec();
+  auto model = MetaModel(NarrowedSpec(spec));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto policy, DeepPipePolicy::Create(spec, std::nullopt, model));
+  EXPECT_TRUE(policy->meta_learned());
+  spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_MOSAIC);
+  spec.mutable_algorithm()->mutable_mosaic()->set_surrogate(
+      v1::MOSAIC_SURROGATE_DEEPPIPE);
+  METAOPT_EXPECT_OK(CreatePolicy(spec, std::nullopt, model).status());
+}
+
 // The catalogue spec without knn: the model a study adding knn back binds
 // to. One encoder layer, so the new algorithm gets its own encoder.
 std::shared_ptr<const registry::LoadedModel> ModelWithoutKnn() {
@@ -521,6 +535,16 @@ TEST(DeepPipePartialBindingTest, NewAlgorithmGetsAnEncoderTrainedOnTheStudy) {
                                reopened->Suggest(view, 1, b));
   EXPECT_EQ(space::ConfigurationKey(from_updated.configurations[0]),
             space::ConfigurationKey(from_reopened.configurations[0]));
+}
+
+TEST(DeepPipePartialBindingTest, MosaicRefusesANewAlgorithm) {
+  v1::StudySpec spec = CatalogueSpec();
+  spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_MOSAIC);
+  spec.mutable_algorithm()->mutable_mosaic()->set_surrogate(
+      v1::MOSAIC_SURROGATE_DEEPPIPE);
+  EXPECT_THAT(CreatePolicy(spec, std::nullopt, ModelWithoutKnn()),
+              testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                HasSubstr("it adds algorithm model/knn")));
 }
 
 TEST(DeepPipePartialBindingTest, FullFineTuneTrainsOnlyTheNewEncoders) {

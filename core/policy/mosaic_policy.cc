@@ -82,7 +82,14 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
       // reorder categorical values), never the study's.
       absl::StatusOr<space::SpaceMapping> mapping =
           space::MapStudySpace(network->search_space(), spec.search_space());
-      if (!mapping.ok() || !mapping->new_algorithms.empty()) {
+      // A study stored before partial binding checked ranges may be wider
+      // than its model: it is read in the model's space too, as long as it
+      // has the model's structure (as was required then).
+      const bool other_structure =
+          !mapping.ok() &&
+          network->input_dim() != space::Encoder(space).dimension();
+      if (other_structure ||
+          (mapping.ok() && !mapping->new_algorithms.empty())) {
         return absl::FailedPreconditionError(absl::StrCat(
             "spec.algorithm.mosaic.surrogate: MOSAIC_SURROGATE_DEEPPIPE: the "
             "bound model ",
