@@ -69,6 +69,11 @@ constexpr MethodRow kMethodTable[] = {
     {"deeppipe-portfolio", "kind: ALGORITHM_KIND_DEEPPIPE", false,
      "meta-learned deep-kernel GP after the fixed portfolio (no "
      "meta-features)"},
+    {"deeppipe-newalg",
+     "kind: ALGORITHM_KIND_DEEPPIPE model: \"{data}-deeppipe-newalg\"", true,
+     "DeepPipe bound partially to a model meta-trained without one algorithm: "
+     "the study's space adds it back, with a fresh encoder trained on the "
+     "study"},
     {"deeppipe-scratch", "kind: ALGORITHM_KIND_DEEPPIPE model: \"none\"", true,
      "DeepPipe trained on the study's own data only (no transfer)"},
     {"pmf", "kind: ALGORITHM_KIND_PMF", true,

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
+#include "core/space/space_mapping.h"
 
 namespace metaopt::policy {
 namespace {
@@ -26,12 +27,63 @@ EmbedCatalogue(
   return embedded;
 }
 
+// Partial binding: one configuration per new algorithm (`new_algorithms`,
+// "stage/algorithm"), so that its encoder sees data from the initial design
+// on (as the authors' Experiment 4 adds one pipeline of the new estimator):
+// a catalogue entry choosing it, uniformly drawn, or without a catalogue a
+// sample of the space with that algorithm. Deterministic given `seed`.
+std::vector<v1::Configuration> NewAlgorithmProbes(
+    const v1::StudySpec& spec, const space::SearchSpace& space,
+    const std::vector<std::string>& new_algorithms, uint64_t seed) {
+  std::vector<v1::Configuration> probes;
+  space::Rng rng(seed);
+  for (const std::string& name : new_algorithms) {
+    const size_t slash = name.find('/');
+    const std::string stage = name.substr(0, slash);
+    const std::string algorithm = name.substr(slash + 1);
+    int s = 0;
+    while (s < spec.search_space().stages_size() &&
+           spec.search_space().stages(s).name() != stage) {
+      ++s;
+    }
+    if (s == spec.search_space().stages_size()) continue;
+    if (spec.candidates_size() > 0) {
+      std::vector<int> rows;
+      for (int i = 0; i < spec.candidates_size(); ++i) {
+        if (spec.candidates(i).assignments(s).algorithm() == algorithm) {
+          rows.push_back(i);
+        }
+      }
+      if (rows.empty()) continue;
+      probes.push_back(
+          spec.candidates(rows[space::UniformIndex(rng, rows.size())]));
+      continue;
+    }
+    v1::Configuration c = space.Sample(rng);
+    v1::Assignment* assignment = c.mutable_assignments(s);
+    assignment->set_algorithm(algorithm);
+    assignment->clear_parameters();
+    for (const v1::Algorithm& a : spec.search_space().stages(s).algorithms()) {
+      if (a.name() != algorithm) continue;
+      for (const v1::Parameter& p : a.parameters()) {
+        (*assignment->mutable_parameters())[p.name()] =
+            space::SampleParameterValue(p, rng);
+      }
+    }
+    absl::StatusOr<v1::Configuration> canonical =
+        space.Canonicalize(c, "probe");
+    if (canonical.ok()) probes.push_back(*std::move(canonical));
+  }
+  return probes;
+}
+
 absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
   auto positive_rate = [](double rate) {
     return rate > 0.0 && std::isfinite(rate);
   };
   if (o.initial_trials < 0 || o.suggest_steps < 0 || o.scratch_steps < 0 ||
       o.fine_tune_steps < 0 || o.suggest_fit_points < 0 ||
+      o.new_encoder_steps < 0 || !positive_rate(o.new_encoder_learning_rate) ||
       !positive_rate(o.kernel_learning_rate) ||
       !positive_rate(o.network_learning_rate) ||
       !(o.suggest_budget > absl::ZeroDuration()) ||
@@ -67,9 +119,24 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
                                      "building the DeepPipe network: ",
                                      network.status().message()));
   }
-  // A task-conditioned model reads the study's dataset meta-features (the
-  // training means where they are missing: Study.metadata names those).
-  if (meta_learned) network->SetTaskFeatures(spec.dataset_features());
+  if (meta_learned) {
+    // Partial binding: the study's new algorithms get fresh encoders.
+    absl::StatusOr<surrogate::DeepPipeModel> extended =
+        network->ForStudySpace(spec.search_space(), spec.seed());
+    // INVALID_ARGUMENT (an incompatible space) only for a study stored
+    // before partial binding checked ranges, bound to a model over narrower
+    // ones: it keeps reading its values in the model's space, as then.
+    if (!extended.ok() && !absl::IsInvalidArgument(extended.status())) {
+      return absl::Status(
+          extended.status().code(),
+          absl::StrCat("spec.search_space: model ", model->reference(), ": ",
+                       extended.status().message()));
+    }
+    if (extended.ok()) network = *std::move(extended);
+    // A task-conditioned model reads the study's dataset meta-features (the
+    // training means where they are missing: Study.metadata names those).
+    network->SetTaskFeatures(spec.dataset_features());
+  }
   if (!state.has_value()) state = v1::DeepPipePolicyState();
   // The study's own parameters, if FineTune or scratch training set them.
   if (state->kernel_parameters_size() > 0 ||
@@ -97,14 +164,31 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
   const int initial_trials = spec.algorithm().initial_trials() > 0
                                  ? spec.algorithm().initial_trials()
                                  : options.initial_trials;
-  // The network encodes with its own encoder (the model's space: ranges may
-  // differ from the study's, names and structure match).
+  if (meta_learned && network->num_new_encoders() > 0) {
+    // The new algorithms' probes end the initial design.
+    absl::StatusOr<space::SpaceMapping> mapping =
+        space::MapStudySpace(model->space.proto(), spec.search_space());
+    std::vector<v1::Configuration> probes =
+        mapping.ok() ? NewAlgorithmProbes(spec, space, mapping->new_algorithms,
+                                          spec.seed())
+                     : std::vector<v1::Configuration>();
+    std::vector<v1::Configuration>& design = portfolio.configurations;
+    const int at =
+        std::clamp<int>(initial_trials - static_cast<int>(probes.size()), 0,
+                        static_cast<int>(design.size()));
+    design.insert(design.begin() + at, probes.begin(), probes.end());
+  }
+  // The network encodes with its own encoder (the model's space, extended
+  // by the study's new algorithms): a study's value is scaled by the model's
+  // range and log flag, never the study's.
   auto shared =
       std::make_shared<const surrogate::DeepPipeModel>(*std::move(network));
   std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
       acquisition::EncodeCatalogue(spec, shared->encoder());
   std::shared_ptr<const acquisition::EncodedCatalogue> embedded;
-  if (meta_learned) {
+  // New encoders change with every fit: their catalogue is embedded per
+  // Suggest.
+  if (meta_learned && shared->num_new_encoders() == 0) {
     METAOPT_ASSIGN_OR_RETURN(embedded, EmbedCatalogue(*shared, catalogue));
   }
   return std::shared_ptr<const DeepPipePolicy>(new DeepPipePolicy(
@@ -187,7 +271,15 @@ absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
     // Kernel fine-tune from the base (meta-learned), or continued training of
     // the whole network (scratch).
     surrogate::DeepPipeFineTuneOptions fit;
-    if (meta_learned_) {
+    // Trained on the study and persisted: a scratch network, or a
+    // meta-learned one's new encoders.
+    const bool persisted = !meta_learned_ || model_->num_new_encoders() > 0;
+    if (meta_learned_ && persisted) {
+      fit.scope = surrogate::FineTuneScope::kNewEncoders;
+      fit.max_steps = options_.new_encoder_steps;
+      fit.learning_rate = options_.new_encoder_learning_rate;
+      fit.time_budget = options_.suggest_budget;
+    } else if (meta_learned_) {
       fit.scope = surrogate::FineTuneScope::kKernel;
       fit.max_steps = options_.suggest_steps;
       fit.learning_rate = options_.kernel_learning_rate;
@@ -200,13 +292,12 @@ absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
     }
     const int64_t n = data.y.size();
     std::shared_ptr<const surrogate::DeepPipeModel> fitted = model_;
-    if (fit.max_steps > 0 &&
-        (meta_learned_ || n > state_.fitted_observations())) {
+    if (fit.max_steps > 0 && (!persisted || n > state_.fitted_observations())) {
       const TrainingData sample = FitSample(data, options_.suggest_fit_points);
       auto tuned = model_->FineTune(sample.X, sample.y, fit);
       if (tuned.ok()) {
         fitted = std::make_shared<const surrogate::DeepPipeModel>(tuned->model);
-        if (!meta_learned_) *update = WithModel(tuned->model, n);
+        if (persisted) *update = WithModel(tuned->model, n);
       } else {
         LogWarning(absl::StrCat("DeepPipe fine-tune failed (",
                                 tuned.status().ToString(),
@@ -242,12 +333,18 @@ absl::StatusOr<FineTuneResult> DeepPipePolicy::FineTune(
         "FineTune needs at least 1 completed trial; the study has none");
   }
   surrogate::DeepPipeFineTuneOptions fit;
-  fit.scope = options.scope == v1::FINE_TUNE_SCOPE_FULL
-                  ? surrogate::FineTuneScope::kFull
-                  : surrogate::FineTuneScope::kKernel;
+  // FULL trains the whole network, or with new algorithms only their
+  // encoders (and the kernel), the meta-learned part frozen.
+  fit.scope = options.scope != v1::FINE_TUNE_SCOPE_FULL
+                  ? surrogate::FineTuneScope::kKernel
+              : model_->num_new_encoders() > 0
+                  ? surrogate::FineTuneScope::kNewEncoders
+                  : surrogate::FineTuneScope::kFull;
   fit.max_steps = options.steps > 0 ? options.steps : options_.fine_tune_steps;
   fit.learning_rate = fit.scope == surrogate::FineTuneScope::kFull
                           ? options_.network_learning_rate
+                      : fit.scope == surrogate::FineTuneScope::kNewEncoders
+                          ? options_.new_encoder_learning_rate
                           : options_.kernel_learning_rate;
   fit.time_budget = options.time_budget;
   METAOPT_ASSIGN_OR_RETURN(surrogate::DeepPipeFineTuneResult tuned,

@@ -44,6 +44,13 @@ struct DeepPipePolicyOptions {
   double network_learning_rate = 1e-3;
   absl::Duration scratch_budget = absl::InfiniteDuration();  // as above
   surrogate::DeepPipeArchitecture scratch_architecture;
+  // A study that adds algorithms to its model's space (partial binding,
+  // DeepPipeModel::ForStudySpace): every Suggest with new observations trains
+  // the new encoders and the kernel (FineTuneScope::kNewEncoders) for
+  // `new_encoder_steps` Adam steps at `new_encoder_learning_rate`,
+  // continuing from the previous fit (persisted, as scratch training).
+  int new_encoder_steps = 100;
+  double new_encoder_learning_rate = 1e-2;
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
   acquisition::SearchOptions search;
@@ -57,7 +64,11 @@ struct DeepPipePolicyOptions {
 // they are persisted as the policy state. Without a DeepPipe model (none
 // bound, or only a portfolio model) the network starts from a seeded random
 // initialisation and is trained on the study's data (warm-started across
-// Suggests, persisted). Immutable and thread-safe.
+// Suggests, persisted). A study whose space adds algorithms to the model's
+// gets a fresh encoder per new algorithm (seeded by the study's seed) that its
+// own observations train, the meta-learned encoders and aggregator frozen;
+// FineTune FULL then trains only those encoders and the kernel.
+// Immutable and thread-safe.
 class DeepPipePolicy final : public Policy {
  public:
   // INVALID_ARGUMENT for invalid options.
@@ -73,6 +84,9 @@ class DeepPipePolicy final : public Policy {
   std::string name() const override { return "deeppipe"; }
 
   bool meta_learned() const { return meta_learned_; }
+  // The network the policy fits (the bound model's, extended by the study's
+  // new algorithms, with the study's persisted parameters).
+  const surrogate::DeepPipeModel& model() const { return *model_; }
 
  private:
   DeepPipePolicy(

@@ -91,10 +91,11 @@ v1::Trial Completed(int64_t id, const v1::Configuration& c) {
 // given (with a non-zero mean head).
 std::shared_ptr<const registry::LoadedModel> MetaModel(
     const v1::StudySpec& spec,
-    surrogate::FeatureScaler task_features = surrogate::FeatureScaler()) {
+    surrogate::FeatureScaler task_features = surrogate::FeatureScaler(),
+    const surrogate::DeepPipeArchitecture& architecture =
+        surrogate::DeepPipeArchitecture()) {
   auto network = surrogate::DeepPipeModel::Create(
-      spec.search_space(), surrogate::DeepPipeArchitecture(), 11,
-      std::move(task_features));
+      spec.search_space(), architecture, 11, std::move(task_features));
   if (network.ok() && network->conditioned()) {
     Eigen::VectorXd params = network->parameters();
     const int z = network->embedding_dim();
@@ -109,7 +110,10 @@ std::shared_ptr<const registry::LoadedModel> MetaModel(
   artifact.set_format_version(1);
   *artifact.mutable_search_space() = spec.search_space();
   network->ToArtifact(&artifact);
-  for (int i = 0; i < 3; ++i) *artifact.add_portfolio() = spec.candidates(i);
+  for (int i = 0; i < 3; ++i) {
+    if (i < spec.candidates_size())
+      *artifact.add_portfolio() = spec.candidates(i);
+  }
   auto space = space::SearchSpace::Create(spec.search_space());
   return std::make_shared<const registry::LoadedModel>(
       "dp", 1, artifact, v1::ModelManifest(), *std::move(space),
@@ -361,6 +365,228 @@ TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(space::ConfigurationKey(result.configurations[0]),
             space::ConfigurationKey(spec.candidates(rows[0])));
+}
+
+// ---- Partial binding ----
+
+// The catalogue spec's space with C and k narrowed, C on a linear scale and
+// its catalogue restricted to the entries inside the narrowed ranges.
+v1::StudySpec NarrowedSpec(const v1::StudySpec& full) {
+  v1::StudySpec spec = full;
+  v1::SearchSpace& space = *spec.mutable_search_space();
+  v1::FloatDomain* c = space.mutable_stages(1)
+                           ->mutable_algorithms(0)
+                           ->mutable_parameters(0)
+                           ->mutable_float_domain();
+  c->set_low(0.1);
+  c->set_high(50);
+  c->set_log(false);
+  space.mutable_stages(1)
+      ->mutable_algorithms(1)
+      ->mutable_parameters(0)
+      ->mutable_int_domain()
+      ->set_high(25);
+  auto narrowed = space::SearchSpace::Create(space);
+  EXPECT_TRUE(narrowed.ok()) << narrowed.status();
+  spec.clear_candidates();
+  for (const v1::Configuration& entry : full.candidates()) {
+    if (narrowed->Canonicalize(entry, "c").ok()) *spec.add_candidates() = entry;
+  }
+  return spec;
+}
+
+// The keys of `trials` configurations a study of `spec` bound to `model`
+// suggests one at a time, each observed at Objective, applying policy updates.
+std::vector<std::string> RunKeys(
+    const v1::StudySpec& spec,
+    std::shared_ptr<const registry::LoadedModel> model, int trials_to_run) {
+  auto space = space::SearchSpace::Create(spec.search_space());
+  auto created = CreatePolicy(spec, std::nullopt, model);
+  EXPECT_TRUE(created.ok()) << created.status();
+  if (!created.ok()) return {};
+  std::shared_ptr<const Policy> policy = *created;
+  std::vector<v1::Trial> trials;
+  StudyView view{&spec, &*space, &trials};
+  std::vector<std::string> keys;
+  space::Rng rng(spec.seed());
+  for (int t = 0; t < trials_to_run; ++t) {
+    auto result = policy->Suggest(view, 1, rng);
+    EXPECT_TRUE(result.ok()) << result.status();
+    if (!result.ok() || result->configurations.empty()) break;
+    if (result->update.has_value()) policy = result->update->policy;
+    keys.push_back(space::ConfigurationKey(result->configurations[0]));
+    trials.push_back(Completed(t + 1, result->configurations[0]));
+  }
+  return keys;
+}
+
+// Narrowed ranges and another log flag change nothing where the catalogue is
+// the same: the network reads every value in the model's own scale. The
+// same for Mosaic's DeepPipe surrogate, which used to feed the study's
+// encoding to the model's network.
+TEST(DeepPipePartialBindingTest, NarrowedRangesSuggestAsTheModelsOwnSpace) {
+  const v1::StudySpec narrowed = NarrowedSpec(CatalogueSpec());
+  v1::StudySpec same = narrowed;
+  *same.mutable_search_space() = CatalogueSpec().search_space();
+  ASSERT_GT(narrowed.candidates_size(), 30);
+  auto model = MetaModel(same);
+  for (bool mosaic : {false, true}) {
+    v1::StudySpec a = same;
+    v1::StudySpec b = narrowed;
+    if (mosaic) {
+      for (v1::StudySpec* spec : {&a, &b}) {
+        spec->mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_MOSAIC);
+        spec->mutable_algorithm()->mutable_mosaic()->set_surrogate(
+            v1::MOSAIC_SURROGATE_DEEPPIPE);
+      }
+    }
+    const std::vector<std::string> keys_a = RunKeys(a, model, 14);
+    const std::vector<std::string> keys_b = RunKeys(b, model, 14);
+    ASSERT_EQ(keys_a.size(), 14u) << "mosaic " << mosaic;
+    EXPECT_EQ(keys_a, keys_b) << "mosaic " << mosaic;
+  }
+}
+
+// A study stored before partial binding checked ranges may be wider than its
+// model; it still loads, reading its values in the model's space.
+TEST(DeepPipePartialBindingTest, StoredStudyWiderThanItsModelStillLoads) {
+  v1::StudySpec spec = CatalogueSpec();
+  auto model = MetaModel(NarrowedSpec(spec));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto policy, DeepPipePolicy::Create(spec, std::nullopt, model));
+  EXPECT_TRUE(policy->meta_learned());
+  spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_MOSAIC);
+  spec.mutable_algorithm()->mutable_mosaic()->set_surrogate(
+      v1::MOSAIC_SURROGATE_DEEPPIPE);
+  METAOPT_EXPECT_OK(CreatePolicy(spec, std::nullopt, model).status());
+}
+
+// The catalogue spec without knn: the model a study adding knn back binds
+// to. One encoder layer, so the new algorithm gets its own encoder.
+std::shared_ptr<const registry::LoadedModel> ModelWithoutKnn() {
+  v1::StudySpec without = CatalogueSpec();
+  without.mutable_search_space()
+      ->mutable_stages(1)
+      ->mutable_algorithms()
+      ->RemoveLast();
+  without.clear_candidates();
+  const v1::StudySpec full = CatalogueSpec();
+  for (const v1::Configuration& c : full.candidates()) {
+    if (c.assignments(1).algorithm() == "svm") *without.add_candidates() = c;
+  }
+  surrogate::DeepPipeArchitecture architecture;
+  architecture.encoder_layers = 1;
+  architecture.width_factor = 4;
+  return MetaModel(without, surrogate::FeatureScaler(), architecture);
+}
+
+TEST(DeepPipePartialBindingTest, NewAlgorithmGetsAnEncoderTrainedOnTheStudy) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  auto model = ModelWithoutKnn();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto created, DeepPipePolicy::Create(spec, std::nullopt, model));
+  std::shared_ptr<const DeepPipePolicy> policy = created;
+  EXPECT_TRUE(policy->meta_learned());
+  EXPECT_EQ(policy->model().num_new_encoders(), 1);
+  const Eigen::VectorXd base = policy->model().parameters();
+  std::vector<v1::Trial> trials;
+  StudyView view{&spec, &*space, &trials};
+  space::Rng rng(2);
+  // The initial design: the portfolio (svm only), then one knn probe last.
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult design,
+                               policy->Suggest(view, 5, rng));
+  ASSERT_GE(design.configurations.size(), 4u);  // 3 portfolio + 1 probe
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(space::ConfigurationKey(design.configurations[i]),
+              space::ConfigurationKey(model->artifact.portfolio(i)));
+  }
+  EXPECT_EQ(design.configurations[3].assignments(1).algorithm(), "knn");
+  for (const v1::Configuration& c : design.configurations) {
+    trials.push_back(Completed(trials.size() + 1, c));
+  }
+  // The first EI step trains the new encoder and persists it.
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult next,
+                               policy->Suggest(view, 1, rng));
+  ASSERT_TRUE(next.update.has_value());
+  v1::PolicyState stored;
+  ASSERT_TRUE(stored.ParseFromString(next.update->state));
+  EXPECT_EQ(stored.deeppipe().network_parameters_size(),
+            policy->model().num_network_parameters());
+  EXPECT_EQ(stored.deeppipe().fitted_observations(),
+            static_cast<int64_t>(trials.size()));
+  auto updated =
+      std::dynamic_pointer_cast<const DeepPipePolicy>(next.update->policy);
+  ASSERT_NE(updated, nullptr);
+  const Eigen::VectorXd fitted = updated->model().parameters();
+  EXPECT_NE(fitted, base);
+  // A reopened study has the same surrogate and suggests the same.
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto reopened,
+                               CreatePolicy(spec, next.update->state, model));
+  auto reopened_deeppipe =
+      std::dynamic_pointer_cast<const DeepPipePolicy>(reopened);
+  ASSERT_NE(reopened_deeppipe, nullptr);
+  EXPECT_EQ(reopened_deeppipe->model().parameters(), fitted);
+  trials.push_back(Completed(trials.size() + 1, next.configurations[0]));
+  space::Rng a(8), b(8);
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult from_updated,
+                               updated->Suggest(view, 1, a));
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult from_reopened,
+                               reopened->Suggest(view, 1, b));
+  EXPECT_EQ(space::ConfigurationKey(from_updated.configurations[0]),
+            space::ConfigurationKey(from_reopened.configurations[0]));
+}
+
+TEST(DeepPipePartialBindingTest, MosaicRefusesANewAlgorithm) {
+  v1::StudySpec spec = CatalogueSpec();
+  spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_MOSAIC);
+  spec.mutable_algorithm()->mutable_mosaic()->set_surrogate(
+      v1::MOSAIC_SURROGATE_DEEPPIPE);
+  EXPECT_THAT(CreatePolicy(spec, std::nullopt, ModelWithoutKnn()),
+              testing::StatusIs(absl::StatusCode::kFailedPrecondition,
+                                HasSubstr("it adds algorithm model/knn")));
+}
+
+TEST(DeepPipePartialBindingTest, FullFineTuneTrainsOnlyTheNewEncoders) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  auto model = ModelWithoutKnn();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto policy, DeepPipePolicy::Create(spec, std::nullopt, model));
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 20; ++i)
+    trials.push_back(Completed(i + 1, spec.candidates(i)));
+  StudyView view{&spec, &*space, &trials};
+  FineTuneOptions options;
+  options.scope = v1::FINE_TUNE_SCOPE_FULL;
+  options.steps = 40;
+  METAOPT_ASSERT_OK_AND_ASSIGN(FineTuneResult tuned,
+                               policy->FineTune(view, options));
+  EXPECT_LT(tuned.loss_after, tuned.loss_before);
+  auto after =
+      std::dynamic_pointer_cast<const DeepPipePolicy>(tuned.update.policy);
+  ASSERT_NE(after, nullptr);
+  const surrogate::DeepPipeModel& before_model = policy->model();
+  const Eigen::VectorXd before = before_model.parameters();
+  const Eigen::VectorXd now = after->model().parameters();
+  // Layout: encoders scaler/none, scaler/standard, model/svm, model/knn (new),
+  // then the aggregator. Everything before knn's encoder and after it up to
+  // the kernel is frozen.
+  const space::EncodingLayout& layout = before_model.encoder().layout();
+  ASSERT_EQ(layout.blocks.size(), 4u);
+  // The aggregator and known encoders: compare through embeddings of svm
+  // configurations (knn's encoder never sees them).
+  std::vector<v1::Configuration> svm;
+  for (const v1::Configuration& c : spec.candidates()) {
+    if (c.assignments(1).algorithm() == "svm") svm.push_back(c);
+  }
+  const Eigen::MatrixXd X = before_model.encoder().EncodeBatch(svm);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd z_before, before_model.Embed(X));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd z_after,
+                               after->model().Embed(X));
+  EXPECT_EQ(z_before, z_after);
+  const int net = before_model.num_network_parameters();
+  EXPECT_NE(before.head(net), now.head(net));  // knn's encoder moved
 }
 
 }  // namespace

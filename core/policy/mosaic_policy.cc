@@ -8,6 +8,7 @@
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "core/policy/random_policy.h"
+#include "core/space/space_mapping.h"
 #include "core/surrogate/pipeline_forest.h"
 
 namespace metaopt::policy {
@@ -59,27 +60,46 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
   METAOPT_ASSIGN_OR_RETURN(std::vector<int> levels, MosaicLevels(spec));
   ZeroShotDesign portfolio = ZeroShotDesignForStudy(
       model == nullptr ? nullptr : &model->artifact, spec, space);
+  std::shared_ptr<const space::Encoder> model_encoder;
   if (fitter == nullptr &&
       spec.algorithm().mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE) {
+    const bool bound =
+        model != nullptr && model->artifact.kind() == v1::MODEL_KIND_DEEPPIPE;
     absl::StatusOr<surrogate::DeepPipeModel> network =
-        model != nullptr && model->artifact.kind() == v1::MODEL_KIND_DEEPPIPE
-            ? surrogate::DeepPipeModel::FromArtifact(model->artifact)
-            : surrogate::DeepPipeModel::Create(
-                  spec.search_space(), surrogate::DeepPipeArchitecture(),
-                  spec.seed());
+        bound ? surrogate::DeepPipeModel::FromArtifact(model->artifact)
+              : surrogate::DeepPipeModel::Create(
+                    spec.search_space(), surrogate::DeepPipeArchitecture(),
+                    spec.seed());
     if (!network.ok()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "spec.algorithm.mosaic.surrogate: MOSAIC_SURROGATE_DEEPPIPE: the "
           "DeepPipe model cannot be built: ",
           network.status().message()));
     }
-    if (network->input_dim() != space::Encoder(space).dimension()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "spec.algorithm.mosaic.surrogate: MOSAIC_SURROGATE_DEEPPIPE: the "
-          "bound model ",
-          model != nullptr ? model->reference() : "", " encodes ",
-          network->input_dim(), " dimensions; the study's space encodes ",
-          space::Encoder(space).dimension()));
+    if (bound) {
+      // The network reads rows in the model's own encoding (partial binding:
+      // the study may mask algorithms, narrow ranges, change log flags or
+      // reorder categorical values), never the study's.
+      absl::StatusOr<space::SpaceMapping> mapping =
+          space::MapStudySpace(network->search_space(), spec.search_space());
+      // A study stored before partial binding checked ranges may be wider
+      // than its model: it is read in the model's space too, as long as it
+      // has the model's structure (as was required then).
+      const bool other_structure =
+          !mapping.ok() &&
+          network->input_dim() != space::Encoder(space).dimension();
+      if (other_structure ||
+          (mapping.ok() && !mapping->new_algorithms.empty())) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "spec.algorithm.mosaic.surrogate: MOSAIC_SURROGATE_DEEPPIPE: the "
+            "bound model ",
+            model->reference(), " cannot serve the study's space: ",
+            mapping.ok() ? absl::StrCat("it adds algorithm ",
+                                        mapping->new_algorithms.front())
+                         : std::string(mapping.status().message())));
+      }
+      model_encoder =
+          std::make_shared<const space::Encoder>(network->encoder());
     }
     // A task-conditioned model reads the study's dataset meta-features.
     network->SetTaskFeatures(spec.dataset_features());
@@ -92,7 +112,7 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
   }
   auto shared = std::make_shared<const MosaicShared>(
       spec, std::move(space), std::move(levels), std::move(resolved),
-      std::move(fitter), std::move(portfolio));
+      std::move(fitter), std::move(portfolio), std::move(model_encoder));
   MctsTree tree(static_cast<int>(shared->levels.size()));
   if (!state.has_value()) state = v1::MosaicPolicyState();
   for (const v1::MosaicNode& node : state->nodes()) {

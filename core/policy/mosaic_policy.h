@@ -88,8 +88,9 @@ class MosaicPolicy final : public Policy {
   // one: a randomly initialised DeepPipe network seeded by the study's seed,
   // whose GP is fitted on the study's data; DESIGN §3). INVALID_ARGUMENT for a
   // bad spec (see MosaicOptionsFromSpec; unknown or repeated stage_order
-  // names); FAILED_PRECONDITION for a bound DeepPipe model over another
-  // space; DATA_LOSS for a state that does not fit the space.
+  // names); FAILED_PRECONDITION for a bound DeepPipe model over an incompatible
+  // space or one the study adds algorithms to (space::MapStudySpace); DATA_LOSS
+  // for a state that does not fit the space.
   static absl::StatusOr<std::shared_ptr<const MosaicPolicy>> Create(
       const v1::StudySpec& spec, std::optional<v1::MosaicPolicyState> state,
       std::shared_ptr<const registry::LoadedModel> model = nullptr,

@@ -69,7 +69,7 @@ MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
 }
 
 absl::Status MosaicSearch::FitSurrogate() {
-  Eigen::MatrixXd X = shared_.encoder.EncodeBatch(completed_);
+  Eigen::MatrixXd X = shared_.surrogate_encoder().EncodeBatch(completed_);
   METAOPT_ASSIGN_OR_RETURN(model_, shared_.fitter(X, targets_, rng_()));
   return absl::OkStatus();
 }
@@ -140,7 +140,7 @@ double MosaicSearch::Estimate(const MctsPath& path) {
     for (int i = 0; i < n; ++i) {
       samples.push_back(shared_.SampleCompletion(path, rng_));
     }
-    X = shared_.encoder.EncodeBatch(samples);
+    X = shared_.surrogate_encoder().EncodeBatch(samples);
   } else {
     std::vector<int> rows = CompatibleUntried(path);
     Subsample(rows, n);
@@ -162,8 +162,8 @@ absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::Playout(
   const surrogate::Surrogate* model = model_.get();
   if (!pending_.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
-        fantasised,
-        model_->WithFantasies(shared_.encoder.EncodeBatch(pending_)));
+        fantasised, model_->WithFantasies(
+                        shared_.surrogate_encoder().EncodeBatch(pending_)));
     model = fantasised.get();
   }
   // The local search starts from the best evaluated configuration below
@@ -184,8 +184,8 @@ absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::Playout(
     METAOPT_ASSIGN_OR_RETURN(
         std::vector<int> picks,
         acquisition::MaximizeOverCatalogue(
-            *model, *shared_.catalogue, PlayoutRows(path, start), is_held,
-            best_target_, 1, acquisition::Ties::kLowerMean));
+            *model, *shared_.surrogate_catalogue, PlayoutRows(path, start),
+            is_held, best_target_, 1, acquisition::Ties::kLowerMean));
     if (picks.empty()) return std::nullopt;
     return spec_.candidates(picks[0]);
   }
@@ -203,10 +203,11 @@ absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::Playout(
   options.incumbent_steps = shared_.options.local_search_steps;
   options.refine_top = 0;
   options.ties = acquisition::Ties::kLowerMean;
-  METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Configuration> picks,
-                           acquisition::MaximizeOverSpace(
-                               *model, shared_.space, shared_.encoder, is_held,
-                               best_target_, {start}, 1, options, rng_));
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<v1::Configuration> picks,
+      acquisition::MaximizeOverSpace(*model, shared_.space,
+                                     shared_.surrogate_encoder(), is_held,
+                                     best_target_, {start}, 1, options, rng_));
   if (picks.empty()) return std::nullopt;
   return std::move(picks[0]);
 }
@@ -252,7 +253,7 @@ void MosaicSearch::Subsample(std::vector<int>& rows, int n) {
 }
 
 Eigen::MatrixXd MosaicSearch::Rows(const std::vector<int>& rows) const {
-  const Eigen::MatrixXd& all = shared_.catalogue->X;
+  const Eigen::MatrixXd& all = shared_.surrogate_catalogue->X;
   Eigen::MatrixXd X(rows.size(), all.cols());
   for (size_t i = 0; i < rows.size(); ++i) X.row(i) = all.row(rows[i]);
   return X;

@@ -35,7 +35,8 @@ using MosaicSurrogateFitter =
 struct MosaicShared {
   MosaicShared(const v1::StudySpec& spec, space::SearchSpace space_in,
                std::vector<int> levels_in, MosaicPolicyOptions options_in,
-               MosaicSurrogateFitter fitter_in, ZeroShotDesign zero_shot_in)
+               MosaicSurrogateFitter fitter_in, ZeroShotDesign zero_shot_in,
+               std::shared_ptr<const space::Encoder> model_encoder_in = nullptr)
       : goal(spec.objective().goal()),
         space(std::move(space_in)),
         encoder(space),
@@ -43,7 +44,12 @@ struct MosaicShared {
         options(std::move(options_in)),
         fitter(std::move(fitter_in)),
         zero_shot(std::move(zero_shot_in)),
-        catalogue(acquisition::EncodeCatalogue(spec, encoder)) {
+        catalogue(acquisition::EncodeCatalogue(spec, encoder)),
+        model_encoder(std::move(model_encoder_in)),
+        surrogate_catalogue(
+            model_encoder == nullptr
+                ? catalogue
+                : acquisition::EncodeCatalogue(spec, *model_encoder)) {
     const v1::SearchSpace& proto = space.proto();
     level_of_stage.assign(proto.stages_size(), -1);
     for (size_t k = 0; k < levels.size(); ++k) level_of_stage[levels[k]] = k;
@@ -78,6 +84,14 @@ struct MosaicShared {
           std::min(first_level_actions * (1 + options.random_per_algorithm),
                    std::max(first_level_actions, options.design_cap));
     }
+  }
+
+  // The encoder whose rows the surrogate reads: the bound model's (its own
+  // space: ranges, log flags and value orders, docs/algorithms.md "Partial
+  // binding"), else the study's. The search itself (defaults, neighbours,
+  // distances) works in the study's encoding.
+  const space::Encoder& surrogate_encoder() const {
+    return model_encoder != nullptr ? *model_encoder : encoder;
   }
 
   struct Param {
@@ -215,6 +229,12 @@ struct MosaicShared {
   // The study's catalogue (null without one), encoded and keyed once, and
   // the structure of each entry.
   const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue;
+  // The bound DeepPipe model's encoder (null: the surrogate reads the
+  // study's encoding) and the catalogue in the surrogate's encoding (rows as
+  // `catalogue`'s).
+  const std::shared_ptr<const space::Encoder> model_encoder;
+  const std::shared_ptr<const acquisition::EncodedCatalogue>
+      surrogate_catalogue;
   std::vector<MctsPath> catalogue_structure;
   std::vector<int> level_of_stage;
   std::vector<absl::flat_hash_map<std::string, int>> algorithm_index;

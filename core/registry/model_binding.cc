@@ -7,127 +7,17 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
 
 namespace metaopt::registry {
 namespace {
 
-const char* DomainType(const v1::Parameter& parameter) {
-  switch (parameter.domain_case()) {
-    case v1::Parameter::kFloatDomain:
-      return "float";
-    case v1::Parameter::kIntDomain:
-      return "int";
-    case v1::Parameter::kCategoricalDomain:
-      return "categorical";
-    case v1::Parameter::DOMAIN_NOT_SET:
-      break;
-  }
-  return "unset";
-}
-
-// Compares the names of two lists element by element; returns the first
-// difference (described below `path` as "<what>[i] ...") or nullopt.
-// `name_of(list, i)` gives the i-th name.
-template <typename List, typename NameOf>
-std::optional<std::string> FirstNameMismatch(const List& model,
-                                             const List& study,
-                                             const char* what,
-                                             const std::string& path,
-                                             NameOf name_of) {
-  const int common = std::min(model.size(), study.size());
-  const std::string prefix = path.empty() ? "" : absl::StrCat(path, ": ");
-  for (int i = 0; i < common; ++i) {
-    if (name_of(model, i) != name_of(study, i)) {
-      return absl::StrCat(prefix, what, "[", i, "] is ",
-                          Quote(name_of(model, i)), " in the model, ",
-                          Quote(name_of(study, i)), " in the study");
-    }
-  }
-  if (model.size() > common) {
-    return absl::StrCat(prefix, what, "[", common, "] ",
-                        Quote(name_of(model, common)),
-                        " is in the model only");
-  }
-  if (study.size() > common) {
-    return absl::StrCat(prefix, what, "[", common, "] ",
-                        Quote(name_of(study, common)),
-                        " is in the study only");
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> FirstParameterMismatch(const v1::Parameter& model,
-                                                  const v1::Parameter& study,
-                                                  const std::string& path) {
-  if (model.domain_case() != study.domain_case()) {
-    return absl::StrCat(path, ": ", DomainType(model), " in the model, ",
-                        DomainType(study), " in the study");
-  }
-  if (model.domain_case() != v1::Parameter::kCategoricalDomain)
-    return std::nullopt;
-  const auto& model_values = model.categorical_domain().values();
-  const auto& study_values = study.categorical_domain().values();
-  for (const std::string& value : model_values) {
-    if (std::find(study_values.begin(), study_values.end(), value) ==
-        study_values.end()) {
-      return absl::StrCat(path, ": value ", Quote(value),
-                          " is in the model only");
-    }
-  }
-  for (const std::string& value : study_values) {
-    if (std::find(model_values.begin(), model_values.end(), value) ==
-        model_values.end()) {
-      return absl::StrCat(path, ": value ", Quote(value),
-                          " is in the study only");
-    }
-  }
-  return std::nullopt;
-}
-
-std::optional<std::string> FirstMismatch(const v1::SearchSpace& model,
-                                         const v1::SearchSpace& study) {
-  auto name_of = [](const auto& list, int i) -> const std::string& {
-    return list.Get(i).name();
-  };
-  if (auto mismatch = FirstNameMismatch(model.stages(), study.stages(), "stage",
-                                        "", name_of)) {
-    return mismatch;
-  }
-  for (int s = 0; s < model.stages_size(); ++s) {
-    const v1::Stage& model_stage = model.stages(s);
-    const v1::Stage& study_stage = study.stages(s);
-    const std::string stage_path =
-        absl::StrCat("stage[", s, "] ", Quote(model_stage.name()));
-    if (auto mismatch = FirstNameMismatch(model_stage.algorithms(),
-                                          study_stage.algorithms(), "algorithm",
-                                          stage_path, name_of)) {
-      return mismatch;
-    }
-    for (int a = 0; a < model_stage.algorithms_size(); ++a) {
-      const v1::Algorithm& model_algorithm = model_stage.algorithms(a);
-      const v1::Algorithm& study_algorithm = study_stage.algorithms(a);
-      const std::string algorithm_path = absl::StrCat(
-          stage_path, ": algorithm[", a, "] ", Quote(model_algorithm.name()));
-      if (auto mismatch = FirstNameMismatch(
-              model_algorithm.parameters(), study_algorithm.parameters(),
-              "parameter", algorithm_path, name_of)) {
-        return mismatch;
-      }
-      for (int p = 0; p < model_algorithm.parameters_size(); ++p) {
-        const std::string parameter_path =
-            absl::StrCat(algorithm_path, ": parameter[", p, "] ",
-                         Quote(model_algorithm.parameters(p).name()));
-        if (auto mismatch = FirstParameterMismatch(
-                model_algorithm.parameters(p), study_algorithm.parameters(p),
-                parameter_path)) {
-          return mismatch;
-        }
-      }
-    }
-  }
-  return std::nullopt;
+// The encoder layers of a DeepPipe artifact (0 when absent).
+int64_t EncoderLayers(const v1::ModelArtifact& artifact) {
+  auto it = artifact.int_options().find("encoder_layers");
+  return it == artifact.int_options().end() ? 0 : it->second;
 }
 
 }  // namespace
@@ -176,23 +66,73 @@ bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind) {
 
 absl::Status CheckMatches(const v1::SearchSpace& model_space,
                           const v1::SearchSpace& study_space) {
-  if (std::optional<std::string> mismatch =
-          FirstMismatch(model_space, study_space)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("search spaces do not match: ", *mismatch));
-  }
-  return absl::OkStatus();
+  absl::StatusOr<space::SpaceMapping> mapping =
+      space::MapStudySpace(model_space, study_space);
+  if (mapping.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("search spaces do not match: ", mapping.status().message()));
 }
 
 absl::Status CheckMatches(const LoadedModel& model,
                           const v1::SearchSpace& study_space) {
-  if (std::optional<std::string> mismatch =
-          FirstMismatch(model.space.proto(), study_space)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model ", Quote(model.reference()),
-                     " does not match the study's space: ", *mismatch));
+  absl::StatusOr<space::SpaceMapping> mapping =
+      space::MapStudySpace(model.space.proto(), study_space);
+  if (mapping.ok()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model ", Quote(model.reference()),
+      " does not match the study's space: ", mapping.status().message()));
+}
+
+absl::Status CheckPartialBinding(const v1::AlgorithmSpec& algorithm,
+                                 const LoadedModel& model,
+                                 const space::SpaceMapping& mapping) {
+  if (mapping.new_algorithms.empty()) return absl::OkStatus();
+  const v1::ModelKind kind = model.artifact.kind();
+  std::string reason;
+  if (kind == v1::MODEL_KIND_PORTFOLIO) return absl::OkStatus();
+  if (kind == v1::MODEL_KIND_DEEPPIPE) {
+    if (algorithm.kind() != v1::ALGORITHM_KIND_DEEPPIPE) {
+      // Every other algorithm uses only the model's portfolio, except
+      // Mosaic's DeepPipe surrogate.
+      if (algorithm.kind() != v1::ALGORITHM_KIND_MOSAIC ||
+          algorithm.mosaic().surrogate() != v1::MOSAIC_SURROGATE_DEEPPIPE) {
+        return absl::OkStatus();
+      }
+      reason =
+          "Mosaic's DeepPipe surrogate fine-tunes the kernel only and cannot "
+          "learn a new algorithm's encoder; use ALGORITHM_KIND_DEEPPIPE";
+    } else if (EncoderLayers(model.artifact) < 1) {
+      reason =
+          "the model has no per-algorithm encoders (encoder_layers 0); train "
+          "one with --encoder-layers 1 or more";
+    } else {
+      return absl::OkStatus();
+    }
+  } else if (kind == v1::MODEL_KIND_PMF) {
+    reason = "a PMF model predicts only its catalogue's configurations";
+  } else if (kind == v1::MODEL_KIND_GROSI) {
+    reason = "a GROSI model reads a fixed configuration encoding";
+  } else {
+    reason = "this model kind cannot learn new algorithms";
   }
-  return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "model ", Quote(model.reference()), " cannot serve algorithm ",
+      Quote(mapping.new_algorithms.front()),
+      ", which the model was not trained on: ", reason));
+}
+
+std::map<std::string, std::string> ModelBinding::Metadata() const {
+  std::map<std::string, std::string> out;
+  if (model == nullptr) return out;
+  out["binding"] = mapping.identical() ? "exact" : "partial";
+  if (mapping.identical()) return out;
+  auto join = [](const std::vector<std::string>& items, const char* sep) {
+    return items.empty() ? std::string("none") : absl::StrJoin(items, sep);
+  };
+  out["binding_new_algorithms"] = join(mapping.new_algorithms, ",");
+  out["binding_masked_algorithms"] = join(mapping.masked_algorithms, ",");
+  out["binding_narrowed_parameters"] = join(mapping.narrowed_parameters, "; ");
+  return out;
 }
 
 bool ServesOwner(const LoadedModel& model, std::string_view owner) {
@@ -207,20 +147,28 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
   if (named == "none") return ModelBinding();
   if (named.empty()) {
     if (models == nullptr) return ModelBinding();
-    // Served models: those learned from history first, then by name; the
-    // first that serves the owner, whose kind the algorithm takes and whose
-    // space matches.
+    // Served models that serve the owner and whose kind the algorithm takes,
+    // those learned from history first, then by name: the first whose space
+    // is the study's, else the first that serves it partially.
+    std::optional<ModelBinding> partial;
     for (const bool from_history : {true, false}) {
       for (auto& model : models->List()) {
-        if (model->artifact.provenance().from_history() == from_history &&
-            ServesOwner(*model, owner) &&
-            AutoBindsModel(spec.algorithm(), model->artifact.kind()) &&
-            CheckMatches(*model, spec.search_space()).ok()) {
-          return ModelBinding{model};
+        if (model->artifact.provenance().from_history() != from_history ||
+            !ServesOwner(*model, owner) ||
+            !AutoBindsModel(spec.algorithm(), model->artifact.kind())) {
+          continue;
         }
+        absl::StatusOr<space::SpaceMapping> mapping =
+            space::MapStudySpace(model->space.proto(), spec.search_space());
+        if (!mapping.ok() ||
+            !CheckPartialBinding(spec.algorithm(), *model, *mapping).ok()) {
+          continue;
+        }
+        if (mapping->identical()) return ModelBinding{model, *mapping};
+        if (!partial.has_value()) partial = ModelBinding{model, *mapping};
       }
     }
-    return ModelBinding();
+    return partial.has_value() ? *std::move(partial) : ModelBinding();
   }
   METAOPT_ASSIGN_OR_RETURN(ModelReference reference,
                            ParseModelReference(named));
@@ -242,12 +190,20 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
   }
   METAOPT_RETURN_IF_ERROR(
       CheckModelKind(spec.algorithm(), (*model)->artifact.kind()));
-  absl::Status matches = CheckMatches(**model, spec.search_space());
-  if (!matches.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("spec.algorithm.model: ", matches.message()));
+  absl::StatusOr<space::SpaceMapping> mapping =
+      space::MapStudySpace((*model)->space.proto(), spec.search_space());
+  if (!mapping.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.algorithm.model: model ", Quote((*model)->reference()),
+        " does not match the study's space: ", mapping.status().message()));
   }
-  return ModelBinding{*std::move(model)};
+  absl::Status partial =
+      CheckPartialBinding(spec.algorithm(), **model, *mapping);
+  if (!partial.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.algorithm.model: ", partial.message()));
+  }
+  return ModelBinding{*std::move(model), *std::move(mapping)};
 }
 
 absl::StatusOr<ModelBinding> StoredBinding(ModelManager* models,
@@ -266,7 +222,11 @@ absl::StatusOr<ModelBinding> StoredBinding(ModelManager* models,
         ", which the registry can no longer load; restore that version or "
         "delete the study"));
   }
-  return ModelBinding{std::move(model)};
+  // The study was validated against this version when it was created.
+  absl::StatusOr<space::SpaceMapping> mapping =
+      space::MapStudySpace(model->space.proto(), study.spec().search_space());
+  return ModelBinding{std::move(model), mapping.ok() ? *std::move(mapping)
+                                                     : space::SpaceMapping()};
 }
 
 }  // namespace metaopt::registry

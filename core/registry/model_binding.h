@@ -4,13 +4,16 @@
 #ifndef METAOPT_CORE_REGISTRY_MODEL_BINDING_H_
 #define METAOPT_CORE_REGISTRY_MODEL_BINDING_H_
 
+#include <map>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/registry/artifact.h"
 #include "core/registry/model_manager.h"
+#include "core/space/space_mapping.h"
 #include "metaopt/v1/model.pb.h"
 #include "metaopt/v1/study.pb.h"
 
@@ -25,14 +28,14 @@ bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind);
 absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
                             v1::ModelKind kind);
 
-// OK if a model trained on `model_space` can serve a study over `study_space`:
-// the same stages (names, in order), the same algorithms per stage (names, in
-// order) and the same parameters per algorithm (names, in order, and domain
-// types: float / int / categorical). Numeric ranges and log scaling may differ
-// (the model normalizes in its own ranges); categorical value sets must be
-// equal (order may differ). Otherwise INVALID_ARGUMENT naming the first
-// mismatch, e.g. `search spaces do not match: stage[0] "estimator":
-// algorithm[2] is "GBT" in the model, "RF" in the study`.
+// OK if a model trained on `model_space` can serve a study over
+// `study_space` (space::MapStudySpace: the same stages, at least one shared
+// algorithm per stage, shared algorithms with the same parameters, study
+// ranges within the model's, categorical values a subset). Otherwise
+// INVALID_ARGUMENT naming the first violation, e.g. `search spaces do not
+// match: stage[1] "estimator": no algorithm in common with the model's
+// ("RF", ...)`. Whether the model's kind serves a study that adds
+// algorithms is CheckPartialBinding's.
 absl::Status CheckMatches(const v1::SearchSpace& model_space,
                           const v1::SearchSpace& study_space);
 // As above, with the message `model "oboe-portfolio@3" does not match the
@@ -40,14 +43,33 @@ absl::Status CheckMatches(const v1::SearchSpace& model_space,
 absl::Status CheckMatches(const LoadedModel& model,
                           const v1::SearchSpace& study_space);
 
-// A study's binding to a registry model. Today a model serves a study only
-// when their spaces match (CheckMatches), so the study's configurations are
-// the model's. Partial binding (a study space that adds or drops algorithms,
-// or narrows ranges, against the model's) relaxes CheckMatches and adds here
-// how the study's space maps onto the model's.
+// Whether `model` can serve a study of `algorithm` whose space maps onto the
+// model's as `mapping` says. Masked algorithms and narrowed ranges are fine
+// for every kind (a portfolio or catalogue keeps the entries inside the
+// study's space). New algorithms: a portfolio model ignores them; a
+// DeepPipe model learns them with a fresh per-algorithm encoder for an
+// ALGORITHM_KIND_DEEPPIPE study if it has encoder layers; PMF (latent
+// factors per catalogue entry), GROSI (a fixed-width configuration tower)
+// and Mosaic's DeepPipe surrogate (kernel fine-tuning only) refuse them.
+// INVALID_ARGUMENT naming the model and the first new algorithm otherwise.
+absl::Status CheckPartialBinding(const v1::AlgorithmSpec& algorithm,
+                                 const LoadedModel& model,
+                                 const space::SpaceMapping& mapping);
+
+// A study's binding to a registry model and how the study's space maps onto
+// the model's (partial binding, docs/algorithms.md).
 struct ModelBinding {
   // Null: the study binds to no model.
   std::shared_ptr<const LoadedModel> model;
+  space::SpaceMapping mapping;
+
+  // What the study records in v1::Study.metadata about the mapping:
+  // "binding" = "exact" or "partial", and for a partial one
+  // "binding_new_algorithms", "binding_masked_algorithms" (comma-separated
+  // stage/algorithm, "none") and "binding_narrowed_parameters"
+  // ("; "-separated lines of space::SpaceMapping, "none"). Empty without a
+  // model.
+  std::map<std::string, std::string> Metadata() const;
 };
 
 // Whether `model` may serve a study of `owner` (or be listed to it): a model
@@ -58,12 +80,13 @@ bool ServesOwner(const LoadedModel& model, std::string_view owner);
 
 // The binding of a new study of `owner` with canonical spec `spec`: the model
 // `spec.algorithm.model` names ("none": no model), which must serve the owner
-// (ServesOwner), be of a kind the algorithm takes and match the study's space;
-// else, with no model named, the first served model that serves the owner,
-// that the algorithm binds to by itself (AutoBindsModel) and whose space
-// matches, models learned from history (provenance.from_history) first, then
-// by name; else none. `models` may be null (no registry). Errors name
-// `spec.algorithm.model`.
+// (ServesOwner), be of a kind the algorithm takes and match the study's space
+// exactly or partially; else, with no model named, among the served models
+// that serve the owner and that the algorithm binds to by itself
+// (AutoBindsModel), models learned from history (provenance.from_history)
+// first, then by name: the first whose space is the study's (up to orders),
+// else the first that serves it partially (CheckPartialBinding); else none.
+// `models` may be null (no registry). Errors name `spec.algorithm.model`.
 absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
                                        const v1::StudySpec& spec,
                                        std::string_view owner = "");

@@ -3,6 +3,7 @@
 #include "core/registry/model_binding.h"
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,21 +36,27 @@ v1::Parameter* FindParameter(v1::SearchSpace& space, int stage, int algorithm,
       ->mutable_parameters(parameter);
 }
 
-TEST(CheckMatchesTest, SameStructureWithDifferentRangesMatches) {
+TEST(CheckMatchesTest, NarrowedRangesOtherLogFlagsAndValueOrdersMatch) {
   v1::SearchSpace study = TestSearchSpace();
   FindParameter(study, 0, 1, 0)
       ->mutable_int_domain()
-      ->set_high(50);  // n_components
+      ->set_high(5);  // n_components
   FindParameter(study, 1, 1, 0)
       ->mutable_float_domain()
-      ->set_low(1e-5);  // learning_rate
+      ->set_low(1e-2);  // learning_rate
   FindParameter(study, 1, 1, 0)->mutable_float_domain()->set_log(false);
   auto* criterion = FindParameter(study, 1, 0, 1)
                         ->mutable_categorical_domain();  // order differs
   criterion->mutable_values()->SwapElements(0, 1);
   EXPECT_THAT(CheckMatches(TestSearchSpace(), study), IsOk());
+  // Added and dropped algorithms match too (the model kind decides,
+  // CheckPartialBinding).
+  study.mutable_stages(1)->mutable_algorithms(1)->set_name("SVM");
+  EXPECT_THAT(CheckMatches(TestSearchSpace(), study), IsOk());
 }
 
+// The rules and every message are space::MapStudySpace's (its test); here
+// the prefix and a few cases.
 TEST(CheckMatchesTest, NamesFirstMismatch) {
   struct Case {
     std::string description;
@@ -60,73 +67,20 @@ TEST(CheckMatchesTest, NamesFirstMismatch) {
       {"stage name",
        [](v1::SearchSpace& s) { s.mutable_stages(1)->set_name("classifier"); },
        "stage[1] is \"estimator\" in the model, \"classifier\" in the study"},
-      {"extra stage",
+      {"no algorithm in common",
        [](v1::SearchSpace& s) {
-         *s.add_stages() = s.stages(0);
-         s.mutable_stages(2)->set_name("post");
+         s.mutable_stages(1)->mutable_algorithms(0)->set_name("SVM");
+         s.mutable_stages(1)->mutable_algorithms(1)->set_name("KNN");
        },
-       "stage[2] \"post\" is in the study only"},
-      {"missing stage",
-       [](v1::SearchSpace& s) { s.mutable_stages()->RemoveLast(); },
-       "stage[1] \"estimator\" is in the model only"},
-      {"algorithm name",
+       "stage[1] \"estimator\": no algorithm in common with the model's "
+       "(\"RF\", ...)"},
+      {"wider range",
        [](v1::SearchSpace& s) {
-         s.mutable_stages(1)->mutable_algorithms(1)->set_name("RF2");
+         FindParameter(s, 1, 0, 0)->mutable_int_domain()->set_high(2000);
        },
-       "stage[1] \"estimator\": algorithm[1] is \"GBT\" in the model, \"RF2\" "
-       "in the study"},
-      {"algorithm order",
-       [](v1::SearchSpace& s) {
-         s.mutable_stages(1)->mutable_algorithms()->SwapElements(0, 1);
-       },
-       "stage[1] \"estimator\": algorithm[0] is \"RF\" in the model, \"GBT\" "
-       "in the study"},
-      {"missing algorithm",
-       [](v1::SearchSpace& s) {
-         s.mutable_stages(1)->mutable_algorithms()->RemoveLast();
-       },
-       "stage[1] \"estimator\": algorithm[1] \"GBT\" is in the model only"},
-      {"parameter name",
-       [](v1::SearchSpace& s) { FindParameter(s, 1, 1, 1)->set_name("depth"); },
-       "stage[1] \"estimator\": algorithm[1] \"GBT\": parameter[1] is "
-       "\"max_depth\" in the model, "
-       "\"depth\" in the study"},
-      {"extra parameter",
-       [](v1::SearchSpace& s) {
-         v1::Parameter* p =
-             s.mutable_stages(0)->mutable_algorithms(0)->add_parameters();
-         p->set_name("x");
-         p->mutable_float_domain()->set_high(1);
-       },
-       "stage[0] \"preprocessor\": algorithm[0] \"none\": parameter[0] \"x\" "
-       "is in the study only"},
-      {"domain type",
-       [](v1::SearchSpace& s) {
-         FindParameter(s, 1, 1, 1)->mutable_float_domain()->set_low(1);
-         FindParameter(s, 1, 1, 1)->mutable_float_domain()->set_high(10);
-       },
-       "stage[1] \"estimator\": algorithm[1] \"GBT\": parameter[1] "
-       "\"max_depth\": int in the "
-       "model, float in the study"},
-      {"categorical value missing",
-       [](v1::SearchSpace& s) {
-         FindParameter(s, 1, 0, 1)
-             ->mutable_categorical_domain()
-             ->mutable_values()
-             ->RemoveLast();
-       },
-       "stage[1] \"estimator\": algorithm[0] \"RF\": parameter[1] "
-       "\"criterion\": value "
-       "\"entropy\" is in the model only"},
-      {"categorical value extra",
-       [](v1::SearchSpace& s) {
-         FindParameter(s, 1, 0, 1)
-             ->mutable_categorical_domain()
-             ->add_values("log_loss");
-       },
-       "stage[1] \"estimator\": algorithm[0] \"RF\": parameter[1] "
-       "\"criterion\": value "
-       "\"log_loss\" is in the study only"},
+       "stage[1] \"estimator\": algorithm \"RF\": parameter[0] "
+       "\"n_estimators\": the study's range [10, 2000] is not within the "
+       "model's [10, 500]"},
   };
   for (const Case& c : cases) {
     v1::SearchSpace study = TestSearchSpace();
@@ -177,14 +131,13 @@ TEST_F(ModelBindingTest, CheckMatchesNamesTheModel) {
   Serve("oboe-portfolio");
   Serve("oboe-portfolio");
   v1::SearchSpace study = TestSearchSpace();
-  study.mutable_stages(1)->mutable_algorithms(1)->set_name("RF");
+  study.mutable_stages(1)->mutable_algorithms(1)->set_name("KNN");
   study.mutable_stages(1)->mutable_algorithms(0)->set_name("SVM");
   EXPECT_THAT(CheckMatches(*manager_->Get("oboe-portfolio"), study),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        "model \"oboe-portfolio@3\" does not match the study's "
-                       "space: stage[1] "
-                       "\"estimator\": algorithm[0] is \"RF\" in the model, "
-                       "\"SVM\" in the study"));
+                       "space: stage[1] \"estimator\": no algorithm in common "
+                       "with the model's (\"RF\", ...)"));
 }
 
 TEST_F(ModelBindingTest, UnnamedBindsTheFirstMatchingServedModelByName) {
@@ -197,7 +150,7 @@ TEST_F(ModelBindingTest, UnnamedBindsTheFirstMatchingServedModelByName) {
   Serve("00-other", other);
 
   v1::SearchSpace study = TestSearchSpace();
-  FindParameter(study, 1, 0, 0)->mutable_int_domain()->set_high(2000);
+  FindParameter(study, 1, 0, 0)->mutable_int_domain()->set_high(200);
   EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(study))), "aa-match@1");
   EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(other.search_space()))),
             "00-other@1");
@@ -253,6 +206,137 @@ TEST_F(ModelBindingTest, StoredStudyKeepsItsVersionOrFails) {
   EXPECT_THAT(
       StoredBinding(nullptr, study),
       StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("m@7")));
+}
+
+TEST_F(ModelBindingTest,
+       PartialBindingPrefersAnExactModelAndRecordsTheMapping) {
+  // "aa-narrow" serves a wider space than the study's; "zz-exact" the same.
+  v1::ModelArtifact wide = TestArtifact();
+  FindParameter(*wide.mutable_search_space(), 1, 0, 0)
+      ->mutable_int_domain()
+      ->set_high(1000);
+  v1::Algorithm* svm =
+      wide.mutable_search_space()->mutable_stages(1)->add_algorithms();
+  svm->set_name("SVM");
+  Serve("aa-wide", wide);
+  Serve("zz-exact");
+  EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(TestSearchSpace()))),
+            "zz-exact@1");
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      ModelBinding named,
+      BindModel(manager_.get(), Spec(TestSearchSpace(), "aa-wide")));
+  EXPECT_EQ(named.model->reference(), "aa-wide@1");
+  EXPECT_EQ(named.Metadata(),
+            (std::map<std::string, std::string>{
+                {"binding", "partial"},
+                {"binding_new_algorithms", "none"},
+                {"binding_masked_algorithms", "estimator/SVM"},
+                {"binding_narrowed_parameters",
+                 "estimator/RF/n_estimators [10, 500] within [10, 1000]"}}));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      ModelBinding exact,
+      BindModel(manager_.get(), Spec(TestSearchSpace(), "zz-exact")));
+  EXPECT_EQ(exact.Metadata(),
+            (std::map<std::string, std::string>{{"binding", "exact"}}));
+  EXPECT_TRUE(ModelBinding().Metadata().empty());
+  // A study over a space wider than the only model's binds to none.
+  v1::SearchSpace wider = TestSearchSpace();
+  FindParameter(wider, 1, 0, 0)->mutable_int_domain()->set_high(5000);
+  EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(wider))), "none");
+  EXPECT_THAT(BindModel(manager_.get(), Spec(wider, "zz-exact")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.algorithm.model: model \"zz-exact@1\" "
+                                 "does not match the study's space: stage[1] "
+                                 "\"estimator\": algorithm \"RF\": "
+                                 "parameter[0] \"n_estimators\": the study's "
+                                 "range [10, 5000] is not within the model's "
+                                 "[10, 500]")));
+}
+
+// A study space with one more estimator than the model's.
+v1::SearchSpace SpaceWithNewAlgorithm() {
+  v1::SearchSpace study = TestSearchSpace();
+  v1::Algorithm* svm = study.mutable_stages(1)->add_algorithms();
+  svm->set_name("SVM");
+  v1::Parameter* c = svm->add_parameters();
+  c->set_name("C");
+  c->mutable_float_domain()->set_low(0.1);
+  c->mutable_float_domain()->set_high(10);
+  return study;
+}
+
+std::shared_ptr<const LoadedModel> ModelOfKind(v1::ModelKind kind,
+                                               int encoder_layers) {
+  v1::ModelArtifact artifact = TestArtifact();
+  artifact.set_kind(kind);
+  if (kind == v1::MODEL_KIND_DEEPPIPE) {
+    (*artifact.mutable_int_options())["encoder_layers"] = encoder_layers;
+  }
+  return std::make_shared<const LoadedModel>(
+      "m", 2, artifact, v1::ModelManifest(),
+      space::SearchSpace::Create(TestSearchSpace()).value(), absl::UnixEpoch());
+}
+
+TEST(PartialBindingTest, NewAlgorithmsNeedAKindThatLearnsThem) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      space::SpaceMapping mapping,
+      space::MapStudySpace(TestSearchSpace(), SpaceWithNewAlgorithm()));
+  ASSERT_EQ(mapping.new_algorithms.size(), 1u);
+  auto algorithm = [](v1::AlgorithmKind kind) {
+    v1::AlgorithmSpec spec;
+    spec.set_kind(kind);
+    return spec;
+  };
+  v1::AlgorithmSpec mosaic = algorithm(v1::ALGORITHM_KIND_MOSAIC);
+  mosaic.mutable_mosaic()->set_surrogate(v1::MOSAIC_SURROGATE_DEEPPIPE);
+  struct Case {
+    v1::AlgorithmSpec algorithm;
+    std::shared_ptr<const LoadedModel> model;
+    std::string error;  // empty: binds
+  };
+  const std::string prefix =
+      "model \"m@2\" cannot serve algorithm \"estimator/SVM\", which the "
+      "model was not trained on: ";
+  const std::vector<Case> cases = {
+      {algorithm(v1::ALGORITHM_KIND_DEEPPIPE),
+       ModelOfKind(v1::MODEL_KIND_DEEPPIPE, 1), ""},
+      {algorithm(v1::ALGORITHM_KIND_DEEPPIPE),
+       ModelOfKind(v1::MODEL_KIND_DEEPPIPE, 0),
+       prefix +
+           "the model has no per-algorithm encoders (encoder_layers 0); train "
+           "one with --encoder-layers 1 or more"},
+      {algorithm(v1::ALGORITHM_KIND_GP),
+       ModelOfKind(v1::MODEL_KIND_DEEPPIPE, 0), ""},
+      {algorithm(v1::ALGORITHM_KIND_GP),
+       ModelOfKind(v1::MODEL_KIND_PORTFOLIO, 0), ""},
+      {mosaic, ModelOfKind(v1::MODEL_KIND_DEEPPIPE, 1),
+       prefix +
+           "Mosaic's DeepPipe surrogate fine-tunes the kernel only and cannot "
+           "learn a new algorithm's encoder; use ALGORITHM_KIND_DEEPPIPE"},
+      {algorithm(v1::ALGORITHM_KIND_PMF), ModelOfKind(v1::MODEL_KIND_PMF, 0),
+       prefix + "a PMF model predicts only its catalogue's configurations"},
+      {algorithm(v1::ALGORITHM_KIND_GROSI),
+       ModelOfKind(v1::MODEL_KIND_GROSI, 0),
+       prefix + "a GROSI model reads a fixed configuration encoding"},
+  };
+  for (const Case& c : cases) {
+    absl::Status status = CheckPartialBinding(c.algorithm, *c.model, mapping);
+    if (c.error.empty()) {
+      EXPECT_THAT(status, IsOk());
+    } else {
+      EXPECT_THAT(status,
+                  StatusIs(absl::StatusCode::kInvalidArgument, c.error));
+    }
+  }
+  // Without new algorithms every kind binds partially.
+  v1::SearchSpace narrowed = TestSearchSpace();
+  FindParameter(narrowed, 1, 0, 0)->mutable_int_domain()->set_high(100);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      space::SpaceMapping narrowing,
+      space::MapStudySpace(TestSearchSpace(), narrowed));
+  for (const Case& c : cases) {
+    EXPECT_THAT(CheckPartialBinding(c.algorithm, *c.model, narrowing), IsOk());
+  }
 }
 
 // ---- Model kinds ----

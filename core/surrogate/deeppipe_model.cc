@@ -109,7 +109,8 @@ Eigen::VectorXd DeepPipeModel::MeanOfEmbeddings(
 
 absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
     const v1::SearchSpace& space_proto, DeepPipeArchitecture arch,
-    double noise_floor, FeatureScaler task_features) {
+    double noise_floor, FeatureScaler task_features,
+    const std::vector<int>* fixed_slot_widths) {
   METAOPT_ASSIGN_OR_RETURN(
       space::SearchSpace space,
       space::SearchSpace::Create(space_proto, "deeppipe.search_space"));
@@ -151,7 +152,8 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
     }
     sum_l += l;
     slot_offsets[s] = slot_total;
-    slot_widths[s] = arch.width_factor * l;
+    slot_widths[s] = fixed_slot_widths != nullptr ? (*fixed_slot_widths)[s]
+                                                  : arch.width_factor * l;
     slot_total += slot_widths[s];
   }
   if (arch.hidden == 0) arch.hidden = std::max(arch.width_factor * sum_l, 24);
@@ -209,6 +211,72 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::Create(
     mlp.Initialize(nn::InitScheme::kAuto, rng);
   model.aggregator_.Initialize(nn::InitScheme::kAuto, rng);
   return model;
+}
+
+absl::StatusOr<DeepPipeModel> DeepPipeModel::ForStudySpace(
+    const v1::SearchSpace& study_space, uint64_t seed) const {
+  absl::StatusOr<space::SpaceMapping> mapping =
+      space::MapStudySpace(search_space(), study_space);
+  if (!mapping.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "DeepPipe model over another space: ", mapping.status().message()));
+  }
+  if (mapping->new_algorithms.empty()) return *this;
+  if (encoders_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "DeepPipe model without encoder layers cannot learn the new "
+        "algorithm ",
+        mapping->new_algorithms.front()));
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      DeepPipeModel out,
+      Build(space::ExtendedModelSpace(search_space(), study_space),
+            architecture_, gp_.noise_floor(), structure_->task_features,
+            &slot_widths_));
+  // Blocks are stage by stage; a stage's known algorithms keep their
+  // indices and the new ones follow.
+  const space::EncodingLayout& old_layout = structure_->encoder.layout();
+  const space::EncodingLayout& new_layout = out.structure_->encoder.layout();
+  out.new_encoders_.assign(out.encoders_.size(), true);
+  for (const space::BlockLayout& block : old_layout.blocks) {
+    const int b = new_layout.block_start[block.stage] + block.algorithm;
+    out.encoders_[b] =
+        encoders_[old_layout.block_start[block.stage] + block.algorithm];
+    out.new_encoders_[b] = false;
+  }
+  space::Rng rng(seed);
+  for (size_t b = 0; b < out.encoders_.size(); ++b) {
+    if (out.new_encoders_[b]) {
+      out.encoders_[b].Initialize(nn::InitScheme::kAuto, rng);
+    }
+  }
+  out.aggregator_ = aggregator_;
+  out.mean_weights_ = mean_weights_;
+  out.task_ = task_;
+  out.gp_ = gp_;
+  return out;
+}
+
+int DeepPipeModel::num_new_encoders() const {
+  return static_cast<int>(
+      std::count(new_encoders_.begin(), new_encoders_.end(), true));
+}
+
+std::vector<Eigen::Index> DeepPipeModel::NewEncoderParameterIndices() const {
+  std::vector<Eigen::Index> indices;
+  Eigen::Index offset = 0;
+  for (size_t b = 0; b < encoders_.size(); ++b) {
+    const Eigen::Index n = encoders_[b].num_parameters();
+    if (b < new_encoders_.size() && new_encoders_[b]) {
+      for (Eigen::Index i = 0; i < n; ++i) indices.push_back(offset + i);
+    }
+    offset += n;
+  }
+  const Eigen::Index first_kernel = num_network_parameters();
+  for (int i = 0; i < num_kernel_parameters(); ++i) {
+    indices.push_back(first_kernel + i);
+  }
+  return indices;
 }
 
 int DeepPipeModel::num_network_parameters() const {
@@ -555,13 +623,21 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
   }
   const Eigen::VectorXd ys = gp::Standardization::FromTargets(y).Apply(y);
   const bool full = options.scope == FineTuneScope::kFull;
+  // The new encoders and the kernel: a subset of parameters() trained
+  // through the whole network's loss.
+  const bool subset =
+      options.scope == FineTuneScope::kNewEncoders && num_new_encoders() > 0;
+  const std::vector<Eigen::Index> trained =
+      subset ? NewEncoderParameterIndices() : std::vector<Eigen::Index>();
   const int kp = num_kernel_parameters();
 
   Eigen::VectorXd all = parameters();
-  Eigen::VectorXd p = full ? all : Eigen::VectorXd(all.tail(kp));
+  Eigen::VectorXd p = full     ? all
+                      : subset ? Eigen::VectorXd(all(trained))
+                               : Eigen::VectorXd(all.tail(kp));
   DeepPipeModel work = *this;
   std::optional<DeepPipeKernelObjective> kernel_objective;
-  if (!full) {
+  if (!full && !subset) {
     const Eigen::MatrixXd Z_fixed = EmbedImpl(X, nullptr);
     METAOPT_ASSIGN_OR_RETURN(kernel_objective,
                              DeepPipeKernelObjective::Create(
@@ -574,6 +650,14 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
     if (full) {
       METAOPT_RETURN_IF_ERROR(work.set_parameters(q));
       return work.Loss(X, ys);
+    }
+    if (subset) {
+      Eigen::VectorXd w = all;
+      w(trained) = q;
+      METAOPT_RETURN_IF_ERROR(work.set_parameters(w));
+      METAOPT_ASSIGN_OR_RETURN(DeepPipeLoss loss, work.Loss(X, ys));
+      loss.gradient = Eigen::VectorXd(loss.gradient(trained));
+      return loss;
     }
     return kernel_objective->Evaluate(q);
   };
@@ -611,6 +695,8 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
   }
   if (full) {
     all = best_p;
+  } else if (subset) {
+    all(trained) = best_p;
   } else {
     all.tail(kp) = best_p;
   }

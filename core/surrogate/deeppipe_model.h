@@ -63,6 +63,7 @@
 #include "core/gp/gaussian_process.h"
 #include "core/nn/mlp.h"
 #include "core/space/encoding.h"
+#include "core/space/space_mapping.h"
 #include "core/surrogate/feature_scaler.h"
 #include "core/surrogate/surrogate.h"
 #include "metaopt/v1/model.pb.h"
@@ -85,6 +86,10 @@ struct DeepPipeArchitecture {
 enum class FineTuneScope {
   kKernel,  // GP hyperparameters only (the authors' transfer setting).
   kFull,    // Network and GP hyperparameters.
+  // The encoders ForStudySpace added (new algorithms) and the GP
+  // hyperparameters; the meta-learned encoders, the aggregator and the mean
+  // head are frozen (the paper's Experiment 4). Without new encoders: kKernel.
+  kNewEncoders,
 };
 
 // Adam on the per-point NLL of the standardised targets (as the authors'
@@ -136,6 +141,21 @@ class DeepPipeModel {
   // int_options, or missing, misshapen, non-finite or unexpected tensors.
   static absl::StatusOr<DeepPipeModel> FromArtifact(
       const v1::ModelArtifact& artifact);
+
+  // Partial binding (docs/algorithms.md): this model serving a study over
+  // `study_space`, which space::MapStudySpace must accept against
+  // search_space(). Masked algorithms and narrowed ranges change nothing (the
+  // model encodes in its own space, so a study value gets the model's
+  // scaling). Each algorithm the study adds is appended to its stage
+  // (space::ExtendedModelSpace) with a fresh encoder (nn::InitScheme::kAuto,
+  // from `seed`) whose output fills the stage's existing slot; every other
+  // parameter is this model's. INVALID_ARGUMENT for an incompatible space;
+  // FAILED_PRECONDITION for new algorithms and a model without encoder
+  // layers.
+  absl::StatusOr<DeepPipeModel> ForStudySpace(
+      const v1::SearchSpace& study_space, uint64_t seed) const;
+  // How many encoders ForStudySpace added (0 for a model as trained).
+  int num_new_encoders() const;
 
   // Writes kind (MODEL_KIND_DEEPPIPE), search_space, tensors
   // ("encoder.<stage>.<algorithm>.layer<k>.{weight,bias}",
@@ -232,10 +252,14 @@ class DeepPipeModel {
                 std::vector<int> slot_widths, nn::Mlp aggregator,
                 gp::GaussianProcess gp);
 
-  static absl::StatusOr<DeepPipeModel> Build(const v1::SearchSpace& space,
-                                             DeepPipeArchitecture architecture,
-                                             double noise_floor,
-                                             FeatureScaler task_features);
+  // `slot_widths`, when given, fixes the stage slots (a model extended by
+  // ForStudySpace keeps its aggregator's input).
+  static absl::StatusOr<DeepPipeModel> Build(
+      const v1::SearchSpace& space, DeepPipeArchitecture architecture,
+      double noise_floor, FeatureScaler task_features,
+      const std::vector<int>* slot_widths = nullptr);
+  // The indices into parameters() that FineTuneScope::kNewEncoders trains.
+  std::vector<Eigen::Index> NewEncoderParameterIndices() const;
   absl::Status ValidateInputs(const Eigen::MatrixXd& X, const char* what) const;
   Eigen::MatrixXd EmbedImpl(const Eigen::MatrixXd& X, EmbedTrace* trace) const;
   // Adds dL/d(network parameters) to grad.head(num_network_parameters()).
@@ -248,6 +272,8 @@ class DeepPipeModel {
   DeepPipeArchitecture architecture_;
   // One per space::EncodingLayout block (empty without encoder layers).
   std::vector<nn::Mlp> encoders_;
+  // Per encoder: added by ForStudySpace (empty: none added).
+  std::vector<bool> new_encoders_;
   // Per stage: where its encoder output goes in the aggregator input.
   std::vector<int> slot_offsets_;
   std::vector<int> slot_widths_;

@@ -1,5 +1,6 @@
 #include "core/surrogate/deeppipe_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -604,6 +605,222 @@ TEST(DeepPipeArtifactTest, FromArtifactRejectsBrokenArtifacts) {
   EXPECT_THAT(DeepPipeModel::FromArtifact(a).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("unexpected tensor \"extra\"")));
+}
+
+}  // namespace
+}  // namespace metaopt::surrogate
+
+namespace metaopt::surrogate {
+namespace {
+
+// The test space plus an "SVM" estimator with one float parameter; without
+// "none" in the preprocessor (masked) and with a narrower n_estimators.
+v1::SearchSpace StudySpaceWithNewAlgorithm() {
+  v1::SearchSpace study = TestSpace();
+  study.mutable_stages(0)->mutable_algorithms()->DeleteSubrange(0, 1);
+  study.mutable_stages(1)
+      ->mutable_algorithms(0)
+      ->mutable_parameters(0)
+      ->mutable_int_domain()
+      ->set_high(200);
+  v1::Algorithm* svm = study.mutable_stages(1)->add_algorithms();
+  svm->set_name("SVM");
+  for (const char* name : {"C", "gamma"}) {
+    v1::Parameter* p = svm->add_parameters();
+    p->set_name(name);
+    p->mutable_float_domain()->set_low(0.1);
+    p->mutable_float_domain()->set_high(10);
+    p->mutable_float_domain()->set_log(true);
+  }
+  return study;
+}
+
+// A trained-looking model with one encoder layer (perturbed parameters).
+DeepPipeModel MetaModelWithEncoders() {
+  DeepPipeModel model =
+      DeepPipeModel::Create(TestSpace(), SmallArchitecture(1), 3).value();
+  Eigen::VectorXd params = model.parameters();
+  space::Rng rng(23);
+  for (int i = 0; i < model.num_network_parameters(); ++i) {
+    params[i] += 0.05 * space::StandardNormal(rng);
+  }
+  EXPECT_TRUE(model.set_parameters(params).ok());
+  return model;
+}
+
+// The number of parameters of each block's encoder (one layer, width F * L_s
+// with F = 2 from SmallArchitecture; the SVM block is narrower than the
+// stage's widest, so the extension keeps L_s).
+std::vector<int> EncoderSizes(const DeepPipeModel& model) {
+  const space::EncodingLayout& layout = model.encoder().layout();
+  std::vector<int> widest(layout.stages.size(), 1);
+  for (const space::BlockLayout& block : layout.blocks) {
+    widest[block.stage] = std::max(widest[block.stage], block.size);
+  }
+  std::vector<int> sizes;
+  for (const space::BlockLayout& block : layout.blocks) {
+    sizes.push_back((std::max(1, block.size) + 1) * 2 * widest[block.stage]);
+  }
+  return sizes;
+}
+
+TEST(DeepPipePartialBindingTest,
+     KnownAlgorithmsKeepTheirEncodersNewOnesAreSeeded) {
+  const DeepPipeModel meta = MetaModelWithEncoders();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel extended,
+      meta.ForStudySpace(StudySpaceWithNewAlgorithm(), /*seed=*/5));
+  EXPECT_EQ(extended.num_new_encoders(), 1);
+  EXPECT_EQ(meta.num_new_encoders(), 0);
+  // The extended space is the model's (ranges included) plus SVM.
+  ASSERT_EQ(extended.search_space().stages(1).algorithms_size(), 3);
+  EXPECT_EQ(extended.search_space().stages(1).algorithms(2).name(), "SVM");
+  EXPECT_EQ(extended.search_space().stages(0).algorithms_size(), 2);
+  EXPECT_EQ(extended.search_space()
+                .stages(1)
+                .algorithms(0)
+                .parameters(0)
+                .int_domain()
+                .high(),
+            500);
+  // Configurations of known algorithms embed exactly as in the model.
+  const Data known = Sample(meta, 20, 8);
+  std::vector<v1::Configuration> configs;
+  for (int i = 0; i < known.X.rows(); ++i) {
+    configs.push_back(meta.encoder().Decode(known.X.row(i).transpose()));
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd z_meta, meta.Embed(known.X));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      Eigen::MatrixXd z_extended,
+      extended.Embed(extended.encoder().EncodeBatch(configs)));
+  EXPECT_LT((z_meta - z_extended).norm(), 1e-12);
+  // The kernel is the model's.
+  const int kp = meta.num_kernel_parameters();
+  EXPECT_EQ(extended.parameters().tail(kp), meta.parameters().tail(kp));
+  // The new encoder depends on the seed only.
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel again, meta.ForStudySpace(StudySpaceWithNewAlgorithm(), 5));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel other, meta.ForStudySpace(StudySpaceWithNewAlgorithm(), 6));
+  EXPECT_EQ(again.parameters(), extended.parameters());
+  EXPECT_NE(other.parameters(), extended.parameters());
+  // Without new algorithms the model is unchanged.
+  v1::SearchSpace narrowed = TestSpace();
+  narrowed.mutable_stages(1)
+      ->mutable_algorithms(0)
+      ->mutable_parameters(0)
+      ->mutable_int_domain()
+      ->set_low(20);
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel same,
+                               meta.ForStudySpace(narrowed, 5));
+  EXPECT_EQ(same.num_new_encoders(), 0);
+  EXPECT_EQ(same.parameters(), meta.parameters());
+}
+
+TEST(DeepPipePartialBindingTest, RefusesWhatItCannotServe) {
+  // No encoder layers: nothing to give a new algorithm.
+  DeepPipeModel flat =
+      DeepPipeModel::Create(TestSpace(), SmallArchitecture(0), 3).value();
+  EXPECT_THAT(flat.ForStudySpace(StudySpaceWithNewAlgorithm(), 1),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("estimator/SVM")));
+  v1::SearchSpace wider = TestSpace();
+  wider.mutable_stages(1)
+      ->mutable_algorithms(0)
+      ->mutable_parameters(0)
+      ->mutable_int_domain()
+      ->set_high(900);
+  EXPECT_THAT(MetaModelWithEncoders().ForStudySpace(wider, 1),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not within the model's")));
+}
+
+// Rows choosing the new algorithm reach the new encoder: the loss gradient
+// w.r.t. its parameters matches central differences (the meta-learned part
+// is checked by DeepPipeGradientTest).
+TEST(DeepPipePartialBindingTest, NewEncoderGradientMatchesFiniteDifferences) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      MetaModelWithEncoders().ForStudySpace(StudySpaceWithNewAlgorithm(), 5));
+  Eigen::VectorXd params = model.parameters();
+  space::Rng rng(31);
+  for (int i = 0; i < model.num_network_parameters(); ++i) {
+    params[i] += 0.05 * space::StandardNormal(rng);
+  }
+  METAOPT_ASSERT_OK(model.set_parameters(params));
+  const Data data = Sample(model, 24, 13);
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss loss, model.Loss(data.X, data.y));
+  // The new encoder's parameters: the third estimator block's.
+  const std::vector<int> sizes = EncoderSizes(model);
+  const space::EncodingLayout& layout = model.encoder().layout();
+  int first_new = -1;
+  int new_params = 0;
+  for (size_t b = 0, offset = 0; b < layout.blocks.size();
+       offset += sizes[b++]) {
+    if (layout.blocks[b].stage == 1 && layout.blocks[b].algorithm == 2) {
+      first_new = static_cast<int>(offset);
+      new_params = sizes[b];
+    }
+  }
+  ASSERT_GE(first_new, 0);
+  ASSERT_EQ(new_params, (2 + 1) * 6);  // 2 inputs -> F * L_1 = 2 * 3
+  double norm = 0.0;
+  const double h = 1e-6;
+  for (int i = first_new; i < first_new + new_params; ++i) {
+    DeepPipeModel probe = model;
+    Eigen::VectorXd p = params;
+    p[i] += h;
+    METAOPT_ASSERT_OK(probe.set_parameters(p));
+    METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss up, probe.Loss(data.X, data.y));
+    p[i] -= 2 * h;
+    METAOPT_ASSERT_OK(probe.set_parameters(p));
+    METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss down, probe.Loss(data.X, data.y));
+    const double numeric = (up.value - down.value) / (2 * h);
+    EXPECT_NEAR(loss.gradient[i], numeric, 1e-6 + 1e-4 * std::abs(numeric))
+        << "parameter " << i;
+    norm += loss.gradient[i] * loss.gradient[i];
+  }
+  EXPECT_GT(norm, 1e-12);
+}
+
+TEST(DeepPipePartialBindingTest, NewEncoderFineTuneFreezesTheMetaLearnedPart) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      MetaModelWithEncoders().ForStudySpace(StudySpaceWithNewAlgorithm(), 5));
+  const Data data = Sample(model, 30, 4);
+  DeepPipeFineTuneOptions options;
+  options.scope = FineTuneScope::kNewEncoders;
+  options.max_steps = 60;
+  options.learning_rate = 0.01;
+  options.patience = 0;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeFineTuneResult tuned,
+                               model.FineTune(data.X, data.y, options));
+  EXPECT_EQ(tuned.steps_run, 60);
+  EXPECT_LT(tuned.loss_after, tuned.loss_before);
+  const Eigen::VectorXd before = model.parameters();
+  const Eigen::VectorXd after = tuned.model.parameters();
+  // Exactly the new encoder's parameters and the kernel's moved.
+  const space::EncodingLayout& layout = model.encoder().layout();
+  const std::vector<int> sizes = EncoderSizes(model);
+  int offset = 0;
+  int moved_new = 0;
+  for (size_t b = 0; b < layout.blocks.size(); ++b) {
+    const space::BlockLayout& block = layout.blocks[b];
+    const int n = sizes[b];
+    const bool is_new = block.stage == 1 && block.algorithm == 2;
+    const bool moved = before.segment(offset, n) != after.segment(offset, n);
+    EXPECT_EQ(moved, is_new)
+        << "block " << block.stage << "/" << block.algorithm;
+    moved_new += moved && is_new;
+    offset += n;
+  }
+  EXPECT_EQ(moved_new, 1);
+  const int net = model.num_network_parameters();
+  EXPECT_EQ(before.segment(offset, net - offset),
+            after.segment(offset, net - offset))
+      << "aggregator";
+  EXPECT_NE(before.tail(model.num_kernel_parameters()),
+            after.tail(model.num_kernel_parameters()));
 }
 
 }  // namespace

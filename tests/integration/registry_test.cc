@@ -164,7 +164,12 @@ TEST_F(RegistryServiceTest, NamedModelsMustExistAndMatch) {
   v1::CreateStudyRequest request;
   request.set_study_id("mismatch");
   v1::SearchSpace space = registry::testing::TestSearchSpace();
-  space.mutable_stages(1)->mutable_algorithms(0)->set_name("ExtraTrees");
+  // A wider range than the model's: not compatible.
+  space.mutable_stages(1)
+      ->mutable_algorithms(0)
+      ->mutable_parameters(0)
+      ->mutable_int_domain()
+      ->set_high(5000);
   *request.mutable_spec()->mutable_search_space() = space;
   request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
   request.mutable_spec()->mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
@@ -172,13 +177,54 @@ TEST_F(RegistryServiceTest, NamedModelsMustExistAndMatch) {
   status = server_.stub().CreateStudy(ContextWithDeadline().get(), request,
                                       &created);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(status.error_message(), HasSubstr("ExtraTrees"));
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("\"n_estimators\": the study's range [10, 5000] is "
+                        "not within the model's [10, 500]"));
   // Without naming a model, a non-matching space binds to none.
   request.mutable_spec()->mutable_algorithm()->clear_model();
   ASSERT_TRUE(server_.stub()
                   .CreateStudy(ContextWithDeadline().get(), request, &created)
                   .ok());
   EXPECT_EQ(created.study().bound_model(), "");
+}
+
+TEST_F(RegistryServiceTest, PartialBindingRecordsTheMapping) {
+  Publish(1.0);
+  v1::CreateStudyRequest request;
+  request.set_study_id("partial");
+  v1::SearchSpace space = registry::testing::TestSearchSpace();
+  // RF replaced by ExtraTrees (new; RF masked), fewer PCA components.
+  space.mutable_stages(1)->mutable_algorithms(0)->set_name("ExtraTrees");
+  space.mutable_stages(0)
+      ->mutable_algorithms(1)
+      ->mutable_parameters(0)
+      ->mutable_int_domain()
+      ->set_high(4);
+  *request.mutable_spec()->mutable_search_space() = space;
+  request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+  request.mutable_spec()->mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
+  v1::CreateStudyResponse created;
+  ASSERT_TRUE(server_.stub()
+                  .CreateStudy(ContextWithDeadline().get(), request, &created)
+                  .ok());
+  EXPECT_EQ(created.study().bound_model(), "pipelines@1");
+  const auto& metadata = created.study().metadata();
+  EXPECT_EQ(metadata.at("binding"), "partial");
+  EXPECT_EQ(metadata.at("binding_new_algorithms"), "estimator/ExtraTrees");
+  EXPECT_EQ(metadata.at("binding_masked_algorithms"), "estimator/RF");
+  EXPECT_EQ(metadata.at("binding_narrowed_parameters"),
+            "preprocessor/pca/n_components [1, 4] within [1, 10]");
+  // The portfolio's entries outside the study's space are skipped: the RF
+  // entry goes, the GBT one (3 components) stays.
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("partial");
+  v1::SuggestResponse suggested;
+  ASSERT_TRUE(server_.stub()
+                  .Suggest(ContextWithDeadline().get(), suggest, &suggested)
+                  .ok());
+  EXPECT_EQ(suggested.trials(0).metadata().at("policy"), "gp/portfolio");
+  EXPECT_EQ(suggested.trials(0).configuration().assignments(1).algorithm(),
+            "GBT");
 }
 
 }  // namespace

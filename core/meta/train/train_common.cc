@@ -65,6 +65,62 @@ absl::Status ValidateOptions(const CommonTrainOptions& options) {
   return absl::OkStatus();
 }
 
+// Removes the algorithms named "STAGE/ALGORITHM" in `excluded` from the
+// space and every row choosing one of them from the loaded tasks.
+absl::Status ExcludeAlgorithms(const std::vector<std::string>& excluded,
+                               meta::MetaDataset& dataset) {
+  for (const std::string& item : excluded) {
+    const size_t slash = item.find('/');
+    if (slash == std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--exclude-algorithm: ", Quote(item),
+                       " is not of the form STAGE/ALGORITHM"));
+    }
+    const std::string stage_name = item.substr(0, slash);
+    const std::string algorithm_name = item.substr(slash + 1);
+    v1::Stage* stage = nullptr;
+    for (v1::Stage& candidate : *dataset.space.mutable_stages()) {
+      if (candidate.name() == stage_name) stage = &candidate;
+    }
+    if (stage == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--exclude-algorithm: ", Quote(item),
+                       ": the space has no stage ", Quote(stage_name)));
+    }
+    auto& algorithms = *stage->mutable_algorithms();
+    auto found = std::find_if(
+        algorithms.begin(), algorithms.end(),
+        [&](const v1::Algorithm& a) { return a.name() == algorithm_name; });
+    if (found == algorithms.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--exclude-algorithm: ", Quote(item), ": stage ", Quote(stage_name),
+          " has no algorithm ", Quote(algorithm_name)));
+    }
+    if (algorithms.size() == 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--exclude-algorithm: ", Quote(item),
+          ": it is the only algorithm of stage ", Quote(stage_name)));
+    }
+    algorithms.erase(found);
+    for (meta::Task& task : dataset.tasks) {
+      std::vector<v1::Configuration> configurations;
+      std::vector<double> y;
+      for (size_t i = 0; i < task.configurations.size(); ++i) {
+        bool chooses = false;
+        for (const v1::Assignment& a : task.configurations[i].assignments()) {
+          chooses |= a.stage() == stage_name && a.algorithm() == algorithm_name;
+        }
+        if (chooses) continue;
+        configurations.push_back(std::move(task.configurations[i]));
+        y.push_back(task.y[i]);
+      }
+      task.configurations = std::move(configurations);
+      task.y = std::move(y);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Progress::Progress(std::ostream* out) : out_(out), start_(absl::Now()) {}
@@ -180,6 +236,8 @@ absl::StatusOr<TrainingSplits> ReadTrainingSplits(
   if (with_valid) read_options.splits.push_back(options.split_valid);
   METAOPT_ASSIGN_OR_RETURN(
       data.dataset, meta::ReadMetaDataset(options.data_dir, read_options));
+  METAOPT_RETURN_IF_ERROR(
+      ExcludeAlgorithms(options.exclude_algorithms, data.dataset));
   METAOPT_ASSIGN_OR_RETURN(data.train,
                            data.dataset.TasksOfSplit(options.split_train));
   if (data.train.empty()) {

@@ -48,6 +48,11 @@ struct CommonTrainOptions {
   std::string split_train = "train";  // --split-train
   // --split-valid; "none": no validation tasks.
   std::string split_valid = "valid";
+  // --exclude-algorithm STAGE/ALGORITHM (repeatable): the algorithm is
+  // removed from the space trained on and every row choosing it is dropped,
+  // so the model has never seen it (a study that adds it back binds to the
+  // model partially, docs/algorithms.md).
+  std::vector<std::string> exclude_algorithms;
   // The exact command line (JoinCommandLine), recorded in the provenance.
   std::string command_line;
   bool quiet = false;  // --quiet: no progress lines.

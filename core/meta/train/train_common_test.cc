@@ -321,3 +321,56 @@ TEST_F(TrainTest, RunTrainingReportsTrainerErrorsAndWritesNothing) {
 
 }  // namespace
 }  // namespace metaopt::train
+
+namespace metaopt::train {
+namespace {
+
+TEST(ExcludeAlgorithmTest, RemovesTheAlgorithmAndItsRows) {
+  meta::MetaDataset data = ToyDataset();
+  data.space.mutable_stages(0)->add_algorithms()->set_name("m2");
+  for (meta::Task& task : data.tasks) {
+    v1::Configuration config;
+    v1::Assignment* a = config.add_assignments();
+    a->set_stage("model");
+    a->set_algorithm("m2");
+    task.configurations.push_back(config);
+    task.y.push_back(0.9);
+  }
+  ScopedTempDir temp;
+  const std::string dir = temp.File("toy2");
+  METAOPT_ASSERT_OK(meta::WriteMetaDataset(data, dir));
+  CommonTrainOptions options;
+  options.data_dir = dir;
+  options.exclude_algorithms = {"model/m2"};
+  METAOPT_ASSERT_OK_AND_ASSIGN(TrainingSplits splits,
+                               ReadTrainingSplits(options));
+  ASSERT_EQ(splits.dataset.space.stages(0).algorithms_size(), 1);
+  EXPECT_EQ(splits.dataset.space.stages(0).algorithms(0).name(), "m");
+  for (const meta::Task* task : splits.train) {
+    EXPECT_EQ(task->configurations.size(), 20u);
+    EXPECT_EQ(task->y.size(), 20u);
+    for (const v1::Configuration& c : task->configurations) {
+      EXPECT_EQ(c.assignments(0).algorithm(), "m");
+    }
+  }
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"m2", "--exclude-algorithm: \"m2\" is not of the form STAGE/ALGORITHM"},
+      {"scaler/m2", "the space has no stage \"scaler\""},
+      {"model/m3", "stage \"model\" has no algorithm \"m3\""},
+  };
+  for (const auto& [value, message] : bad) {
+    options.exclude_algorithms = {value};
+    EXPECT_THAT(
+        ReadTrainingSplits(options),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message)))
+        << value;
+  }
+  options.exclude_algorithms = {"model/m2", "model/m"};
+  EXPECT_THAT(
+      ReadTrainingSplits(options),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("it is the only algorithm of stage \"model\"")));
+}
+
+}  // namespace
+}  // namespace metaopt::train

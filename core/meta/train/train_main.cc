@@ -93,6 +93,10 @@ int MetaoptTrainMain(int argc, const char* const* argv, std::ostream& out,
                  "split for validation metrics (none: no validation)")
       ->capture_default_str()
       ->check(CLI::IsMember({"train", "valid", "test", "holdout", "none"}));
+  app.add_option("--exclude-algorithm", options.exclude_algorithms,
+                 "STAGE/ALGORITHM to leave out of training (repeatable): "
+                 "removed from the model's space, its rows dropped")
+      ->allow_extra_args(false);
   app.add_flag("--quiet", options.quiet, "no progress lines on stderr");
 
   std::map<std::string, Trainer> trainers;
