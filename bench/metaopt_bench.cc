@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
   app.add_flag("--tasks-with-features", options.tasks_with_features,
                "replay only the tasks that have meta-features "
                "(metafeatures.csv), as GROSI needs them");
+  app.add_option("--dataset-samples", options.dataset_samples,
+                 "folder of raw dataset samples <task>.json for the methods "
+                 "that take meta-features (bench/dataset_samples/"
+                 "export_samples.py)");
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
 
