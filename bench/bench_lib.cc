@@ -28,6 +28,7 @@
 #include "core/common/goal.h"
 #include "core/common/mutex.h"
 #include "core/common/status_macros.h"
+#include "core/meta/dataset_samples.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
@@ -89,6 +90,14 @@ constexpr MethodRow kMethodTable[] = {
      true,
      "GROSI zero-shot only: the surrogate's ranking for the task's "
      "meta-features, never refitted (Algorithm 2)"},
+    {"grosi-d2v", "kind: ALGORITHM_KIND_GROSI model: \"{data}-grosi-d2v\"",
+     true,
+     "GROSI with the Dataset2Vec extractor (model {data}-grosi-d2v; the "
+     "task's raw sample from --dataset-samples): top 5, then GROSI(+10)"},
+    {"grosi-d2v-zero-shot",
+     "kind: ALGORITHM_KIND_GROSI model: \"{data}-grosi-d2v\" "
+     "initial_trials: 100000",
+     true, "GROSI with Dataset2Vec, zero-shot ranking only"},
     {"mosaic", "kind: ALGORITHM_KIND_MOSAIC model: \"none\"", true,
      "Mosaic: MCTS over pipeline structure, EI playouts under a random "
      "forest (no transfer)"},
@@ -189,6 +198,7 @@ v1::CreateStudyRequest MakeCreateRequest(const std::string& study_id,
     for (const auto& [name, value] : task.metafeatures) {
       (*spec->mutable_dataset_features())[name] = value;
     }
+    if (task.sample.has_value()) *spec->mutable_dataset_sample() = *task.sample;
   }
   spec->set_seed(seed);
   if (method.early_stopping.rule_case() !=
@@ -515,10 +525,21 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
     METAOPT_ASSIGN_OR_RETURN(curves, ReadCurves(result.curves_path));
   }
 
+  std::map<std::string, v1::DatasetSample> samples;
+  if (!options.dataset_samples.empty()) {
+    std::vector<std::string> ids;
+    for (const meta::Task* task : split_tasks) ids.push_back(task->id);
+    METAOPT_ASSIGN_OR_RETURN(
+        samples, meta::ReadDatasetSamples(options.dataset_samples, ids,
+                                          "--dataset-samples"));
+  }
   std::vector<ReplayTask> tasks;
   for (const meta::Task* task : split_tasks) {
     METAOPT_ASSIGN_OR_RETURN(ReplayTask replay,
                              PrepareTask(*task, result.goal));
+    if (auto it = samples.find(task->id); it != samples.end()) {
+      replay.sample = it->second;
+    }
     if (replay.best == replay.worst) {
       result.skipped_tasks.push_back(task->id);
       continue;

@@ -27,6 +27,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -118,6 +119,8 @@ struct ReplayTask {
   // space::ConfigurationKey of each catalogue entry -> its index.
   absl::flat_hash_map<std::string, int> index_by_key;
   std::map<std::string, double> metafeatures;
+  // The task's raw sample (BenchOptions::dataset_samples), if any.
+  std::optional<v1::DatasetSample> sample;
   // The best and worst y in the goal's direction.
   double best = 0;
   double worst = 0;
@@ -265,6 +268,10 @@ struct BenchOptions {
   // (--learn-from-history). The studies are then named
   // `bench-<nonce>-<method>-<task>-s<seed>`.
   bool keep_studies = false;
+  // A folder of raw dataset samples, <task id>.json (meta::ReadDatasetSamples;
+  // empty: none): the methods that take the task's meta-features also get its
+  // sample in spec.dataset_sample.
+  std::string dataset_samples;
   // Progress line destination (null: none).
   std::FILE* progress = stderr;
 };

@@ -107,6 +107,10 @@ int main(int argc, char** argv) {
   app.add_flag("--keep-studies", options.keep_studies,
                "leave every run's study on the server instead of deleting it "
                "(a history for metaopt-server --learn-from-history)");
+  app.add_option("--dataset-samples", options.dataset_samples,
+                 "folder of raw dataset samples <task>.json for the methods "
+                 "that take meta-features (bench/dataset_samples/"
+                 "export_samples.py)");
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
 

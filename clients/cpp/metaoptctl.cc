@@ -234,6 +234,7 @@ int Run(int argc, char** argv) {
   std::string study_id;
   std::string spec_path;
   std::string dataset_features_path;
+  std::string dataset_sample_path;
   auto* create = app.add_subcommand("create-study",
                                     "Create a study (or get it, if the same "
                                     "id and spec exist)");
@@ -246,6 +247,11 @@ int Run(int argc, char** argv) {
       "--dataset-features", dataset_features_path,
       "JSON object of meta-feature name -> number, merged into the spec's "
       "datasetFeatures (e.g. from metaopt.metafeatures.compute)");
+  create->add_option(
+      "--dataset-sample", dataset_sample_path,
+      "metaopt.v1.DatasetSample as proto3 JSON (columnKinds, values, "
+      "numTargets, targets), set as the spec's datasetSample (e.g. "
+      "json_format.MessageToJson(metaopt.dataset_sample.draw(X, y)))");
   create->callback([&] {
     run = [&](MetaoptClient& client) -> absl::Status {
       v1::CreateStudyRequest request;
@@ -257,6 +263,15 @@ int Run(int argc, char** argv) {
             dataset_features_path,
             request.mutable_spec()->mutable_dataset_features());
         if (!merged.ok()) return merged;
+      }
+      if (!dataset_sample_path.empty()) {
+        absl::Status sample =
+            ParseJsonFile(dataset_sample_path,
+                          request.mutable_spec()->mutable_dataset_sample());
+        if (!sample.ok()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("--dataset-sample ", sample.message()));
+        }
       }
       return print(client.CreateStudy(request));
     };

@@ -533,6 +533,56 @@ TEST_F(MetaoptctlTest, CreateStudyMergesDatasetFeatures) {
   EXPECT_EQ(Ctl({"get-study", "bad-features"}).exit_code, 1);
 }
 
+TEST_F(MetaoptctlTest, CreateStudySetsTheDatasetSample) {
+  const fs::path spec = *dir_ / "spec_for_sample.json";
+  std::ofstream(spec)
+      << R"({"searchSpace": {"stages": [{"name": "s", "algorithms": [{"name": "a",
+      "parameters": [{"name": "x", "floatDomain": {"low": 0, "high": 1}}]}]}]},
+      "objective": {"name": "loss", "goal": "GOAL_MINIMIZE"},
+      "algorithm": {"kind": "ALGORITHM_KIND_RANDOM"}})";
+  const auto create_with = [&](const std::string& id, const std::string& name,
+                               const std::string& text) {
+    const fs::path path = *dir_ / name;
+    std::ofstream(path) << text;
+    return Ctl({"create-study", "--id", id, "--spec", spec.string(),
+                "--dataset-sample", path.string()});
+  };
+  // The field names of export_samples.py (proto names) and of proto3 JSON.
+  Result created = create_with(
+      "with-sample", "sample.json",
+      R"({"column_kinds": ["COLUMN_KIND_NUMERIC", "COLUMN_KIND_CATEGORICAL"],
+      "values": [0.5, -1, 1.5, 0], "num_targets": 1, "targets": [1, 0]})");
+  EXPECT_OK_RESULT(created);
+  const Json expected = {
+      {"columnKinds", {"COLUMN_KIND_NUMERIC", "COLUMN_KIND_CATEGORICAL"}},
+      {"values", {0.5, -1, 1.5, 0}},
+      {"numTargets", 1},
+      {"targets", {1, 0}}};
+  EXPECT_EQ(created.json["study"]["spec"]["datasetSample"], expected);
+  Result got = Ctl({"get-study", "with-sample"});
+  EXPECT_OK_RESULT(got);
+  EXPECT_EQ(got.json["study"]["spec"]["datasetSample"], expected);
+
+  // The server validates the sample; a file that is no DatasetSample fails
+  // before any call.
+  const Result ragged = create_with(
+      "ragged", "ragged.json",
+      R"({"columnKinds": ["COLUMN_KIND_NUMERIC"], "values": [1, 2, 3],
+      "numTargets": 1, "targets": [1, 0]})");
+  EXPECT_EQ(ragged.exit_code, 1);
+  EXPECT_THAT(ragged.err,
+              HasSubstr("INVALID_ARGUMENT: spec.dataset_sample.targets: 2 "
+                        "values; need rows (3) x num_targets (1) = 3"));
+  const Result unknown =
+      create_with("unknown", "unknown.json", R"({"rows": [[1, 2]]})");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err,
+              StartsWith("metaoptctl: INVALID_ARGUMENT: --dataset-sample "));
+  EXPECT_THAT(unknown.err, HasSubstr("metaopt.v1.DatasetSample"));
+  EXPECT_EQ(Ctl({"get-study", "ragged"}).exit_code, 1);
+  EXPECT_EQ(Ctl({"get-study", "unknown"}).exit_code, 1);
+}
+
 TEST_F(MetaoptctlTest, ListAndDeleteStudies) {
   EXPECT_OK_RESULT(CreateExampleStudy("list-a"));
   EXPECT_OK_RESULT(CreateExampleStudy("list-b"));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -93,13 +94,6 @@ absl::StatusOr<std::shared_ptr<const GrosiPolicy>> GrosiPolicy::Create(
     const v1::StudySpec& spec,
     std::shared_ptr<const registry::LoadedModel> model,
     GrosiPolicyOptions options) {
-  if (spec.dataset_features().empty()) {
-    return absl::InvalidArgumentError(
-        "spec.dataset_features: empty; ALGORITHM_KIND_GROSI conditions its "
-        "surrogate on the dataset's meta-features, so give those the GROSI "
-        "model was trained with (the names of its meta-dataset's "
-        "metafeatures.csv)");
-  }
   if (model == nullptr) {
     return absl::FailedPreconditionError(
         "GROSI needs a MODEL_KIND_GROSI registry model over this space; none "
@@ -118,12 +112,27 @@ absl::StatusOr<std::shared_ptr<const GrosiPolicy>> GrosiPolicy::Create(
     return absl::FailedPreconditionError(absl::StrCat(
         "model ", model->reference(), ": ", grosi.status().message()));
   }
+  const bool reads_sample = grosi->dataset2vec() != nullptr;
+  if (spec.dataset_features().empty() && !reads_sample) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.dataset_features: empty; ALGORITHM_KIND_GROSI conditions its "
+        "surrogate on the dataset's meta-features, so give those the GROSI "
+        "model was trained with (the names of its meta-dataset's "
+        "metafeatures.csv)",
+        spec.has_dataset_sample()
+            ? absl::StrCat("; model ", model->reference(),
+                           " reads no dataset_sample (it has no Dataset2Vec "
+                           "extractor)")
+            : ""));
+  }
   auto shared = std::make_shared<Shared>();
   shared->model =
       std::make_shared<const surrogate::GrosiModel>(*std::move(grosi));
   const surrogate::GrosiModel& psi = *shared->model;
-  shared->z = psi.Standardize(spec.dataset_features(), &shared->imputed);
-  if (static_cast<int>(shared->imputed.size()) == psi.num_features()) {
+  const Eigen::VectorXd engineered =
+      psi.Standardize(spec.dataset_features(), &shared->imputed);
+  if (psi.num_features() > 0 && !spec.dataset_features().empty() &&
+      static_cast<int>(shared->imputed.size()) == psi.num_features()) {
     std::vector<std::string> given;
     for (const auto& [name, value] : spec.dataset_features()) {
       given.push_back(name);
@@ -137,6 +146,17 @@ absl::StatusOr<std::shared_ptr<const GrosiPolicy>> GrosiPolicy::Create(
         ") is a meta-feature of model ", model->reference(),
         " with a finite value; it was trained with ", KnownFeatures(psi)));
   }
+  std::optional<surrogate::RawSample> sample;
+  if (reads_sample && spec.has_dataset_sample()) {
+    absl::StatusOr<surrogate::RawSample> raw =
+        surrogate::RawSampleFromProto(spec.dataset_sample());
+    if (!raw.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.", raw.status().message()));
+    }
+    sample = *std::move(raw);
+  }
+  shared->z = psi.Input(engineered, sample.has_value() ? &*sample : nullptr);
   shared->phi = psi.Embed(shared->z);
   shared->catalogue = acquisition::EncodeCatalogue(spec, psi.encoder());
   if (shared->catalogue != nullptr) {
@@ -257,6 +277,37 @@ absl::StatusOr<SuggestResult> GrosiPolicy::Suggest(const StudyView& study,
   }
   result.source = absl::StrCat("grosi/", absl::StrJoin(sources, "+"));
   return result;
+}
+
+std::map<std::string, std::string> GrosiStudyMetadata(
+    const v1::ModelArtifact& model, const v1::StudySpec& spec) {
+  std::map<std::string, std::string> out;
+  const auto d2v = model.int_options().find("dataset2vec");
+  const bool reads_sample =
+      d2v != model.int_options().end() && d2v->second == 1;
+  // The artifact was validated when the registry loaded it.
+  absl::StatusOr<surrogate::FeatureScaler> scaler =
+      surrogate::FeatureScaler::ReadFrom(model.normalization());
+  const bool engineered = scaler.ok() && !scaler->empty();
+  out["task_conditioning"] =
+      reads_sample ? (engineered ? "dataset2vec+meta-features" : "dataset2vec")
+                   : "meta-features";
+  if (reads_sample) {
+    out["dataset_sample"] =
+        spec.has_dataset_sample()
+            ? "used"
+            : "absent: the mean Dataset2Vec output of the training tasks "
+              "stands in";
+  } else if (spec.has_dataset_sample()) {
+    out["dataset_sample"] = "ignored: the model has no Dataset2Vec extractor";
+  }
+  if (engineered) {
+    std::vector<std::string> imputed;
+    scaler->Standardize(spec.dataset_features(), &imputed);
+    out["conditioning_imputed_features"] =
+        imputed.empty() ? "none" : absl::StrJoin(imputed, ",");
+  }
+  return out;
 }
 
 }  // namespace metaopt::policy

@@ -5,6 +5,7 @@
 #ifndef METAOPT_CORE_POLICY_GROSI_POLICY_H_
 #define METAOPT_CORE_POLICY_GROSI_POLICY_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,10 +38,14 @@ struct GrosiPolicyOptions {
   acquisition::SearchOptions search;
 };
 
-// Needs spec.dataset_features and a bound MODEL_KIND_GROSI registry model over
-// the study's space. The dataset's meta-features are standardised with the
-// model's training statistics (unknown names ignored; missing ones imputed
-// with the training mean, listed by imputed_features()) and embedded once.
+// Needs a bound MODEL_KIND_GROSI registry model over the study's space and,
+// for a model over engineered meta-features, spec.dataset_features. The
+// dataset's meta-features are standardised with the model's training
+// statistics (unknown names ignored; missing ones imputed with the training
+// mean, listed by imputed_features()). A model with a Dataset2Vec extractor
+// reads spec.dataset_sample; without one it takes the mean D2V output of its
+// training tasks (GrosiStudyMetadata records which). The input is embedded
+// once.
 //
 // Suggestions (never a configuration a trial holds, nor twice in one call):
 //   1. "grosi/zero-shot" until `initial_trials` trials hold a configuration,
@@ -85,6 +90,16 @@ class GrosiPolicy final : public Policy {
 
   const std::shared_ptr<const Shared> shared_;
 };
+
+// What a GROSI study bound to the MODEL_KIND_GROSI artifact `model` records
+// in v1::Study.metadata: "task_conditioning" ("meta-features", "dataset2vec"
+// or "dataset2vec+meta-features"); "dataset_sample" ("used", "absent: the
+// mean Dataset2Vec output of the training tasks stands in" or "ignored: the
+// model has no Dataset2Vec extractor", when a sample was given); and for a
+// model with engineered meta-features "conditioning_imputed_features"
+// (comma-separated names that took their training mean, or "none").
+std::map<std::string, std::string> GrosiStudyMetadata(
+    const v1::ModelArtifact& model, const v1::StudySpec& spec);
 
 }  // namespace metaopt::policy
 

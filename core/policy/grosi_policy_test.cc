@@ -1,5 +1,6 @@
 #include "core/policy/grosi_policy.h"
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -212,6 +213,117 @@ TEST_F(GrosiPolicyTest, ValidationErrors) {
   std::vector<v1::Trial> none;
   EXPECT_THAT(policy->FineTune(StudyView{&valid, &*space, &none}, {}).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::_));
+}
+
+// A Dataset2Vec GROSI model (no engineered meta-features) trained on the
+// two-family data's raw samples.
+class GrosiD2vPolicyTest : public GrosiPolicyTest {
+ protected:
+  static void SetUpTestSuite() {
+    GrosiPolicyTest::SetUpTestSuite();
+    auto artifact = train::testing::TwoFamilyD2vArtifact();
+    ASSERT_TRUE(artifact.ok()) << artifact.status();
+    auto space = space::SearchSpace::Create(artifact->search_space());
+    ASSERT_TRUE(space.ok()) << space.status();
+    d2v_ = new std::shared_ptr<const registry::LoadedModel>(
+        std::make_shared<const registry::LoadedModel>(
+            "two-family-grosi-d2v", 1, *artifact, v1::ModelManifest(), *space,
+            absl::Now()));
+  }
+  static void TearDownTestSuite() {
+    delete d2v_;
+    GrosiPolicyTest::TearDownTestSuite();
+  }
+
+  // The sample of a held-out task of the family (TwoFamilySamples' rule).
+  static v1::DatasetSample Sample(bool right) {
+    const meta::MetaDataset data = train::testing::TwoFamilyDataset(0, 0, 2);
+    return train::testing::SampleProto(
+        train::testing::TwoFamilySamples(data, 99).at(
+            data.tasks[right ? 1 : 0].id));
+  }
+
+  static v1::StudySpec SampleSpec(bool right) {
+    v1::StudySpec spec = metaopt::testing::CatalogueSpec(21);
+    spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GROSI);
+    *spec.mutable_dataset_sample() = Sample(right);
+    return spec;
+  }
+
+  static std::vector<double> FirstPicks(const Policy& policy,
+                                        const v1::StudySpec& spec) {
+    auto space = space::SearchSpace::Create(spec.search_space());
+    std::vector<v1::Trial> none;
+    StudyView view{&spec, &*space, &none};
+    space::Rng rng(1);
+    auto result = policy.Suggest(view, 3, rng);
+    EXPECT_TRUE(result.ok()) << result.status();
+    std::vector<double> xs;
+    if (result.ok()) {
+      for (const v1::Configuration& c : result->configurations) {
+        xs.push_back(X(c));
+      }
+    }
+    return xs;
+  }
+
+  static std::shared_ptr<const registry::LoadedModel>* d2v_;
+};
+
+std::shared_ptr<const registry::LoadedModel>* GrosiD2vPolicyTest::d2v_ =
+    nullptr;
+
+TEST_F(GrosiD2vPolicyTest, ZeroShotPicksDependOnTheRawSample) {
+  for (const bool right : {false, true}) {
+    const v1::StudySpec spec = SampleSpec(right);
+    METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, GrosiPolicy::Create(spec, *d2v_));
+    const std::vector<double> xs = FirstPicks(*policy, spec);
+    ASSERT_EQ(xs.size(), 3u);
+    for (double x : xs) {
+      if (right) {
+        EXPECT_GT(x, 0.6);
+      } else {
+        EXPECT_LT(x, 0.4);
+      }
+    }
+    const std::map<std::string, std::string> metadata =
+        GrosiStudyMetadata((*d2v_)->artifact, spec);
+    EXPECT_EQ(metadata.at("task_conditioning"), "dataset2vec");
+    EXPECT_EQ(metadata.at("dataset_sample"), "used");
+    EXPECT_EQ(metadata.count("conditioning_imputed_features"), 0u);
+  }
+}
+
+TEST_F(GrosiD2vPolicyTest, WithoutASampleTheTrainingMeanStandsIn) {
+  v1::StudySpec spec = SampleSpec(true);
+  spec.clear_dataset_sample();
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, GrosiPolicy::Create(spec, *d2v_));
+  EXPECT_EQ(FirstPicks(*policy, spec).size(), 3u);
+  const std::map<std::string, std::string> metadata =
+      GrosiStudyMetadata((*d2v_)->artifact, spec);
+  EXPECT_THAT(metadata.at("dataset_sample"),
+              StartsWith("absent: the mean Dataset2Vec output"));
+  // Through StudyMetadata, as CreateStudy records it.
+  auto space = space::SearchSpace::Create(spec.search_space());
+  const auto recorded = StudyMetadata((*d2v_)->artifact, spec, *space);
+  EXPECT_EQ(recorded.at("task_conditioning"), "dataset2vec");
+}
+
+TEST_F(GrosiD2vPolicyTest, AnEngineeredModelIgnoresTheSample) {
+  v1::StudySpec spec = Spec(1.0);
+  *spec.mutable_dataset_sample() = Sample(false);  // contradicts f = 1
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, GrosiPolicy::Create(spec, *model_));
+  for (double x : FirstPicks(*policy, spec)) EXPECT_GT(x, 0.6);
+  const std::map<std::string, std::string> metadata =
+      GrosiStudyMetadata((*model_)->artifact, spec);
+  EXPECT_EQ(metadata.at("task_conditioning"), "meta-features");
+  EXPECT_THAT(metadata.at("dataset_sample"), StartsWith("ignored"));
+  EXPECT_EQ(metadata.at("conditioning_imputed_features"), "h");
+  // Without features, the sample cannot stand in for them.
+  spec.clear_dataset_features();
+  EXPECT_THAT(GrosiPolicy::Create(spec, *model_).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("reads no dataset_sample")));
 }
 
 }  // namespace

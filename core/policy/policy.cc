@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/policy/grosi_policy.h"
 #include "core/registry/task_design.h"
 #include "core/space/encoding.h"
 #include "core/surrogate/feature_scaler.h"
@@ -169,6 +170,13 @@ std::map<std::string, std::string> StudyMetadata(
       kind == v1::ALGORITHM_KIND_DEEPPIPE ||
       (kind == v1::ALGORITHM_KIND_MOSAIC &&
        spec.algorithm().mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE);
+  if (model.kind() == v1::MODEL_KIND_GROSI &&
+      kind == v1::ALGORITHM_KIND_GROSI) {
+    for (auto& [key, value] : GrosiStudyMetadata(model, spec)) {
+      out[key] = std::move(value);
+    }
+    return out;
+  }
   if (model.kind() != v1::MODEL_KIND_DEEPPIPE || !deeppipe_surrogate) {
     return out;
   }

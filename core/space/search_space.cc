@@ -618,7 +618,69 @@ absl::StatusOr<v1::StudySpec> ValidateAndCanonicalizeStudySpec(
                      absl::StrCat(FormatNumber(value), " is not finite"));
     }
   }
+  if (spec.has_dataset_sample()) {
+    METAOPT_RETURN_IF_ERROR(
+        ValidateDatasetSample(spec.dataset_sample(), "spec.dataset_sample"));
+  }
   return out;
+}
+
+absl::Status ValidateDatasetSample(const v1::DatasetSample& sample,
+                                   std::string_view path) {
+  const std::string base(path);
+  const int m = sample.column_kinds_size();
+  if (m < 1 || m > kMaxSampleColumns) {
+    return Invalid(base + ".column_kinds",
+                   absl::StrCat(m, " columns; need 1 to ", kMaxSampleColumns));
+  }
+  for (int j = 0; j < m; ++j) {
+    const v1::ColumnKind kind = sample.column_kinds(j);
+    if (kind != v1::COLUMN_KIND_NUMERIC &&
+        kind != v1::COLUMN_KIND_CATEGORICAL) {
+      return Invalid(absl::StrCat(base, ".column_kinds[", j, "]"),
+                     absl::StrCat(v1::ColumnKind_Name(kind),
+                                  " is not COLUMN_KIND_NUMERIC or "
+                                  "COLUMN_KIND_CATEGORICAL"));
+    }
+  }
+  const int c = sample.num_targets();
+  if (c < 1 || c > kMaxSampleTargets) {
+    return Invalid(base + ".num_targets",
+                   absl::StrCat(c, "; need 1 to ", kMaxSampleTargets));
+  }
+  if (sample.values_size() % m != 0) {
+    return Invalid(
+        base + ".values",
+        absl::StrCat(sample.values_size(),
+                     " values are not rows of len(column_kinds) = ", m));
+  }
+  const int n = sample.values_size() / m;
+  if (n < kMinSampleRows || n > kMaxSampleRows) {
+    return Invalid(
+        base + ".values",
+        absl::StrCat(n, " rows of ", m, " columns; need ", kMinSampleRows,
+                     " to ", kMaxSampleRows, " rows"));
+  }
+  if (sample.targets_size() != n * c) {
+    return Invalid(base + ".targets",
+                   absl::StrCat(sample.targets_size(), " values; need rows (",
+                                n, ") x num_targets (", c, ") = ", n * c));
+  }
+  for (int i = 0; i < sample.values_size(); ++i) {
+    if (!std::isfinite(sample.values(i))) {
+      return Invalid(
+          absl::StrCat(base, ".values[", i, "]"),
+          absl::StrCat(FormatNumber(sample.values(i)), " is not finite"));
+    }
+  }
+  for (int i = 0; i < sample.targets_size(); ++i) {
+    if (!std::isfinite(sample.targets(i))) {
+      return Invalid(
+          absl::StrCat(base, ".targets[", i, "]"),
+          absl::StrCat(FormatNumber(sample.targets(i)), " is not finite"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace metaopt::space

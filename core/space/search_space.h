@@ -24,6 +24,13 @@ inline constexpr int kMaxParametersPerAlgorithm = 256;
 inline constexpr int kMaxCategoricalValues = 1024;
 inline constexpr int kMaxCandidates = 100000;
 inline constexpr int kMaxNameLength = 128;
+// spec.dataset_sample (v1::DatasetSample): rows, feature columns and target
+// columns ("Dataset2Vec: Learning Dataset Meta-Features" reads at most
+// 256 x 16 x 3).
+inline constexpr int kMinSampleRows = 2;
+inline constexpr int kMaxSampleRows = 256;
+inline constexpr int kMaxSampleColumns = 16;
+inline constexpr int kMaxSampleTargets = 3;
 // Integer domains stay within +-2^53 so that every value is exact as a double.
 inline constexpr int64_t kMaxIntMagnitude = int64_t{1} << 53;
 
@@ -95,10 +102,18 @@ std::string ConfigurationKey(const v1::Configuration& canonical);
 // Validates a whole StudySpec: the search space, the objective (goal set; name
 // may be empty), the algorithm kind (set), every candidate (canonicalized;
 // duplicates rejected naming both indices), the dataset features (non-empty
-// names, finite values). On success returns the spec with its candidates in
-// canonical form.
+// names, finite values), the dataset sample (ValidateDatasetSample). On
+// success returns the spec with its candidates in canonical form.
 absl::StatusOr<v1::StudySpec> ValidateAndCanonicalizeStudySpec(
     const v1::StudySpec& spec);
+
+// Validates a v1::DatasetSample: 1..kMaxSampleColumns column kinds, each
+// NUMERIC or CATEGORICAL; num_targets in 1..kMaxSampleTargets; values rows of
+// the column count, kMinSampleRows..kMaxSampleRows of them; targets exactly
+// rows x num_targets; every value finite. INVALID_ARGUMENT naming the field
+// below `path`, the value and the rule.
+absl::Status ValidateDatasetSample(const v1::DatasetSample& sample,
+                                   std::string_view path);
 
 }  // namespace metaopt::space
 

@@ -1,6 +1,7 @@
 #include "core/space/search_space.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -513,6 +514,74 @@ TEST(SearchSpaceStudySpecTest, RejectsNanDatasetFeature) {
       StatusIs(kInvalid,
                HasSubstr("spec.dataset_features[\"n_rows\"]: nan is not "
                          "finite")));
+}
+
+// A valid 3-row, 2-column sample with 2 one-hot targets.
+v1::DatasetSample SmallSample() {
+  v1::DatasetSample sample;
+  sample.add_column_kinds(v1::COLUMN_KIND_NUMERIC);
+  sample.add_column_kinds(v1::COLUMN_KIND_CATEGORICAL);
+  for (double v : {0.5, -1.0, 1.5, 0.0, -2.0, 1.0}) sample.add_values(v);
+  sample.set_num_targets(2);
+  for (double v : {1.0, 0.0, 0.0, 1.0, 1.0, 0.0}) sample.add_targets(v);
+  return sample;
+}
+
+TEST(SearchSpaceStudySpecTest, AcceptsDatasetSample) {
+  v1::StudySpec spec = HpoSpec();
+  *spec.mutable_dataset_sample() = SmallSample();
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::StudySpec out,
+                               ValidateAndCanonicalizeStudySpec(spec));
+  EXPECT_EQ(out.dataset_sample().values_size(), 6);
+}
+
+TEST(SearchSpaceStudySpecTest, RejectsMalformedDatasetSamples) {
+  struct Case {
+    std::function<void(v1::DatasetSample*)> edit;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[](v1::DatasetSample* s) { s->clear_column_kinds(); },
+       "spec.dataset_sample.column_kinds: 0 columns; need 1 to 16"},
+      {[](v1::DatasetSample* s) {
+         for (int i = 0; i < 15; ++i)
+           s->add_column_kinds(v1::COLUMN_KIND_NUMERIC);
+       },
+       "spec.dataset_sample.column_kinds: 17 columns; need 1 to 16"},
+      {[](v1::DatasetSample* s) {
+         s->set_column_kinds(1, v1::COLUMN_KIND_UNSPECIFIED);
+       },
+       "spec.dataset_sample.column_kinds[1]: COLUMN_KIND_UNSPECIFIED is not"},
+      {[](v1::DatasetSample* s) { s->set_num_targets(4); },
+       "spec.dataset_sample.num_targets: 4; need 1 to 3"},
+      {[](v1::DatasetSample* s) { s->add_values(1.0); },
+       "spec.dataset_sample.values: 7 values are not rows of "
+       "len(column_kinds) = 2"},
+      {[](v1::DatasetSample* s) {
+         s->mutable_values()->Truncate(2);
+         s->mutable_targets()->Truncate(2);
+       },
+       "spec.dataset_sample.values: 1 rows of 2 columns; need 2 to 256 rows"},
+      {[](v1::DatasetSample* s) {
+         for (int i = 0; i < 2 * 254; ++i) s->add_values(0.0);
+       },
+       "spec.dataset_sample.values: 257 rows of 2 columns; need 2 to 256"},
+      {[](v1::DatasetSample* s) { s->add_targets(0.0); },
+       "spec.dataset_sample.targets: 7 values; need rows (3) x num_targets "
+       "(2) = 6"},
+      {[](v1::DatasetSample* s) { s->set_values(3, kNaN); },
+       "spec.dataset_sample.values[3]: nan is not finite"},
+      {[](v1::DatasetSample* s) { s->set_targets(5, kInf); },
+       "spec.dataset_sample.targets[5]: inf is not finite"},
+  };
+  for (const Case& c : cases) {
+    v1::StudySpec spec = HpoSpec();
+    *spec.mutable_dataset_sample() = SmallSample();
+    c.edit(spec.mutable_dataset_sample());
+    EXPECT_THAT(ValidateAndCanonicalizeStudySpec(spec),
+                StatusIs(kInvalid, HasSubstr(c.message)))
+        << c.message;
+  }
 }
 
 TEST(SearchSpaceStudySpecTest, RejectsInfiniteDatasetFeature) {

@@ -15,6 +15,8 @@ constexpr char kFeaturesPrefix[] = "features";
 constexpr char kPhiTowerPrefix[] = "phi_tower";
 constexpr char kConfigTowerPrefix[] = "config_tower";
 constexpr char kHeadPrefix[] = "head";
+constexpr char kD2vPrefix[] = "d2v";
+constexpr char kD2vMeanTensor[] = "d2v.mean";
 constexpr double kDistanceEpsilon = 1e-12;
 constexpr double kProbabilityClip = 1e-7;
 constexpr int kMaxWidth = 4096;
@@ -79,11 +81,20 @@ absl::StatusOr<GrosiModel> GrosiModel::Create(
     const v1::SearchSpace& space, std::vector<std::string> feature_names,
     const GrosiArchitecture& architecture, uint64_t seed) {
   METAOPT_RETURN_IF_ERROR(ValidateArchitecture(architecture));
-  if (feature_names.empty()) {
+  if (feature_names.empty() && !architecture.dataset2vec) {
     return absl::InvalidArgumentError(
-        "GROSI: at least one meta-feature is needed");
+        "GROSI: at least one meta-feature is needed (or a Dataset2Vec "
+        "extractor)");
   }
   const int F = static_cast<int>(feature_names.size());
+  space::Rng rng(seed);
+  std::optional<Dataset2Vec> d2v;
+  if (architecture.dataset2vec) {
+    space::Rng d2v_rng(seed ^ 0x64327631ULL);  // "d2v1"
+    METAOPT_ASSIGN_OR_RETURN(d2v,
+                             Dataset2Vec::Create(architecture.d2v, d2v_rng));
+  }
+  const int input = F + (d2v.has_value() ? d2v->output() : 0);
   absl::StatusOr<FeatureScaler> scaler =
       FeatureScaler::Create(std::move(feature_names), Eigen::VectorXd::Zero(F),
                             Eigen::VectorXd::Ones(F));
@@ -99,7 +110,7 @@ absl::StatusOr<GrosiModel> GrosiModel::Create(
   if (a.feature_hidden > 0) feature_widths.push_back(a.feature_hidden);
   feature_widths.push_back(a.embedding);
   METAOPT_ASSIGN_OR_RETURN(nn::Mlp features,
-                           nn::Mlp::Create(F, feature_widths));
+                           nn::Mlp::Create(input, feature_widths));
   METAOPT_ASSIGN_OR_RETURN(
       nn::Mlp phi_tower,
       nn::Mlp::Create(a.embedding, Funnel(a.tower_layers, a.tower_width),
@@ -113,14 +124,42 @@ absl::StatusOr<GrosiModel> GrosiModel::Create(
   head_widths.push_back(1);
   METAOPT_ASSIGN_OR_RETURN(nn::Mlp head,
                            nn::Mlp::Create(2 * a.tower_width, head_widths));
-  space::Rng rng(seed);
   features.Initialize(nn::InitScheme::kAuto, rng);
   phi_tower.Initialize(nn::InitScheme::kAuto, rng);
   config_tower.Initialize(nn::InitScheme::kAuto, rng);
   head.Initialize(nn::InitScheme::kAuto, rng);
-  return GrosiModel(a, space, std::move(encoder), *std::move(scaler),
-                    std::move(features), std::move(phi_tower),
-                    std::move(config_tower), std::move(head));
+  GrosiModel model(a, space, std::move(encoder), *std::move(scaler),
+                   std::move(features), std::move(phi_tower),
+                   std::move(config_tower), std::move(head));
+  if (d2v.has_value()) {
+    model.d2v_mean_ = Eigen::VectorXd::Zero(d2v->output());
+    model.d2v_ = std::move(d2v);
+  }
+  return model;
+}
+
+int GrosiModel::input_dim() const { return features_.input_dim(); }
+
+absl::Status GrosiModel::set_dataset2vec_mean(const Eigen::VectorXd& mean) {
+  if (!d2v_.has_value() || mean.size() != d2v_->output() || !mean.allFinite()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GROSI: the Dataset2Vec mean needs a model with an extractor and ",
+        d2v_.has_value() ? d2v_->output() : 0, " finite values (got ",
+        mean.size(), ")"));
+  }
+  d2v_mean_ = mean;
+  return absl::OkStatus();
+}
+
+Eigen::VectorXd GrosiModel::Input(const Eigen::VectorXd& engineered,
+                                  const RawSample* sample) const {
+  Eigen::VectorXd z(input_dim());
+  z.head(num_features()) = engineered;
+  if (d2v_.has_value()) {
+    z.tail(d2v_->output()) =
+        sample != nullptr ? d2v_->Forward(*sample) : d2v_mean_;
+  }
+  return z;
 }
 
 absl::Status GrosiModel::SetFeatureStatistics(const Eigen::VectorXd& means,
@@ -151,7 +190,34 @@ Eigen::VectorXd GrosiModel::Predict(const Eigen::VectorXd& phi,
 
 GrosiLoss GrosiModel::Loss(const GrosiStepBatch& batch,
                            const GrosiLossWeights& weights) const {
-  return Evaluate(batch.features, batch.X, batch.y, &batch, weights);
+  const Eigen::VectorXd* engineered[3] = {&batch.features, &batch.positive,
+                                          &batch.negative};
+  const RawSample* samples[3] = {batch.sample, batch.positive_sample,
+                                 batch.negative_sample};
+  const int F = num_features();
+  Eigen::MatrixXd M(3, input_dim());
+  Dataset2Vec::Trace traces[3];
+  for (int v = 0; v < 3; ++v) {
+    M.row(v).head(F) = engineered[v]->transpose();
+    if (d2v_.has_value()) {
+      const Eigen::VectorXd d = samples[v] != nullptr
+                                    ? d2v_->Forward(*samples[v], &traces[v])
+                                    : d2v_mean_;
+      M.row(v).tail(d2v_->output()) = d.transpose();
+    }
+  }
+  Eigen::MatrixXd d_inputs;
+  GrosiLoss loss = Evaluate(M, batch.X, batch.y, weights, &d_inputs);
+  if (d2v_.has_value()) {
+    const int nd = d2v_->num_parameters();
+    for (int v = 0; v < 3; ++v) {
+      if (samples[v] == nullptr) continue;
+      d2v_->Backward(traces[v],
+                     d_inputs.row(v).tail(d2v_->output()).transpose(),
+                     loss.gradient.tail(nd));
+    }
+  }
+  return loss;
 }
 
 GrosiLoss GrosiModel::RegressionLoss(const Eigen::VectorXd& z,
@@ -160,31 +226,26 @@ GrosiLoss GrosiModel::RegressionLoss(const Eigen::VectorXd& z,
   GrosiLossWeights weights;
   weights.alpha = 0.0;
   weights.delta = 0.0;
-  return Evaluate(z, X, y, nullptr, weights);
+  return Evaluate(z.transpose(), X, y, weights, nullptr);
 }
 
-GrosiLoss GrosiModel::Evaluate(const Eigen::VectorXd& z,
+GrosiLoss GrosiModel::Evaluate(const Eigen::MatrixXd& M,
                                const Eigen::MatrixXd& X,
                                const Eigen::VectorXd& y,
-                               const GrosiStepBatch* pair,
-                               const GrosiLossWeights& weights) const {
+                               const GrosiLossWeights& weights,
+                               Eigen::MatrixXd* d_inputs) const {
   const int w = architecture_.tower_width;
   const Eigen::Index n = X.rows();
   // Rows of M: z_t, then (with a pair) z_t' and z_q.
-  const int views = pair != nullptr ? 3 : 1;
-  Eigen::MatrixXd M(views, num_features());
-  M.row(0) = z.transpose();
-  if (pair != nullptr) {
-    M.row(1) = pair->positive.transpose();
-    M.row(2) = pair->negative.transpose();
-  }
+  const bool paired = M.rows() == 3;
+  const int views = static_cast<int>(M.rows());
   nn::Mlp::Trace features_trace;
   const Eigen::MatrixXd Phi = features_.Forward(M, &features_trace);
   // psi at phi_t (and phi_q): towers, then the head on stacked rows.
-  const int heads = pair != nullptr ? 2 : 1;
+  const int heads = paired ? 2 : 1;
   Eigen::MatrixXd tower_in(heads, Phi.cols());
   tower_in.row(0) = Phi.row(0);
-  if (pair != nullptr) tower_in.row(1) = Phi.row(2);
+  if (paired) tower_in.row(1) = Phi.row(2);
   nn::Mlp::Trace phi_trace, config_trace, head_trace;
   const Eigen::MatrixXd T = phi_tower_.Forward(tower_in, &phi_trace);
   const Eigen::MatrixXd L = config_tower_.Forward(X, &config_trace);
@@ -202,7 +263,7 @@ GrosiLoss GrosiModel::Evaluate(const Eigen::VectorXd& z,
   const Eigen::VectorXd residual = out.head(n) - y;
   loss.regression = residual.squaredNorm() * inv_n;
   d_out.head(n) += weights.regression * 2.0 * inv_n * residual;
-  if (pair != nullptr) {
+  if (paired) {
     const Eigen::VectorXd phi_t = Phi.row(0).transpose();
     const Eigen::VectorXd phi_p = Phi.row(1).transpose();
     const Eigen::VectorXd phi_q = Phi.row(2).transpose();
@@ -237,7 +298,7 @@ GrosiLoss GrosiModel::Evaluate(const Eigen::VectorXd& z,
   const int np = phi_tower_.num_parameters();
   const int nc = config_tower_.num_parameters();
   const int nh = head_.num_parameters();
-  loss.gradient = Eigen::VectorXd::Zero(nf + np + nc + nh);
+  loss.gradient = Eigen::VectorXd::Zero(num_parameters());
   Eigen::MatrixXd d_head_in;
   head_.Backward(head_trace, d_out, loss.gradient.segment(nf + np + nc, nh),
                  &d_head_in);
@@ -253,15 +314,16 @@ GrosiLoss GrosiModel::Evaluate(const Eigen::VectorXd& z,
   phi_tower_.Backward(phi_trace, d_T, loss.gradient.segment(nf, np),
                       &d_tower_in);
   d_phi.row(0) += d_tower_in.row(0);
-  if (pair != nullptr) d_phi.row(2) += d_tower_in.row(1);
+  if (paired) d_phi.row(2) += d_tower_in.row(1);
   features_.Backward(features_trace, d_phi, loss.gradient.segment(0, nf),
-                     nullptr);
+                     d_inputs);
   return loss;
 }
 
 int GrosiModel::num_parameters() const {
   return features_.num_parameters() + phi_tower_.num_parameters() +
-         config_tower_.num_parameters() + head_.num_parameters();
+         config_tower_.num_parameters() + head_.num_parameters() +
+         (d2v_.has_value() ? d2v_->num_parameters() : 0);
 }
 
 Eigen::VectorXd GrosiModel::parameters() const {
@@ -270,6 +332,9 @@ Eigen::VectorXd GrosiModel::parameters() const {
   for (const nn::Mlp* mlp : {&features_, &phi_tower_, &config_tower_, &head_}) {
     mlp->GetParameters(p.segment(offset, mlp->num_parameters()));
     offset += mlp->num_parameters();
+  }
+  if (d2v_.has_value()) {
+    d2v_->GetParameters(p.segment(offset, d2v_->num_parameters()));
   }
   return p;
 }
@@ -285,6 +350,9 @@ absl::Status GrosiModel::set_parameters(const Eigen::VectorXd& params) {
     mlp->SetParameters(params.segment(offset, mlp->num_parameters()));
     offset += mlp->num_parameters();
   }
+  if (d2v_.has_value()) {
+    d2v_->SetParameters(params.segment(offset, d2v_->num_parameters()));
+  }
   return absl::OkStatus();
 }
 
@@ -297,8 +365,14 @@ void GrosiModel::ToArtifact(v1::ModelArtifact* artifact) const {
   phi_tower_.AppendTensors(kPhiTowerPrefix, &tensors);
   config_tower_.AppendTensors(kConfigTowerPrefix, &tensors);
   head_.AppendTensors(kHeadPrefix, &tensors);
+  if (d2v_.has_value()) {
+    tensors.push_back(
+        nn::MakeTensor(kD2vMeanTensor, {d2v_->output()}, d2v_mean_));
+  }
   for (v1::Tensor& t : tensors) *artifact->add_tensors() = std::move(t);
+  if (d2v_.has_value()) d2v_->Write(kD2vPrefix, artifact);
   auto& ints = *artifact->mutable_int_options();
+  ints["dataset2vec"] = d2v_.has_value() ? 1 : 0;
   ints["embedding"] = architecture_.embedding;
   ints["feature_hidden"] = architecture_.feature_hidden;
   ints["tower_layers"] = architecture_.tower_layers;
@@ -333,9 +407,27 @@ absl::StatusOr<GrosiModel> GrosiModel::FromArtifact(
       a.head_width, nn::ReadIntOption(artifact, "head_width", 1, kMaxWidth));
   METAOPT_ASSIGN_OR_RETURN(FeatureScaler scaler,
                            FeatureScaler::ReadFrom(artifact.normalization()));
-  METAOPT_ASSIGN_OR_RETURN(const int feature_dim,
-                           nn::ReadIntOption(artifact, "feature_dim", 1,
-                                             std::numeric_limits<int>::max()));
+  // Artifacts from before the extractor have no "dataset2vec" option.
+  if (artifact.int_options().contains("dataset2vec")) {
+    METAOPT_ASSIGN_OR_RETURN(const int d2v,
+                             nn::ReadIntOption(artifact, "dataset2vec", 0, 1));
+    a.dataset2vec = d2v == 1;
+  }
+  METAOPT_ASSIGN_OR_RETURN(nn::TensorMap tensors,
+                           nn::IndexTensors(artifact.tensors()));
+  std::optional<Dataset2Vec> d2v;
+  Eigen::VectorXd d2v_mean;
+  if (a.dataset2vec) {
+    METAOPT_ASSIGN_OR_RETURN(d2v,
+                             Dataset2Vec::Read(kD2vPrefix, artifact, tensors));
+    a.d2v = d2v->architecture();
+    METAOPT_ASSIGN_OR_RETURN(
+        d2v_mean, nn::ReadTensor(tensors, kD2vMeanTensor, {d2v->output()}));
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      const int feature_dim,
+      nn::ReadIntOption(artifact, "feature_dim", a.dataset2vec ? 0 : 1,
+                        std::numeric_limits<int>::max()));
   if (feature_dim != scaler.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "artifact.int_options[\"feature_dim\"]: ", feature_dim, ", but ",
@@ -353,8 +445,10 @@ absl::StatusOr<GrosiModel> GrosiModel::FromArtifact(
         ", but the search space encodes to ", model.encoder().dimension()));
   }
   model.scaler_ = std::move(scaler);
-  METAOPT_ASSIGN_OR_RETURN(nn::TensorMap tensors,
-                           nn::IndexTensors(artifact.tensors()));
+  if (d2v.has_value()) {
+    model.d2v_ = std::move(d2v);
+    model.d2v_mean_ = std::move(d2v_mean);
+  }
   METAOPT_RETURN_IF_ERROR(
       model.features_.ReadTensors(kFeaturesPrefix, tensors));
   METAOPT_RETURN_IF_ERROR(

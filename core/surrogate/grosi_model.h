@@ -4,14 +4,18 @@
 //   phi = h(z)                      meta-feature embedding (R^K, K = 16)
 //   psi(x, phi) = psi2([t_x(x), t_phi(phi)])
 //
-// z is the dataset's engineered meta-features, standardised with the training
-// means and standard deviations (a missing feature is imputed with its
-// training mean, i.e. 0, and |z| is clipped at kFeatureClip). Deviation: the
-// paper learns phi end to end from a raw sample of the dataset (a DeepSet,
-// Dataset2Vec); our meta-datasets come without their raw data, so h is an MLP
-// over the engineered meta-features. t_x and t_phi are the two towers of
-// psi1 (widths halving down to `tower_width`, ReLU throughout); psi2 is an MLP
-// whose widths halve down to `head_width`, then a linear Dense(1).
+// z is the model's input for the dataset: its engineered meta-features,
+// standardised with the training means and standard deviations (a missing
+// feature is imputed with its training mean, i.e. 0, and |z| is clipped at
+// kFeatureClip), and/or, in a model with a Dataset2Vec extractor, D2V(sample)
+// of a raw sample of the dataset (core/surrogate/dataset2vec.h), as the paper
+// learns phi end to end from the data: z = [engineered; D2V(sample)]. h is an
+// MLP over z. Engineered meta-features alone are a deviation for the
+// meta-datasets without raw data. A D2V model given no sample takes the mean
+// D2V output over its training tasks (dataset2vec_mean()). t_x and t_phi are
+// the two towers of psi1 (widths halving down to `tower_width`, ReLU
+// throughout); psi2 is an MLP whose widths halve down to `head_width`, then a
+// linear Dense(1).
 //
 // The target is the task's normalised regret (0: the task's best evaluated
 // configuration, 1: its worst), so the zero-shot design is the arg-min top K
@@ -46,6 +50,7 @@
 #include "core/nn/mlp.h"
 #include "core/space/encoding.h"
 #include "core/space/search_space.h"
+#include "core/surrogate/dataset2vec.h"
 #include "core/surrogate/feature_scaler.h"
 #include "metaopt/v1/model.pb.h"
 
@@ -54,6 +59,9 @@ namespace metaopt::surrogate {
 // Widths of the network (defaults: the paper's Table 1, "Architecture 3").
 struct GrosiArchitecture {
   int embedding = 16;       // K, the dimension of phi.
+  // Whether phi also reads a raw sample through a Dataset2Vec extractor.
+  bool dataset2vec = false;
+  Dataset2VecArchitecture d2v;
   int feature_hidden = 32;  // Hidden width of h (0 hidden layers if 0).
   int tower_layers = 4;     // psi1 towers: widths 32-16-8-4.
   int tower_width = 4;
@@ -68,11 +76,16 @@ struct GrosiLossWeights {
   double delta = 1.0;  // identification P
 };
 
-// The data of one inner step.
+// The data of one inner step. The engineered parts of the views (empty in a
+// model without engineered features) and, in a Dataset2Vec model, their raw
+// samples (a null sample takes dataset2vec_mean(), without gradient).
 struct GrosiStepBatch {
   Eigen::VectorXd features;  // z_t
   Eigen::VectorXd positive;  // z_t', another view of task t
   Eigen::VectorXd negative;  // z_q, q != t
+  const RawSample* sample = nullptr;
+  const RawSample* positive_sample = nullptr;
+  const RawSample* negative_sample = nullptr;
   Eigen::MatrixXd X;         // encoded configurations of t (n x D)
   Eigen::VectorXd y;         // their normalised regrets
 };
@@ -92,9 +105,9 @@ class GrosiModel {
   static constexpr double kFeatureClip = FeatureScaler::kClip;
 
   // A randomly initialised model over `space` (configurations encoded by
-  // space::Encoder) and the named meta-features (sorted, distinct, non-empty),
-  // with means 0 and standard deviations 1. INVALID_ARGUMENT for a bad
-  // architecture or feature list.
+  // space::Encoder) and the named meta-features (sorted, distinct; non-empty
+  // unless architecture.dataset2vec), with means 0 and standard deviations 1.
+  // INVALID_ARGUMENT for a bad architecture or feature list.
   static absl::StatusOr<GrosiModel> Create(
       const v1::SearchSpace& space, std::vector<std::string> feature_names,
       const GrosiArchitecture& architecture, uint64_t seed);
@@ -120,17 +133,23 @@ class GrosiModel {
     return scaler_.Standardize(raw, imputed);
   }
 
-  // phi = h(z).
+  // z for standardised engineered features (num_features() entries) and,
+  // in a Dataset2Vec model, a raw sample (null: dataset2vec_mean()).
+  Eigen::VectorXd Input(const Eigen::VectorXd& engineered,
+                        const RawSample* sample) const;
+  // phi = h(z), z of input_dim() entries.
   Eigen::VectorXd Embed(const Eigen::VectorXd& z) const;
   // psi(x, phi) for every row of X (encoded configurations).
   Eigen::VectorXd Predict(const Eigen::VectorXd& phi,
                           const Eigen::MatrixXd& X) const;
 
-  // The weighted losses of one inner step and their gradient.
+  // The weighted losses of one inner step and their gradient (through the
+  // Dataset2Vec extractor for the views with a sample).
   GrosiLoss Loss(const GrosiStepBatch& batch,
                  const GrosiLossWeights& weights) const;
-  // The regression loss O alone on (X, y) for the dataset z (the paper's
-  // refit on the target's observations, Eq. 3).
+  // The regression loss O alone on (X, y) for the dataset input z (the
+  // paper's refit on the target's observations, Eq. 3); the Dataset2Vec
+  // extractor is not differentiated (its gradient entries are 0).
   GrosiLoss RegressionLoss(const Eigen::VectorXd& z, const Eigen::MatrixXd& X,
                            const Eigen::VectorXd& y) const;
 
@@ -138,6 +157,18 @@ class GrosiModel {
   Eigen::VectorXd parameters() const;
   // INVALID_ARGUMENT for a wrong size or a non-finite value.
   absl::Status set_parameters(const Eigen::VectorXd& params);
+
+  // z's size: num_features() plus the Dataset2Vec output, if any.
+  int input_dim() const;
+  // The extractor, or null in a model without one.
+  const Dataset2Vec* dataset2vec() const {
+    return d2v_.has_value() ? &*d2v_ : nullptr;
+  }
+  // Mean D2V output over the training tasks (zeros until set).
+  const Eigen::VectorXd& dataset2vec_mean() const { return d2v_mean_; }
+  // INVALID_ARGUMENT unless the model has an extractor and `mean` has its
+  // output size and finite values.
+  absl::Status set_dataset2vec_mean(const Eigen::VectorXd& mean);
 
   const std::vector<std::string>& feature_names() const {
     return scaler_.names();
@@ -155,11 +186,12 @@ class GrosiModel {
              FeatureScaler scaler, nn::Mlp features, nn::Mlp phi_tower,
              nn::Mlp config_tower, nn::Mlp head);
 
-  // Losses of (X, y) at z plus, when `pair` is set, R and P against its
-  // positive and negative views.
-  GrosiLoss Evaluate(const Eigen::VectorXd& z, const Eigen::MatrixXd& X,
-                     const Eigen::VectorXd& y, const GrosiStepBatch* pair,
-                     const GrosiLossWeights& weights) const;
+  // Losses of (X, y) at the input M.row(0) plus, when M has 3 rows, R and P
+  // against its positive (row 1) and negative (row 2) views; sets *d_inputs to
+  // dL/dM.
+  GrosiLoss Evaluate(const Eigen::MatrixXd& M, const Eigen::MatrixXd& X,
+                     const Eigen::VectorXd& y, const GrosiLossWeights& weights,
+                     Eigen::MatrixXd* d_inputs) const;
 
   GrosiArchitecture architecture_;
   v1::SearchSpace space_proto_;
@@ -169,6 +201,8 @@ class GrosiModel {
   nn::Mlp phi_tower_;     // t_phi
   nn::Mlp config_tower_;  // t_x
   nn::Mlp head_;          // psi2
+  std::optional<Dataset2Vec> d2v_;
+  Eigen::VectorXd d2v_mean_;
 };
 
 }  // namespace metaopt::surrogate

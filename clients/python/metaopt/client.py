@@ -215,7 +215,9 @@ class Client:
         ``algorithm``, ``model``, ``initial_trials``, ``seed``, ``candidates``,
         ``dataset_features``, ``early_stopping``), or a complete ``spec``. Instead of ``dataset_features``,
         ``dataset=(X, y)`` or ``(X, y, categorical)`` computes them with
-        :func:`metaopt.metafeatures.compute`.
+        :func:`metaopt.metafeatures.compute` and also fills ``spec.dataset_sample`` with
+        :func:`metaopt.dataset_sample.draw` (for models that read the raw data: GROSI with
+        Dataset2Vec).
 
         Raises:
             AlreadyExistsError: the id is taken by a study with another spec.
@@ -232,6 +234,10 @@ class Client:
             spec_options["dataset_features"] = _dataset_features(dataset)
         if spec is None:
             spec = spec_lib.study_spec(space, **spec_options)
+        if dataset is not None:
+            from metaopt import dataset_sample  # numpy only when asked for
+
+            spec.dataset_sample.CopyFrom(dataset_sample.draw(*dataset))
         response = self.call("CreateStudy", pb.CreateStudyRequest(study_id=study_id, spec=spec))
         return Study(self, response.study, created=response.created)
 

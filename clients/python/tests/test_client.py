@@ -147,6 +147,10 @@ class AskTellTest(ServerTest):
         self.assertIn("Landmark1NN", expected)
         self.assertEqual(dict(client.get_study("iris").spec.dataset_features), expected)
         self.assertEqual(dict(study.spec.dataset_features), expected)
+        # ... and its raw sample, drawn by the deterministic rule.
+        from metaopt import dataset_sample
+        self.assertEqual(client.get_study("iris").spec.dataset_sample, dataset_sample.draw(X, y))
+        self.assertEqual(dataset_sample.shape(study.spec.dataset_sample), (150, 4, 3))
         # An explicit dict works too; both at once, or a malformed dataset, send nothing.
         given = client.create_study("given-features", quadratic_space(), algorithm="random",
                                     dataset_features={"NumberOfClasses": 3})

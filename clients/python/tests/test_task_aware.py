@@ -45,8 +45,8 @@ class TaskAwareStudyTest(unittest.TestCase):
         if not cls.space_json.exists():
             raise unittest.SkipTest(f"the meta-datasets are absent from {shared_data_dir()}")
         cls.server = TempServer()
-        shutil.copytree(PROJECT / "models" / "sklearn-pipelines-deeppipe",
-                        Path(cls.server.models) / "sklearn-pipelines-deeppipe")
+        for name in ("sklearn-pipelines-deeppipe", "sklearn-pipelines-grosi-d2v"):
+            shutil.copytree(PROJECT / "models" / name, Path(cls.server.models) / name)
         cls.server.start()
 
     @classmethod
@@ -89,6 +89,29 @@ class TaskAwareStudyTest(unittest.TestCase):
                                         dataset_features=partial)
             imputed = dict(study.proto.metadata)["imputed_features"].split(",")
             self.assertIn("ClassEntropy", imputed)
+
+    def test_dataset_sample_conditions_grosi_with_dataset2vec(self) -> None:
+        space = sklearn_pipelines_space(self.space_json)
+        X, y = sklearn.datasets.load_wine(return_X_y=True)
+        with metaopt.Client(self.server.target) as client:
+            study = client.create_study("wine-d2v", space, objective="balanced_accuracy",
+                                        goal="maximize", algorithm="grosi",
+                                        model="sklearn-pipelines-grosi-d2v", dataset=(X, y))
+            self.assertEqual(study.bound_model, "sklearn-pipelines-grosi-d2v@1")
+            metadata = dict(study.proto.metadata)
+            self.assertEqual(metadata["task_conditioning"], "dataset2vec")
+            self.assertEqual(metadata["dataset_sample"], "used")
+            trials = study.suggest(count=3)
+            self.assertEqual(len(trials), 3)
+            self.assertTrue(all(t.metadata["policy"] == "grosi/zero-shot" for t in trials),
+                            [t.metadata for t in trials])
+
+            # Without a sample the model says what stands in for it.
+            plain = client.create_study("no-sample", space, objective="balanced_accuracy",
+                                        goal="maximize", algorithm="grosi",
+                                        model="sklearn-pipelines-grosi-d2v")
+            self.assertTrue(dict(plain.proto.metadata)["dataset_sample"].startswith("absent"))
+            self.assertEqual(len(plain.suggest()), 1)
 
 
 if __name__ == "__main__":

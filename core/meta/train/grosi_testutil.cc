@@ -1,5 +1,6 @@
 #include "core/meta/train/grosi_testutil.h"
 
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -56,14 +57,17 @@ GrosiTrainOptions SmallGrosiOptions() {
   return options;
 }
 
-absl::StatusOr<v1::ModelArtifact> TwoFamilyGrosiArtifact() {
+namespace {
+
+absl::StatusOr<v1::ModelArtifact> TrainTwoFamilyArtifact(
+    const GrosiTrainOptions& options) {
   const meta::MetaDataset data = TwoFamilyDataset(16, 4, 0);
   std::vector<const meta::Task*> train, valid;
   for (const meta::Task& task : data.tasks) {
     (task.split == "train" ? train : valid).push_back(&task);
   }
   METAOPT_ASSIGN_OR_RETURN(GrosiTrainResult trained,
-                           TrainGrosi(data, train, valid, SmallGrosiOptions()));
+                           TrainGrosi(data, train, valid, options));
   v1::ModelArtifact artifact;
   artifact.set_format_version(registry::kCurrentFormatVersion);
   trained.best.ToArtifact(&artifact);
@@ -72,6 +76,80 @@ absl::StatusOr<v1::ModelArtifact> TwoFamilyGrosiArtifact() {
   artifact.mutable_provenance()->set_data_name(data.name);
   artifact.mutable_provenance()->set_split("train");
   return artifact;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ModelArtifact> TwoFamilyGrosiArtifact() {
+  return TrainTwoFamilyArtifact(SmallGrosiOptions());
+}
+
+std::map<std::string, surrogate::RawSample> TwoFamilySamples(
+    const meta::MetaDataset& data, uint64_t seed) {
+  constexpr int kRows = 40;
+  constexpr int kColumns = 3;
+  space::Rng rng(seed);
+  std::map<std::string, surrogate::RawSample> out;
+  for (int t = 0; t < static_cast<int>(data.tasks.size()); ++t) {
+    const bool right = t % 2 == 1;  // TwoFamilyDataset's families
+    surrogate::RawSample s;
+    s.x.resize(kRows, kColumns);
+    s.y = Eigen::MatrixXd::Zero(kRows, 2);
+    for (int i = 0; i < kRows; ++i) {
+      const int label = i % 2;
+      s.y(i, label) = 1.0;
+      for (int j = 0; j < kColumns; ++j) {
+        s.x(i, j) =
+            right ? (label == 1 ? 1.0 : -1.0) + 0.3 * space::StandardNormal(rng)
+                  : 1.04 * space::StandardNormal(rng);
+      }
+    }
+    out.emplace(data.tasks[t].id, std::move(s));
+  }
+  return out;
+}
+
+v1::DatasetSample SampleProto(const surrogate::RawSample& raw) {
+  v1::DatasetSample sample;
+  for (Eigen::Index j = 0; j < raw.x.cols(); ++j) {
+    sample.add_column_kinds(v1::COLUMN_KIND_NUMERIC);
+  }
+  for (Eigen::Index i = 0; i < raw.x.rows(); ++i) {
+    for (Eigen::Index j = 0; j < raw.x.cols(); ++j) {
+      sample.add_values(raw.x(i, j));
+    }
+    for (Eigen::Index k = 0; k < raw.y.cols(); ++k) {
+      sample.add_targets(raw.y(i, k));
+    }
+  }
+  sample.set_num_targets(static_cast<int>(raw.y.cols()));
+  return sample;
+}
+
+GrosiTrainOptions SmallD2vOptions(
+    std::map<std::string, surrogate::RawSample> samples) {
+  GrosiTrainOptions options = SmallGrosiOptions();
+  options.architecture.dataset2vec = true;
+  surrogate::Dataset2VecArchitecture& d = options.architecture.d2v;
+  d.f_width = 8;
+  d.f_layers = 2;
+  d.g_width = 8;
+  d.g_layers = 1;
+  d.h_width = 8;
+  d.h_layers = 2;
+  d.output = 4;
+  options.engineered = false;
+  options.d2v_rows = 16;
+  options.d2v_columns = 2;
+  options.samples =
+      std::make_shared<const std::map<std::string, surrogate::RawSample>>(
+          std::move(samples));
+  return options;
+}
+
+absl::StatusOr<v1::ModelArtifact> TwoFamilyD2vArtifact() {
+  return TrainTwoFamilyArtifact(
+      SmallD2vOptions(TwoFamilySamples(TwoFamilyDataset(16, 4, 0))));
 }
 
 }  // namespace metaopt::train::testing

@@ -4,6 +4,8 @@
 #define METAOPT_CORE_META_TRAIN_GROSI_TESTUTIL_H_
 
 #include <cstdint>
+#include <map>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/meta/meta_dataset.h"
@@ -28,6 +30,26 @@ GrosiTrainOptions SmallGrosiOptions();
 // TwoFamilyDataset(16, 4, 0), with format version, objective, a portfolio
 // and provenance, ready for registry::WriteModelVersion.
 absl::StatusOr<v1::ModelArtifact> TwoFamilyGrosiArtifact();
+
+// Raw samples of TwoFamilyDataset's tasks that tell the families apart only
+// through the joint distribution of (feature, target) pairs: 40 rows x 3
+// columns x 2 one-hot classes; in a "right" task the features follow the
+// class (x = +-1 + noise), in a "left" task they are noise, with the same
+// marginal scale.
+std::map<std::string, surrogate::RawSample> TwoFamilySamples(
+    const meta::MetaDataset& data, uint64_t seed = 11);
+
+// `raw` as a v1::DatasetSample (numeric columns).
+v1::DatasetSample SampleProto(const surrogate::RawSample& raw);
+
+// SmallGrosiOptions with a small Dataset2Vec extractor over `samples`
+// (without engineered meta-features).
+GrosiTrainOptions SmallD2vOptions(
+    std::map<std::string, surrogate::RawSample> samples);
+
+// A MODEL_KIND_GROSI artifact with a Dataset2Vec extractor trained with
+// SmallD2vOptions on TwoFamilyDataset(16, 4, 0) and its TwoFamilySamples.
+absl::StatusOr<v1::ModelArtifact> TwoFamilyD2vArtifact();
 
 }  // namespace metaopt::train::testing
 

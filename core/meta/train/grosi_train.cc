@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
+#include "core/meta/dataset_samples.h"
 #include "core/meta/train/portfolio.h"
 #include "core/nn/optimizer.h"
 #include "core/space/random.h"
@@ -21,9 +22,11 @@ namespace metaopt::train {
 namespace {
 
 using surrogate::GrosiModel;
+using surrogate::RawSample;
 
 struct TaskData {
   std::string id;
+  const RawSample* sample = nullptr;  // with Dataset2Vec
   Eigen::VectorXd z;
   Eigen::MatrixXd X;
   Eigen::VectorXd y;  // normalised regret
@@ -68,7 +71,9 @@ absl::Status ValidateOptions(const GrosiTrainOptions& o) {
       !std::isfinite(o.inner_lr) || o.batch_configs < 1 ||
       !(o.feature_dropout >= 0 && o.feature_dropout < 1) || o.select_k < 1 ||
       o.curve_k < o.select_k || !(o.weights.alpha >= 0) ||
-      !(o.weights.delta >= 0)) {
+      !(o.weights.delta >= 0) || o.d2v_rows < 1 || o.d2v_columns < 1 ||
+      o.d2v_pretrain_epochs < 0 ||
+      (o.architecture.dataset2vec && o.samples == nullptr)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GROSI training options: need epochs >= 0 (got ", o.epochs,
         "), meta_batch >= 1 (", o.meta_batch, "), inner_steps >= 1 (",
@@ -76,13 +81,16 @@ absl::Status ValidateOptions(const GrosiTrainOptions& o) {
         "), batch_configs >= 1 (", o.batch_configs,
         "), feature_dropout in [0, 1) (", o.feature_dropout,
         "), 1 <= select_k <= curve_k (", o.select_k, ", ", o.curve_k,
-        "), alpha and delta >= 0"));
+        "), alpha and delta >= 0, d2v_rows and d2v_columns >= 1 (", o.d2v_rows,
+        ", ", o.d2v_columns, "), d2v_pretrain_epochs >= 0 (",
+        o.d2v_pretrain_epochs, "), samples with dataset2vec"));
   }
   return absl::OkStatus();
 }
 
 struct ValidData {
   const meta::Task* task;
+  const RawSample* sample;
   Eigen::VectorXd z;
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
@@ -94,7 +102,8 @@ void Validate(const GrosiModel& model, const std::vector<ValidData>& valid,
   std::vector<double> curve(options.curve_k, 0.0);
   double mse = 0.0;
   for (const ValidData& v : valid) {
-    const Eigen::VectorXd predicted = model.Predict(model.Embed(v.z), v.X);
+    const Eigen::VectorXd predicted =
+        model.Predict(model.Embed(model.Input(v.z, v.sample)), v.X);
     mse += (predicted - v.y).squaredNorm() / static_cast<double>(v.y.size());
     const std::vector<double> c = RegretCurve(predicted, v.y, options.curve_k);
     for (int k = 0; k < options.curve_k; ++k) curve[k] += c[k];
@@ -108,17 +117,72 @@ void Validate(const GrosiModel& model, const std::vector<ValidData>& valid,
   stats->valid_score = score / options.select_k;
 }
 
+// One inner step's data; the batch points into the sub-samples.
+struct StepData {
+  RawSample t, p, q;
+  surrogate::GrosiStepBatch batch;
+};
+
+// The step of task `ti` against `qi`: `configs` configurations of t, the
+// positive view (features dropped at random; another sub-batch of the
+// sample) and the negative one.
+void MakeStep(const std::vector<TaskData>& tasks, int ti, int qi, int configs,
+              const GrosiTrainOptions& options, space::Rng& rng,
+              StepData* step) {
+  const TaskData& t = tasks[ti];
+  const std::vector<Eigen::Index> rows = SampleWithoutReplacement(
+      t.y.size(), std::min<Eigen::Index>(configs, t.y.size()), rng);
+  surrogate::GrosiStepBatch& batch = step->batch;
+  batch.features = t.z;
+  batch.positive = t.z;
+  for (Eigen::Index f = 0; f < t.z.size(); ++f) {
+    if (space::Uniform01(rng) < options.feature_dropout) {
+      batch.positive[f] = 0.0;
+    }
+  }
+  batch.negative = tasks[qi].z;
+  batch.X = t.X(rows, Eigen::all);
+  batch.y = t.y(rows);
+  if (t.sample != nullptr && tasks[qi].sample != nullptr) {
+    step->t = surrogate::SubSample(*t.sample, options.d2v_rows,
+                                   options.d2v_columns, rng);
+    step->p = surrogate::SubSample(*t.sample, options.d2v_rows,
+                                   options.d2v_columns, rng);
+    step->q = surrogate::SubSample(*tasks[qi].sample, options.d2v_rows,
+                                   options.d2v_columns, rng);
+    batch.sample = &step->t;
+    batch.positive_sample = &step->p;
+    batch.negative_sample = &step->q;
+  }
+}
+
 }  // namespace
 
 std::vector<double> GrosiZeroShotRegret(const GrosiModel& model,
                                         const meta::Task& task, v1::Goal goal,
-                                        int k) {
+                                        int k, const RawSample* sample) {
   const std::optional<Eigen::VectorXd> regret = NormalisedRegret(task, goal);
   if (!regret.has_value()) return {};
-  const Eigen::VectorXd z = model.Standardize(task.metafeatures, nullptr);
+  const Eigen::VectorXd z =
+      model.Input(model.Standardize(task.metafeatures, nullptr), sample);
   const Eigen::VectorXd predicted = model.Predict(
       model.Embed(z), model.encoder().EncodeBatch(task.configurations));
   return RegretCurve(predicted, *regret, k);
+}
+
+absl::StatusOr<std::map<std::string, RawSample>> ReadDatasetSamples(
+    const std::string& dir, const std::vector<const meta::Task*>& tasks) {
+  std::vector<std::string> ids;
+  for (const meta::Task* task : tasks) ids.push_back(task->id);
+  METAOPT_ASSIGN_OR_RETURN(
+      auto samples, meta::ReadDatasetSamples(dir, ids, "--dataset-samples"));
+  std::map<std::string, RawSample> out;
+  for (const auto& [id, sample] : samples) {
+    METAOPT_ASSIGN_OR_RETURN(RawSample raw,
+                             surrogate::RawSampleFromProto(sample));
+    out.emplace(id, std::move(raw));
+  }
+  return out;
 }
 
 absl::StatusOr<GrosiTrainResult> TrainGrosi(
@@ -128,22 +192,38 @@ absl::StatusOr<GrosiTrainResult> TrainGrosi(
     const std::function<void(const GrosiEpochStats&)>& progress) {
   METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
   const v1::Goal goal = data.objective.goal();
+  const bool d2v = options.architecture.dataset2vec;
+  const bool engineered = !d2v || options.engineered;
+  auto sample_of = [&](const meta::Task* task) -> const RawSample* {
+    if (!d2v) return nullptr;
+    auto it = options.samples->find(task->id);
+    return it == options.samples->end() ? nullptr : &it->second;
+  };
+  auto usable = [&](const meta::Task* task) {
+    if (engineered && task->metafeatures.empty()) return false;
+    if (d2v && sample_of(task) == nullptr) return false;
+    return NormalisedRegret(*task, goal).has_value();
+  };
   std::vector<const meta::Task*> used;
   int skipped = 0;
   for (const meta::Task* task : train) {
-    if (task->metafeatures.empty() || !NormalisedRegret(*task, goal)) {
+    if (!usable(task)) {
       ++skipped;
       continue;
     }
     used.push_back(task);
   }
   if (used.size() < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GROSI training needs at least 2 training tasks with meta-features "
-        "(metafeatures.csv) and a spread of y; ",
-        used.size(), " of ", train.size(), " have them"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("GROSI training needs at least 2 training tasks with ",
+                     engineered ? "meta-features (metafeatures.csv)" : "",
+                     engineered && d2v ? ", " : "",
+                     d2v ? "a dataset sample (--dataset-samples)" : "",
+                     " and a spread of y; ", used.size(), " of ", train.size(),
+                     " have them"));
   }
-  const FeatureStatistics stats = ComputeFeatureStatistics(used);
+  const FeatureStatistics stats =
+      engineered ? ComputeFeatureStatistics(used) : FeatureStatistics{};
   METAOPT_ASSIGN_OR_RETURN(
       GrosiModel model, GrosiModel::Create(data.space, stats.names,
                                            options.architecture, options.seed));
@@ -153,6 +233,7 @@ absl::StatusOr<GrosiTrainResult> TrainGrosi(
   for (const meta::Task* task : used) {
     TaskData d;
     d.id = task->id;
+    d.sample = sample_of(task);
     d.z = model.Standardize(task->metafeatures, nullptr);
     d.X = model.encoder().EncodeBatch(task->configurations);
     d.y = *NormalisedRegret(*task, goal);
@@ -161,14 +242,14 @@ absl::StatusOr<GrosiTrainResult> TrainGrosi(
   std::vector<ValidData> valid_data;
   int skipped_valid = 0;
   for (const meta::Task* task : valid) {
-    const std::optional<Eigen::VectorXd> y = NormalisedRegret(*task, goal);
-    if (task->metafeatures.empty() || !y.has_value()) {
+    if (!usable(task)) {
       ++skipped_valid;
       continue;
     }
-    valid_data.push_back({task, model.Standardize(task->metafeatures, nullptr),
-                          model.encoder().EncodeBatch(task->configurations),
-                          *y});
+    const std::optional<Eigen::VectorXd> y = NormalisedRegret(*task, goal);
+    valid_data.push_back(
+        {task, sample_of(task), model.Standardize(task->metafeatures, nullptr),
+         model.encoder().EncodeBatch(task->configurations), *y});
   }
 
   GrosiTrainResult result{model};
@@ -193,6 +274,29 @@ absl::StatusOr<GrosiTrainResult> TrainGrosi(
   space::Rng rng(options.seed ^ 0x67726f7369ULL);  // "grosi"
   const int T = static_cast<int>(tasks.size());
   const absl::Time start = absl::Now();
+  StepData step;
+  if (d2v && options.d2v_pretrain_epochs > 0) {
+    // Dataset identification alone (P), one Adam step per task.
+    surrogate::GrosiLossWeights identification;
+    identification.regression = 0.0;
+    identification.alpha = 0.0;
+    identification.delta = 1.0;
+    nn::Adam pretrain(static_cast<int>(beta.size()));
+    space::Rng pretrain_rng(options.seed ^ 0x64327670ULL);  // "d2vp"
+    for (int epoch = 0; epoch < options.d2v_pretrain_epochs; ++epoch) {
+      for (int t = 0; t < T; ++t) {
+        int q = static_cast<int>(space::UniformIndex(pretrain_rng, T - 1));
+        if (q >= t) ++q;
+        MakeStep(tasks, t, q, /*configs=*/1, options, pretrain_rng, &step);
+        const surrogate::GrosiLoss loss =
+            model.Loss(step.batch, identification);
+        if (!std::isfinite(loss.value) || !loss.gradient.allFinite()) continue;
+        pretrain.Step(loss.gradient, options.lr, beta);
+        METAOPT_RETURN_IF_ERROR(model.set_parameters(beta));
+      }
+    }
+    METAOPT_RETURN_IF_ERROR(inner.set_parameters(beta));
+  }
   for (int epoch = 1; epoch <= options.epochs; ++epoch) {
     const absl::Time epoch_start = absl::Now();
     GrosiEpochStats stats;
@@ -209,27 +313,15 @@ absl::StatusOr<GrosiTrainResult> TrainGrosi(
       const int k = std::min(options.meta_batch, T - g);
       Eigen::VectorXd direction = Eigen::VectorXd::Zero(beta.size());
       for (int i = 0; i < k; ++i) {
-        const TaskData& t = tasks[order[g + i]];
         Eigen::VectorXd beta_inner = beta;
         METAOPT_RETURN_IF_ERROR(inner.set_parameters(beta_inner));
         for (int v = 0; v < options.inner_steps; ++v) {
           int q = static_cast<int>(space::UniformIndex(rng, T - 1));
           if (q >= order[g + i]) ++q;
-          const std::vector<Eigen::Index> rows = SampleWithoutReplacement(
-              t.y.size(),
-              std::min<Eigen::Index>(options.batch_configs, t.y.size()), rng);
-          surrogate::GrosiStepBatch batch;
-          batch.features = t.z;
-          batch.positive = t.z;
-          for (Eigen::Index f = 0; f < t.z.size(); ++f) {
-            if (space::Uniform01(rng) < options.feature_dropout) {
-              batch.positive[f] = 0.0;
-            }
-          }
-          batch.negative = tasks[q].z;
-          batch.X = t.X(rows, Eigen::all);
-          batch.y = t.y(rows);
-          const surrogate::GrosiLoss loss = inner.Loss(batch, options.weights);
+          MakeStep(tasks, order[g + i], q, options.batch_configs, options, rng,
+                   &step);
+          const surrogate::GrosiLoss loss =
+              inner.Loss(step.batch, options.weights);
           if (!std::isfinite(loss.value) || !loss.gradient.allFinite()) {
             continue;
           }
@@ -263,6 +355,16 @@ absl::StatusOr<GrosiTrainResult> TrainGrosi(
     if (progress) progress(stats);
     if (absl::Now() - start >= options.time_budget) break;
   }
+  if (d2v) {
+    // The stand-in for studies without a sample: the mean training D2V.
+    Eigen::VectorXd mean =
+        Eigen::VectorXd::Zero(result.best.dataset2vec()->output());
+    for (const TaskData& t : tasks) {
+      mean += result.best.dataset2vec()->Forward(*t.sample);
+    }
+    METAOPT_RETURN_IF_ERROR(
+        result.best.set_dataset2vec_mean(mean / static_cast<double>(T)));
+  }
   return result;
 }
 
@@ -274,6 +376,9 @@ namespace {
 struct GrosiFlags {
   GrosiTrainOptions train;
   double max_minutes = 0.0;
+  std::string dataset_samples;  // --dataset-samples: Dataset2Vec when set
+  bool d2v_only = false;
+  int d2v_width = 32;
 };
 
 std::string Format(double v) {
@@ -290,6 +395,27 @@ absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
     const TrainingSplits& data, Progress& progress) {
   GrosiTrainOptions train = flags.train;
   train.seed = options.seed;
+  if (!flags.dataset_samples.empty()) {
+    std::vector<const meta::Task*> tasks = data.train;
+    tasks.insert(tasks.end(), data.valid.begin(), data.valid.end());
+    METAOPT_ASSIGN_OR_RETURN(auto samples,
+                             ReadDatasetSamples(flags.dataset_samples, tasks));
+    progress.Log(absl::StrFormat(
+        "grosi: Dataset2Vec over the raw samples of %d of %d train/valid "
+        "tasks (%s), %s engineered meta-features; sub-batches %d x %d, "
+        "pre-training %d epochs",
+        samples.size(), tasks.size(), flags.dataset_samples,
+        flags.d2v_only ? "without" : "with", train.d2v_rows, train.d2v_columns,
+        train.d2v_pretrain_epochs));
+    train.samples =
+        std::make_shared<const std::map<std::string, surrogate::RawSample>>(
+            std::move(samples));
+    train.architecture.dataset2vec = true;
+    train.engineered = !flags.d2v_only;
+    surrogate::Dataset2VecArchitecture& d = train.architecture.d2v;
+    d.f_width = d.g_width = d.h_width = flags.d2v_width;
+    d.output = train.architecture.embedding;
+  }
   if (flags.max_minutes > 0) {
     train.time_budget = absl::Seconds(60.0 * flags.max_minutes);
   }
@@ -379,6 +505,12 @@ absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
   (*metrics)["train_tasks"] = static_cast<double>(trained.train_tasks.size());
   (*metrics)["valid_tasks"] = trained.valid_tasks;
   (*metrics)["alpha"] = train.weights.alpha;
+  if (train.architecture.dataset2vec) {
+    ints["train_d2v_rows"] = train.d2v_rows;
+    ints["train_d2v_columns"] = train.d2v_columns;
+    ints["train_d2v_pretrain_epochs"] = train.d2v_pretrain_epochs;
+    ints["train_engineered_features"] = train.engineered ? 1 : 0;
+  }
   (*metrics)["delta"] = train.weights.delta;
   return artifact;
 }
@@ -459,6 +591,34 @@ TrainerKind GrosiTrainerKind() {
                     "checkpoint selection: mean valid regret@1..k")
         ->capture_default_str()
         ->check(CLI::Range(1, 20));
+    flags
+        .add_option("--dataset-samples", state->dataset_samples,
+                    "folder of <task>.json raw samples: adds the Dataset2Vec "
+                    "extractor (bench/dataset_samples/export_samples.py)")
+        ->capture_default_str();
+    flags.add_flag("--d2v-only", state->d2v_only,
+                   "with --dataset-samples: no engineered meta-features");
+    flags
+        .add_option("--d2v-rows", t.d2v_rows,
+                    "rows of a training sub-batch of a sample")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    flags
+        .add_option("--d2v-columns", t.d2v_columns,
+                    "columns of a training sub-batch of a sample")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 16));
+    flags
+        .add_option("--d2v-width", state->d2v_width,
+                    "width of the Dataset2Vec networks f, g, h")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    flags
+        .add_option("--d2v-pretrain-epochs", t.d2v_pretrain_epochs,
+                    "epochs of dataset identification alone before GROSI's "
+                    "training")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     flags
         .add_option("--max-minutes", state->max_minutes,
                     "stop after the epoch that exceeds this wall time (0: "

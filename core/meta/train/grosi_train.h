@@ -24,6 +24,20 @@
 // probability `feature_dropout` (0.2), which also teaches the embedding to
 // tolerate missing features.
 //
+// Dataset2Vec (architecture.dataset2vec, metaopt-train --dataset-samples):
+// the model reads each task's raw sample (`samples`, by task id) through the
+// extractor, with (`engineered`) or without the engineered meta-features; a
+// task without a sample (or, with `engineered`, without meta-features) is left
+// out. Every view of an inner step is a random sub-batch of its task's sample
+// (`d2v_rows` rows x `d2v_columns` columns, all targets; the paper's batches):
+// t and t' are two sub-batches of the same sample (the positive pair of P), q's
+// another task's. Validation and serving read the whole sample. Before
+// Algorithm 1, `d2v_pretrain_epochs` epochs train the extractor (and h) on P
+// alone with Adam at `lr`, one step per training task ("Dataset2Vec: Learning
+// Dataset Meta-Features", the dataset identification objective). The artifact
+// keeps the mean D2V output over the training tasks for studies without a
+// sample.
+//
 // Selection: after every epoch each validation task (with meta-features) is
 // scored zero-shot: its evaluated configurations ranked by the predicted
 // normalised regret, regret@k = the best true normalised regret among the
@@ -36,6 +50,8 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -60,6 +76,12 @@ struct GrosiTrainOptions {
   int select_k = 10;
   // Length of the reported regret curves.
   int curve_k = 20;
+  // Dataset2Vec (with architecture.dataset2vec): raw samples by task id.
+  std::shared_ptr<const std::map<std::string, surrogate::RawSample>> samples;
+  bool engineered = true;  // also the engineered meta-features
+  int d2v_rows = 64;
+  int d2v_columns = 8;
+  int d2v_pretrain_epochs = 0;
   uint64_t seed = 0;
   absl::Duration time_budget = absl::InfiniteDuration();
 };
@@ -101,17 +123,23 @@ absl::StatusOr<GrosiTrainResult> TrainGrosi(
     const std::function<void(const GrosiEpochStats&)>& progress = nullptr);
 
 // Zero-shot regret@1..k of `model` on `task` (its evaluated configurations
-// ranked by the predicted normalised regret, ties by row order); empty for a
-// task without a y spread.
-std::vector<double> GrosiZeroShotRegret(const surrogate::GrosiModel& model,
-                                        const meta::Task& task, v1::Goal goal,
-                                        int k);
+// ranked by the predicted normalised regret, ties by row order) given the
+// task's raw sample (null: none); empty for a task without a y spread.
+std::vector<double> GrosiZeroShotRegret(
+    const surrogate::GrosiModel& model, const meta::Task& task, v1::Goal goal,
+    int k, const surrogate::RawSample* sample = nullptr);
+
+// The raw samples of `tasks` in `dir` (meta::ReadDatasetSamples) by task id.
+absl::StatusOr<std::map<std::string, surrogate::RawSample>> ReadDatasetSamples(
+    const std::string& dir, const std::vector<const meta::Task*>& tasks);
 
 // metaopt-train --kind grosi. Flags: --epochs, --meta-batch, --inner-steps,
 // --inner-lr, --lr, --batch-configs, --alpha, --delta, --feature-dropout,
 // --embedding, --feature-hidden, --tower-layers, --tower-width,
-// --head-layers, --head-width, --select-k, --max-minutes. The artifact: the
-// best epoch's model (surrogate::GrosiModel::ToArtifact), the raw
+// --head-layers, --head-width, --select-k, --max-minutes; Dataset2Vec:
+// --dataset-samples DIR, --d2v-only (no engineered meta-features),
+// --d2v-rows, --d2v-columns, --d2v-width, --d2v-pretrain-epochs. The artifact:
+// the best epoch's model (surrogate::GrosiModel::ToArtifact), the raw
 // meta-features of the training tasks used (training_features), the greedy
 // portfolio (--size), and the metrics valid_regret@k, valid_mse,
 // initial_valid_regret@k, portfolio_valid_regret@k, best_epoch, epochs_run,

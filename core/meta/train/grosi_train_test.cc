@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,6 +15,7 @@
 #include "core/registry/artifact.h"
 #include "core/surrogate/grosi_model.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/testutil/temp_dir.h"
@@ -182,6 +184,127 @@ TEST_F(GrosiTrainTest, MetaoptTrainPublishesAGrosiArtifact) {
   METAOPT_ASSERT_OK_AND_ASSIGN(GrosiModel model,
                                GrosiModel::FromArtifact(artifact));
   EXPECT_EQ(model.num_features(), 3);
+}
+
+TEST_F(GrosiTrainTest, Dataset2VecTellsTheFamiliesApartFromRawSamples) {
+  const auto samples = testing::TwoFamilySamples(data_);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      GrosiTrainResult trained,
+      TrainGrosi(data_, train_, valid_, testing::SmallD2vOptions(samples)));
+  const GrosiModel& model = trained.best;
+  EXPECT_EQ(model.num_features(), 0);
+  ASSERT_NE(model.dataset2vec(), nullptr);
+  EXPECT_EQ(trained.train_tasks.size(), 16u);
+  EXPECT_GT(model.dataset2vec_mean().norm(), 0.0);
+  // Held-out tasks: no meta-features reach the model, only the samples.
+  for (const meta::Task* task : test_) {
+    const std::vector<double> regret = GrosiZeroShotRegret(
+        model, *task, data_.objective.goal(), 3, &samples.at(task->id));
+    ASSERT_EQ(regret.size(), 3u);
+    EXPECT_LT(regret[2], 0.05) << task->id;
+  }
+  const GrosiEpochStats& initial = trained.history[0];
+  const GrosiEpochStats& best = trained.history[trained.best_epoch];
+  EXPECT_LT(best.valid_score, initial.valid_score);
+  EXPECT_GT(best.identification, 0.0);
+}
+
+TEST_F(GrosiTrainTest, Dataset2VecLeavesOutTasksWithoutSamples) {
+  auto samples = testing::TwoFamilySamples(data_);
+  samples.erase(train_[0]->id);
+  samples.erase(valid_[0]->id);
+  GrosiTrainOptions options = testing::SmallD2vOptions(samples);
+  options.epochs = 2;
+  options.d2v_pretrain_epochs = 2;
+  METAOPT_ASSERT_OK_AND_ASSIGN(GrosiTrainResult a,
+                               TrainGrosi(data_, train_, valid_, options));
+  EXPECT_EQ(a.train_tasks.size(), 15u);
+  EXPECT_EQ(a.skipped_train_tasks, 1);
+  EXPECT_EQ(a.valid_tasks, 3);
+  METAOPT_ASSERT_OK_AND_ASSIGN(GrosiTrainResult b,
+                               TrainGrosi(data_, train_, valid_, options));
+  EXPECT_EQ(a.best.parameters(), b.best.parameters());  // deterministic
+  // With engineered features too, the model reads both.
+  options.engineered = true;
+  METAOPT_ASSERT_OK_AND_ASSIGN(GrosiTrainResult both,
+                               TrainGrosi(data_, train_, valid_, options));
+  EXPECT_EQ(both.best.num_features(), 3);
+  EXPECT_EQ(both.best.input_dim(), 3 + 4);
+  // Samples are required.
+  options.samples = nullptr;
+  EXPECT_THAT(TrainGrosi(data_, train_, valid_, options).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("samples with dataset2vec")));
+}
+
+TEST_F(GrosiTrainTest, MetaoptTrainReadsDatasetSamples) {
+  ScopedTempDir temp;
+  const std::string data_dir = temp.File("two-family");
+  const std::string registry = temp.File("registry");
+  const std::string samples_dir = temp.File("samples");
+  METAOPT_ASSERT_OK(meta::WriteMetaDataset(data_, data_dir));
+  std::filesystem::create_directories(samples_dir);
+  for (const auto& [id, raw] : testing::TwoFamilySamples(data_)) {
+    const v1::DatasetSample sample = testing::SampleProto(raw);
+    std::string json;
+    ASSERT_TRUE(
+        google::protobuf::util::MessageToJsonString(sample, &json).ok());
+    std::ofstream(samples_dir + "/" + id + ".json") << json;
+  }
+  auto run = [&](const std::string& samples) {
+    const std::vector<std::string> args = {"metaopt-train",
+                                           "--kind",
+                                           "grosi",
+                                           "--data",
+                                           data_dir,
+                                           "--registry",
+                                           registry,
+                                           "--epochs",
+                                           "2",
+                                           "--embedding",
+                                           "6",
+                                           "--d2v-width",
+                                           "8",
+                                           "--d2v-rows",
+                                           "16",
+                                           "--dataset-samples",
+                                           samples,
+                                           "--d2v-only",
+                                           "--quiet"};
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    const int code =
+        MetaoptTrainMain(static_cast<int>(argv.size()), argv.data(), out, err);
+    return std::make_pair(code, err.str());
+  };
+  const auto [code, err] = run(samples_dir);
+  ASSERT_EQ(code, 0) << err;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const registry::LoadedModel> loaded,
+      registry::ReadModelVersion(registry, "two-family-grosi", 1));
+  const v1::ModelArtifact& artifact = loaded->artifact;
+  EXPECT_EQ(artifact.int_options().at("dataset2vec"), 1);
+  EXPECT_EQ(artifact.int_options().at("d2v_f_width"), 8);
+  EXPECT_EQ(artifact.int_options().at("train_d2v_rows"), 16);
+  EXPECT_EQ(artifact.int_options().at("train_engineered_features"), 0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(GrosiModel model,
+                               GrosiModel::FromArtifact(artifact));
+  EXPECT_EQ(model.num_features(), 0);
+  ASSERT_NE(model.dataset2vec(), nullptr);
+  EXPECT_EQ(model.dataset2vec()->output(), 6);
+
+  // A malformed sample file is named.
+  std::ofstream(samples_dir + "/" + data_.tasks[0].id + ".json")
+      << R"({"columnKinds": ["COLUMN_KIND_NUMERIC"], "values": [1],
+      "numTargets": 1, "targets": [1]})";
+  const auto [bad_code, bad_err] = run(samples_dir);
+  EXPECT_NE(bad_code, 0);
+  EXPECT_THAT(bad_err, HasSubstr(data_.tasks[0].id + ".json"));
+  EXPECT_THAT(bad_err, HasSubstr("dataset_sample.values: 1 rows"));
+  const auto [absent_code, absent_err] = run(temp.File("absent"));
+  EXPECT_NE(absent_code, 0);
+  EXPECT_THAT(absent_err, HasSubstr("not a directory"));
 }
 
 // The bundled meta-datasets: a short run on the real data, when present.
