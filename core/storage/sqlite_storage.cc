@@ -398,6 +398,8 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
   const absl::Span<const v1::Trial> trials = write.trials;
   METAOPT_ASSIGN_OR_RETURN(const std::vector<std::string> blobs,
                            SerializeTrials(key, trials));
+  METAOPT_ASSIGN_OR_RETURN(const std::string study_blob,
+                           SerializeStudyRewrite(key, write));
   MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Transaction tx, Transaction::Begin(db_, Transaction::Mode::kImmediate));
@@ -414,6 +416,16 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
                            "owner = ? AND study_id = ?"));
     METAOPT_RETURN_IF_ERROR(BindKey(bump, 1, key));
     METAOPT_RETURN_IF_ERROR(bump.Run());
+  }
+  if (write.study != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement update,
+        Statement::Prepare(
+            db_,
+            "UPDATE studies SET study = ? WHERE owner = ? AND study_id = ?"));
+    METAOPT_RETURN_IF_ERROR(update.BindBlob(1, study_blob));
+    METAOPT_RETURN_IF_ERROR(BindKey(update, 2, key));
+    METAOPT_RETURN_IF_ERROR(update.Run());
   }
   if (!trials.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
