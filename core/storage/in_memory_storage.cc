@@ -101,7 +101,10 @@ absl::Status InMemoryStorage::WriteStudy(const StudyKey& key,
       *write.expected_version != record->version) {
     return VersionConflict(key, *write.expected_version, record->version);
   }
+  // The same check as the databases' (the record is kept as parsed here).
+  METAOPT_RETURN_IF_ERROR(SerializeStudyRewrite(key, write).status());
   ++record->version;
+  if (write.study != nullptr) record->study = StoredStudy(*write.study);
   for (const v1::Trial& trial : write.trials) {
     record->trials[trial.id()] = trial;
     record->trial_versions[trial.id()] = record->version;

@@ -472,6 +472,8 @@ absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
                                          const StudyWrite& write) {
   METAOPT_ASSIGN_OR_RETURN(const std::vector<std::string> blobs,
                            SerializeTrials(key, write.trials));
+  METAOPT_ASSIGN_OR_RETURN(const std::string study_blob,
+                           SerializeStudyRewrite(key, write));
   const std::string token = NewWriteToken();
   return commits_.Commit(
       key, [&]() -> absl::Status {
@@ -515,6 +517,15 @@ absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
                       {PgParam::Bytes(key.owner), PgParam::Bytes(key.study_id),
                        PgParam::Bytes(*write.policy_state),
                        PgParam::Int(version + 1)})
+                  .status());
+        }
+        if (write.study != nullptr) {
+          METAOPT_RETURN_IF_ERROR(
+              conn.Query(
+                      "UPDATE studies SET study = $3 WHERE owner = $1 AND "
+                      "study_id = $2",
+                      {PgParam::Bytes(key.owner), PgParam::Bytes(key.study_id),
+                       PgParam::Bytes(study_blob)})
                   .status());
         }
         return conn

@@ -397,10 +397,12 @@ absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
                                        const StudyWrite& write) {
   METAOPT_ASSIGN_OR_RETURN(const std::vector<std::string> blobs,
                            SerializeTrials(key, write.trials));
+  METAOPT_ASSIGN_OR_RETURN(const std::string study_blob,
+                           SerializeStudyRewrite(key, write));
   return commits_.Commit(key, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     // Runs on the batch leader's thread, which holds mu_ (RunWriteBatch).
     mu_.AssertHeld();
-    return ApplyWrite(key, write, blobs);
+    return ApplyWrite(key, write, blobs, study_blob);
   });
 }
 
@@ -444,7 +446,8 @@ void SqliteStorage::RunWriteBatch(absl::Span<GroupCommit::Write* const> batch) {
 
 absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
                                        const StudyWrite& write,
-                                       absl::Span<const std::string> blobs) {
+                                       absl::Span<const std::string> blobs,
+                                       const std::string& study_blob) {
   const absl::Span<const v1::Trial> trials = write.trials;
   METAOPT_ASSIGN_OR_RETURN(const int64_t version, ReadVersion(key));
   if (write.expected_version.has_value() &&
@@ -459,6 +462,16 @@ absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
                            "owner = ? AND study_id = ?"));
     METAOPT_RETURN_IF_ERROR(BindKey(bump, 1, key));
     METAOPT_RETURN_IF_ERROR(bump.Run());
+  }
+  if (write.study != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement update,
+        Statement::Prepare(
+            db_,
+            "UPDATE studies SET study = ? WHERE owner = ? AND study_id = ?"));
+    METAOPT_RETURN_IF_ERROR(update.BindBlob(1, study_blob));
+    METAOPT_RETURN_IF_ERROR(BindKey(update, 2, key));
+    METAOPT_RETURN_IF_ERROR(update.Run());
   }
   if (!trials.empty()) {
     METAOPT_ASSIGN_OR_RETURN(

@@ -86,9 +86,11 @@ class SqliteStorage : public Storage {
   // batch, a savepoint around each write.
   void RunWriteBatch(absl::Span<GroupCommit::Write* const> batch)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // WriteStudy's changes, inside the batch's transaction.
+  // WriteStudy's changes, inside the batch's transaction: `blobs` are the
+  // serialized write.trials, `study_blob` the serialized write.study (if set).
   absl::Status ApplyWrite(const StudyKey& key, const StudyWrite& write,
-                          absl::Span<const std::string> blobs)
+                          absl::Span<const std::string> blobs,
+                          const std::string& study_blob)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // OK if the study exists, NOT_FOUND otherwise. Call inside a transaction.

@@ -15,6 +15,7 @@ v1::Study StoredStudy(const v1::Study& study) {
   stored.clear_trial_count();
   stored.clear_best_trial();
   stored.clear_state();
+  stored.clear_update_time();
   return stored;
 }
 

@@ -53,11 +53,17 @@ struct StudyWrite {
   // stored otherwise. This is how several processes sharing one database
   // serialize their changes of one study.
   std::optional<int64_t> expected_version;
+  // Replaces the stored study record with StoredStudy(*study) when set (its
+  // owner and study_id must be the key's; create_time and spec should be
+  // kept: the engine takes another record for the study deleted and created
+  // again). The engine stores its FineTune runs so.
+  const v1::Study* study = nullptr;
 };
 
-// What is stored of a study: its owner, id, spec, create time and bound model
-// (the fields of v1::Study other than the derived trial_count / best_trial /
-// state, which the engine computes from trials). Implementations are
+// What is stored of a study: its owner, id, spec, create time, bound model,
+// metadata and FineTune runs (the fields of v1::Study other than the derived
+// trial_count / best_trial / state / update_time, which the engine computes
+// from trials). Implementations are
 // thread-safe; every mutating call is one transaction that is durable when it
 // returns OK (an acknowledged write survives kill -9). Values are copied in and
 // out, never shared.
@@ -207,8 +213,8 @@ int CurrentSchemaVersion();
 absl::StatusOr<std::unique_ptr<Storage>> OpenInMemoryStorage();
 
 // The part of `study` that Storage keeps: a copy with the derived fields
-// (trial_count, best_trial, state) cleared. GetStudy and ListStudies return
-// exactly this for a created study.
+// (trial_count, best_trial, state, update_time) cleared. GetStudy and
+// ListStudies return exactly this for a created study.
 v1::Study StoredStudy(const v1::Study& study);
 
 }  // namespace metaopt::storage

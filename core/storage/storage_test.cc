@@ -525,6 +525,55 @@ TYPED_TEST(StorageConformanceTest, EmptyWriteStudyChangesNothing) {
   EXPECT_EQ(state, std::nullopt);
 }
 
+TYPED_TEST(StorageConformanceTest, WriteStudyReplacesTheStudyRecord) {
+  this->CreateStudies({"s", "t"});
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study record,
+                               this->storage_->GetStudy(Key("s")));
+  v1::FineTuneRun& run = *record.add_fine_tune_runs();
+  run.set_number(1);
+  run.set_loss_before(2.5);
+  run.set_loss_after(1.25);
+  record.set_trial_count(7);                              // derived: not stored
+  record.mutable_update_time()->set_seconds(1800000000);  // derived
+  const std::vector<v1::Trial> trials = {MakeTrial(1)};
+  ASSERT_THAT(this->storage_->WriteStudy(
+                  Key("s"), {trials, "state", std::nullopt, &record}),
+              IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study got,
+                               this->storage_->GetStudy(Key("s")));
+  EXPECT_THAT(got, EqualsProto(StoredStudy(record)));
+  EXPECT_EQ(got.fine_tune_runs_size(), 1);
+  EXPECT_FALSE(got.has_update_time());
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Study> listed,
+                               this->storage_->ListStudies("", "", 10));
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_THAT(listed[0], EqualsProto(StoredStudy(record)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(int64_t version,
+                               this->storage_->GetStudyVersion(Key("s")));
+  EXPECT_EQ(version, 1);
+  // The other study is untouched.
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study other,
+                               this->storage_->GetStudy(Key("t")));
+  EXPECT_EQ(other.fine_tune_runs_size(), 0);
+}
+
+TYPED_TEST(StorageConformanceTest, WriteStudyRefusesTheRecordOfAnotherStudy) {
+  this->CreateStudies({"s", "t"});
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study record,
+                               this->storage_->GetStudy(Key("t")));
+  record.add_fine_tune_runs()->set_number(1);
+  EXPECT_THAT(this->storage_->WriteStudy(
+                  Key("s"), {{}, std::nullopt, std::nullopt, &record}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the write is to study \"s\"")));
+  METAOPT_ASSERT_OK_AND_ASSIGN(int64_t version,
+                               this->storage_->GetStudyVersion(Key("s")));
+  EXPECT_EQ(version, 0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(v1::Study other,
+                               this->storage_->GetStudy(Key("t")));
+  EXPECT_EQ(other.fine_tune_runs_size(), 0);
+}
+
 // ----- Copies, not shares -----
 
 TYPED_TEST(StorageConformanceTest, ValuesAreCopiedInAndOut) {

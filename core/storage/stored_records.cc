@@ -69,6 +69,19 @@ absl::StatusOr<std::string> SerializeStudy(const v1::Study& study) {
   return blob;
 }
 
+absl::StatusOr<std::string> SerializeStudyRewrite(const StudyKey& key,
+                                                  const StudyWrite& write) {
+  if (write.study == nullptr) return std::string();
+  if (write.study->owner() != key.owner ||
+      write.study->study_id() != key.study_id) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("study: the record names ",
+                     Describe({write.study->owner(), write.study->study_id()}),
+                     ", the write is to ", Describe(key)));
+  }
+  return SerializeStudy(*write.study);
+}
+
 absl::StatusOr<std::vector<std::string>> SerializeTrials(
     const StudyKey& key, absl::Span<const v1::Trial> trials) {
   std::vector<std::string> blobs(trials.size());

@@ -43,6 +43,11 @@ absl::StatusOr<v1::Trial> ParseTrial(const StudyKey& key, int64_t trial_id,
 
 // StoredStudy(study), serialized; INTERNAL if it cannot be.
 absl::StatusOr<std::string> SerializeStudy(const v1::Study& study);
+// For StudyWrite::study: StoredStudy(*write.study) serialized, or "" when
+// write.study is null. INVALID_ARGUMENT if the record names another owner or
+// study than `key`; INTERNAL if it cannot be serialized.
+absl::StatusOr<std::string> SerializeStudyRewrite(const StudyKey& key,
+                                                  const StudyWrite& write);
 // Each trial serialized; INTERNAL naming the first that cannot be.
 absl::StatusOr<std::vector<std::string>> SerializeTrials(
     const StudyKey& key, absl::Span<const v1::Trial> trials);

@@ -67,10 +67,26 @@ bool AppliesTo(const std::vector<v1::Trial>& changed,
   return true;
 }
 
-// Reads the study's storage version, then its trials and policy state (in
-// that order: the copy is then at least as new as the version it records, and
-// a write conditional on that version fails if it is older), and rebuilds its
-// policy.
+// Takes the FineTune runs of `record` (the study's stored record, read at
+// least as late as its storage version) into `live`. False, changing nothing,
+// if the record is otherwise not live.stored: the study was deleted and
+// created again, perhaps with another spec.
+bool TakeRunsOf(v1::Study record, LiveStudy& live)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu) {
+  google::protobuf::RepeatedPtrField<v1::FineTuneRun> runs;
+  runs.Swap(record.mutable_fine_tune_runs());
+  if (!google::protobuf::util::MessageDifferencer::Equals(record,
+                                                          live.stored)) {
+    return false;
+  }
+  live.fine_tune_runs = std::move(runs);
+  return true;
+}
+
+// Reads the study's storage version, then its record, trials and policy state
+// (in that order: the copy is then at least as new as the version it records,
+// and a write conditional on that version fails if it is older), and rebuilds
+// its policy.
 absl::Status ReadStudyState(storage::Storage& storage,
                             registry::ModelManager* models, LiveStudy& live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu) {
@@ -82,6 +98,14 @@ absl::Status ReadStudyState(storage::Storage& storage,
     return StudyNotFound(key.study_id);
   }
   METAOPT_RETURN_IF_ERROR(version.status());
+  absl::StatusOr<v1::Study> record = storage.GetStudy(key);
+  if (absl::IsNotFound(record.status()) ||
+      (record.ok() && !TakeRunsOf(*std::move(record), live))) {
+    live.deleted = true;
+    live.dropped = true;
+    return StudyNotFound(key.study_id);
+  }
+  METAOPT_RETURN_IF_ERROR(record.status());
   METAOPT_ASSIGN_OR_RETURN(std::vector<v1::Trial> stored_trials,
                            storage.LoadTrials(key));
   StampIncarnation(live, stored_trials);
@@ -112,6 +136,7 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
   auto live = std::make_shared<LiveStudy>();
   live->key = key;
   live->stored = *std::move(stored);
+  live->stored.clear_fine_tune_runs();  // ReadStudyState reads them
   METAOPT_ASSIGN_OR_RETURN(
       space::SearchSpace space,
       space::SearchSpace::Create(live->stored.spec().search_space()));
@@ -142,10 +167,9 @@ absl::Status RefreshStudy(storage::Storage& storage,
   if (*version == live.stored_version) return absl::OkStatus();
   // Deleted and created again (by another process), perhaps with another
   // spec: this copy is of a study that is gone.
-  const absl::StatusOr<v1::Study> stored = storage.GetStudy(live.key);
+  absl::StatusOr<v1::Study> stored = storage.GetStudy(live.key);
   if (absl::IsNotFound(stored.status()) ||
-      (stored.ok() && !google::protobuf::util::MessageDifferencer::Equals(
-                          *stored, live.stored))) {
+      (stored.ok() && !TakeRunsOf(*std::move(stored), live))) {
     live.deleted = true;
     live.dropped = true;
     return StudyNotFound(live.key.study_id);
@@ -173,13 +197,30 @@ absl::Status RefreshStudy(storage::Storage& storage,
   return absl::OkStatus();
 }
 
+v1::Study StudyRecord(const LiveStudy& live) {
+  v1::Study record = live.stored;
+  *record.mutable_fine_tune_runs() = live.fine_tune_runs;
+  return record;
+}
+
 v1::Study DescribeStudy(const LiveStudy& live) {
-  v1::Study study = live.stored;
+  v1::Study study = StudyRecord(live);
   study.set_incarnation(StudyIncarnation(live.stored));
   study.set_trial_count(live.trials.size());
   const v1::Goal goal = live.stored.spec().objective().goal();
   const v1::Trial* best = nullptr;
+  // Timestamps compare as (seconds, nanos).
+  const google::protobuf::Timestamp* latest = &live.stored.create_time();
+  const auto later = [&latest](const google::protobuf::Timestamp& t) {
+    if (t.seconds() > latest->seconds() ||
+        (t.seconds() == latest->seconds() && t.nanos() > latest->nanos())) {
+      latest = &t;
+    }
+  };
+  for (const v1::FineTuneRun& run : live.fine_tune_runs) later(run.time());
   for (const v1::Trial& trial : live.trials.all()) {
+    later(trial.create_time());
+    later(trial.complete_time());
     if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value() &&
         (best == nullptr || Better(trial.value(), best->value(), goal))) {
       best = &trial;
@@ -189,6 +230,7 @@ v1::Study DescribeStudy(const LiveStudy& live) {
   // configuration is a catalogue entry).
   const size_t held = live.trials.held_keys().size();
   if (best != nullptr) *study.mutable_best_trial() = *best;
+  *study.mutable_update_time() = *latest;
   study.set_state(!live.candidate_keys.empty() &&
                           held >= live.candidate_keys.size()
                       ? v1::STUDY_STATE_EXHAUSTED

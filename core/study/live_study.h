@@ -29,7 +29,9 @@ namespace metaopt::study {
 // load; `mu` guards the rest and serializes the study's changes.
 struct LiveStudy {
   storage::StudyKey key;  // (owner, study_id)
-  v1::Study stored;       // id, canonical spec, create_time, bound_model
+  // The stored record (id, canonical spec, create_time, bound_model,
+  // metadata) without its FineTune runs, which change: see fine_tune_runs.
+  v1::Study stored;
   std::unique_ptr<const space::SearchSpace> space;
   absl::flat_hash_set<std::string> candidate_keys;
   // The same keys in catalogue order (policy::StudyView::candidate_keys).
@@ -56,6 +58,9 @@ struct LiveStudy {
   // a process whose copy is stale (another process sharing the database
   // changed the study) stores nothing and refreshes instead.
   int64_t stored_version ABSL_GUARDED_BY(mu) = 0;
+  // The stored record's FineTune runs (v1::Study::fine_tune_runs).
+  google::protobuf::RepeatedPtrField<v1::FineTuneRun> fine_tune_runs
+      ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
   // Recent wall time of one policy Suggest (see NextSuggestCost), once one
   // was measured.
@@ -94,8 +99,15 @@ absl::Status RefreshStudy(storage::Storage& storage,
                           registry::ModelManager* models, LiveStudy& live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
 
-// The study with its derived fields: incarnation, trial count, best trial,
-// state (EXHAUSTED once every catalogue entry is held).
+// The study's stored record as WriteStudy should store it: `stored` with its
+// FineTune runs.
+v1::Study StudyRecord(const LiveStudy& live)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
+
+// The study with its FineTune runs and derived fields: incarnation, trial
+// count, best trial, state (EXHAUSTED once every catalogue entry is held), update time
+// (the latest of its create time, its trials' create and complete times and
+// its FineTune runs' times).
 v1::Study DescribeStudy(const LiveStudy& live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
 

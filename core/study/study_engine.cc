@@ -38,6 +38,10 @@ uint64_t NewIncarnation() {
   return absl::Uniform<uint64_t>(gen, 1, std::numeric_limits<uint64_t>::max());
 }
 
+// A study keeps its most recent FineTune runs, so that its record stays small
+// however often it is fine-tuned (v1::Study::fine_tune_runs).
+constexpr int kMaxFineTuneRuns = 20;
+
 absl::Status TooManyConflicts(const LiveStudy& study,
                               const absl::Status& last) {
   return absl::UnavailableError(absl::StrCat(
@@ -154,9 +158,10 @@ absl::Status StudyEngine::WithLiveStudy(
 
 absl::Status StudyEngine::Store(LiveStudy& study,
                                 absl::Span<const v1::Trial> trials,
-                                std::optional<std::string_view> policy_state) {
+                                std::optional<std::string_view> policy_state,
+                                const v1::Study* record) {
   METAOPT_RETURN_IF_ERROR(storage_->WriteStudy(
-      study.key, {trials, policy_state, study.stored_version}));
+      study.key, {trials, policy_state, study.stored_version, record}));
   ++study.stored_version;
   return absl::OkStatus();
 }
@@ -709,10 +714,33 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
   METAOPT_ASSIGN_OR_RETURN(policy::FineTuneResult result,
                            policy->FineTune(view, options));
   const absl::Duration elapsed = absl::Now() - start;
+  int64_t completed = 0;
+  for (const v1::Trial& trial : snapshot) {
+    if (trial.state() == v1::TRIAL_STATE_COMPLETED) ++completed;
+  }
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       *entry, [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        METAOPT_RETURN_IF_ERROR(Store(study, {}, result.update.state));
+        // The run is stored with the surrogate it produced, in the study's
+        // record (the last kMaxFineTuneRuns of them).
+        v1::Study record = StudyRecord(study);
+        auto& runs = *record.mutable_fine_tune_runs();
+        v1::FineTuneRun& run = *runs.Add();
+        run.set_number(runs.size() > 1 ? runs[runs.size() - 2].number() + 1
+                                       : 1);
+        *run.mutable_time() = ToProtoTimestamp(options_.clock());
+        run.set_scope(v1::FineTuneScope_Name(options.scope));
+        run.set_steps_requested(request.steps());
+        run.set_steps_run(result.steps_run);
+        run.set_loss_before(result.loss_before);
+        run.set_loss_after(result.loss_after);
+        *run.mutable_elapsed() = ToProtoDuration(elapsed);
+        run.set_completed_trials(completed);
+        if (runs.size() > kMaxFineTuneRuns) {
+          runs.DeleteSubrange(0, runs.size() - kMaxFineTuneRuns);
+        }
+        METAOPT_RETURN_IF_ERROR(Store(study, {}, result.update.state, &record));
         study.policy = result.update.policy;
+        study.fine_tune_runs.Swap(&runs);
         ++study.version;
         return absl::OkStatus();
       }));

@@ -147,11 +147,13 @@ class StudyEngine {
       const std::shared_ptr<LiveStudy>& entry,
       const v1::SuggestRequest& request, const CallContext& context)
       ABSL_LOCKS_EXCLUDED(entry->mu);
-  // Stores `trials` and `policy_state` (if set) with a write conditional on
-  // study.stored_version, and advances it: ABORTED, with nothing stored, if
-  // another process changed the study since it was last refreshed.
+  // Stores `trials`, `policy_state` (if set) and the study `record` (if not
+  // null) with a write conditional on study.stored_version, and advances it:
+  // ABORTED, with nothing stored, if another process changed the study since
+  // it was last refreshed.
   absl::Status Store(LiveStudy& study, absl::Span<const v1::Trial> trials,
-                     std::optional<std::string_view> policy_state)
+                     std::optional<std::string_view> policy_state,
+                     const v1::Study* record = nullptr)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
   // Turns the ACTIVE trials of `study` whose lease ended by `now` STALE and
   // stores them. Called under the study lock by every RPC that reads or

@@ -38,24 +38,31 @@ export async function get(path, params = {}) {
   return body ?? {};
 }
 
-// Every item of a paged list (`field` of each page), following nextPageToken. Pages of 1000,
-// or of the server's default when it allows fewer (--max-page-size).
-export async function getAll(path, field, params = {}) {
-  const items = [];
-  let pageToken = '';
-  let pageSize = 1000;
+// Pages of 1000, or of the server's default once it refused 1000 (--max-page-size below it).
+let pageSize = 1000;
+
+// One page of a paged list: resolves to {items: the page's `field`, nextPageToken}.
+export async function getPage(path, field, pageToken = '', params = {}) {
   for (;;) {
-    let page;
     try {
-      page = await get(path, { ...params, page_size: pageSize, page_token: pageToken });
+      const page = await get(path, { ...params, page_size: pageSize, page_token: pageToken });
+      return { items: page[field] ?? [], nextPageToken: page.nextPageToken ?? '' };
     } catch (error) {
       if (!(error instanceof ApiError && error.status === 400 && pageSize !== 0 &&
             error.message.startsWith('page_size'))) throw error;
       pageSize = 0;
-      continue;
     }
-    items.push(...(page[field] ?? []));
-    pageToken = page.nextPageToken ?? '';
+  }
+}
+
+// Every item of a paged list (`field` of each page), following nextPageToken.
+export async function getAll(path, field, params = {}) {
+  const items = [];
+  let pageToken = '';
+  for (;;) {
+    const page = await getPage(path, field, pageToken, params);
+    items.push(...page.items);
+    pageToken = page.nextPageToken;
     if (!pageToken) return items;
   }
 }

@@ -1,11 +1,32 @@
 // Formatting of proto3 JSON values for display.
 
-export const TRIAL_STATES = ['ACTIVE', 'COMPLETED', 'FAILED', 'INFEASIBLE', 'ABANDONED', 'STALE'];
+// The trial states this page knows, in the order it lists them. A state it does not know (one a
+// newer server added) is shown by its name like any other: see statesOf.
+export const TRIAL_STATES = ['ACTIVE', 'COMPLETED', 'FAILED', 'INFEASIBLE', 'STOPPED', 'ABANDONED', 'STALE'];
+
+// The known states followed by any other state among `trials`, in order of first appearance.
+export function statesOf(trials) {
+  const states = [...TRIAL_STATES];
+  for (const t of trials) {
+    const state = trialState(t);
+    if (state && !states.includes(state)) states.push(state);
+  }
+  return states;
+}
+
+// True while a trial may still change: it has no completion time (ACTIVE, STALE, and any
+// unknown state not yet completed). COMPLETED, FAILED and INFEASIBLE trials never change again.
+export function unsettled(trial) {
+  return !trial.completeTime;
+}
 
 // "TRIAL_STATE_FAILED" -> "FAILED".
+// An enum value a newer server knows and this page does not is still shown by its name; one the
+// server itself does not know (proto3 JSON gives its number) as that number.
 export function shortEnum(value, prefix) {
-  if (!value) return '';
-  return value.startsWith(prefix) ? value.slice(prefix.length) : value;
+  if (value === undefined || value === null || value === '') return '';
+  const name = String(value);
+  return name.startsWith(prefix) ? name.slice(prefix.length) : name;
 }
 
 export function trialState(trial) {
