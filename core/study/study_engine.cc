@@ -866,6 +866,8 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time now) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        METAOPT_RETURN_IF_ERROR(CheckIncarnation(
+            study, request.study_incarnation(), "study_incarnation"));
         const int64_t id = request.trial_id();
         if (id > study.trials.size()) {
           return absl::NotFoundError(absl::StrCat(
