@@ -1,6 +1,7 @@
 #include "server/malformed_request.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_replace.h"
 #include "google/protobuf/descriptor.h"
 #include "grpcpp/support/interceptor.h"
@@ -24,10 +25,15 @@ class MalformedRequestInterceptor final
             InterceptionHookPoints::PRE_SEND_STATUS)) {
       const grpc::Status status = methods->GetSendStatus();
       // The synchronous API answers a request it cannot parse with INTERNAL,
-      // the callback API with UNIMPLEMENTED (for a method it does implement),
-      // both with an empty message.
+      // the callback API (OptimizerService) with UNIMPLEMENTED, both with an
+      // empty message. An UNIMPLEMENTED of any other method is real: e.g. a
+      // client probing for a reflection version the server lacks falls back
+      // on it.
+      const bool callback_method = absl::StartsWith(
+          info_->method(), "/metaopt.v1.OptimizerService/");
       if ((status.error_code() == grpc::StatusCode::INTERNAL ||
-           status.error_code() == grpc::StatusCode::UNIMPLEMENTED) &&
+           (status.error_code() == grpc::StatusCode::UNIMPLEMENTED &&
+            callback_method)) &&
           status.error_message().empty()) {
         methods->ModifySendStatus(
             grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
