@@ -472,6 +472,7 @@ class Study:
         ``should_stop``)."""
         trial_id = trial.id if isinstance(trial, Trial) else int(trial)
         request = _report_request(self.id, trial_id, step, value, metrics)
+        request.study_incarnation = self._incarnation([trial])
         response = self._client.call("ReportIntermediate", request,
                                      retry_on=_RETRY_OR_ABORTED)
         return Report(response.should_stop, response.reason, self._trial(response.trial))
