@@ -1,9 +1,6 @@
 #include "server/optimizer_service_impl.h"
 
 #include <grpc/support/time.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +13,7 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "core/common/memory.h"
 #include "core/common/status_macros.h"
 #include "core/study/call_context.h"
 #include "server/callback_adapter.h"
@@ -106,16 +104,6 @@ std::string StudyIdOf(const Request& request) {
   }
 }
 
-// After a study is deleted, hands the heap memory its surrogate and search
-// space used back to the system: glibc keeps freed blocks in each thread's
-// arena, so without this the resident size of a server stays at its peak
-// (docs/reliability.md, hardening item 2).
-void ReleaseFreedMemory() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-}
-
 // Calls `method` on the engine and moves its result into `response`; logs the
 // RPC and reports it to `observer` (may be null).
 template <typename Request, typename Response, typename Method>
@@ -143,6 +131,8 @@ grpc::Status Forward(const char* name, study::StudyEngine* engine,
       *response = *std::move(result);
       AddTrialIds(*response, record.trial_ids);
       if constexpr (std::is_same_v<Request, v1::DeleteStudyRequest>) {
+        // The heap the study's surrogate and space used goes back to the
+        // system (docs/reliability.md, hardening item 2).
         ReleaseFreedMemory();
       }
     } else {

@@ -336,7 +336,8 @@ func (s *Study) Report(ctx context.Context, trialID, step int64, value float64, 
 	if math.IsNaN(value) || math.IsInf(value, 0) {
 		return nil, fmt.Errorf("metaopt: report: value: %v is not finite", value)
 	}
-	request := &pb.ReportIntermediateRequest{StudyId: s.ID(), TrialId: trialID, Step: step, Value: value, Metrics: metrics}
+	request := &pb.ReportIntermediateRequest{StudyId: s.ID(), TrialId: trialID, Step: step, Value: value, Metrics: metrics,
+		StudyIncarnation: s.Proto().GetIncarnation()}
 	var response *pb.ReportIntermediateResponse
 	err := s.client.call(ctx, "ReportIntermediate", retrySafe, func(ctx context.Context, opts ...grpc.CallOption) (err error) {
 		response, err = s.client.stub.ReportIntermediate(ctx, request, opts...)

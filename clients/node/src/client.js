@@ -607,6 +607,8 @@ export class Study {
    */
   async report(trial, step, value, options = {}) {
     const request = reportRequest(this.id, trialIdOf(trial, 'trial'), step, value, options.metrics);
+    const incarnation = incarnationOf([trial], this.info);
+    if (incarnation !== undefined) request.study_incarnation = incarnation;
     const response = await this.#client.call('ReportIntermediate', request, { idempotent: true, timeoutMs: options.timeoutMs });
     return reportOf(response);
   }
