@@ -11,6 +11,7 @@
 #include "core/common/proto_time.h"
 #include "core/storage/storage.h"
 #include "core/study/fake_clock.h"
+#include "core/study/restartable_engine_test.h"
 #include "core/study/study_engine.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
@@ -28,45 +29,13 @@ using ::metaopt::testing::PipelineSpec;
 using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kLease = absl::Minutes(10);
-
 v1::StudySpec WithThreshold(v1::StudySpec spec, double threshold) {
   spec.mutable_early_stopping()->mutable_threshold()->set_threshold(threshold);
   return spec;
 }
 
-class EarlyStoppingTest : public ::testing::Test {
+class EarlyStoppingTest : public RestartableEngineTest<10> {
  protected:
-  void SetUp() override {
-    auto storage = storage::OpenInMemoryStorage();
-    ASSERT_THAT(storage, IsOk());
-    storage_ = *std::move(storage);
-    engine_ = MakeEngine(storage_.get());
-  }
-
-  std::unique_ptr<StudyEngine> MakeEngine(storage::Storage* storage) {
-    EngineOptions options;
-    options.trial_lease = kLease;
-    options.clock = FakeClock::Source(&clock_);
-    return std::make_unique<StudyEngine>(storage, nullptr, options);
-  }
-
-  void UseSqlite() {
-    engine_.reset();
-    storage_.reset();
-    db_path_ = dir_.File("metaopt.db");
-    Restart();
-  }
-
-  void Restart() {
-    engine_.reset();
-    storage_.reset();
-    auto storage = storage::OpenSqliteStorage(db_path_);
-    ASSERT_THAT(storage, IsOk());
-    storage_ = *std::move(storage);
-    engine_ = MakeEngine(storage_.get());
-  }
-
   absl::Status Create(const v1::StudySpec& spec, const std::string& id = "s") {
     v1::CreateStudyRequest request;
     request.set_study_id(id);
@@ -126,12 +95,6 @@ class EarlyStoppingTest : public ::testing::Test {
     EXPECT_THAT(response, IsOk());
     return response.ok() ? response->study() : v1::Study();
   }
-
-  FakeClock clock_;
-  testing::ScopedTempDir dir_;
-  std::string db_path_;
-  std::unique_ptr<storage::Storage> storage_;
-  std::unique_ptr<StudyEngine> engine_;
 };
 
 TEST_F(EarlyStoppingTest, RecordsValuesByStepAndNeverStopsWithoutARule) {

@@ -10,6 +10,7 @@
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "core/study/fake_clock.h"
+#include "core/study/restartable_engine_test.h"
 #include "core/study/study_engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -27,44 +28,10 @@ using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAreArray;
 
-constexpr absl::Duration kLease = absl::Minutes(60);
-
 google::protobuf::Timestamp At(absl::Time t) { return ToProtoTimestamp(t); }
 
-class LeaseTest : public ::testing::Test {
+class LeaseTest : public RestartableEngineTest<60> {
  protected:
-  void SetUp() override {
-    auto storage = storage::OpenInMemoryStorage();
-    ASSERT_THAT(storage, IsOk());
-    storage_ = *std::move(storage);
-    engine_ = MakeEngine(storage_.get());
-  }
-
-  std::unique_ptr<StudyEngine> MakeEngine(storage::Storage* storage) {
-    EngineOptions options;
-    options.trial_lease = kLease;
-    options.clock = FakeClock::Source(&clock_);
-    return std::make_unique<StudyEngine>(storage, nullptr, options);
-  }
-
-  // Switches to a fresh SQLite database, so that Restart() can reopen it.
-  void UseSqlite() {
-    engine_.reset();
-    storage_.reset();
-    db_path_ = dir_.File("metaopt.db");
-    Restart();
-  }
-
-  // A new engine over the reopened database (the server restarting).
-  void Restart() {
-    engine_.reset();
-    storage_.reset();
-    auto storage = storage::OpenSqliteStorage(db_path_);
-    ASSERT_THAT(storage, IsOk());
-    storage_ = *std::move(storage);
-    engine_ = MakeEngine(storage_.get());
-  }
-
   void Create(const std::string& id, const v1::StudySpec& spec) {
     v1::CreateStudyRequest request;
     request.set_study_id(id);
@@ -100,12 +67,6 @@ class LeaseTest : public ::testing::Test {
     for (int64_t t : trial_ids) request.add_trial_ids(t);
     return engine_->Heartbeat(request);
   }
-
-  testing::ScopedTempDir dir_;
-  std::string db_path_;
-  FakeClock clock_;
-  std::unique_ptr<storage::Storage> storage_;
-  std::unique_ptr<StudyEngine> engine_;
 };
 
 TEST_F(LeaseTest, SuggestedTrialsCarryALease) {
