@@ -120,6 +120,23 @@ int Run(int argc, char** argv) {
                                 : 0.0);
   std::fprintf(stderr, "RSS after filling (filler engine freed): %.1f MiB\n",
                before);
+  // What one trial costs as a message (the largest part of a loaded study).
+  v1::ListTrialsRequest list;
+  list.set_study_id("s0");
+  list.set_page_size(100);
+  auto listed = engine.ListTrials(list);
+  Check(listed.status(), "ListTrials");
+  int64_t used = 0, serialized = 0;
+  for (const v1::Trial& trial : listed->trials()) {
+    used += static_cast<int64_t>(trial.SpaceUsedLong());
+    serialized += static_cast<int64_t>(trial.ByteSizeLong());
+  }
+  const double count = std::max(1, listed->trials_size());
+  std::fprintf(stderr,
+               "a trial of s0: %.0f bytes as a message (SpaceUsedLong), %.0f "
+               "serialized\n",
+               static_cast<double>(used) / count,
+               static_cast<double>(serialized) / count);
   return 0;
 }
 

@@ -107,6 +107,66 @@ absl::StatusOr<JitteredCholesky> CholeskyWithJitter(Eigen::MatrixXd K) {
                    previous, ")"));
 }
 
+namespace {
+
+// Below this size the blocked recursions below end in plain Eigen calls.
+constexpr Eigen::Index kInverseBlock = 32;
+
+// The lower triangle of lower-triangular M (strictly upper part zero) becomes
+// that of M^-1: [A 0; B C]^-1 = [A^-1 0; -C^-1 B A^-1  C^-1].
+void InvertLowerTriangularInPlace(Eigen::Ref<Eigen::MatrixXd> M) {
+  const Eigen::Index n = M.rows();
+  if (n <= kInverseBlock) {
+    Eigen::MatrixXd inverse = Eigen::MatrixXd::Identity(n, n);
+    M.triangularView<Eigen::Lower>().solveInPlace(inverse);
+    M = inverse;
+    return;
+  }
+  const Eigen::Index h = n / 2;
+  InvertLowerTriangularInPlace(M.topLeftCorner(h, h));
+  InvertLowerTriangularInPlace(M.bottomRightCorner(n - h, n - h));
+  const Eigen::MatrixXd c_inv_b =
+      M.bottomRightCorner(n - h, n - h).triangularView<Eigen::Lower>() *
+      M.bottomLeftCorner(n - h, h);
+  const Eigen::MatrixXd product =
+      c_inv_b * M.topLeftCorner(h, h).triangularView<Eigen::Lower>();
+  M.bottomLeftCorner(n - h, h) = -product;
+}
+
+// The lower triangle of lower-triangular M becomes that of M' M:
+// [A 0; B C]' [A 0; B C] = [A'A + B'B  .; C'B  C'C] (LAPACK's LAUUM order, so
+// that each block is read before it is overwritten).
+void LowerTransposeTimesSelfInPlace(Eigen::Ref<Eigen::MatrixXd> M) {
+  const Eigen::Index n = M.rows();
+  if (n <= kInverseBlock) {
+    const Eigen::MatrixXd product =
+        M.triangularView<Eigen::Lower>().transpose() *
+        M.triangularView<Eigen::Lower>().toDenseMatrix();
+    M.triangularView<Eigen::Lower>() = product;
+    return;
+  }
+  const Eigen::Index h = n / 2;
+  LowerTransposeTimesSelfInPlace(M.topLeftCorner(h, h));
+  M.topLeftCorner(h, h).selfadjointView<Eigen::Lower>().rankUpdate(
+      M.bottomLeftCorner(n - h, h).transpose());
+  const Eigen::MatrixXd ct_b = M.bottomRightCorner(n - h, n - h)
+                                   .triangularView<Eigen::Lower>()
+                                   .transpose() *
+                               M.bottomLeftCorner(n - h, h);
+  M.bottomLeftCorner(n - h, h) = ct_b;
+  LowerTransposeTimesSelfInPlace(M.bottomRightCorner(n - h, n - h));
+}
+
+}  // namespace
+
+Eigen::MatrixXd InverseFromCholesky(const Eigen::MatrixXd& L) {
+  Eigen::MatrixXd inverse = L.triangularView<Eigen::Lower>();
+  InvertLowerTriangularInPlace(inverse);
+  LowerTransposeTimesSelfInPlace(inverse);
+  inverse.triangularView<Eigen::StrictlyUpper>() = inverse.transpose();
+  return inverse;
+}
+
 Standardization Standardization::FromTargets(const Eigen::VectorXd& y) {
   Standardization s;
   const Eigen::Index n = y.size();
@@ -231,7 +291,8 @@ absl::StatusOr<NllResult> GaussianProcess::NegativeLogMarginalLikelihood(
   result.grad_targets = Eigen::VectorXd::Zero(n);
   if (n == 0) return result;
 
-  Eigen::MatrixXd K = kernel_->Matrix(X);
+  Kernel::Gram gram = kernel_->TrainingGram(X);
+  Eigen::MatrixXd K = std::move(gram.k);
   K.diagonal().array() += noise_variance();
   METAOPT_ASSIGN_OR_RETURN(JitteredCholesky chol,
                            CholeskyWithJitter(std::move(K)));
@@ -244,9 +305,7 @@ absl::StatusOr<NllResult> GaussianProcess::NegativeLogMarginalLikelihood(
                  0.5 * double(n) * kLog2Pi;
 
   // G = dNLL/dK = 0.5 (K^-1 - alpha alpha').
-  Eigen::MatrixXd G = Eigen::MatrixXd::Identity(n, n);
-  L.solveInPlace(G);
-  Lt.solveInPlace(G);
+  Eigen::MatrixXd G = InverseFromCholesky(chol.L);
   // LOO (R&W Eq. 5.10-5.12): with c_i = [K^-1]_ii, the held-out mean error
   // is alpha_i / c_i and the variance 1 / c_i.
   for (Eigen::Index i = 0; i < n; ++i) {
@@ -257,10 +316,11 @@ absl::StatusOr<NllResult> GaussianProcess::NegativeLogMarginalLikelihood(
   G *= 0.5;
 
   const int kp = kernel_->num_params();
-  result.grad_hyper.head(kp) = kernel_->GradientHyper(X, G);
+  result.grad_hyper.head(kp) = kernel_->GradientHyper(gram, G);
   result.grad_hyper[noise_index()] = G.trace() * std::exp(log_noise_);
   result.grad_hyper[mean_index()] = -alpha.sum();
-  if (with_input_gradient) result.grad_inputs = kernel_->GradientInputs(X, G);
+  if (with_input_gradient)
+    result.grad_inputs = kernel_->GradientInputs(gram, G);
   result.grad_targets = std::move(alpha);
   return result;
 }

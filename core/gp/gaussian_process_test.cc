@@ -348,6 +348,30 @@ TEST(CholeskyWithJitterTest, SingularMatrixGetsJitter) {
                                chol.jitter * Eigen::Matrix3d::Identity()));
 }
 
+// Sizes around the recursion's block (32) and odd splits below and above it.
+TEST(InverseFromCholeskyTest, MatchesTheInverseFromTwoTriangularSolves) {
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> normal;
+  for (int n : {1, 2, 5, 31, 32, 33, 64, 97, 219}) {
+    Eigen::MatrixXd A(n, n + 3);
+    for (Eigen::Index i = 0; i < A.size(); ++i) A.data()[i] = normal(rng);
+    Eigen::MatrixXd K = A * A.transpose() / double(n + 3);
+    K.diagonal().array() += 0.05;
+    absl::StatusOr<JitteredCholesky> chol = CholeskyWithJitter(K);
+    ASSERT_TRUE(chol.ok()) << chol.status();
+    const Eigen::MatrixXd inverse = InverseFromCholesky(chol->L);
+    Eigen::MatrixXd expected = Eigen::MatrixXd::Identity(n, n);
+    chol->L.triangularView<Eigen::Lower>().solveInPlace(expected);
+    chol->L.transpose().triangularView<Eigen::Upper>().solveInPlace(expected);
+    EXPECT_LE((inverse - expected).cwiseAbs().maxCoeff(),
+              1e-10 * expected.cwiseAbs().maxCoeff())
+        << "n = " << n;
+    EXPECT_TRUE(inverse.isApprox(inverse.transpose(), 0.0)) << "n = " << n;
+    EXPECT_TRUE((K * inverse).isApprox(Eigen::MatrixXd::Identity(n, n), 1e-8))
+        << "n = " << n;
+  }
+}
+
 TEST(GaussianProcessTest, DuplicatePointsWithoutNoiseUseJitter) {
   auto gp = GaussianProcess::Create("matern52", 1, /*noise_floor=*/1e-300);
   ASSERT_TRUE(gp.ok());

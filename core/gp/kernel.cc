@@ -64,7 +64,7 @@ Eigen::MatrixXd Kernel::Matrix(
     r2.col(j) = (r2.col(j) + sq1 + sq2[j]).max(0.0);
   }
   Eigen::MatrixXd k;
-  Profile(r2, output_scale(), &k, nullptr);
+  Profile(r2, output_scale(), &k, nullptr, nullptr);
   return k;
 }
 
@@ -99,7 +99,7 @@ Eigen::MatrixXd Kernel::Matrix(
   Eigen::MatrixXd Z;
   const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
   Eigen::MatrixXd k;
-  Profile(r2, output_scale(), &k, nullptr);
+  Profile(r2, output_scale(), &k, nullptr, nullptr);
   return k;
 }
 
@@ -108,19 +108,28 @@ Eigen::VectorXd Kernel::Diagonal(
   return Eigen::VectorXd::Constant(X.rows(), output_scale());
 }
 
+Kernel::Gram Kernel::TrainingGram(
+    const Eigen::Ref<const Eigen::MatrixXd>& X) const {
+  Gram gram;
+  const Eigen::ArrayXXd r2 = SquaredDistances(X, &gram.scaled);
+  Profile(r2, output_scale(), &gram.k, &gram.dk_dr2, &gram.dk_dlog_scale);
+  return gram;
+}
+
 Eigen::VectorXd Kernel::GradientHyper(
     const Eigen::Ref<const Eigen::MatrixXd>& X,
     const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const {
-  Eigen::MatrixXd Z;
-  const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
-  Eigen::MatrixXd k, dk;
-  Profile(r2, output_scale(), &k, &dk);
+  return GradientHyper(TrainingGram(X), dL_dK);
+}
+
+Eigen::VectorXd Kernel::GradientHyper(
+    const Gram& gram, const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const {
+  const Eigen::MatrixXd& Z = gram.scaled;
   Eigen::VectorXd grad(num_params());
-  // d K_ij / d log s = K_ij.
-  grad[input_dim_] = (dL_dK.array() * k.array()).sum();
+  grad[input_dim_] = (dL_dK.array() * gram.dk_dlog_scale.array()).sum();
   // d r2_ij / d log l_d = -2 (z_id - z_jd)^2, so with W = dL/dK o s phi'(r2):
   // dL/d log l_d = -2 sum_ij W_ij (z_id^2 + z_jd^2 - 2 z_id z_jd).
-  const Eigen::MatrixXd W = (dL_dK.array() * dk.array()).matrix();
+  const Eigen::MatrixXd W = (dL_dK.array() * gram.dk_dr2.array()).matrix();
   const Eigen::VectorXd w_rows = W.rowwise().sum();
   const Eigen::VectorXd w_cols = W.colwise().sum().transpose();
   const Eigen::MatrixXd WZ = W * Z;
@@ -136,12 +145,14 @@ Eigen::VectorXd Kernel::GradientHyper(
 Eigen::MatrixXd Kernel::GradientInputs(
     const Eigen::Ref<const Eigen::MatrixXd>& X,
     const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const {
-  Eigen::MatrixXd Z;
-  const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
-  Eigen::MatrixXd k, dk;
-  Profile(r2, output_scale(), &k, &dk);
+  return GradientInputs(TrainingGram(X), dL_dK);
+}
+
+Eigen::MatrixXd Kernel::GradientInputs(
+    const Gram& gram, const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const {
+  const Eigen::MatrixXd& Z = gram.scaled;
   // x_i enters K_ij and K_ji; d r2_ij / d x_id = 2 (z_id - z_jd) / l_d.
-  Eigen::MatrixXd S = (dL_dK.array() * dk.array()).matrix();
+  Eigen::MatrixXd S = (dL_dK.array() * gram.dk_dr2.array()).matrix();
   S += S.transpose().eval();
   const Eigen::VectorXd s_rows = S.rowwise().sum();
   Eigen::MatrixXd grad = Z.array().colwise() * s_rows.array();
@@ -157,18 +168,23 @@ std::unique_ptr<Kernel> Matern52Kernel::Clone() const {
 }
 
 void Matern52Kernel::Profile(const Eigen::ArrayXXd& r2, double scale,
-                             Eigen::MatrixXd* k,
-                             Eigen::MatrixXd* dk_dr2) const {
+                             Eigen::MatrixXd* k, Eigen::MatrixXd* dk_dr2,
+                             Eigen::MatrixXd* dk_dlog_scale) const {
   const Eigen::ArrayXXd sr = kSqrt5 * r2.sqrt();
-  if (dk_dr2 == nullptr) {
-    *k = (scale * (1.0 + sr + (5.0 / 3.0) * r2) * (-sr).exp()).matrix();
-    return;
+  const Eigen::ArrayXXd e = (-sr).exp();
+  *k = (scale * (1.0 + sr + (5.0 / 3.0) * r2) * e).matrix();
+  if (dk_dr2 == nullptr && dk_dlog_scale == nullptr) return;
+  // The gradients multiply by s e first (their rounding since the kernel's
+  // first version: fitted hyperparameters stay the same bit for bit).
+  const Eigen::ArrayXXd scaled_e = scale * e;
+  if (dk_dlog_scale != nullptr) {
+    *dk_dlog_scale = ((1.0 + sr + (5.0 / 3.0) * r2) * scaled_e).matrix();
   }
-  const Eigen::ArrayXXd e = scale * (-sr).exp();
-  *k = ((1.0 + sr + (5.0 / 3.0) * r2) * e).matrix();
   // dphi/dr = -5/3 r (1 + sqrt5 r) e; divided by dr2/dr = 2r this is finite at
   // r = 0.
-  *dk_dr2 = ((-5.0 / 6.0) * (1.0 + sr) * e).matrix();
+  if (dk_dr2 != nullptr) {
+    *dk_dr2 = ((-5.0 / 6.0) * (1.0 + sr) * scaled_e).matrix();
+  }
 }
 
 std::unique_ptr<Kernel> RbfKernel::Clone() const {
@@ -176,9 +192,11 @@ std::unique_ptr<Kernel> RbfKernel::Clone() const {
 }
 
 void RbfKernel::Profile(const Eigen::ArrayXXd& r2, double scale,
-                        Eigen::MatrixXd* k, Eigen::MatrixXd* dk_dr2) const {
+                        Eigen::MatrixXd* k, Eigen::MatrixXd* dk_dr2,
+                        Eigen::MatrixXd* dk_dlog_scale) const {
   *k = (scale * (-0.5 * r2).exp()).matrix();
   if (dk_dr2 != nullptr) *dk_dr2 = -0.5 * *k;
+  if (dk_dlog_scale != nullptr) *dk_dlog_scale = *k;
 }
 
 absl::StatusOr<std::unique_ptr<Kernel>> CreateKernel(std::string_view name,

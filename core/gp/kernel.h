@@ -73,16 +73,34 @@ class Kernel {
       const Eigen::Ref<const Eigen::MatrixXd>& X,
       const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const;
 
+  // The training matrix with what its gradients need, for a caller that wants
+  // K and its gradients at the same X (a GP's NLL): the distances and the
+  // kernel profile are computed once instead of once per call. Results equal
+  // Matrix(X), GradientHyper(X, .) and GradientInputs(X, .) bit for bit.
+  struct Gram {
+    Eigen::MatrixXd k;              // Matrix(X)
+    Eigen::MatrixXd scaled;         // X shifted and divided by lengthscales
+    Eigen::MatrixXd dk_dr2;         // s * dphi/d(r2), elementwise
+    Eigen::MatrixXd dk_dlog_scale;  // dK/d(log s) (equal to K)
+  };
+  Gram TrainingGram(const Eigen::Ref<const Eigen::MatrixXd>& X) const;
+  Eigen::VectorXd GradientHyper(
+      const Gram& gram, const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const;
+  Eigen::MatrixXd GradientInputs(
+      const Gram& gram, const Eigen::Ref<const Eigen::MatrixXd>& dL_dK) const;
+
  protected:
   explicit Kernel(int input_dim);
   Kernel(const Kernel&) = default;
   Kernel& operator=(const Kernel&) = default;
 
   // The kernel from squared scaled distances, elementwise: *k = scale * phi(r2)
-  // and (if dk_dr2 is not null) *dk_dr2 = scale * dphi/d(r2). phi(0) must be 1.
+  // and, unless null, *dk_dr2 = scale * dphi/d(r2) and *dk_dlog_scale =
+  // dk/d(log scale) (= k, possibly rounded otherwise). phi(0) must be 1.
   // Implementations must be smooth at r2 = 0 (no division by r).
   virtual void Profile(const Eigen::ArrayXXd& r2, double scale,
-                       Eigen::MatrixXd* k, Eigen::MatrixXd* dk_dr2) const = 0;
+                       Eigen::MatrixXd* k, Eigen::MatrixXd* dk_dr2,
+                       Eigen::MatrixXd* dk_dlog_scale) const = 0;
 
  private:
   // Inputs divided by the lengthscales, shifted by `shift` (a row vector
@@ -109,7 +127,8 @@ class Matern52Kernel final : public Kernel {
 
  protected:
   void Profile(const Eigen::ArrayXXd& r2, double scale, Eigen::MatrixXd* k,
-               Eigen::MatrixXd* dk_dr2) const override;
+               Eigen::MatrixXd* dk_dr2,
+               Eigen::MatrixXd* dk_dlog_scale) const override;
 };
 
 // Squared exponential: phi(r) = exp(-r^2 / 2). Thread-compatible.
@@ -121,7 +140,8 @@ class RbfKernel final : public Kernel {
 
  protected:
   void Profile(const Eigen::ArrayXXd& r2, double scale, Eigen::MatrixXd* k,
-               Eigen::MatrixXd* dk_dr2) const override;
+               Eigen::MatrixXd* dk_dr2,
+               Eigen::MatrixXd* dk_dlog_scale) const override;
 };
 
 // Creates a kernel by name with all log-hyperparameters 0 (unit lengthscales

@@ -562,12 +562,7 @@ absl::StatusOr<DeepPipeLoss> DeepPipeKernelObjective::Evaluate(
   const Eigen::VectorXd r = y_.array() - mean;
   Eigen::VectorXd alpha = L.solve(r);
   chol.L.transpose().triangularView<Eigen::Upper>().solveInPlace(alpha);
-  // K^-1 = L^-T L^-1.
-  Eigen::MatrixXd inv_l = Eigen::MatrixXd::Identity(n, n);
-  L.solveInPlace(inv_l);
-  Eigen::MatrixXd k_inv(n, n);
-  k_inv.setZero();
-  k_inv.selfadjointView<Eigen::Lower>().rankUpdate(inv_l.transpose());
+  const Eigen::MatrixXd k_inv = gp::InverseFromCholesky(chol.L);
 
   const double inv_n = 1.0 / static_cast<double>(n);
   DeepPipeLoss loss;

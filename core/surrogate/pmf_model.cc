@@ -142,7 +142,14 @@ absl::StatusOr<PmfNll> PmfNegativeLogLikelihood(const Eigen::MatrixXd& X,
   }
   const gp::RbfKernel kernel = MakeKernel(params);
   const double w = params.noise_variance();
-  Eigen::MatrixXd C = kernel.Matrix(X);
+  // K and, with gradients, what they need: computed once.
+  gp::Kernel::Gram gram;
+  if (with_gradients) {
+    gram = kernel.TrainingGram(X);
+  } else {
+    gram.k = kernel.Matrix(X);
+  }
+  Eigen::MatrixXd C = std::move(gram.k);
   C.diagonal().array() += w;
   METAOPT_ASSIGN_OR_RETURN(gp::JitteredCholesky chol,
                            gp::CholeskyWithJitter(std::move(C)));
@@ -158,16 +165,14 @@ absl::StatusOr<PmfNll> PmfNegativeLogLikelihood(const Eigen::MatrixXd& X,
   if (!with_gradients) return result;
 
   // dNLL/dC = 0.5 (C^-1 - alpha alpha'); C^-1 from the factor.
-  Eigen::MatrixXd C_inv = Eigen::MatrixXd::Identity(t.size(), t.size());
-  L.solveInPlace(C_inv);
-  Lt.solveInPlace(C_inv);
+  const Eigen::MatrixXd C_inv = gp::InverseFromCholesky(chol.L);
   Eigen::MatrixXd dL_dC = 0.5 * (C_inv - alpha * alpha.transpose());
-  const Eigen::VectorXd kernel_grad = kernel.GradientHyper(X, dL_dC);
+  const Eigen::VectorXd kernel_grad = kernel.GradientHyper(gram, dL_dC);
   result.grad_log_params.resize(params.size());
   result.grad_log_params.head(params.latent_dim() + 1) = kernel_grad;
   // d/d log w = w tr(dL/dC).
   result.grad_log_params[params.latent_dim() + 1] = w * dL_dC.trace();
-  result.grad_latents = kernel.GradientInputs(X, dL_dC);
+  result.grad_latents = kernel.GradientInputs(gram, dL_dC);
   return result;
 }
 
