@@ -210,7 +210,9 @@ v1::CreateStudyRequest MakeCreateRequest(const std::string& study_id,
 
 // Replays the learning curve of catalogue entry `entry` for `trial`: reports
 // its values at steps 1, 2, ... until the engine says stop or the curve ends.
-// Returns the steps reported; *value is the last reported value.
+// Returns the steps reported; *value is the last reported value; *stopped
+// whether the rule cut the curve short (a stop at the curve's last step, as
+// at a rung there, saves nothing and does not count).
 absl::StatusOr<int> ReplayCurve(StudyBackend& backend,
                                 const std::string& study_id, int64_t trial,
                                 const std::vector<double>& curve, double* value,
@@ -228,7 +230,7 @@ absl::StatusOr<int> ReplayCurve(StudyBackend& backend,
     ++steps;
     *value = curve[i];
     if (response.should_stop()) {
-      *stopped = true;
+      *stopped = i + 1 < curve.size();
       break;
     }
   }

@@ -19,6 +19,7 @@
 #include "core/common/logging.h"
 #include "core/meta/meta_dataset.h"
 #include "core/meta/meta_dataset_testutil.h"
+#include "core/space/search_space.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -669,11 +670,12 @@ class EarlyStoppingRunTest : public BenchRunTest {
   }
 
   // What the threshold rule must do with the curve of value y: stop at the
-  // first step whose value is above the threshold.
+  // first step whose value is above the threshold. A stop at the last step
+  // cuts nothing short: the trial does not count as stopped.
   static int ExpectedCost(double y, bool* stopped) {
     for (int s = 1; s <= kLength; ++s) {
       if (y + kStep * (kLength - s) > kThreshold) {
-        *stopped = true;
+        *stopped = s < kLength;
         return s;
       }
     }
@@ -752,6 +754,24 @@ TEST_F(EarlyStoppingRunTest, ReplayStopsWhereTheRuleSaysAndCountsSteps) {
   EXPECT_DOUBLE_EQ(stopping[0].saving, 1.0);  // none against itself
   EXPECT_GT(stopping[1].stopped_fraction, 0);
   EXPECT_EQ(stopping[1].rule, "threshold:threshold=0.45");
+}
+
+TEST_F(EarlyStoppingRunTest, AStopAtTheLastStepIsNotCountedAsStopped) {
+  // One rung, at the curves' last step: ASHA answers stop there for every
+  // trial not best so far, but nothing is cut short.
+  BenchOptions options = Options();
+  options.early_stopping = absl::StrFormat("asha:min_resource=%d", kLength);
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  int trials = 0;
+  for (const RunResult& run : result->runs) {
+    for (size_t k = 0; k < run.costs.size(); ++k) {
+      EXPECT_EQ(run.costs[k], kLength);
+      EXPECT_FALSE(run.stopped[k]);
+      ++trials;
+    }
+  }
+  EXPECT_GT(trials, 0);
 }
 
 TEST_F(EarlyStoppingRunTest, BudgetAndOptionsAreChecked) {
@@ -839,12 +859,22 @@ TEST(LearningCurvesDataTest, CommittedCurvesMatchTheMetaDataset) {
   absl::StatusOr<CurveTable> curves = ReadCurves(dir + "/curves.csv");
   ASSERT_THAT(curves, IsOk());
   EXPECT_EQ(curves->size(), data->tasks.size());
+  // Configuration i is the same on every task (a prefix of one Sobol
+  // sequence), so the catalogues are equal entry by entry.
+  std::vector<std::string> first_catalogue;
   for (const meta::Task& task : data->tasks) {
     SCOPED_TRACE(task.id);
     absl::StatusOr<ReplayTask> replay = PrepareTask(task, v1::GOAL_MINIMIZE);
     ASSERT_THAT(replay, IsOk());
     ASSERT_THAT(AttachCurves(*curves, *replay), IsOk());
-    ASSERT_EQ(replay->curves.size(), 64u);
+    ASSERT_EQ(replay->curves.size(), 128u);
+    ASSERT_EQ(replay->catalogue.size(), 128u);
+    std::vector<std::string> catalogue;
+    for (const v1::Configuration& config : replay->catalogue) {
+      catalogue.push_back(space::ConfigurationKey(config));
+    }
+    if (first_catalogue.empty()) first_catalogue = catalogue;
+    EXPECT_EQ(catalogue, first_catalogue);
     double first = 0;
     double last = 0;
     for (const std::vector<double>& curve : replay->curves) {

@@ -15,6 +15,12 @@ Deterministic: fixed seeds everywhere, one thread; the same Debian packages give
     /usr/bin/python3 bench/learning_curves/make_learning_curves.py \\
         --out bench/data/learning-curves
 
+Growing the catalogue: the configurations are a prefix of one Sobol sequence and configuration i
+is trained with random_state i, so the first P configurations of a larger catalogue are exactly
+the P of a smaller one. `--reuse DIR` copies the curves of the configurations already in DIR
+(matched by index and hyperparameters) and trains only the new ones; `--verify K` retrains the
+first K reused configurations of every task and fails unless their rows come out identical.
+
 Needs python3-sklearn, python3-scipy, python3-pandas, r-base-core, r-cran-mlbench and
 r-cran-cardata (scripts/install-deps.sh installs them).
 """
@@ -57,7 +63,7 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler  # noqa: E402
 
 NAME = "learning-curves"
 EPOCHS = 27  # 3^3: the rungs 1, 3, 9, 27 of successive halving with reduction factor 3
-CONFIGS = 64  # a power of 2: the balance of the Sobol points
+CONFIGS = 128  # a power of 2: the balance of the Sobol points
 MAX_ROWS = 2000
 VALID_FRACTION = 0.3
 SOBOL_SEED = 20261125
@@ -225,23 +231,78 @@ def _init_worker(counter) -> None:
 
 
 def run_task(job):
-    """Trains every configuration on one task: (info, evaluations rows, curves rows)."""
+    """Trains every configuration on one task: (info, evaluations rows, curves rows).
+
+    `reused` maps a configuration index to its (evaluations row, curves rows) from an earlier
+    build; those are copied, except the indices in `verify`, which are retrained and must
+    reproduce the reused rows exactly (RuntimeError otherwise)."""
     warnings.simplefilter("ignore", ConvergenceWarning)
     warnings.simplefilter("ignore", RuntimeWarning)  # overflow in diverging networks
-    task, features, labels, configs = job
+    task, features, labels, configs, reused, verify = job
     x_train, y_train, x_valid, y_valid, info = prepare(features, labels)
     names = [p["name"] for p in PARAMS]
     evaluations, curves = [], []
     for index, config in enumerate(configs):
+        if index in reused and index not in verify:
+            evaluation, curve = reused[index]
+            evaluations.append(evaluation)
+            curves.extend(curve)
+            continue
         errors, losses = train_curve(config, index, x_train, y_train, x_valid, y_valid)
-        evaluations.append(",".join([task, "MLP"] + [number(config[n]) for n in names] +
-                                    [number(errors[-1]), str(index)]))
-        for epoch, (e, l) in enumerate(zip(errors, losses), start=1):
-            curves.append(f"{task},{index},{epoch},{number(e)},{number(l)}")
+        evaluation = ",".join([task, "MLP"] + [number(config[n]) for n in names] +
+                              [number(errors[-1]), str(index)])
+        curve = [f"{task},{index},{epoch},{number(e)},{number(l)}"
+                 for epoch, (e, l) in enumerate(zip(errors, losses), start=1)]
+        if index in reused and reused[index] != (evaluation, curve):
+            raise RuntimeError(f"{task} configuration {index}: the retrained curve differs from "
+                               "the reused one (different software versions or data?)")
+        evaluations.append(evaluation)
+        curves.extend(curve)
         if _COUNTER is not None:
             with _COUNTER.get_lock():
                 _COUNTER.value += 1
     return info, evaluations, curves
+
+
+def read_reused(directory: str, configs: List[dict]) -> Dict[str, Dict[int, Tuple[str, List[str]]]]:
+    """task -> configuration index -> (evaluations row, curves rows) of an earlier build in
+    `directory`, for the configurations whose index and hyperparameters equal `configs`' and whose
+    curve has all EPOCHS epochs (ValueError for anything else: a build by another protocol)."""
+    names = [p["name"] for p in PARAMS]
+    with open(os.path.join(directory, "evaluations.csv"), encoding="ascii") as f:
+        rows = f.read().splitlines()
+    if rows[0] != "task,model," + ",".join(f"MLP.{n}" for n in names) + ",y,config":
+        raise ValueError(f"{directory}/evaluations.csv: unexpected header {rows[0]!r}")
+    out: Dict[str, Dict[int, Tuple[str, List[str]]]] = {}
+    for row in rows[1:]:
+        fields = row.split(",")
+        task, index = fields[0], int(fields[-1])
+        if index >= len(configs):
+            continue
+        expected = [number(configs[index][n]) for n in names]
+        if fields[2:2 + len(names)] != expected:
+            raise ValueError(f"{directory}: {task} configuration {index} is {fields[2:-2]}, "
+                             f"not {expected} (another Sobol seed or space?)")
+        out.setdefault(task, {})[index] = (row, [])
+    with open(os.path.join(directory, "curves.csv"), encoding="ascii") as f:
+        rows = f.read().splitlines()
+    if rows[0] != "task,config,epoch,value,loss":
+        raise ValueError(f"{directory}/curves.csv: unexpected header {rows[0]!r}")
+    for row in rows[1:]:
+        task, index = row.split(",", 2)[:2]
+        entry = out.get(task, {}).get(int(index))
+        if entry is not None:
+            entry[1].append(row)
+    for task, entries in out.items():
+        for index, (evaluation, curve) in entries.items():
+            epochs = [int(r.split(",")[2]) for r in curve]
+            if epochs != list(range(1, EPOCHS + 1)):
+                raise ValueError(f"{directory}: {task} configuration {index} has epochs "
+                                 f"{epochs[:3]}..., not 1..{EPOCHS}")
+            if curve[-1].split(",")[3] != evaluation.split(",")[-2]:
+                raise ValueError(f"{directory}: {task} configuration {index}: y is not the "
+                                 "last epoch's value")
+    return out
 
 
 def split_tasks(tasks: Sequence[str]) -> Dict[str, str]:
@@ -265,9 +326,16 @@ def main(argv=None) -> int:
     parser.add_argument("--tasks", default="", help="comma list of task ids (default: all)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="worker processes (tasks in parallel; the output does not depend on it)")
+    parser.add_argument("--reuse", default="",
+                        help="folder of an earlier build: copy its curves of the same "
+                        "configurations, train only the others (may equal --out)")
+    parser.add_argument("--verify", type=int, default=0,
+                        help="with --reuse: retrain the first K reused configurations of every "
+                        "task and fail unless they reproduce the reused rows exactly")
     args = parser.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     configs = configurations(args.configs)
+    reused = read_reused(args.reuse, configs) if args.reuse else {}
     wanted = set(filter(None, args.tasks.split(",")))
     with tempfile.TemporaryDirectory() as tmp:
         frames = load_frames(tmp)
@@ -280,11 +348,16 @@ def main(argv=None) -> int:
     curves = ["task,config,epoch,value,loss"]
     task_rows = ["task,name,split,n_rows,n_features,n_classes,n_encoded,n_train,n_valid"]
     summary = []
-    total = len(frames) * len(configs)
+    verify = {}
+    for task in frames:
+        indices = sorted(reused.get(task, {}))
+        verify[task] = set(indices[:args.verify])
+    total = sum(len(configs) - len(reused.get(task, {})) + len(verify[task]) for task in frames)
     tty = sys.stderr.isatty()
     start = time.time()
     counter = multiprocessing.Value("i", 0)
-    jobs = [(task, features, labels, configs) for task, (features, labels) in frames.items()]
+    jobs = [(task, features, labels, configs, reused.get(task, {}), verify[task])
+            for task, (features, labels) in frames.items()]
     last_print = 0.0
     # Tasks run in worker processes (each trains one configuration at a time on one thread);
     # the results are collected in task order, so --jobs does not change the output.
@@ -305,7 +378,7 @@ def main(argv=None) -> int:
         results = pending.get()
     if tty:
         print(file=sys.stderr)
-    for (task, _, _, _), (info, task_evaluations, task_curves) in zip(jobs, results):
+    for (task, *_), (info, task_evaluations, task_curves) in zip(jobs, results):
         task_rows.append(",".join(str(v) for v in (
             task, task.split("_", 1)[1], splits[task], info["n_rows"], info["n_features"],
             info["n_classes"], info["n_encoded"], info["n_train"], info["n_valid"])))
@@ -329,7 +402,7 @@ def main(argv=None) -> int:
     with open(os.path.join(args.out, "README.md"), "w", encoding="ascii", newline="\n") as f:
         f.write(readme(summary, len(configs)))
     print(f"wrote {args.out}: {len(frames)} tasks x {len(configs)} configurations x {EPOCHS} "
-          f"epochs in {time.time() - start:.0f} s",
+          f"epochs ({total} curves trained) in {time.time() - start:.0f} s",
           file=sys.stderr)
     return 0
 
@@ -364,9 +437,13 @@ def readme(summary, configs: int) -> str:
         "",
         "## Protocol",
         "",
-        f"- Configurations: {configs}, a scrambled Sobol sequence (scipy.stats.qmc, seed "
-        f"{SOBOL_SEED}); floats log-uniform, rounded to 4 significant digits; ints "
-        "floor(exp(U(log lo, log(hi+1)))); the solver from the first coordinate.",
+        f"- Configurations: {configs}, the first {configs} points of a scrambled Sobol "
+        f"sequence (scipy.stats.qmc, seed {SOBOL_SEED}); floats log-uniform, rounded to 4 "
+        "significant digits; ints floor(exp(U(log lo, log(hi+1)))); the solver from the first "
+        "coordinate. Configuration i is trained with random_state i, so a build with more "
+        "configurations starts with exactly the curves of a smaller one: `--reuse FOLDER` "
+        "copies those and trains only the new configurations, and `--verify K` retrains the "
+        "first K reused ones of every task and fails unless they come out identical.",
         f"- Data: classes with fewer than 4 rows dropped; stratified subsample (seed 0) to at "
         f"most {MAX_ROWS} rows; stratified {int(100 * (1 - VALID_FRACTION))}/"
         f"{int(100 * VALID_FRACTION)} train/validation split (seed 0); numeric columns: median "

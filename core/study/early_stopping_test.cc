@@ -305,6 +305,57 @@ TEST_F(EarlyStoppingTest, StoppedCatalogueEntryIsNotSuggestedAgain) {
             Get(ids[0]).configuration().SerializeAsString());
 }
 
+TEST_F(EarlyStoppingTest, ClientStopsATrialByItsOwnRule) {
+  // No rule in the study: only the client's stop marks the trial.
+  ASSERT_THAT(Create(PipelineSpec()), IsOk());
+  const std::vector<int64_t> ids = Suggest(2);
+  ASSERT_EQ(ids.size(), 2u);
+  ASSERT_THAT(Report(ids[0], 1, 0.9), IsOk());
+  v1::ReportIntermediateRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(ids[0]);
+  request.set_step(4);
+  request.set_value(0.7);
+  request.set_client_stop_reason("optuna MedianPruner");
+  auto stop = engine_->ReportIntermediate(request);
+  ASSERT_THAT(stop, IsOk());
+  EXPECT_TRUE(stop->should_stop());
+  EXPECT_EQ(stop->reason(), "client: optuna MedianPruner");
+  EXPECT_EQ(stop->trial().metadata().at("stop_step"), "4");
+  // A retry gets the same answer; the mark is not replaced.
+  auto retry = engine_->ReportIntermediate(request);
+  ASSERT_THAT(retry, IsOk());
+  EXPECT_TRUE(retry->should_stop());
+  request.set_step(5);
+  request.set_client_stop_reason("another");
+  auto later = engine_->ReportIntermediate(request);
+  ASSERT_THAT(later, IsOk());
+  EXPECT_EQ(later->reason(), "client: optuna MedianPruner");
+  auto observed = Observe(ids[0], 0.7);
+  ASSERT_THAT(observed, IsOk());
+  EXPECT_EQ(observed->state(), v1::TRIAL_STATE_STOPPED);
+  EXPECT_EQ(observed->value(), 0.7);
+  EXPECT_EQ(observed->intermediate_values_size(), 3);
+  // A trial whose reports carry no stop reason completes.
+  ASSERT_THAT(Report(ids[1], 1, 0.2), IsOk());
+  auto completed = Observe(ids[1], 0.2);
+  ASSERT_THAT(completed, IsOk());
+  EXPECT_EQ(completed->state(), v1::TRIAL_STATE_COMPLETED);
+}
+
+TEST_F(EarlyStoppingTest, RejectsAnOversizeClientStopReason) {
+  ASSERT_THAT(Create(PipelineSpec()), IsOk());
+  v1::ReportIntermediateRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(Suggest(1).at(0));
+  request.set_step(1);
+  request.set_value(0.5);
+  request.set_client_stop_reason(std::string(1001, 'x'));
+  EXPECT_THAT(engine_->ReportIntermediate(request),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("client_stop_reason: 1001 bytes")));
+}
+
 TEST_F(EarlyStoppingTest, ValuesAndStopMarkSurviveARestart) {
   UseSqlite();
   ASSERT_THAT(Create(WithThreshold(PipelineSpec(), 0.5)), IsOk());

@@ -19,6 +19,7 @@ namespace metaopt::study {
 namespace {
 
 constexpr int kMaxFailureReasonLength = 4096;
+constexpr int kMaxClientStopReasonLength = 1000;
 // Objective values lie within +-1e100: the surrogates standardize values and
 // sum their squares, which stay finite in double for such values (1.7e308
 // overflowed and every model-based Suggest fell back to random search).
@@ -297,6 +298,11 @@ absl::Status ValidateReportIntermediateRequest(
     return absl::InvalidArgumentError(
         absl::StrCat("value: ", request.value(),
                      " is outside [-1e100, 1e100]; rescale the objective"));
+  }
+  if (request.client_stop_reason().size() > kMaxClientStopReasonLength) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "client_stop_reason: ", request.client_stop_reason().size(),
+        " bytes, longer than ", kMaxClientStopReasonLength));
   }
   return ValidateMetrics(request.metrics());
 }

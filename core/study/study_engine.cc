@@ -889,8 +889,18 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
         }
         METAOPT_ASSIGN_OR_RETURN(const Recorded recorded,
                                  RecordIntermediate(request, now, trial));
-        if (recorded == Recorded::kExtends && study.stopping_rule != nullptr &&
+        if (!request.client_stop_reason().empty() &&
             !GetStopMark(trial).has_value()) {
+          // The client's own rule stops the trial (docs/api.md).
+          SetStopMark(trial, request.step(),
+                      absl::StrCat("client: ", request.client_stop_reason()));
+          LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ", id,
+                               " stopped by its client at step ",
+                               request.step(), ": ",
+                               request.client_stop_reason()));
+        } else if (recorded == Recorded::kExtends &&
+                   study.stopping_rule != nullptr &&
+                   !GetStopMark(trial).has_value()) {
           std::vector<early_stopping::TrialCurve> others;
           for (const v1::Trial& other : study.trials.all()) {
             if (other.id() == id || other.intermediate_values().empty()) {

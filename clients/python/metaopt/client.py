@@ -267,11 +267,14 @@ class Client:
         self.call("DeleteStudy", pb.DeleteStudyRequest(study_id=study_id), recover=gone)
 
     def report_intermediate(self, study_id: str, trial_id: int, step: int, value: float,
-                            metrics: Optional[Mapping[str, float]] = None) -> Report:
+                            metrics: Optional[Mapping[str, float]] = None, *,
+                            stop_reason: Optional[str] = None) -> Report:
         """Reports an intermediate ``value`` of ACTIVE trial ``trial_id`` at ``step`` (>= 0)
         and returns the server's :class:`Report` (``should_stop``, ``reason``, ``trial``).
-        Idempotent per (trial, step), so it is retried like a heartbeat."""
-        request = _report_request(study_id, trial_id, step, value, metrics)
+        Idempotent per (trial, step), so it is retried like a heartbeat. ``stop_reason``: the
+        client stops the trial here by a rule of its own (say why, at most 1000 bytes); the
+        answer is then ``should_stop`` and observing the trial with a value ends it STOPPED."""
+        request = _report_request(study_id, trial_id, step, value, metrics, stop_reason)
         response = self.call("ReportIntermediate", request, retry_on=_RETRY_OR_ABORTED)
         return Report(response.should_stop, response.reason, Trial(response.trial))
 
@@ -318,13 +321,17 @@ class Report(NamedTuple):
 
 
 def _report_request(study_id: str, trial_id: int, step: int, value: float,
-                    metrics: Optional[Mapping[str, float]]) -> pb.ReportIntermediateRequest:
+                    metrics: Optional[Mapping[str, float]],
+                    stop_reason: Optional[str] = None) -> pb.ReportIntermediateRequest:
     if isinstance(step, bool) or not isinstance(step, numbers.Integral):
         raise TypeError(f"step: {step!r} is not an integer")
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"value: {value!r} is not a number")
+    if stop_reason is not None and (not isinstance(stop_reason, str) or not stop_reason):
+        raise ValueError(f"stop_reason: {stop_reason!r} is not a non-empty string")
     request = pb.ReportIntermediateRequest(study_id=study_id, trial_id=int(trial_id),
-                                           step=int(step), value=float(value))
+                                           step=int(step), value=float(value),
+                                           client_stop_reason=stop_reason or "")
     for name, metric in (metrics or {}).items():
         request.metrics[name] = float(metric)
     return request
@@ -466,12 +473,14 @@ class Study:
         return self._trial(response.trial)
 
     def report(self, trial: Union[Trial, int], step: int, value: float,
-               metrics: Optional[Mapping[str, float]] = None) -> Report:
+               metrics: Optional[Mapping[str, float]] = None, *,
+               stop_reason: Optional[str] = None) -> Report:
         """Reports an intermediate ``value`` of ``trial`` at ``step``; see
         :meth:`Client.report_intermediate` (``trial.report(step, value)`` returns just
-        ``should_stop``)."""
+        ``should_stop``). With ``stop_reason`` the client stops the trial by its own rule: the
+        report answers ``should_stop``, and :meth:`observe_stopped` ends the trial STOPPED."""
         trial_id = trial.id if isinstance(trial, Trial) else int(trial)
-        request = _report_request(self.id, trial_id, step, value, metrics)
+        request = _report_request(self.id, trial_id, step, value, metrics, stop_reason)
         request.study_incarnation = self._incarnation([trial])
         response = self._client.call("ReportIntermediate", request,
                                      retry_on=_RETRY_OR_ABORTED)

@@ -679,6 +679,24 @@ class EarlyStoppingTest(ServerTest):
         self.assertEqual(report.reason, "")
         self.assertEqual(report.trial.id, trial.id)
 
+    def test_client_stops_a_trial_by_its_own_rule(self):
+        client = self.client()
+        study = client.create_study("early-client-stop", quadratic_space(), algorithm="random")
+        first, second = study.suggest(count=2)
+        self.assertFalse(first.report(0, 3.0))
+        report = study.report(first, 1, 2.5, stop_reason="loss plateaued")
+        self.assertTrue(report.should_stop)
+        self.assertEqual(report.reason, "client: loss plateaued")
+        with self.assertRaises(ValueError):
+            study.report(second, 0, 1.0, stop_reason="")
+        stopped = study.observe_stopped(report.trial)
+        self.assertEqual(stopped.state, metaopt.TrialState.STOPPED)
+        self.assertEqual(stopped.value, 2.5)
+        self.assertEqual(stopped.metadata["stop_step"], "1")
+        # The client-level call does the same.
+        self.assertTrue(client.report_intermediate(study.id, second.id, 4, 1.0,
+                                                   stop_reason="budget").should_stop)
+
     def test_optimize_observes_pruned_trials_as_stopped(self):
         client = self.client()
         study = client.create_study(

@@ -118,7 +118,7 @@ class OptunaSamplerTest(ServerTestCase):
         # The GP took over from the initial design.
         self.assertIn("gp/ei", {t.metadata.get("policy") for t in trials})
 
-    def test_failed_and_pruned_trials_map_to_failed_metaopt_trials(self):
+    def test_failed_trials_fail_and_pruned_trials_stop(self):
         space = {"x": FloatDistribution(-5, 5), "n": IntDistribution(1, 8)}
         sampler = self.sampler(study_id="outcomes", search_space=space, algorithm="random",
                                seed=1)
@@ -129,31 +129,81 @@ class OptunaSamplerTest(ServerTestCase):
             if trial.number == 1:
                 raise ValueError("diverged")
             if trial.number == 2:
-                trial.report(x * x, step=1)
+                trial.report(float("nan"), step=0)  # not finite: not reported
+                trial.report(x * x + 1, step=1)
+                trial.report(x * x, step=3)
+                raise optuna.TrialPruned()
+            if trial.number == 4:
+                trial.report(float("inf"), step=2)
                 raise optuna.TrialPruned()
             return (x - 1) ** 2 + n
 
         study = optuna.create_study(sampler=sampler)
-        study.optimize(objective, n_trials=4, catch=(ValueError,))
+        study.optimize(objective, n_trials=5, catch=(ValueError,))
         states = [t.state for t in study.trials]
         self.assertEqual(states, [optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL,
                                   optuna.trial.TrialState.PRUNED,
-                                  optuna.trial.TrialState.COMPLETE])
+                                  optuna.trial.TrialState.COMPLETE,
+                                  optuna.trial.TrialState.PRUNED])
         # With a fixed search space even the first trial is asked from metaopt.
         metaopt_study = sampler.metaopt_study()
         self.assertTrue(metaopt_study.id.startswith("outcomes-"))
         trials = {int(t.metrics[TRIAL_NUMBER_METRIC]): t for t in metaopt_study.trials()}
-        self.assertEqual(sorted(trials), [0, 1, 2, 3])
+        self.assertEqual(sorted(trials), [0, 1, 2, 3, 4])
         self.assertEqual(trials[0].state, metaopt.TrialState.COMPLETED)
         self.assertEqual(trials[0].value, study.trials[0].value)
         self.assertEqual(trials[1].state, metaopt.TrialState.FAILED)
         self.assertIn("failed", trials[1].failure_reason)
-        self.assertEqual(trials[2].state, metaopt.TrialState.FAILED)
-        self.assertEqual(trials[2].failure_reason, "pruned at step 1")
-        self.assertAlmostEqual(trials[2].metrics["pruned_value"],
-                               study.trials[2].params["x"] ** 2)
+        # The pruned trial ends STOPPED with its last intermediate value, its curve reported.
+        x = study.trials[2].params["x"]
+        self.assertEqual(trials[2].state, metaopt.TrialState.STOPPED)
+        self.assertEqual(trials[2].value, x * x)
+        self.assertEqual([(v.step, v.value) for v in trials[2].intermediate_values],
+                         [(1, x * x + 1), (3, x * x)])
+        self.assertEqual(trials[2].metadata["stop_step"], "3")
+        self.assertEqual(trials[2].metadata["stop_reason"],
+                         "client: Optuna's MedianPruner pruned it at step 3")
+        self.assertEqual(trials[2].failure_reason, "")
         self.assertEqual(trials[3].state, metaopt.TrialState.COMPLETED)
+        # Pruned with no finite value to stop at: FAILED, as before.
+        self.assertEqual(trials[4].state, metaopt.TrialState.FAILED)
+        self.assertEqual(trials[4].failure_reason, "pruned at step 2")
         self.assertIsInstance(study.trials[0].params["n"], int)
+
+    def test_trials_optunas_pruner_prunes_end_stopped(self):
+        # Optuna's MedianPruner decides; the metaopt trials mirror it as STOPPED.
+        space = {"x": FloatDistribution(-5, 5)}
+        sampler = self.sampler(study_id="median-pruner", search_space=space, algorithm="random",
+                               seed=4)
+
+        def objective(trial: "optuna.Trial") -> float:
+            x = trial.suggest_float("x", -5, 5)
+            # Trials 0 and 1 train well; the later ones badly, and the pruner stops them.
+            start = (1.0, 1.5)[trial.number] if trial.number < 2 else 50.0 + x
+            loss = start
+            for step in range(5):
+                loss = start / (step + 1)
+                trial.report(loss, step)
+                if trial.should_prune():
+                    raise optuna.TrialPruned()
+            return loss
+
+        study = optuna.create_study(
+            sampler=sampler, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
+        study.optimize(objective, n_trials=4)
+        self.assertEqual([t.state for t in study.trials],
+                         [optuna.trial.TrialState.COMPLETE] * 2 +
+                         [optuna.trial.TrialState.PRUNED] * 2)
+        trials = {int(t.metrics[TRIAL_NUMBER_METRIC]): t for t in sampler.metaopt_study().trials()}
+        self.assertEqual([trials[n].state for n in range(4)],
+                         [metaopt.TrialState.COMPLETED] * 2 + [metaopt.TrialState.STOPPED] * 2)
+        for number in (2, 3):
+            pruned = study.trials[number]
+            self.assertEqual(trials[number].value, pruned.intermediate_values[pruned.last_step])
+            self.assertEqual([v.step for v in trials[number].intermediate_values],
+                             sorted(pruned.intermediate_values))
+        # STOPPED trials are observations, never the best trial.
+        self.assertEqual(sampler.metaopt_study().best_trial().metrics[TRIAL_NUMBER_METRIC], 0.0)
 
     def test_enqueued_values_supersede_the_suggestion(self):
         space = {"x": FloatDistribution(-5, 5), "n": IntDistribution(1, 8)}

@@ -22,8 +22,13 @@ How it samples (Optuna's BaseSampler protocol):
 - *Independent sampling* for the other parameters (conditional ones, and all of them until a
   first trial has finished): Optuna's RandomSampler, or the ``independent_sampler`` given.
 - *Outcomes*: a COMPLETE Optuna trial is observed with its value; a FAIL one as FAILED with
-  Optuna's failure reason; a PRUNED one as FAILED with reason ``pruned at step N`` and its last
-  intermediate value as the metric ``pruned_value``. An Optuna trial whose parameters were sampled
+  Optuna's failure reason; a PRUNED one ends STOPPED, as a trial that metaopt's own early-stopping
+  rule stopped: its finite intermediate values are reported (``ReportIntermediate``, by
+  increasing step), the last with the client's stop reason (``Optuna's <Pruner> pruned it at
+  step N``), and it is observed with that last value (Optuna's pruner decides; the metaopt
+  study has no rule of its own). A pruned trial without a finite intermediate value, or whose
+  metaopt trial no longer takes reports (its lease expired), is observed as FAILED with reason
+  ``pruned at step N``. An Optuna trial whose parameters were sampled
   independently but cover the space is recorded with ``ObserveConfiguration``; so is one that
   evaluated other values than the suggestion (fixed or enqueued parameters), whose suggested
   metaopt trial becomes FAILED (``superseded``). Every observation carries the Optuna trial number
@@ -76,6 +81,8 @@ TRIAL_ATTR = "metaopt:trial_id"
 TRIAL_NUMBER_METRIC = "optuna_trial_number"
 _STAGE = "optuna"
 _MAX_ID = 128
+# The most intermediate values a pruned trial reports (the server keeps at most 10,000).
+_MAX_REPORTED = 1000
 
 
 class _Codec:
@@ -289,8 +296,6 @@ class Sampler(BaseSampler):
         elif state == OptunaTrialState.PRUNED:
             step = trial.last_step
             outcome = {"failed": "pruned" if step is None else f"pruned at step {step}"}
-            if step is not None and math.isfinite(trial.intermediate_values[step]):
-                metrics["pruned_value"] = float(trial.intermediate_values[step])
         elif state == OptunaTrialState.FAIL:
             reason = trial.system_attrs.get("fail_reason") or "the Optuna trial failed"
             outcome = {"failed": str(reason)[:1000]}
@@ -317,6 +322,9 @@ class Sampler(BaseSampler):
                                                  metrics=metrics, **outcome)
                 return
             try:
+                if state == OptunaTrialState.PRUNED and self._observe_stopped(
+                        handle, int(trial_id), trial, type(study.pruner).__name__, metrics):
+                    return
                 handle.observe(int(trial_id), metrics=metrics, **outcome)
                 return
             except FailedPreconditionError as error:
@@ -333,6 +341,30 @@ class Sampler(BaseSampler):
         if current is not None and "value" in outcome and current.covers(trial):
             current.study.observe_configuration(current.configuration(trial), metrics=metrics,
                                                 **outcome)
+
+    @staticmethod
+    def _observe_stopped(handle: metaopt.Study, trial_id: int, trial: FrozenTrial,
+                         pruner: str, metrics: Dict[str, float]) -> bool:
+        """Ends the metaopt trial of a PRUNED Optuna trial STOPPED: reports its finite
+        intermediate values (the last _MAX_REPORTED) with the client's stop on the last one,
+        then observes it with that value. False if it has no finite intermediate value or its
+        metaopt trial takes no reports (no longer ACTIVE); then nothing was observed."""
+        values = [(step, float(value)) for step, value in sorted(trial.intermediate_values.items())
+                  if math.isfinite(value)][-_MAX_REPORTED:]
+        if not values:
+            return False
+        try:
+            for step, value in values[:-1]:
+                handle.report(trial_id, step, value)
+            last_step, last_value = values[-1]
+            report = handle.report(trial_id, last_step, last_value,
+                                   stop_reason=f"Optuna's {pruner} pruned it at step "
+                                   f"{trial.last_step}")
+        except FailedPreconditionError as error:
+            _logger.warning("metaopt trial %s/%s: %s", handle.id, trial_id, error.message)
+            return False
+        handle.observe(report.trial, last_value, metrics=metrics)
+        return True
 
     def reseed_rng(self) -> None:
         self._independent.reseed_rng()
