@@ -277,5 +277,30 @@ TEST_F(PendingWriteTest, AFailedWriteIsAcknowledgedToNobody) {
   EXPECT_EQ(StoredState(1), v1::TRIAL_STATE_COMPLETED);
 }
 
+// DeleteStudy waits for the study's pending writes, so that none of them can
+// land in a study created again under the same id.
+TEST_F(PendingWriteTest, DeleteStudyWaitsForPendingWrites) {
+  storage_.Gate(true);
+  absl::StatusOr<v1::ObserveResponse> observed;
+  std::thread a([&] { observed = Observe(1, 0.5); });
+  storage_.AwaitPending(1);
+  Notification deleted;
+  absl::StatusOr<v1::DeleteStudyResponse> deletion;
+  std::thread b([&] {
+    v1::DeleteStudyRequest request;
+    request.set_study_id("s");
+    deletion = engine_.DeleteStudy(request);
+    deleted.Notify();
+  });
+  EXPECT_FALSE(deleted.WaitForNotificationWithTimeout(absl::Milliseconds(50)));
+  storage_.FinishOldest(absl::OkStatus());
+  a.join();
+  b.join();
+  EXPECT_THAT(observed, IsOk());
+  EXPECT_THAT(deletion, IsOk());
+  EXPECT_THAT(storage_.inner().GetStudyVersion({"", "s"}),
+              StatusIs(absl::StatusCode::kNotFound, _));
+}
+
 }  // namespace
 }  // namespace metaopt::study

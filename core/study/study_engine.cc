@@ -432,6 +432,10 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
+    // The study's pending writes end first (they were all started under this
+    // lock): none of them can then land in a study created again under the
+    // same id. Their outcome is theirs to report.
+    if (entry->last_write != nullptr) entry->last_write->Wait().IgnoreError();
     METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(entry->key));
     entry->deleted = true;
     entry->dropped = true;
