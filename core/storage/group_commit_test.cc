@@ -241,5 +241,119 @@ TEST(GroupCommitTest, ConcurrentWritersAreEachAppliedOnce) {
   EXPECT_LE(queue.stats().largest_batch, 4);  // one write per study
 }
 
+// Enqueue and Wait apart (as the study engine does, waiting after it released
+// its study lock): writes of one study enqueued before anyone waits share one
+// batch when the queue allows it, in their order, and each Wait returns its
+// own status.
+TEST(GroupCommitTest, EnqueuedWritesOfOneStudyShareABatchInOrder) {
+  Recorder recorder;
+  GroupCommit queue(
+      [&](auto batch) { recorder.Run(batch); },
+      GroupCommit::Options{.writes_of_a_study_share_a_batch = true});
+  const StudyKey key{"", "s"};
+  std::vector<int> order;
+  std::vector<std::shared_ptr<GroupCommit::Ticket>> tickets;
+  for (int i = 0; i < 3; ++i) {
+    tickets.push_back(queue.Enqueue(
+        key,
+        [&order, i] {
+          order.push_back(i);
+          return i == 1 ? absl::NotFoundError("gone") : absl::OkStatus();
+        },
+        nullptr));
+  }
+  EXPECT_EQ(queue.Poll(*tickets[0]), std::nullopt);  // nobody waited yet
+  EXPECT_THAT(queue.Wait(*tickets[2]), IsOk());
+  EXPECT_THAT(order, ElementsAre(0, 1, 2));
+  EXPECT_THAT(recorder.Sizes(), ElementsAre(3));
+  ASSERT_TRUE(queue.Poll(*tickets[0]).has_value());
+  EXPECT_THAT(*queue.Poll(*tickets[0]), IsOk());
+  EXPECT_THAT(queue.Wait(*tickets[1]),
+              StatusIs(absl::StatusCode::kNotFound, "gone"));
+  EXPECT_THAT(queue.Wait(*tickets[0]), IsOk());
+}
+
+// A write that builds on an earlier one (`after`) fails ABORTED, without
+// running, when that one was not stored: in the same batch, in a later one,
+// or after its batch's commit failed.
+TEST(GroupCommitTest, AWriteAfterAFailedOneFailsWithoutRunning) {
+  for (const bool share : {true, false}) {
+    SCOPED_TRACE(share ? "one batch" : "successive batches");
+    Recorder recorder;
+    GroupCommit queue(
+        [&](auto batch) { recorder.Run(batch); },
+        GroupCommit::Options{.writes_of_a_study_share_a_batch = share});
+    const StudyKey key{"", "s"};
+    int applied = 0;
+    auto failing = queue.Enqueue(
+        key, [] { return absl::AbortedError("conflict"); }, nullptr);
+    auto dependent = queue.Enqueue(
+        key,
+        [&] {
+          ++applied;
+          return absl::OkStatus();
+        },
+        failing);
+    auto next = queue.Enqueue(
+        key,
+        [&] {
+          ++applied;
+          return absl::OkStatus();
+        },
+        dependent);
+    EXPECT_THAT(queue.Wait(*next), StatusIs(absl::StatusCode::kAborted,
+                                            HasSubstr("earlier write")));
+    EXPECT_THAT(queue.Wait(*dependent),
+                StatusIs(absl::StatusCode::kAborted, HasSubstr("conflict")));
+    EXPECT_THAT(queue.Wait(*failing),
+                StatusIs(absl::StatusCode::kAborted, "conflict"));
+    EXPECT_EQ(applied, 0);
+    // Once the failure is known, a write after it fails at once; a write
+    // after a stored one runs.
+    auto late = queue.Enqueue(
+        key,
+        [&] {
+          ++applied;
+          return absl::OkStatus();
+        },
+        failing);
+    EXPECT_THAT(queue.Wait(*late), StatusIs(absl::StatusCode::kAborted, _));
+    auto stored = queue.Enqueue(key, absl::OkStatus, nullptr);
+    EXPECT_THAT(queue.Wait(*stored), IsOk());
+    auto after_stored = queue.Enqueue(
+        key,
+        [&] {
+          ++applied;
+          return absl::OkStatus();
+        },
+        stored);
+    EXPECT_THAT(queue.Wait(*after_stored), IsOk());
+    EXPECT_EQ(applied, 1);
+  }
+  // A failed commit fails the write after it, queued for the next batch.
+  Recorder recorder;
+  recorder.commit = absl::ResourceExhaustedError("disk full");
+  GroupCommit queue([&](auto batch) {
+    recorder.Run(batch);
+    recorder.commit = absl::OkStatus();  // only the first commit fails
+  });
+  const StudyKey key{"", "s"};
+  auto first = queue.Enqueue(key, absl::OkStatus, nullptr);
+  bool applied = false;
+  auto second = queue.Enqueue(
+      key,
+      [&] {
+        applied = true;
+        return absl::OkStatus();
+      },
+      first);
+  EXPECT_THAT(queue.Wait(*second),
+              StatusIs(absl::StatusCode::kAborted, HasSubstr("disk full")));
+  EXPECT_THAT(queue.Wait(*first),
+              StatusIs(absl::StatusCode::kResourceExhausted, "disk full"));
+  EXPECT_FALSE(applied);
+  EXPECT_THAT(recorder.Sizes(), ElementsAre(1, 1));
+}
+
 }  // namespace
 }  // namespace metaopt::storage

@@ -393,17 +393,82 @@ absl::Status SqliteStorage::DeleteStudy(const StudyKey& key) {
   return tx.Commit();
 }
 
+namespace {
+
+// A write queued on a SqliteStorage's group commit.
+class QueuedWrite : public PendingWrite {
+ public:
+  QueuedWrite(GroupCommit& commits, std::shared_ptr<GroupCommit::Ticket> ticket)
+      : commits_(commits), ticket_(std::move(ticket)) {}
+  absl::Status Wait() override { return commits_.Wait(*ticket_); }
+  std::optional<absl::Status> Poll() const override {
+    return commits_.Poll(*ticket_);
+  }
+  const GroupCommit* commits() const { return &commits_; }
+  const std::shared_ptr<GroupCommit::Ticket>& ticket() const { return ticket_; }
+
+ private:
+  GroupCommit& commits_;
+  const std::shared_ptr<GroupCommit::Ticket> ticket_;
+};
+
+}  // namespace
+
+absl::StatusOr<SqliteStorage::PreparedWrite> SqliteStorage::Prepare(
+    const StudyKey& key, const StudyWrite& write) {
+  METAOPT_ASSIGN_OR_RETURN(std::vector<std::string> blobs,
+                           SerializeTrials(key, write.trials));
+  PreparedWrite prepared;
+  prepared.trials.reserve(write.trials.size());
+  for (size_t i = 0; i < write.trials.size(); ++i) {
+    const v1::Trial& trial = write.trials[i];
+    prepared.trials.push_back({trial.id(), static_cast<int>(trial.state()),
+                               trial.client_id(), std::move(blobs[i])});
+  }
+  if (write.policy_state.has_value()) {
+    prepared.policy_state = std::string(*write.policy_state);
+  }
+  prepared.expected_version = write.expected_version;
+  if (write.study != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(prepared.study_blob,
+                             SerializeStudyRewrite(key, write));
+  }
+  return prepared;
+}
+
 absl::Status SqliteStorage::WriteStudy(const StudyKey& key,
                                        const StudyWrite& write) {
-  METAOPT_ASSIGN_OR_RETURN(const std::vector<std::string> blobs,
-                           SerializeTrials(key, write.trials));
-  METAOPT_ASSIGN_OR_RETURN(const std::string study_blob,
-                           SerializeStudyRewrite(key, write));
+  METAOPT_ASSIGN_OR_RETURN(const PreparedWrite prepared, Prepare(key, write));
   return commits_.Commit(key, [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     // Runs on the batch leader's thread, which holds mu_ (RunWriteBatch).
     mu_.AssertHeld();
-    return ApplyWrite(key, write, blobs, study_blob);
+    return ApplyWrite(key, prepared);
   });
+}
+
+absl::StatusOr<std::shared_ptr<PendingWrite>> SqliteStorage::StartWriteStudy(
+    const StudyKey& key, const StudyWrite& write,
+    const std::shared_ptr<PendingWrite>& after) {
+  std::shared_ptr<GroupCommit::Ticket> after_ticket;
+  if (after != nullptr) {
+    const auto* queued = dynamic_cast<const QueuedWrite*>(after.get());
+    if (queued != nullptr && queued->commits() == &commits_) {
+      after_ticket = queued->ticket();
+    } else {
+      // Not one of this storage's writes: stored first, as by default.
+      return Storage::StartWriteStudy(key, write, after);
+    }
+  }
+  METAOPT_ASSIGN_OR_RETURN(PreparedWrite prepared, Prepare(key, write));
+  std::shared_ptr<GroupCommit::Ticket> ticket = commits_.Enqueue(
+      key,
+      [this, key, prepared = std::move(prepared)]()
+          ABSL_NO_THREAD_SAFETY_ANALYSIS {
+            mu_.AssertHeld();  // RunWriteBatch holds it
+            return ApplyWrite(key, prepared);
+          },
+      std::move(after_ticket));
+  return std::make_shared<QueuedWrite>(commits_, std::move(ticket));
 }
 
 void SqliteStorage::RunWriteBatch(absl::Span<GroupCommit::Write* const> batch) {
@@ -445,10 +510,8 @@ void SqliteStorage::RunWriteBatch(absl::Span<GroupCommit::Write* const> batch) {
 }
 
 absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
-                                       const StudyWrite& write,
-                                       absl::Span<const std::string> blobs,
-                                       const std::string& study_blob) {
-  const absl::Span<const v1::Trial> trials = write.trials;
+                                       const PreparedWrite& write) {
+  const std::vector<PreparedWrite::TrialRow>& trials = write.trials;
   METAOPT_ASSIGN_OR_RETURN(const int64_t version, ReadVersion(key));
   if (write.expected_version.has_value() &&
       *write.expected_version != version) {
@@ -463,13 +526,13 @@ absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
     METAOPT_RETURN_IF_ERROR(BindKey(bump, 1, key));
     METAOPT_RETURN_IF_ERROR(bump.Run());
   }
-  if (write.study != nullptr) {
+  if (write.study_blob.has_value()) {
     METAOPT_ASSIGN_OR_RETURN(
         Statement update,
         Statement::Prepare(
             db_,
             "UPDATE studies SET study = ? WHERE owner = ? AND study_id = ?"));
-    METAOPT_RETURN_IF_ERROR(update.BindBlob(1, study_blob));
+    METAOPT_RETURN_IF_ERROR(update.BindBlob(1, *write.study_blob));
     METAOPT_RETURN_IF_ERROR(BindKey(update, 2, key));
     METAOPT_RETURN_IF_ERROR(update.Run());
   }
@@ -483,10 +546,10 @@ absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
     for (size_t i = 0; i < trials.size(); ++i) {
       METAOPT_RETURN_IF_ERROR(upsert.Reset());
       METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
-      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, trials[i].id()));
-      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, trials[i].state()));
-      METAOPT_RETURN_IF_ERROR(upsert.BindText(5, trials[i].client_id()));
-      METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, blobs[i]));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, trials[i].id));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, trials[i].state));
+      METAOPT_RETURN_IF_ERROR(upsert.BindText(5, trials[i].client_id));
+      METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, trials[i].blob));
       METAOPT_RETURN_IF_ERROR(upsert.BindInt64(7, version + 1));
       METAOPT_RETURN_IF_ERROR(upsert.Run());
     }

@@ -63,6 +63,12 @@ class SqliteStorage : public Storage {
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status WriteStudy(const StudyKey& key, const StudyWrite& write) override
       ABSL_LOCKS_EXCLUDED(mu_);
+  // Queued on the group commit without waiting for it; the writes of one
+  // study may share a batch (in their order).
+  absl::StatusOr<std::shared_ptr<PendingWrite>> StartWriteStudy(
+      const StudyKey& key, const StudyWrite& write,
+      const std::shared_ptr<PendingWrite>& after) override
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<int64_t> GetStudyVersion(const StudyKey& key) override
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::vector<v1::Trial>> LoadTrials(
@@ -78,19 +84,35 @@ class SqliteStorage : public Storage {
 
   explicit SqliteStorage(Database db)
       : db_(std::move(db)),
-        commits_([this](absl::Span<GroupCommit::Write* const> batch) {
-          RunWriteBatch(batch);
-        }) {}
+        commits_(
+            [this](absl::Span<GroupCommit::Write* const> batch) {
+              RunWriteBatch(batch);
+            },
+            GroupCommit::Options{.writes_of_a_study_share_a_batch = true}) {}
+
+  // A WriteStudy's values, serialized and owned, for a queued write.
+  struct PreparedWrite {
+    struct TrialRow {
+      int64_t id;
+      int state;
+      std::string client_id;
+      std::string blob;
+    };
+    std::vector<TrialRow> trials;
+    std::optional<std::string> policy_state;
+    std::optional<int64_t> expected_version;
+    // The serialized write.study, if it was set.
+    std::optional<std::string> study_blob;
+  };
+  static absl::StatusOr<PreparedWrite> Prepare(const StudyKey& key,
+                                               const StudyWrite& write);
 
   // GroupCommit's batch runner: one BEGIN IMMEDIATE ... COMMIT around the
   // batch, a savepoint around each write.
   void RunWriteBatch(absl::Span<GroupCommit::Write* const> batch)
       ABSL_LOCKS_EXCLUDED(mu_);
-  // WriteStudy's changes, inside the batch's transaction: `blobs` are the
-  // serialized write.trials, `study_blob` the serialized write.study (if set).
-  absl::Status ApplyWrite(const StudyKey& key, const StudyWrite& write,
-                          absl::Span<const std::string> blobs,
-                          const std::string& study_blob)
+  // A WriteStudy's changes, inside the batch's transaction.
+  absl::Status ApplyWrite(const StudyKey& key, const PreparedWrite& write)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // OK if the study exists, NOT_FOUND otherwise. Call inside a transaction.

@@ -60,6 +60,18 @@ struct StudyWrite {
   const v1::Study* study = nullptr;
 };
 
+// A write started by Storage::StartWriteStudy and not yet known to be
+// stored. Thread-safe.
+class PendingWrite {
+ public:
+  virtual ~PendingWrite() = default;
+  // Returns once the write is durable (OK) or has failed (its error: nothing
+  // of it was stored). May be called more than once, from any thread.
+  virtual absl::Status Wait() = 0;
+  // The write's status once it is done; std::nullopt while it is pending.
+  virtual std::optional<absl::Status> Poll() const = 0;
+};
+
 // What is stored of a study: its owner, id, spec, create time, bound model,
 // metadata and FineTune runs (the fields of v1::Study other than the derived
 // trial_count / best_trial / state / update_time, which the engine computes
@@ -105,6 +117,18 @@ class Storage {
   // not the study's version.
   virtual absl::Status WriteStudy(const StudyKey& key,
                                   const StudyWrite& write) = 0;
+  // WriteStudy in two steps, so that a caller can release its own locks
+  // before waiting for the sync: queues `write` (its values are copied) and
+  // returns at once. An error means that nothing was stored; null, that the
+  // write is already durable; otherwise the write is durable once the
+  // PendingWrite's Wait() returns OK. `after` (null, or a pending write of the
+  // same study that this one builds on, from this Storage) is stored first,
+  // and if it fails this one fails ABORTED, storing nothing. Writes of one
+  // study are stored in the order they were started. The default implementation
+  // waits for `after`, then calls WriteStudy (and returns null or its error).
+  virtual absl::StatusOr<std::shared_ptr<PendingWrite>> StartWriteStudy(
+      const StudyKey& key, const StudyWrite& write,
+      const std::shared_ptr<PendingWrite>& after);
   // The study's version: 0 when created, one more after each WriteStudy (by
   // any process on the same database). A cached copy of the study's trials and
   // policy state is current as long as this is unchanged. NOT_FOUND if absent.

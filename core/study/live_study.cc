@@ -197,6 +197,13 @@ absl::Status RefreshStudy(storage::Storage& storage,
   return absl::OkStatus();
 }
 
+absl::Status ReloadStudy(storage::Storage& storage,
+                         registry::ModelManager* models, LiveStudy& live) {
+  METAOPT_RETURN_IF_ERROR(ReadStudyState(storage, models, live));
+  ++live.version;
+  return absl::OkStatus();
+}
+
 v1::Study StudyRecord(const LiveStudy& live) {
   v1::Study record = live.stored;
   *record.mutable_fine_tune_runs() = live.fine_tune_runs;

@@ -62,6 +62,13 @@ struct LiveStudy {
   google::protobuf::RepeatedPtrField<v1::FineTuneRun> fine_tune_runs
       ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
+  // The last write of the study this process started that may still be
+  // pending (storage::Storage::StartWriteStudy); null once it was seen
+  // stored. `trials`, `policy` and `stored_version` already include it: a
+  // call that reads them answers only once it is stored, and if it fails the
+  // study is read again (StudyEngine::Refresh). Writes of one study form a
+  // chain: each names the previous pending one, and fails if that one did.
+  std::shared_ptr<storage::PendingWrite> last_write ABSL_GUARDED_BY(mu);
   // Recent wall time of one policy Suggest (see NextSuggestCost), once one
   // was measured.
   absl::Duration suggest_cost ABSL_GUARDED_BY(mu) = absl::ZeroDuration();
@@ -97,6 +104,13 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
 // afresh).
 absl::Status RefreshStudy(storage::Storage& storage,
                           registry::ModelManager* models, LiveStudy& live)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
+
+// Reads `live`'s trials, policy and record from storage afresh (the copy
+// holds changes that were not stored), bumping live.version. NOT_FOUND, with
+// live.deleted and live.dropped set, as RefreshStudy.
+absl::Status ReloadStudy(storage::Storage& storage,
+                         registry::ModelManager* models, LiveStudy& live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
 
 // The study's stored record as WriteStudy should store it: `stored` with its

@@ -51,6 +51,23 @@ absl::Status TooManyConflicts(const LiveStudy& study,
       kMaxWriteConflicts, " attempts; last: ", last.message(), "); retry"));
 }
 
+// Sets `*last_write` to the study's last write when destroyed, with the
+// study's lock held: what a call saw, to be stored before it answers.
+class TakeLastWrite {
+ public:
+  TakeLastWrite(LiveStudy& study,
+                std::shared_ptr<storage::PendingWrite>& last_write)
+      : study_(study), last_write_(last_write) {}
+  ~TakeLastWrite() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    study_.mu.AssertHeld();
+    last_write_ = study_.last_write;
+  }
+
+ private:
+  LiveStudy& study_;
+  std::shared_ptr<storage::PendingWrite>& last_write_;
+};
+
 void LogExpired(const LiveStudy& study, const std::vector<v1::Trial>& expired) {
   LogInfo(absl::StrCat("study \"", study.stored.study_id(),
                        "\": ", expired.size(),
@@ -139,29 +156,71 @@ absl::Status StudyEngine::WithLiveStudy(
 absl::Status StudyEngine::WithLiveStudy(
     LiveStudy& study,
     absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn) {
-  MutexLock lock(&study.mu);
   for (int conflicts = 0;; ++conflicts) {
-    if (study.deleted) {
-      return StudyNotFound(study.key.study_id);
+    std::shared_ptr<storage::PendingWrite> pending;
+    bool wrote = false;
+    absl::Status status;
+    {
+      MutexLock lock(&study.mu);
+      const std::shared_ptr<storage::PendingWrite> before = study.last_write;
+      status = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
+        for (;; ++conflicts) {
+          if (study.deleted) {
+            return StudyNotFound(study.key.study_id);
+          }
+          METAOPT_RETURN_IF_ERROR(Refresh(study));
+          const absl::Time now = options_.clock();
+          absl::Status status = ExpireLeases(study, now);
+          if (status.ok()) status = fn(study, now);
+          // ABORTED: another process changed the study between the refresh
+          // and the write, which stored nothing; redo it on the refreshed
+          // study.
+          if (!absl::IsAborted(status)) return status;
+          if (conflicts + 1 >= kMaxWriteConflicts)
+            return TooManyConflicts(study, status);
+        }
+      }();
+      // What the call saw (and wrote) is acknowledged only once stored.
+      pending = study.last_write;
+      wrote = pending != nullptr && pending != before;
     }
-    METAOPT_RETURN_IF_ERROR(RefreshStudy(*storage_, models_, study));
-    const absl::Time now = options_.clock();
-    absl::Status status = ExpireLeases(study, now);
-    if (status.ok()) status = fn(study, now);
-    // ABORTED: another process changed the study between the refresh and
-    // the write, which stored nothing; redo it on the refreshed study.
-    if (!absl::IsAborted(status)) return status;
+    if (pending == nullptr) return status;
+    const absl::Status stored = pending->Wait();
+    if (stored.ok()) return status;
+    // A write this call made or saw was not stored: redo the call on the
+    // study as stored. A write of its own that failed for another reason
+    // than a conflict (ABORTED: another process changed the study) is the
+    // call's error; another call's failed write is not.
+    if (wrote && !absl::IsAborted(stored)) return stored;
     if (conflicts + 1 >= kMaxWriteConflicts)
-      return TooManyConflicts(study, status);
+      return TooManyConflicts(study, stored);
   }
+}
+
+absl::Status StudyEngine::Refresh(LiveStudy& study) {
+  if (study.last_write != nullptr) {
+    const std::optional<absl::Status> outcome = study.last_write->Poll();
+    // Writes of this process are pending: the copy is ahead of storage, and
+    // if another process changed the study they fail, and the copy is read
+    // again below once they are done.
+    if (!outcome.has_value()) return absl::OkStatus();
+    study.last_write = nullptr;
+    // The copy holds changes that were not stored.
+    if (!outcome->ok()) return ReloadStudy(*storage_, models_, study);
+  }
+  return RefreshStudy(*storage_, models_, study);
 }
 
 absl::Status StudyEngine::Store(LiveStudy& study,
                                 absl::Span<const v1::Trial> trials,
                                 std::optional<std::string_view> policy_state,
                                 const v1::Study* record) {
-  METAOPT_RETURN_IF_ERROR(storage_->WriteStudy(
-      study.key, {trials, policy_state, study.stored_version, record}));
+  METAOPT_ASSIGN_OR_RETURN(
+      std::shared_ptr<storage::PendingWrite> pending,
+      storage_->StartWriteStudy(
+          study.key, {trials, policy_state, study.stored_version, record},
+          study.last_write));
+  if (pending != nullptr) study.last_write = std::move(pending);
   ++study.stored_version;
   return absl::OkStatus();
 }
@@ -273,8 +332,14 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        spec.candidates_size(), " candidates)"));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
                            FindStudy({context.owner, request.study_id()}));
-  MutexLock lock(&entry->mu);
-  *response.mutable_study() = DescribeStudy(*entry);
+  std::shared_ptr<storage::PendingWrite> pending;
+  {
+    MutexLock lock(&entry->mu);
+    *response.mutable_study() = DescribeStudy(*entry);
+    pending = entry->last_write;
+  }
+  // Another call may already have changed the new study.
+  if (pending != nullptr) METAOPT_RETURN_IF_ERROR(pending->Wait());
   response.set_created(true);
   return response;
 }
@@ -367,6 +432,10 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
+    // The study's pending writes end first (they were all started under this
+    // lock): none of them can then land in a study created again under the
+    // same id. Their outcome is theirs to report.
+    if (entry->last_write != nullptr) entry->last_write->Wait().IgnoreError();
     METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(entry->key));
     entry->deleted = true;
     entry->dropped = true;
@@ -434,8 +503,19 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
   for (bool reloaded = false;; reloaded = true) {
     METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
                              FindStudy({context.owner, request.study_id()}));
-    absl::StatusOr<v1::SuggestResponse> response =
-        SuggestOn(entry, request, context);
+    absl::StatusOr<v1::SuggestResponse> response;
+    for (int conflicts = 0;; ++conflicts) {
+      std::shared_ptr<storage::PendingWrite> pending;
+      response = SuggestOn(entry, request, context, pending);
+      if (pending == nullptr) break;
+      // The trials are handed out once stored.
+      const absl::Status stored = pending->Wait();
+      if (stored.ok()) break;
+      if (!absl::IsAborted(stored)) return stored;
+      if (conflicts + 1 >= kMaxWriteConflicts)
+        return TooManyConflicts(*entry, stored);
+      // Not stored: nothing was handed out; suggest again.
+    }
     // Deleted by another process since it was loaded: it may exist again.
     if (!absl::IsNotFound(response.status()) || !entry->dropped || reloaded)
       return response;
@@ -444,7 +524,8 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
 
 absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     const std::shared_ptr<LiveStudy>& entry, const v1::SuggestRequest& request,
-    const CallContext& context) {
+    const CallContext& context,
+    std::shared_ptr<storage::PendingWrite>& pending) {
   const int count = request.count() == 0 ? 1 : request.count();
   const v1::StudySpec& spec = entry->stored.spec();
 
@@ -475,11 +556,14 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     std::vector<v1::Trial> snapshot;
     policy::HeldKeys snapshot_held_keys;
     MutexLock lock(&entry->mu);
+    // Declared after the lock: takes the study's last write as the lock is
+    // released, however the attempt ends.
+    const TakeLastWrite take_last_write(*entry, pending);
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
     // Another process sharing the database may have changed the study.
-    METAOPT_RETURN_IF_ERROR(RefreshStudy(*storage_, models_, *entry));
+    METAOPT_RETURN_IF_ERROR(Refresh(*entry));
     const absl::Time now = options_.clock();
     // Expired leases and the renewed leases of the client's trials are
     // applied now (the policy sees them) and stored with the new trials, in
@@ -539,7 +623,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
       if (entry->deleted) {
         return StudyNotFound(request.study_id());
       }
-      METAOPT_RETURN_IF_ERROR(RefreshStudy(*storage_, models_, *entry));
+      METAOPT_RETURN_IF_ERROR(Refresh(*entry));
       if (entry->version != version)
         continue;  // the study changed meanwhile: recompute
       // Nothing a policy sees changed: the same lease changes apply.

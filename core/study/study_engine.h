@@ -142,15 +142,27 @@ class StudyEngine {
       LiveStudy& study,
       absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn)
       ABSL_LOCKS_EXCLUDED(study.mu);
-  // Suggest on the loaded study `entry`.
+  // Suggest on the loaded study `entry`. Sets `pending` to the study's last
+  // write as the call left it: the answer holds once that is stored.
   absl::StatusOr<v1::SuggestResponse> SuggestOn(
       const std::shared_ptr<LiveStudy>& entry,
-      const v1::SuggestRequest& request, const CallContext& context)
+      const v1::SuggestRequest& request, const CallContext& context,
+      std::shared_ptr<storage::PendingWrite>& pending)
       ABSL_LOCKS_EXCLUDED(entry->mu);
+  // Brings `study` up to date before a call reads or changes it: reads it
+  // again if a write of this process failed, skips the check while writes of
+  // this process are pending (if another process changed the study, they
+  // fail), and otherwise refreshes it (RefreshStudy).
+  absl::Status Refresh(LiveStudy& study)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
   // Stores `trials`, `policy_state` (if set) and the study `record` (if not
   // null) with a write conditional on study.stored_version, and advances it:
   // ABORTED, with nothing stored, if another process changed the study since
-  // it was last refreshed.
+  // it was last refreshed. The write may still be pending on return (then it
+  // is study.last_write, and the caller applies the change to the copy
+  // anyway): callers answer only once the last write they saw is stored
+  // (WithLiveStudy, Suggest), and if it fails, the copy is read again
+  // (Refresh).
   absl::Status Store(LiveStudy& study, absl::Span<const v1::Trial> trials,
                      std::optional<std::string_view> policy_state,
                      const v1::Study* record = nullptr)

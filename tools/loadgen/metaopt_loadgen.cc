@@ -25,6 +25,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "clients/cpp/client_flags.h"
 #include "clients/cpp/metaopt_client.h"
@@ -48,6 +49,9 @@ bool NonEmptyFile(const std::string& path) {
 }
 
 int Main(int argc, char** argv) {
+  // As in metaopt-server: no lock-order graph (a debugging aid that Debian's
+  // abseil keeps on) in the measuring tool.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   LoadOptions options;
   MetaoptClient::Options client_options;
   // One connection per client, as separate worker processes would have.

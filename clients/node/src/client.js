@@ -2,10 +2,13 @@
 //
 // Every call has one deadline (retries included). Idempotent calls (CreateStudy,
 // GetStudy, ListStudies, DeleteStudy, GetTrial, ListTrials, ListModels,
-// Heartbeat, ReportIntermediate, and Suggest with a client_id) are retried on UNAVAILABLE and
-// RESOURCE_EXHAUSTED (a server or proxy shedding load) with exponential backoff
-// and jitter, within the call's one deadline; Observe and FineTune never are. Failures are
-// MetaoptError with the gRPC code and the server's message.
+// Heartbeat, ReportIntermediate, Suggest with a client_id, and Observe of a trial id) are
+// retried on UNAVAILABLE and RESOURCE_EXHAUSTED (a server or proxy shedding load) with
+// exponential backoff and jitter, within the call's one deadline; Observe of a configuration
+// and FineTune never are. A retried Observe that finds its trial already observed
+// (FAILED_PRECONDITION) reads the trial and succeeds when it holds exactly the outcome sent
+// (an earlier attempt was stored, its answer lost). Failures are MetaoptError with the gRPC
+// code and the server's message.
 //
 // Thread safety: Node runs one thread per isolate; a Client may serve any
 // number of concurrent calls (awaited or not). It holds one gRPC channel;
@@ -218,6 +221,24 @@ function outcomeOf(result) {
   return out;
 }
 
+/**
+ * Whether `trial` (as returned by the server) holds the outcome `request` (an ObserveRequest
+ * built by observe()) reports: the value and metrics, or the failure state and reason.
+ */
+function holdsOutcome(trial, request) {
+  if (request.value !== undefined) {
+    const metrics = trial.metrics ?? {};
+    const sent = request.metrics ?? {};
+    // STOPPED: observe() of a trial that an early-stopping rule stopped.
+    return ['TRIAL_STATE_COMPLETED', 'TRIAL_STATE_STOPPED'].includes(trial.state) &&
+      (trial.value ?? 0) === request.value &&
+      Object.keys(metrics).length === Object.keys(sent).length &&
+      Object.entries(sent).every(([name, metric]) => metrics[name] === metric);
+  }
+  return request.failure !== undefined && trial.state === request.failure.state &&
+    (trial.failureReason ?? '') === request.failure.reason;
+}
+
 /** A connection to one metaopt server. */
 export class Client {
   #stub;
@@ -394,6 +415,31 @@ export class Client {
   }
 
   /**
+   * Observe of a trial id (`request`), retried like an idempotent call. When an attempt was
+   * retried and the last one finds the trial already observed (FAILED_PRECONDITION), an earlier
+   * attempt may have been stored with its answer lost: the trial is read, and returned when it
+   * holds exactly this outcome; otherwise the FAILED_PRECONDITION stands.
+   * @param {object} request an ObserveRequest with study_id and trial_id
+   * @param {{timeoutMs?: number}} options
+   * @returns {Promise<object>} the ObserveResponse
+   */
+  async observeTrial(request, options = {}) {
+    const state = { retried: false };
+    try {
+      return await this.#invoke('Observe', request, { idempotent: true, timeoutMs: options.timeoutMs }, state);
+    } catch (error) {
+      if (!(state.retried && error.code === Status.FAILED_PRECONDITION)) throw error;
+      const stored = await this.call(
+        'GetTrial',
+        { study_id: request.study_id, trial_id: request.trial_id },
+        { idempotent: true, timeoutMs: options.timeoutMs },
+      );
+      if (stored.trial === undefined || !holdsOutcome(stored.trial, request)) throw error;
+      return { trial: stored.trial };
+    }
+  }
+
+  /**
    * Reports an intermediate value of ACTIVE trial `trialId` at `step` (>= 0); resolves to
    * {shouldStop, reason, trial}. Idempotent per (trial, step), so it is retried.
    * @param {string} studyId
@@ -470,7 +516,9 @@ export class Study {
 
   /**
    * Tells the result of a suggested trial: a number (the objective value), or
-   * {value | failed: reason | infeasible: reason, metrics}. Not retried.
+   * {value | failed: reason | infeasible: reason, metrics}. Retried on UNAVAILABLE and
+   * RESOURCE_EXHAUSTED (a trial is observed once, so a repeat cannot record it twice); a retry
+   * that finds the trial already holding this outcome succeeds (Client.observeTrial).
    * @param {object | string | number | bigint} trial a Trial or its id
    * @param {number | {value?: number, failed?: string, infeasible?: string, metrics?: Record<string, number>}} result
    * @param {{timeoutMs?: number}} [options]
@@ -480,7 +528,7 @@ export class Study {
     const request = { study_id: this.id, trial_id: trialIdOf(trial, 'trial'), ...outcomeOf(result) };
     const incarnation = incarnationOf([trial], this.info);
     if (incarnation !== undefined) request.study_incarnation = incarnation;
-    const response = await this.#client.call('Observe', request, { timeoutMs: options.timeoutMs });
+    const response = await this.#client.observeTrial(request, { timeoutMs: options.timeoutMs });
     return response.trial;
   }
 

@@ -255,6 +255,11 @@ export declare class Client {
   readonly target: string;
   /** Low-level: one RPC by name with a request in the proto's shape. */
   call(method: string, request: object, options?: CallOptions & { idempotent?: boolean }): Promise<any>;
+  /**
+   * Observe of a trial id, retried on UNAVAILABLE and RESOURCE_EXHAUSTED; a retry that finds the
+   * trial already holding this outcome (an earlier attempt stored, its answer lost) succeeds.
+   */
+  observeTrial(request: object, options?: CallOptions): Promise<any>;
   /** Create-or-get; ALREADY_EXISTS when the id is taken by another spec. */
   createStudy(studyId: string, spec: StudySpec, options?: CallOptions & { clientId?: string }): Promise<Study>;
   /** NOT_FOUND when absent. */

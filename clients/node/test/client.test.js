@@ -346,7 +346,7 @@ describe('client options', () => {
 });
 
 describe('retries and deadlines', () => {
-  test('UNAVAILABLE is retried with the same client id until the server is back', async () => {
+  test('UNAVAILABLE is retried (Suggest with the same client id, Observe) until the server is back', async () => {
     const temp = tempDir();
     const port = await freePort();
     const db = path.join(temp.dir, 'metaopt.db');
@@ -366,10 +366,6 @@ describe('retries and deadlines', () => {
       const [trial] = await study.suggest();
       await server.stop('SIGKILL');
 
-      // Observe is not idempotent: one attempt, then the error.
-      await rejectsWith(study.observe(trial, 1), Status.UNAVAILABLE, '');
-      assert.equal(retries.length, 0);
-
       // Suggest carries the study's client id; while the server is down it is retried, and once
       // the server is back (same port, same database) it returns the same ACTIVE trial.
       const pending = study.suggest();
@@ -379,6 +375,19 @@ describe('retries and deadlines', () => {
       assert.equal(again.id, trial.id);
       assert.ok(retries.length >= 1, 'no retry happened');
       assert.ok(retries.every((r) => r.method === 'Suggest' && r.error.code === Status.UNAVAILABLE));
+
+      // Observe of a trial id is safe to repeat: retried the same way, stored once the server is
+      // back.
+      await server.stop('SIGKILL');
+      retries.length = 0;
+      const observing = study.observe(trial, 1);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await server.start();
+      const observed = await observing;
+      assert.equal(observed.state, 'TRIAL_STATE_COMPLETED');
+      assert.equal(observed.value, 1);
+      assert.ok(retries.length >= 1, 'no retry happened');
+      assert.ok(retries.every((r) => r.method === 'Observe' && r.error.code === Status.UNAVAILABLE));
     } finally {
       client.close();
       await server.stop();
@@ -492,6 +501,49 @@ async function sheddingServer(shed, code) {
   return { calls, target: `127.0.0.1:${port}`, close: () => server.forceShutdown() };
 }
 
+// A fake OptimizerService holding one trial (id 7) of study 's'. Observe sheds the first `shed`
+// calls with `code`; then it stores the outcome once (FAILED_PRECONDITION after that, or at once
+// when `stored`, a value, was set before). With `loseFirstAnswer` the first Observe that stores
+// answers UNAVAILABLE, as if the connection dropped after the commit. GetTrial returns the trial;
+// every call is counted by method.
+async function observingServer({ shed = 0, code = Status.UNAVAILABLE, loseFirstAnswer = false, stored } = {}) {
+  const grpc = (await import('@grpc/grpc-js')).default;
+  const { loadProtos } = await import('../src/messages.js');
+  const definition = loadProtos().packageDefinition['metaopt.v1.OptimizerService'];
+  const calls = [];
+  let trial = stored === undefined ?
+    { id: '7', state: 'TRIAL_STATE_ACTIVE' } :
+    { id: '7', state: 'TRIAL_STATE_COMPLETED', value: stored };
+  const server = new grpc.Server();
+  server.addService(definition, {
+    Observe: (call, callback) => {
+      calls.push('Observe');
+      if (shed-- > 0) return callback({ code, details: 'server overloaded' });
+      if (trial.state !== 'TRIAL_STATE_ACTIVE') {
+        return callback({ code: Status.FAILED_PRECONDITION, details: 'trial 7 is already observed' });
+      }
+      const request = call.request;
+      trial = request.failure ?
+        { id: '7', state: request.failure.state, failureReason: request.failure.reason } :
+        { id: '7', state: 'TRIAL_STATE_COMPLETED', value: request.value, metrics: request.metrics };
+      if (loseFirstAnswer) {
+        loseFirstAnswer = false;
+        return callback({ code: Status.UNAVAILABLE, details: 'connection reset' });
+      }
+      return callback(null, { trial });
+    },
+    GetTrial: (call, callback) => {
+      calls.push('GetTrial');
+      callback(null, { trial });
+    },
+  });
+  const port = await new Promise((resolve, reject) => {
+    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound));
+  });
+  return { calls, target: `127.0.0.1:${port}`, close: () => server.forceShutdown() };
+}
+
 describe('retries against a fake server that sheds load', () => {
   for (const code of [Status.RESOURCE_EXHAUSTED, Status.UNAVAILABLE]) {
     test(`${codeName(code)} is retried for a safe call`, async () => {
@@ -515,6 +567,78 @@ describe('retries against a fake server that sheds load', () => {
       await rejectsWith(client.call('GetStudy', { study_id: 's' }, { idempotent: true }),
         Status.RESOURCE_EXHAUSTED, 'server overloaded');
       assert.deepEqual(fake.calls, ['GetStudy', 'GetStudy', 'GetStudy']);
+    } finally {
+      client.close();
+      fake.close();
+    }
+  });
+
+  for (const code of [Status.RESOURCE_EXHAUSTED, Status.UNAVAILABLE]) {
+    test(`${codeName(code)} is retried for Observe of a trial id`, async () => {
+      const fake = await observingServer({ shed: 2, code });
+      const client = new Client({ target: fake.target, maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+      try {
+        const trial = await client.study('s').observe('7', { value: 0.5, metrics: { acc: 0.9 } });
+        assert.equal(trial.state, 'TRIAL_STATE_COMPLETED');
+        assert.equal(trial.value, 0.5);
+        assert.deepEqual(fake.calls, ['Observe', 'Observe', 'Observe']);
+      } finally {
+        client.close();
+        fake.close();
+      }
+    });
+  }
+
+  test('a retried Observe whose lost attempt was stored succeeds with the stored trial', async () => {
+    // The first attempt is stored but its answer is lost (UNAVAILABLE); the retry finds the
+    // trial observed (FAILED_PRECONDITION) and reads it back.
+    const fake = await observingServer({ loseFirstAnswer: true });
+    const client = new Client({ target: fake.target, maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+    try {
+      const trial = await client.study('s').observe('7', { failed: 'out of memory' });
+      assert.equal(trial.state, 'TRIAL_STATE_FAILED');
+      assert.equal(trial.failureReason, 'out of memory');
+      assert.deepEqual(fake.calls, ['Observe', 'Observe', 'GetTrial']);
+    } finally {
+      client.close();
+      fake.close();
+    }
+  });
+
+  test('a retried Observe of a trial holding another outcome fails FAILED_PRECONDITION', async () => {
+    // The first attempt is shed; the trial holds 0.25 (stored by someone else) when the retry
+    // comes.
+    const fake = await observingServer({ shed: 1, code: Status.UNAVAILABLE, stored: 0.25 });
+    const client = new Client({ target: fake.target, maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+    try {
+      await rejectsWith(client.study('s').observe('7', 0.5), Status.FAILED_PRECONDITION, 'already observed');
+      assert.deepEqual(fake.calls, ['Observe', 'Observe', 'GetTrial']);
+    } finally {
+      client.close();
+      fake.close();
+    }
+  });
+
+  test('an Observe that was not retried keeps its FAILED_PRECONDITION', async () => {
+    const fake = await observingServer({ stored: 0.5 });
+    const client = new Client({ target: fake.target, maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+    try {
+      // The same value, but no attempt of this call was lost: the trial was observed before.
+      await rejectsWith(client.study('s').observe('7', 0.5), Status.FAILED_PRECONDITION, 'already observed');
+      assert.deepEqual(fake.calls, ['Observe']);
+    } finally {
+      client.close();
+      fake.close();
+    }
+  });
+
+  test('Observe of a configuration is not retried (a repeat records a second trial)', async () => {
+    const fake = await observingServer({ shed: 100, code: Status.RESOURCE_EXHAUSTED });
+    const client = new Client({ target: fake.target, maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 2 });
+    try {
+      await rejectsWith(client.study('s').observeConfiguration({ assignments: [] }, 0.5),
+        Status.RESOURCE_EXHAUSTED, 'server overloaded');
+      assert.deepEqual(fake.calls, ['Observe']);
     } finally {
       client.close();
       fake.close();

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Durable-observation throughput and its CPU cost (docs/reliability.md, "Group commit and no
+# rejection under load"): a fresh metaopt-server on an empty SQLite database, then
+# metaopt-loadgen (RANDOM, 4 continuous parameters, count 1, 4 studies) against it. Prints one
+# CSV row per run: the load generator's figures, the CPU seconds (user + system) of the server
+# and of the load generator as the kernel accounts them, and their sum per acknowledged
+# observation, the robust figure on a shared machine.
+#
+#   tools/loadgen/throughput_bench.sh [--header] SERVER LOADGEN CLIENTS SECONDS [LABEL]
+#
+# SERVER and LOADGEN are the two binaries (build/server/metaopt-server,
+# build/tools/loadgen/metaopt-loadgen), so that two builds can be run in turn.
+set -euo pipefail
+
+if [[ "${1:-}" == --header ]]; then
+  echo "label,clients,observations_per_s,suggest_p50_ms,suggest_p99_ms,observe_p50_ms,observe_p99_ms,failed_calls,calls,server_cpu_s,loadgen_cpu_s,cpu_per_observation_ms,load_average"
+  shift
+fi
+server="${1:?usage: throughput_bench.sh [--header] SERVER LOADGEN CLIENTS SECONDS [LABEL]}"
+loadgen="${2:?LOADGEN}"
+clients="${3:?CLIENTS}"
+seconds="${4:?SECONDS}"
+label="${5:-run}"
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]]; then
+    kill "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$server" --listen="127.0.0.1:$port" --db="$work/load.db" --models="$work/no-models" \
+  --models-poll-interval=0 --log-level=error --metrics-listen=127.0.0.1:0 2>>"$work/server.log" &
+server_pid=$!
+for ((t = 0; t < 200; t++)); do
+  grep -q "listening" "$work/server.log" 2>/dev/null && break
+  python3 -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.1)' \
+    "$port" 2>/dev/null && break
+  sleep 0.05
+done
+
+# CPU seconds (user + system) of process $1 so far, from /proc/PID/stat.
+cpu_of() {
+  python3 - "$1" <<'PY'
+import os, sys
+fields = open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")", 1)[1].split()
+print((int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
+PY
+}
+
+server_before="$(cpu_of "$server_pid")"
+# The load generator's own CPU: the shell's `times` after it, in a subshell that runs nothing else.
+# (`times` runs in that subshell itself: in a pipeline it would count another process's children.)
+loadgen_times="$(
+  "$loadgen" --server="127.0.0.1:$port" --clients="$clients" --studies=4 --duration="$seconds" \
+    --quiet --format=json >"$work/report.json"
+  times
+)"
+loadgen_cpu="$(tail -1 <<<"$loadgen_times" | python3 -c '
+import re, sys
+print(sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", sys.stdin.read())))')"
+server_after="$(cpu_of "$server_pid")"
+load="$(cut -d' ' -f1 /proc/loadavg)"
+python3 - "$work/report.json" "$label" "$clients" "$server_before" "$server_after" \
+  "$loadgen_cpu" "$load" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+label, clients = sys.argv[2], sys.argv[3]
+server_cpu = float(sys.argv[5]) - float(sys.argv[4])
+loadgen_cpu = float(sys.argv[6])
+rpcs = {rpc["rpc"]: rpc for rpc in report["rpcs"]}
+s, o = rpcs["Suggest"], rpcs["Observe"]
+failed = s["errors"] + o["errors"]
+calls = failed + s["ok"] + o["ok"]
+observations = report["observations"]
+per_obs = (server_cpu + loadgen_cpu) / observations * 1000 if observations else float("nan")
+print(f"{label},{clients},{report['observations_per_second']:.1f},"
+      f"{s['latency_ms']['p50']:.2f},{s['latency_ms']['p99']:.2f},"
+      f"{o['latency_ms']['p50']:.2f},{o['latency_ms']['p99']:.2f},{failed},{calls},"
+      f"{server_cpu:.2f},{loadgen_cpu:.2f},{per_obs:.3f},{sys.argv[7]}")
+PY
