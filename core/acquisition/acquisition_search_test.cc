@@ -160,13 +160,21 @@ class ExactOnly final : public surrogate::Surrogate {
   std::unique_ptr<const surrogate::Surrogate> inner_;
 };
 
-// Beyond kScreeningMinPoints observations the catalogue search scores
+// From kScreeningMinPoints observations on the catalogue search scores
 // exactly only the candidates whose log-EI bound can win, and picks what
-// exact scores of every candidate pick.
-TEST(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
+// exact scores of every candidate pick (bounds from n / 4 points below 256
+// observations, from 128 beyond).
+class CatalogueScreeningTest : public ::testing::TestWithParam<int> {};
+
+INSTANTIATE_TEST_SUITE_P(Sizes, CatalogueScreeningTest,
+                         ::testing::Values(surrogate::kScreeningMinPoints,
+                                           surrogate::kScreeningMinPoints + 44,
+                                           300));
+
+TEST_P(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  const int n = surrogate::kScreeningMinPoints + 44;
+  const int n = GetParam();
   auto random_matrix = [&](int rows) {
     Eigen::MatrixXd m(rows, 3);
     for (int i = 0; i < rows; ++i) {

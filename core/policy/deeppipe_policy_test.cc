@@ -589,5 +589,92 @@ TEST(DeepPipePartialBindingTest, FullFineTuneTrainsOnlyTheNewEncoders) {
   EXPECT_NE(before.head(net), now.head(net));  // knn's encoder moved
 }
 
+// Runs a study of `trials` Suggests of `count` (updates applied), each both
+// inline and with a fit prepared ahead from its starting random stream, and
+// expects them identical. Returns how many used the prepared fit.
+int ExpectPreparedEqualsInline(std::shared_ptr<const Policy> policy,
+                               const v1::StudySpec& spec, int trials,
+                               int count) {
+  auto space = space::SearchSpace::Create(spec.search_space());
+  std::vector<v1::Trial> history;
+  const StudyView view{&spec, &*space, &history};
+  int used = 0;
+  for (int step = 0; static_cast<int>(history.size()) < trials; ++step) {
+    const space::Rng start(500 + step);
+    space::Rng inline_rng = start;
+    auto inline_result = policy->Suggest(view, count, inline_rng);
+    EXPECT_TRUE(inline_result.ok()) << inline_result.status();
+    if (!inline_result.ok()) return used;
+    auto prepared = policy->PrepareFit(view, start);
+    EXPECT_TRUE(prepared.ok()) << prepared.status();
+    space::Rng prepared_rng = start;
+    auto prepared_result =
+        policy->SuggestPrepared(view, count, prepared_rng, *prepared);
+    EXPECT_TRUE(prepared_result.ok()) << prepared_result.status();
+    if (!prepared_result.ok()) return used;
+    if (prepared_result->used_prepared_fit) ++used;
+    EXPECT_EQ(prepared_result->source, inline_result->source) << step;
+    EXPECT_TRUE(prepared_rng == inline_rng) << step;
+    EXPECT_EQ(prepared_result->update.has_value(),
+              inline_result->update.has_value());
+    if (prepared_result->update.has_value() &&
+        inline_result->update.has_value()) {
+      EXPECT_EQ(prepared_result->update->state, inline_result->update->state);
+    }
+    EXPECT_EQ(prepared_result->configurations.size(),
+              inline_result->configurations.size());
+    for (size_t i = 0; i < inline_result->configurations.size() &&
+                       i < prepared_result->configurations.size();
+         ++i) {
+      EXPECT_EQ(space::ConfigurationKey(prepared_result->configurations[i]),
+                space::ConfigurationKey(inline_result->configurations[i]))
+          << "step " << step << " pick " << i;
+    }
+    int64_t id = static_cast<int64_t>(history.size());
+    for (const v1::Configuration& c : inline_result->configurations) {
+      history.push_back(Completed(++id, c));
+    }
+    // Stale now (one more observation): never used.
+    if (*prepared != nullptr) {
+      space::Rng stale_rng = start;
+      auto stale = policy->SuggestPrepared(view, count, stale_rng, *prepared);
+      EXPECT_TRUE(stale.ok());
+      if (stale.ok()) EXPECT_FALSE(stale->used_prepared_fit) << step;
+    }
+    if (inline_result->update.has_value()) {
+      policy = inline_result->update->policy;
+    }
+  }
+  return used;
+}
+
+TEST(DeepPipePreparedFitTest, MetaLearnedCatalogue) {
+  const v1::StudySpec spec = CatalogueSpec();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto policy, CreatePolicy(spec, std::nullopt, MetaModel(spec)));
+  EXPECT_TRUE(policy->PreparesFits());
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 14, 1), 8);
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 14, 2), 4);
+}
+
+TEST(DeepPipePreparedFitTest, MetaLearnedContinuous) {
+  v1::StudySpec spec = CatalogueSpec();
+  const auto model = MetaModel(spec);
+  spec.clear_candidates();
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy,
+                               CreatePolicy(spec, std::nullopt, model));
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 10, 1), 4);
+}
+
+TEST(DeepPipePreparedFitTest, ScratchNetworkPersistsTheSameState) {
+  const v1::StudySpec spec = CatalogueSpec();
+  DeepPipePolicyOptions options;
+  options.scratch_steps = 10;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const Policy> policy,
+      DeepPipePolicy::Create(spec, std::nullopt, nullptr, options));
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 10, 1), 4);
+}
+
 }  // namespace
 }  // namespace metaopt::policy

@@ -23,6 +23,8 @@ using ::metaopt::policy::conditional_test::Conditional;
 using ::metaopt::policy::conditional_test::ConditionalSpec;
 using ::metaopt::policy::conditional_test::Number;
 
+using ::metaopt::testing::IsOk;
+
 using Objective = std::function<double(const v1::Configuration&)>;
 
 v1::StudySpec BoxSpec(int dim, double low, double high, uint64_t seed) {
@@ -368,6 +370,126 @@ TEST(GpPolicyTest, LargeStudiesFitOnABoundedSample) {
   for (int i = 0; i < h.size(); ++i) {
     EXPECT_EQ(stored.gp().hyperparameters(i), h[i]) << i;
   }
+}
+
+// Runs a study of `trials` sequential Suggests of `count` under `policy`
+// (its updates applied), computing each Suggest both inline and with a fit
+// prepared ahead from the Suggest's starting random stream, and expects them
+// identical: configurations, source, stored state and the random stream
+// after. Returns how many Suggests used the prepared fit.
+int ExpectPreparedEqualsInline(std::shared_ptr<const Policy> policy,
+                               const v1::StudySpec& spec, int trials,
+                               int count) {
+  auto space = space::SearchSpace::Create(spec.search_space());
+  std::vector<v1::Trial> history;
+  const StudyView view{&spec, &*space, &history};
+  int used = 0;
+  for (int step = 0; static_cast<int>(history.size()) < trials; ++step) {
+    const space::Rng start(1000 + step);
+    space::Rng inline_rng = start;
+    auto inline_result = policy->Suggest(view, count, inline_rng);
+    EXPECT_THAT(inline_result, IsOk());
+    if (!inline_result.ok()) return used;
+    auto prepared = policy->PrepareFit(view, start);
+    EXPECT_THAT(prepared, IsOk());
+    space::Rng prepared_rng = start;
+    auto prepared_result =
+        policy->SuggestPrepared(view, count, prepared_rng, *prepared);
+    EXPECT_THAT(prepared_result, IsOk());
+    if (!prepared_result.ok()) return used;
+    if (prepared_result->used_prepared_fit) ++used;
+    EXPECT_EQ(prepared_result->source, inline_result->source) << step;
+    EXPECT_TRUE(prepared_rng == inline_rng) << step;
+    EXPECT_EQ(prepared_result->update.has_value(),
+              inline_result->update.has_value());
+    if (prepared_result->update.has_value() &&
+        inline_result->update.has_value()) {
+      EXPECT_EQ(prepared_result->update->state, inline_result->update->state);
+    }
+    EXPECT_EQ(prepared_result->configurations.size(),
+              inline_result->configurations.size());
+    for (size_t i = 0; i < inline_result->configurations.size() &&
+                       i < prepared_result->configurations.size();
+         ++i) {
+      EXPECT_EQ(space::ConfigurationKey(prepared_result->configurations[i]),
+                space::ConfigurationKey(inline_result->configurations[i]))
+          << "step " << step << " pick " << i;
+    }
+    // A fit prepared before this history changed is never used: the next
+    // Suggest, after the new observations, must compute its own.
+    for (const v1::Configuration& c : inline_result->configurations) {
+      v1::Trial trial;
+      trial.set_id(static_cast<int64_t>(history.size()) + 1);
+      *trial.mutable_configuration() = c;
+      trial.set_state(v1::TRIAL_STATE_COMPLETED);
+      trial.set_value(Branin(c));
+      history.push_back(std::move(trial));
+    }
+    if (*prepared != nullptr) {
+      space::Rng stale_rng = start;
+      auto stale = policy->SuggestPrepared(view, count, stale_rng, *prepared);
+      EXPECT_THAT(stale, IsOk());
+      if (stale.ok()) EXPECT_FALSE(stale->used_prepared_fit) << step;
+    }
+    if (inline_result->update.has_value()) {
+      policy = inline_result->update->policy;
+    }
+  }
+  return used;
+}
+
+TEST(GpPreparedFitTest, PreparedSuggestsEqualInlineOnesContinuous) {
+  const v1::StudySpec spec = BoxSpec(2, 0, 1, 7);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+  // Sequential: every Suggest after the design uses its prepared fit (the
+  // refits draw their seed from the same stream).
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 24, 1), 15);
+  // Batches: the design's draws come before the fit in the first Suggests,
+  // whose prepared fits then do not match; the results are still equal.
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 24, 3), 4);
+}
+
+TEST(GpPreparedFitTest, PreparedSuggestsEqualInlineOnesCatalogue) {
+  v1::StudySpec spec = BoxSpec(2, 0, 1, 11);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(3);
+  for (int i = 0; i < 300; ++i) *spec.add_candidates() = space->Sample(rng);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 30, 1), 20);
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 30, 2), 8);
+}
+
+TEST(GpPreparedFitTest, AnotherPolicysOrAnotherStreamsFitIsNotUsed) {
+  const v1::StudySpec spec = BoxSpec(2, 0, 1, 5);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(2);
+  std::vector<v1::Trial> trials = BraninTrials(*space, 12, rng);
+  const StudyView view{&spec, &*space, &trials};
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto a, CreatePolicy(spec, std::nullopt));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto b, CreatePolicy(spec, std::nullopt));
+  EXPECT_TRUE(a->PreparesFits());
+  const space::Rng start(17);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto fit, a->PrepareFit(view, start));
+  ASSERT_NE(fit, nullptr);
+  space::Rng same = start;
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto used,
+                               a->SuggestPrepared(view, 1, same, fit));
+  EXPECT_TRUE(used.used_prepared_fit);
+  // An equal policy of another instance: not used (its state may differ).
+  space::Rng other = start;
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto by_b,
+                               b->SuggestPrepared(view, 1, other, fit));
+  EXPECT_FALSE(by_b.used_prepared_fit);
+  // The first fit of a study draws its seed: another stream does not match.
+  space::Rng another(18);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto by_stream,
+                               a->SuggestPrepared(view, 1, another, fit));
+  EXPECT_FALSE(by_stream.used_prepared_fit);
+  // Too few observations: nothing to prepare.
+  std::vector<v1::Trial> one(trials.begin(), trials.begin() + 1);
+  const StudyView small{&spec, &*space, &one};
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto none, a->PrepareFit(small, start));
+  EXPECT_EQ(none, nullptr);
 }
 
 }  // namespace

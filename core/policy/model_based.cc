@@ -1,6 +1,7 @@
 #include "core/policy/model_based.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <utility>
 
@@ -71,6 +72,21 @@ Eigen::MatrixXd PendingInputs(const StudyView& study,
 
 namespace {
 
+// steps.fit on `data`, drawing from `rng`, with what it read and drew.
+std::shared_ptr<const PreparedSurrogate> FitNow(
+    const TrainingData& data, space::Rng& rng,
+    const SurrogateSuggestSteps& steps) {
+  auto fit = std::make_shared<PreparedSurrogate>();
+  fit->producer = steps.producer;
+  fit->rng_before = rng;
+  fit->fitted = steps.fit(data, rng, &fit->update);
+  fit->rng_after = rng;
+  fit->drew = !(fit->rng_after == fit->rng_before);
+  fit->X = data.X;
+  fit->y = data.y;
+  return fit;
+}
+
 void Append(std::vector<v1::Configuration> more,
             std::vector<v1::Configuration>& out) {
   for (v1::Configuration& c : more) out.push_back(std::move(c));
@@ -109,9 +125,31 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
 
 }  // namespace
 
+bool PreparedSurrogate::Matches(uint64_t producer_id, const TrainingData& data,
+                                const space::Rng& rng) const {
+  return producer == producer_id && X.rows() == data.X.rows() &&
+         X.cols() == data.X.cols() && y.size() == data.y.size() &&
+         (!drew || rng_before == rng) && y == data.y && X == data.X;
+}
+
+absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareSurrogate(
+    const StudyView& study, const space::Rng& rng,
+    const SurrogateSuggestSteps& steps) {
+  const TrainingData data = CollectTrainingData(study, *steps.encoder);
+  if (data.y.size() < steps.min_observations) return nullptr;
+  space::Rng copy = rng;
+  return std::shared_ptr<const PreparedFit>(FitNow(data, copy, steps));
+}
+
+uint64_t NewPolicyInstanceId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 absl::StatusOr<SuggestResult> SuggestWithSurrogate(
     const StudyView& study, int count, space::Rng& rng,
-    const SurrogateSuggestSteps& steps) {
+    const SurrogateSuggestSteps& steps,
+    const std::shared_ptr<const PreparedFit>& prepared) {
   SuggestResult result;
   std::vector<std::string> sources;
   auto finish = [&] {
@@ -156,7 +194,17 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
   // (A catalogue that ran out leaves remaining() > 0 with nothing to add.)
   if (remaining() == 0 || n < steps.min_observations) return finish();
 
-  absl::StatusOr<FittedSurrogate> fitted = steps.fit(data, rng, &result.update);
+  std::shared_ptr<const PreparedSurrogate> ahead =
+      std::dynamic_pointer_cast<const PreparedSurrogate>(prepared);
+  if (ahead != nullptr && ahead->Matches(steps.producer, data, rng)) {
+    if (ahead->drew) rng = ahead->rng_after;
+    result.used_prepared_fit = true;
+  } else {
+    ahead = FitNow(data, rng, steps);
+  }
+  result.fit = ahead;
+  result.update = ahead->update;
+  const absl::StatusOr<FittedSurrogate>& fitted = ahead->fitted;
   if (!fitted.ok()) {
     // A numerically hopeless model must not stall the study: fall back to
     // random search for this call and say so in the trials' metadata.
