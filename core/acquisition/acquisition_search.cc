@@ -75,13 +75,19 @@ absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
 // is below the best exact log-EI so far; the rest get -inf. Each of those is
 // below an exactly scored row, so ArgMax picks what it would from exact scores
 // of every row (up to rounding). Without a bound: ScoreRows of every row.
-absl::StatusOr<Scores> ScoreForArgMax(const surrogate::Surrogate& model,
-                                      const Eigen::MatrixXd& X, double best,
-                                      Ties ties,
-                                      const std::vector<bool>& taken) {
+// `given`, if not null, is the screening bound of X's rows (computed ahead).
+absl::StatusOr<Scores> ScoreForArgMax(
+    const surrogate::Surrogate& model, const Eigen::MatrixXd& X, double best,
+    Ties ties, const std::vector<bool>& taken,
+    std::optional<gp::Prediction> given = std::nullopt,
+    bool use_given = false) {
   constexpr size_t kExactBlock = 128;
-  METAOPT_ASSIGN_OR_RETURN(std::optional<gp::Prediction> bound,
-                           model.PredictScreening(X));
+  std::optional<gp::Prediction> bound;
+  if (use_given) {
+    bound = std::move(given);
+  } else {
+    METAOPT_ASSIGN_OR_RETURN(bound, model.PredictScreening(X));
+  }
   if (!bound.has_value()) return ScoreRows(model, X, best, ties);
   METAOPT_ASSIGN_OR_RETURN(
       const Eigen::VectorXd bound_log_ei,
@@ -199,18 +205,44 @@ std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
   return catalogue;
 }
 
+absl::StatusOr<std::optional<gp::Prediction>> ScreenCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue) {
+  return model.PredictScreening(catalogue.X);
+}
+
+namespace {
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    absl::Span<const int> candidates, HeldPredicate held, double best,
+    int count, Ties ties, const std::optional<gp::Prediction>* screen);
+
+}  // namespace
+
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    HeldPredicate held, double best, int count) {
+    HeldPredicate held, double best, int count,
+    const std::optional<gp::Prediction>* screen) {
   std::vector<int> all(catalogue.keys.size());
   std::iota(all.begin(), all.end(), 0);
-  return MaximizeOverCatalogue(model, catalogue, all, held, best, count);
+  return MaximizeOverCatalogueRows(model, catalogue, all, held, best, count,
+                                   Ties::kFirst, screen);
 }
 
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
     absl::Span<const int> candidates, HeldPredicate held, double best,
     int count, Ties ties) {
+  return MaximizeOverCatalogueRows(model, catalogue, candidates, held, best,
+                                   count, ties, nullptr);
+}
+
+namespace {
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    absl::Span<const int> candidates, HeldPredicate held, double best,
+    int count, Ties ties, const std::optional<gp::Prediction>* screen) {
   // Only the untried rows are scored; no protos are built or encoded.
   std::vector<int> rows;
   rows.reserve(candidates.size());
@@ -225,8 +257,23 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
   std::unique_ptr<const surrogate::Surrogate> fantasised;
   const surrogate::Surrogate* current = &model;
   while (static_cast<int>(picks.size()) < count) {
+    // The first pick, on `model` itself, may read the given screen.
+    std::optional<gp::Prediction> given;
+    const bool use_given = screen != nullptr && current == &model;
+    if (use_given && screen->has_value()) {
+      const gp::Prediction& all = **screen;
+      gp::Prediction rows_bound;
+      rows_bound.mean.resize(static_cast<Eigen::Index>(rows.size()));
+      rows_bound.variance.resize(static_cast<Eigen::Index>(rows.size()));
+      for (size_t r = 0; r < rows.size(); ++r) {
+        rows_bound.mean[r] = all.mean[rows[r]];
+        rows_bound.variance[r] = all.variance[rows[r]];
+      }
+      given = std::move(rows_bound);
+    }
     METAOPT_ASSIGN_OR_RETURN(Scores scores,
-                             ScoreForArgMax(*current, X, best, ties, taken));
+                             ScoreForArgMax(*current, X, best, ties, taken,
+                                            std::move(given), use_given));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;
@@ -238,6 +285,8 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
   }
   return picks;
 }
+
+}  // namespace
 
 absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
     const surrogate::Surrogate& model, const space::SearchSpace& space,

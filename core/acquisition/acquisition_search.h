@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -91,9 +92,19 @@ using HeldPredicate = absl::FunctionRef<bool(const std::string& key)>;
 
 // Up to `count` rows of `catalogue` whose keys are not held, best first; fewer
 // only when the catalogue runs out. `model` reads rows of catalogue.X.
+// `screen`, if not null, is ScreenCatalogue(model, catalogue) computed
+// already (e.g. ahead of the Suggest): the first pick reads its rows instead
+// of screening again. The picks are the same either way.
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    HeldPredicate held, double best, int count);
+    HeldPredicate held, double best, int count,
+    const std::optional<gp::Prediction>* screen = nullptr);
+
+// model.PredictScreening of every row of catalogue.X (nullopt when the model
+// does not screen), in the layout MaximizeOverCatalogue reads: the bounds of
+// a row do not depend on which rows are held.
+absl::StatusOr<std::optional<gp::Prediction>> ScreenCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue);
 
 // The same over `rows` of the catalogue only, in their order (the first of
 // tied rows is the earlier): e.g. the entries of one pipeline structure.

@@ -212,6 +212,14 @@ TEST_P(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
         std::vector<int> slow,
         MaximizeOverCatalogue(exact, catalogue, held, best, 3));
     EXPECT_EQ(fast, slow) << best;
+    // The screen of the whole catalogue computed ahead gives the same picks.
+    METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<gp::Prediction> screen,
+                                 ScreenCatalogue(screened, catalogue));
+    ASSERT_TRUE(screen.has_value());
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<int> ahead,
+        MaximizeOverCatalogue(screened, catalogue, held, best, 3, &screen));
+    EXPECT_EQ(ahead, slow) << best;
   }
 }
 

@@ -459,6 +459,17 @@ TEST(GpPreparedFitTest, PreparedSuggestsEqualInlineOnesCatalogue) {
   EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 30, 2), 8);
 }
 
+TEST(GpPreparedFitTest, PreparedCatalogueScreenGivesTheInlinePicks) {
+  // From surrogate::kScreeningMinPoints observations on, a prepared fit
+  // carries the screen of the whole catalogue.
+  v1::StudySpec spec = BoxSpec(3, 0, 1, 13);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(4);
+  for (int i = 0; i < 400; ++i) *spec.add_candidates() = space->Sample(rng);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 80, 1), 60);
+}
+
 TEST(GpPreparedFitTest, AnotherPolicysOrAnotherStreamsFitIsNotUsed) {
   const v1::StudySpec spec = BoxSpec(2, 0, 1, 5);
   auto space = space::SearchSpace::Create(spec.search_space());

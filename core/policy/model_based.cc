@@ -73,9 +73,9 @@ Eigen::MatrixXd PendingInputs(const StudyView& study,
 namespace {
 
 // steps.fit on `data`, drawing from `rng`, with what it read and drew.
-std::shared_ptr<const PreparedSurrogate> FitNow(
-    const TrainingData& data, space::Rng& rng,
-    const SurrogateSuggestSteps& steps) {
+std::shared_ptr<PreparedSurrogate> FitNow(const TrainingData& data,
+                                          space::Rng& rng,
+                                          const SurrogateSuggestSteps& steps) {
   auto fit = std::make_shared<PreparedSurrogate>();
   fit->producer = steps.producer;
   fit->rng_before = rng;
@@ -97,22 +97,41 @@ void Append(std::vector<v1::Configuration> more,
 absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
     const StudyView& study, const std::vector<v1::Configuration>& picks,
     const SurrogateSuggestSteps& steps, const TrainingData& data,
-    const FittedSurrogate& fitted, int count, space::Rng& rng) {
+    const PreparedSurrogate& fit, int count, space::Rng& rng) {
+  const FittedSurrogate& fitted = *fit.fitted;
   Eigen::MatrixXd pending = PendingInputs(study, picks, *steps.encoder);
   if (fitted.inputs != nullptr) {
     METAOPT_ASSIGN_OR_RETURN(pending, fitted.inputs(pending));
   }
-  METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const surrogate::Surrogate> model,
-                           fitted.model->WithFantasies(pending));
+  std::unique_ptr<const surrogate::Surrogate> fantasised;
+  const surrogate::Surrogate* model = fitted.model.get();
+  if (pending.rows() > 0) {
+    METAOPT_ASSIGN_OR_RETURN(fantasised, fitted.model->WithFantasies(pending));
+    model = fantasised.get();
+  }
   HeldConfigurations held(study);
   held.Add(picks);
   auto is_held = [&held](const std::string& key) { return held.contains(key); };
   const double best = data.y.minCoeff();
   if (fitted.catalogue != nullptr) {
+    // Without pending trials the first pick screens the whole catalogue under
+    // the fitted model: read from the prepared fit, or computed now, with the
+    // same function (so both give the same picks).
+    std::optional<gp::Prediction> screen_now;
+    const std::optional<gp::Prediction>* screen = nullptr;
+    if (pending.rows() == 0) {
+      if (fit.screened) {
+        screen = &fit.catalogue_screen;
+      } else {
+        METAOPT_ASSIGN_OR_RETURN(screen_now, acquisition::ScreenCatalogue(
+                                                 *model, *fitted.catalogue));
+        screen = &screen_now;
+      }
+    }
     METAOPT_ASSIGN_OR_RETURN(
         std::vector<int> rows,
         acquisition::MaximizeOverCatalogue(*model, *fitted.catalogue, is_held,
-                                           best, count));
+                                           best, count, screen));
     std::vector<v1::Configuration> out;
     out.reserve(rows.size());
     for (int row : rows) out.push_back(study.spec->candidates(row));
@@ -138,7 +157,14 @@ absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareSurrogate(
   const TrainingData data = CollectTrainingData(study, *steps.encoder);
   if (data.y.size() < steps.min_observations) return nullptr;
   space::Rng copy = rng;
-  return std::shared_ptr<const PreparedFit>(FitNow(data, copy, steps));
+  std::shared_ptr<PreparedSurrogate> fit = FitNow(data, copy, steps);
+  if (fit->fitted.ok() && fit->fitted->catalogue != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(fit->catalogue_screen,
+                             acquisition::ScreenCatalogue(
+                                 *fit->fitted->model, *fit->fitted->catalogue));
+    fit->screened = true;
+  }
+  return std::shared_ptr<const PreparedFit>(std::move(fit));
 }
 
 uint64_t NewPolicyInstanceId() {
@@ -221,7 +247,7 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
   METAOPT_ASSIGN_OR_RETURN(
       std::vector<v1::Configuration> picks,
       ExpectedImprovementPicks(study, result.configurations, steps, data,
-                               *fitted, remaining(), rng));
+                               *ahead, remaining(), rng));
   Append(std::move(picks), result.configurations);
   sources.push_back("ei");
   return finish();

@@ -15,12 +15,14 @@
 namespace metaopt::study {
 namespace {
 
-// Background fits yield the cores to RPCs: on Linux, setpriority on a thread
-// id sets that thread's nice value alone.
-void LowerThisThreadsPriority() {
+// On Linux, setpriority on a thread id sets that thread's nice value alone.
+void SetThisThreadsNice(int nice) {
 #ifdef __linux__
+  if (nice <= 0) return;
   const auto tid = static_cast<id_t>(syscall(SYS_gettid));
-  (void)setpriority(PRIO_PROCESS, tid, 10);
+  (void)setpriority(PRIO_PROCESS, tid, nice);
+#else
+  (void)nice;
 #endif
 }
 
@@ -67,7 +69,7 @@ void FitPreparer::Schedule(LiveStudy& study) {
 }
 
 void FitPreparer::Work() {
-  LowerThisThreadsPriority();
+  SetThisThreadsNice(options_.nice);
   for (;;) {
     std::weak_ptr<LiveStudy> next;
     {

@@ -25,7 +25,8 @@ namespace metaopt::study {
 // Work is queued per study (one queued prepare per study; the latest state
 // wins), never holds a study's lock while fitting, and holds a study only
 // weakly while queued: an unloaded or deleted study's prepare is dropped.
-// The threads run at low priority (nice 10 on Linux).
+// The pool is bounded (Options::threads); its threads may run at a lower
+// priority (Options::nice).
 class FitPreparer {
  public:
   struct Options {
@@ -37,6 +38,8 @@ class FitPreparer {
     // Studies that keep a fit in memory at once (a fit holds the n x n
     // Cholesky factor: 8 MB at n = 1,000); the oldest kept are dropped.
     int max_kept = 64;
+    // Nice value of the threads (Linux; 0: the process's priority).
+    int nice = 0;
   };
   struct Stats {
     int64_t prepared = 0;  // background prepares run to the end

@@ -130,6 +130,7 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
   const Limit non_negative[] = {
       {"prepare_threads", options.prepare_threads, 64},
       {"max_prepared_fits", options.max_prepared_fits, 1 << 20},
+      {"prepare_nice", options.prepare_nice, 19},
   };
   for (const Limit& limit : non_negative) {
     if (limit.value < 0 || limit.value > limit.max) {

@@ -63,6 +63,7 @@ FitPreparer::Options PreparerOptions(const EngineOptions& engine) {
   options.threads = engine.prepare_threads;
   options.max_queued = std::max(engine.max_loaded_studies, 1024);
   options.max_kept = engine.max_prepared_fits;
+  options.nice = engine.prepare_nice;
   return options;
 }
 
