@@ -205,75 +205,48 @@ std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
   return catalogue;
 }
 
-absl::StatusOr<std::optional<gp::Prediction>> ScreenCatalogue(
-    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue) {
-  return model.PredictScreening(catalogue.X);
-}
-
 namespace {
 
-absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
-    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> candidates, HeldPredicate held, double best,
-    int count, Ties ties, const std::optional<gp::Prediction>* screen);
-
-}  // namespace
-
-absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
-    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    HeldPredicate held, double best, int count,
-    const std::optional<gp::Prediction>* screen) {
-  std::vector<int> all(catalogue.keys.size());
-  std::iota(all.begin(), all.end(), 0);
-  return MaximizeOverCatalogueRows(model, catalogue, all, held, best, count,
-                                   Ties::kFirst, screen);
-}
-
-absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
-    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> candidates, HeldPredicate held, double best,
-    int count, Ties ties) {
-  return MaximizeOverCatalogueRows(model, catalogue, candidates, held, best,
-                                   count, ties, nullptr);
-}
-
-namespace {
-
-absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
-    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> candidates, HeldPredicate held, double best,
-    int count, Ties ties, const std::optional<gp::Prediction>* screen) {
-  // Only the untried rows are scored; no protos are built or encoded.
+// The unheld rows among `candidates`, in their order.
+std::vector<int> UnheldRows(const EncodedCatalogue& catalogue,
+                            absl::Span<const int> candidates,
+                            HeldPredicate held) {
   std::vector<int> rows;
   rows.reserve(candidates.size());
   for (int i : candidates) {
     if (!held(catalogue.keys[i])) rows.push_back(i);
   }
-  std::vector<int> picks;
-  if (rows.empty()) return picks;
+  return rows;
+}
+
+Eigen::MatrixXd RowsOf(const EncodedCatalogue& catalogue,
+                       const std::vector<int>& rows) {
   Eigen::MatrixXd X(rows.size(), catalogue.X.cols());
   for (size_t r = 0; r < rows.size(); ++r) X.row(r) = catalogue.X.row(rows[r]);
+  return X;
+}
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    absl::Span<const int> candidates, HeldPredicate held, double best,
+    int count, Ties ties, const CatalogueScreen* screen) {
+  // Only the untried rows are scored; no protos are built or encoded.
+  const std::vector<int> rows = UnheldRows(catalogue, candidates, held);
+  std::vector<int> picks;
+  if (rows.empty()) return picks;
+  const Eigen::MatrixXd X = RowsOf(catalogue, rows);
   std::vector<bool> taken(rows.size(), false);
   std::unique_ptr<const surrogate::Surrogate> fantasised;
   const surrogate::Surrogate* current = &model;
   while (static_cast<int>(picks.size()) < count) {
-    // The first pick, on `model` itself, may read the given screen.
-    std::optional<gp::Prediction> given;
-    const bool use_given = screen != nullptr && current == &model;
-    if (use_given && screen->has_value()) {
-      const gp::Prediction& all = **screen;
-      gp::Prediction rows_bound;
-      rows_bound.mean.resize(static_cast<Eigen::Index>(rows.size()));
-      rows_bound.variance.resize(static_cast<Eigen::Index>(rows.size()));
-      for (size_t r = 0; r < rows.size(); ++r) {
-        rows_bound.mean[r] = all.mean[rows[r]];
-        rows_bound.variance[r] = all.variance[rows[r]];
-      }
-      given = std::move(rows_bound);
-    }
-    METAOPT_ASSIGN_OR_RETURN(Scores scores,
-                             ScoreForArgMax(*current, X, best, ties, taken,
-                                            std::move(given), use_given));
+    // The first pick, on `model` itself, may read the screen computed ahead
+    // on exactly these rows (the same values on the same input).
+    const bool use_given =
+        screen != nullptr && current == &model && screen->rows == rows;
+    METAOPT_ASSIGN_OR_RETURN(
+        Scores scores,
+        ScoreForArgMax(*current, X, best, ties, taken,
+                       use_given ? screen->bound : std::nullopt, use_given));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;
@@ -287,6 +260,36 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
 }
 
 }  // namespace
+
+absl::StatusOr<CatalogueScreen> ScreenCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    HeldPredicate held) {
+  std::vector<int> all(catalogue.keys.size());
+  std::iota(all.begin(), all.end(), 0);
+  CatalogueScreen screen;
+  screen.rows = UnheldRows(catalogue, all, held);
+  if (screen.rows.empty()) return screen;
+  METAOPT_ASSIGN_OR_RETURN(
+      screen.bound, model.PredictScreening(RowsOf(catalogue, screen.rows)));
+  return screen;
+}
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    HeldPredicate held, double best, int count, const CatalogueScreen* screen) {
+  std::vector<int> all(catalogue.keys.size());
+  std::iota(all.begin(), all.end(), 0);
+  return MaximizeOverCatalogueRows(model, catalogue, all, held, best, count,
+                                   Ties::kFirst, screen);
+}
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    absl::Span<const int> candidates, HeldPredicate held, double best,
+    int count, Ties ties) {
+  return MaximizeOverCatalogueRows(model, catalogue, candidates, held, best,
+                                   count, ties, nullptr);
+}
 
 absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
     const surrogate::Surrogate& model, const space::SearchSpace& space,

@@ -213,13 +213,26 @@ TEST_P(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
         MaximizeOverCatalogue(exact, catalogue, held, best, 3));
     EXPECT_EQ(fast, slow) << best;
     // The screen of the whole catalogue computed ahead gives the same picks.
-    METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<gp::Prediction> screen,
-                                 ScreenCatalogue(screened, catalogue));
-    ASSERT_TRUE(screen.has_value());
+    METAOPT_ASSERT_OK_AND_ASSIGN(CatalogueScreen screen,
+                                 ScreenCatalogue(screened, catalogue, held));
+    ASSERT_TRUE(screen.bound.has_value());
+    EXPECT_EQ(screen.rows.size(), 2999u);
     METAOPT_ASSERT_OK_AND_ASSIGN(
         std::vector<int> ahead,
         MaximizeOverCatalogue(screened, catalogue, held, best, 3, &screen));
     EXPECT_EQ(ahead, slow) << best;
+    // A screen of other rows is not read.
+    auto more_held = [](const std::string& key) {
+      return key == "7" || key == "8";
+    };
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<int> other,
+        MaximizeOverCatalogue(screened, catalogue, more_held, best, 3,
+                              &screen));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<int> plain,
+        MaximizeOverCatalogue(screened, catalogue, more_held, best, 3));
+    EXPECT_EQ(other, plain) << best;
   }
 }
 

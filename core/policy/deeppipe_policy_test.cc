@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/policy/policy_factory.h"
+#include "core/policy/prepared_fit_test_util.h"
 #include "core/registry/model_binding.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -589,63 +590,11 @@ TEST(DeepPipePartialBindingTest, FullFineTuneTrainsOnlyTheNewEncoders) {
   EXPECT_NE(before.head(net), now.head(net));  // knn's encoder moved
 }
 
-// Runs a study of `trials` Suggests of `count` (updates applied), each both
-// inline and with a fit prepared ahead from its starting random stream, and
-// expects them identical. Returns how many used the prepared fit.
 int ExpectPreparedEqualsInline(std::shared_ptr<const Policy> policy,
                                const v1::StudySpec& spec, int trials,
                                int count) {
-  auto space = space::SearchSpace::Create(spec.search_space());
-  std::vector<v1::Trial> history;
-  const StudyView view{&spec, &*space, &history};
-  int used = 0;
-  for (int step = 0; static_cast<int>(history.size()) < trials; ++step) {
-    const space::Rng start(500 + step);
-    space::Rng inline_rng = start;
-    auto inline_result = policy->Suggest(view, count, inline_rng);
-    EXPECT_TRUE(inline_result.ok()) << inline_result.status();
-    if (!inline_result.ok()) return used;
-    auto prepared = policy->PrepareFit(view, start);
-    EXPECT_TRUE(prepared.ok()) << prepared.status();
-    space::Rng prepared_rng = start;
-    auto prepared_result =
-        policy->SuggestPrepared(view, count, prepared_rng, *prepared);
-    EXPECT_TRUE(prepared_result.ok()) << prepared_result.status();
-    if (!prepared_result.ok()) return used;
-    if (prepared_result->used_prepared_fit) ++used;
-    EXPECT_EQ(prepared_result->source, inline_result->source) << step;
-    EXPECT_TRUE(prepared_rng == inline_rng) << step;
-    EXPECT_EQ(prepared_result->update.has_value(),
-              inline_result->update.has_value());
-    if (prepared_result->update.has_value() &&
-        inline_result->update.has_value()) {
-      EXPECT_EQ(prepared_result->update->state, inline_result->update->state);
-    }
-    EXPECT_EQ(prepared_result->configurations.size(),
-              inline_result->configurations.size());
-    for (size_t i = 0; i < inline_result->configurations.size() &&
-                       i < prepared_result->configurations.size();
-         ++i) {
-      EXPECT_EQ(space::ConfigurationKey(prepared_result->configurations[i]),
-                space::ConfigurationKey(inline_result->configurations[i]))
-          << "step " << step << " pick " << i;
-    }
-    int64_t id = static_cast<int64_t>(history.size());
-    for (const v1::Configuration& c : inline_result->configurations) {
-      history.push_back(Completed(++id, c));
-    }
-    // Stale now (one more observation): never used.
-    if (*prepared != nullptr) {
-      space::Rng stale_rng = start;
-      auto stale = policy->SuggestPrepared(view, count, stale_rng, *prepared);
-      EXPECT_TRUE(stale.ok());
-      if (stale.ok()) EXPECT_FALSE(stale->used_prepared_fit) << step;
-    }
-    if (inline_result->update.has_value()) {
-      policy = inline_result->update->policy;
-    }
-  }
-  return used;
+  return prepared_fit_test::ExpectPreparedEqualsInline(
+      std::move(policy), spec, trials, count, Completed);
 }
 
 TEST(DeepPipePreparedFitTest, MetaLearnedCatalogue) {

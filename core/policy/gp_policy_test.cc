@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/policy/conditional_test_function.h"
 #include "core/policy/policy_factory.h"
+#include "core/policy/prepared_fit_test_util.h"
 #include "core/policy/random_policy.h"
 #include "core/space/encoding.h"
 #include "gmock/gmock.h"
@@ -372,70 +373,20 @@ TEST(GpPolicyTest, LargeStudiesFitOnABoundedSample) {
   }
 }
 
-// Runs a study of `trials` sequential Suggests of `count` under `policy`
-// (its updates applied), computing each Suggest both inline and with a fit
-// prepared ahead from the Suggest's starting random stream, and expects them
-// identical: configurations, source, stored state and the random stream
-// after. Returns how many Suggests used the prepared fit.
+// ExpectPreparedEqualsInline over Branin-valued trials.
 int ExpectPreparedEqualsInline(std::shared_ptr<const Policy> policy,
                                const v1::StudySpec& spec, int trials,
                                int count) {
-  auto space = space::SearchSpace::Create(spec.search_space());
-  std::vector<v1::Trial> history;
-  const StudyView view{&spec, &*space, &history};
-  int used = 0;
-  for (int step = 0; static_cast<int>(history.size()) < trials; ++step) {
-    const space::Rng start(1000 + step);
-    space::Rng inline_rng = start;
-    auto inline_result = policy->Suggest(view, count, inline_rng);
-    EXPECT_THAT(inline_result, IsOk());
-    if (!inline_result.ok()) return used;
-    auto prepared = policy->PrepareFit(view, start);
-    EXPECT_THAT(prepared, IsOk());
-    space::Rng prepared_rng = start;
-    auto prepared_result =
-        policy->SuggestPrepared(view, count, prepared_rng, *prepared);
-    EXPECT_THAT(prepared_result, IsOk());
-    if (!prepared_result.ok()) return used;
-    if (prepared_result->used_prepared_fit) ++used;
-    EXPECT_EQ(prepared_result->source, inline_result->source) << step;
-    EXPECT_TRUE(prepared_rng == inline_rng) << step;
-    EXPECT_EQ(prepared_result->update.has_value(),
-              inline_result->update.has_value());
-    if (prepared_result->update.has_value() &&
-        inline_result->update.has_value()) {
-      EXPECT_EQ(prepared_result->update->state, inline_result->update->state);
-    }
-    EXPECT_EQ(prepared_result->configurations.size(),
-              inline_result->configurations.size());
-    for (size_t i = 0; i < inline_result->configurations.size() &&
-                       i < prepared_result->configurations.size();
-         ++i) {
-      EXPECT_EQ(space::ConfigurationKey(prepared_result->configurations[i]),
-                space::ConfigurationKey(inline_result->configurations[i]))
-          << "step " << step << " pick " << i;
-    }
-    // A fit prepared before this history changed is never used: the next
-    // Suggest, after the new observations, must compute its own.
-    for (const v1::Configuration& c : inline_result->configurations) {
-      v1::Trial trial;
-      trial.set_id(static_cast<int64_t>(history.size()) + 1);
-      *trial.mutable_configuration() = c;
-      trial.set_state(v1::TRIAL_STATE_COMPLETED);
-      trial.set_value(Branin(c));
-      history.push_back(std::move(trial));
-    }
-    if (*prepared != nullptr) {
-      space::Rng stale_rng = start;
-      auto stale = policy->SuggestPrepared(view, count, stale_rng, *prepared);
-      EXPECT_THAT(stale, IsOk());
-      if (stale.ok()) EXPECT_FALSE(stale->used_prepared_fit) << step;
-    }
-    if (inline_result->update.has_value()) {
-      policy = inline_result->update->policy;
-    }
-  }
-  return used;
+  return prepared_fit_test::ExpectPreparedEqualsInline(
+      std::move(policy), spec, trials, count,
+      [](int64_t id, const v1::Configuration& c) {
+        v1::Trial trial;
+        trial.set_id(id);
+        *trial.mutable_configuration() = c;
+        trial.set_state(v1::TRIAL_STATE_COMPLETED);
+        trial.set_value(Branin(c));
+        return trial;
+      });
 }
 
 TEST(GpPreparedFitTest, PreparedSuggestsEqualInlineOnesContinuous) {

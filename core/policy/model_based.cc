@@ -114,20 +114,13 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
   auto is_held = [&held](const std::string& key) { return held.contains(key); };
   const double best = data.y.minCoeff();
   if (fitted.catalogue != nullptr) {
-    // Without pending trials the first pick screens the whole catalogue under
-    // the fitted model: read from the prepared fit, or computed now, with the
-    // same function (so both give the same picks).
-    std::optional<gp::Prediction> screen_now;
-    const std::optional<gp::Prediction>* screen = nullptr;
-    if (pending.rows() == 0) {
-      if (fit.screened) {
-        screen = &fit.catalogue_screen;
-      } else {
-        METAOPT_ASSIGN_OR_RETURN(screen_now, acquisition::ScreenCatalogue(
-                                                 *model, *fitted.catalogue));
-        screen = &screen_now;
-      }
-    }
+    // Without pending trials the first pick screens the unheld rows under the
+    // fitted model: a prepared fit may have done it already (used only on
+    // exactly the same rows, so the picks are the same).
+    const acquisition::CatalogueScreen* screen =
+        pending.rows() == 0 && fit.catalogue_screen.has_value()
+            ? &*fit.catalogue_screen
+            : nullptr;
     METAOPT_ASSIGN_OR_RETURN(
         std::vector<int> rows,
         acquisition::MaximizeOverCatalogue(*model, *fitted.catalogue, is_held,
@@ -159,10 +152,12 @@ absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareSurrogate(
   space::Rng copy = rng;
   std::shared_ptr<PreparedSurrogate> fit = FitNow(data, copy, steps);
   if (fit->fitted.ok() && fit->fitted->catalogue != nullptr) {
-    METAOPT_ASSIGN_OR_RETURN(fit->catalogue_screen,
-                             acquisition::ScreenCatalogue(
-                                 *fit->fitted->model, *fit->fitted->catalogue));
-    fit->screened = true;
+    HeldConfigurations held(study);
+    METAOPT_ASSIGN_OR_RETURN(
+        fit->catalogue_screen,
+        acquisition::ScreenCatalogue(
+            *fit->fitted->model, *fit->fitted->catalogue,
+            [&held](const std::string& key) { return held.contains(key); }));
   }
   return std::shared_ptr<const PreparedFit>(std::move(fit));
 }

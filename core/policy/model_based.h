@@ -116,10 +116,11 @@ class PreparedSurrogate final : public PreparedFit {
   absl::StatusOr<FittedSurrogate> fitted = FittedSurrogate();
   std::optional<PolicyUpdate> update;
   // With a catalogue, when computed ahead (PrepareSurrogate):
-  // acquisition::ScreenCatalogue of the fitted model, which a Suggest without
-  // pending trials reads instead of screening the catalogue itself.
-  bool screened = false;
-  std::optional<gp::Prediction> catalogue_screen;
+  // acquisition::ScreenCatalogue of the fitted model over the rows the study's
+  // trials leave unheld, which a Suggest without pending trials reads instead
+  // of screening them itself.
+  // (Used when the Suggest's unheld rows are exactly the screened ones.)
+  std::optional<acquisition::CatalogueScreen> catalogue_screen;
 
   // True if steps.fit on `data` with `rng` would compute exactly this: the
   // same producer and training data, and the same random stream if the fit
