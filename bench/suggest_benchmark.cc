@@ -66,33 +66,87 @@ std::vector<v1::Trial> CompletedTrials(const v1::StudySpec& spec,
   return trials;
 }
 
-// n completed trials (catalogue entries or samples), and a policy whose
-// hyperparameters were fitted on them (so the timed Suggest reuses them, as
-// most Suggests do under the refit schedule) unless `refit`.
-void BM_GpSuggest(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  const int catalogue = static_cast<int>(state.range(1));
-  const bool refit = state.range(2) != 0;
-  space::Rng rng(42);
-  const v1::StudySpec spec = Spec(catalogue, rng);
-  auto space = space::SearchSpace::Create(spec.search_space());
-  const std::vector<v1::Trial> trials =
-      CompletedTrials(spec, *space, n, catalogue > 0, rng);
-  StudyView view{&spec, &*space, &trials};
-  auto policy = CreatePolicy(spec, std::nullopt);
+// A GP study with n completed trials (catalogue entries or samples), and a
+// policy whose hyperparameters were fitted on them (so the timed Suggest
+// reuses them, as most Suggests do under the refit schedule) unless `refit`.
+struct GpSetup {
+  v1::StudySpec spec;
+  std::optional<space::SearchSpace> space;
+  std::vector<v1::Trial> trials;
+  std::shared_ptr<const Policy> policy;
+  StudyView view() const { return StudyView{&spec, &*space, &trials}; }
+};
+
+GpSetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng) {
+  GpSetup setup;
+  setup.spec = Spec(catalogue, rng);
+  setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
+  setup.trials =
+      CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
+  auto policy = CreatePolicy(setup.spec, std::nullopt);
   // One Suggest fits the hyperparameters; the benchmark starts from its state.
-  auto first = (*policy)->Suggest(view, 1, rng);
-  std::shared_ptr<const Policy> fitted = first->update->policy;
+  auto first = (*policy)->Suggest(setup.view(), 1, rng);
+  setup.policy = first->update->policy;
   if (refit) {
     // Pretend the last fit saw 10% fewer observations: a warm single-start
     // refit runs inside every timed Suggest.
     v1::PolicyState stored;
     stored.ParseFromString(first->update->state);
     stored.mutable_gp()->set_fitted_observations(n - n / 10 - 1);
-    fitted = *CreatePolicy(spec, stored.SerializeAsString());
+    setup.policy = *CreatePolicy(setup.spec, stored.SerializeAsString());
   }
+  return setup;
+}
+
+// A Suggest that fits inline ("cold": no prepared fit).
+void BM_GpSuggest(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int catalogue = static_cast<int>(state.range(1));
+  const bool refit = state.range(2) != 0;
+  space::Rng rng(42);
+  const GpSetup setup = MakeGpSetup(n, catalogue, refit, rng);
+  const StudyView view = setup.view();
   for (auto _ : state) {
-    auto result = fitted->Suggest(view, 1, rng);
+    auto result = setup.policy->Suggest(view, 1, rng);
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
+}
+
+// The fit a Suggest needs, alone (Policy::PrepareFit: what the study engine
+// computes in the background after an Observe).
+void BM_GpPrepare(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int catalogue = static_cast<int>(state.range(1));
+  const bool refit = state.range(2) != 0;
+  space::Rng rng(42);
+  const GpSetup setup = MakeGpSetup(n, catalogue, refit, rng);
+  const StudyView view = setup.view();
+  for (auto _ : state) {
+    auto fit = setup.policy->PrepareFit(view, rng);
+    benchmark::DoNotOptimize(fit);
+  }
+  state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
+}
+
+// A Suggest whose fit was prepared (the steady state when the client's
+// evaluation takes longer than the fit): the acquisition step alone.
+void BM_GpSuggestPrepared(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int catalogue = static_cast<int>(state.range(1));
+  space::Rng rng(42);
+  const GpSetup setup = MakeGpSetup(n, catalogue, /*refit=*/false, rng);
+  const StudyView view = setup.view();
+  const space::Rng start = rng;
+  const std::shared_ptr<const PreparedFit> fit =
+      *setup.policy->PrepareFit(view, start);
+  for (auto _ : state) {
+    space::Rng suggest_rng = start;
+    auto result = setup.policy->SuggestPrepared(view, 1, suggest_rng, fit);
+    if (!result.ok() || !result->used_prepared_fit) {
+      state.SkipWithError("the prepared fit was not used");
+      break;
+    }
     benchmark::DoNotOptimize(result);
   }
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
@@ -117,27 +171,79 @@ BENCHMARK(BM_GpSuggest)
 // default architecture stored as a registry artifact: its speed is that of a
 // trained one): the 100-step kernel fine-tune, cached catalogue embeddings,
 // fantasies and the EI search.
+struct DeepPipeSetup {
+  v1::StudySpec spec;
+  std::optional<space::SearchSpace> space;
+  std::vector<v1::Trial> trials;
+  std::shared_ptr<const Policy> policy;
+  StudyView view() const { return StudyView{&spec, &*space, &trials}; }
+};
+
+DeepPipeSetup MakeDeepPipeSetup(int n, int catalogue, space::Rng& rng) {
+  DeepPipeSetup setup;
+  setup.spec = Spec(catalogue, rng);
+  setup.spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
+  setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
+  auto network = surrogate::DeepPipeModel::Create(
+      setup.spec.search_space(), surrogate::DeepPipeArchitecture(), 3);
+  v1::ModelArtifact artifact;
+  artifact.set_format_version(1);
+  *artifact.mutable_search_space() = setup.spec.search_space();
+  network->ToArtifact(&artifact);
+  auto model = std::make_shared<const registry::LoadedModel>(
+      "bench", 1, artifact, v1::ModelManifest(), *setup.space,
+      absl::UnixEpoch());
+  setup.trials =
+      CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
+  setup.policy = *CreatePolicy(setup.spec, std::nullopt, model);
+  return setup;
+}
+
+// A Suggest that fine-tunes inline ("cold").
 void BM_DeepPipeSuggest(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const int catalogue = static_cast<int>(state.range(1));
   space::Rng rng(7);
-  v1::StudySpec spec = Spec(catalogue, rng);
-  spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
-  auto space = space::SearchSpace::Create(spec.search_space());
-  auto network = surrogate::DeepPipeModel::Create(
-      spec.search_space(), surrogate::DeepPipeArchitecture(), 3);
-  v1::ModelArtifact artifact;
-  artifact.set_format_version(1);
-  *artifact.mutable_search_space() = spec.search_space();
-  network->ToArtifact(&artifact);
-  auto model = std::make_shared<const registry::LoadedModel>(
-      "bench", 1, artifact, v1::ModelManifest(), *space, absl::UnixEpoch());
-  const std::vector<v1::Trial> trials =
-      CompletedTrials(spec, *space, n, catalogue > 0, rng);
-  StudyView view{&spec, &*space, &trials};
-  auto policy = CreatePolicy(spec, std::nullopt, model);
+  const DeepPipeSetup setup = MakeDeepPipeSetup(n, catalogue, rng);
+  const StudyView view = setup.view();
   for (auto _ : state) {
-    auto result = (*policy)->Suggest(view, 1, rng);
+    auto result = setup.policy->Suggest(view, 1, rng);
+    benchmark::DoNotOptimize(result);
+  }
+  state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
+}
+
+// The fine-tune and posterior alone (Policy::PrepareFit).
+void BM_DeepPipePrepare(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int catalogue = static_cast<int>(state.range(1));
+  space::Rng rng(7);
+  const DeepPipeSetup setup = MakeDeepPipeSetup(n, catalogue, rng);
+  const StudyView view = setup.view();
+  for (auto _ : state) {
+    auto fit = setup.policy->PrepareFit(view, rng);
+    benchmark::DoNotOptimize(fit);
+  }
+  state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
+}
+
+// A Suggest whose fine-tune was prepared: the acquisition step alone.
+void BM_DeepPipeSuggestPrepared(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int catalogue = static_cast<int>(state.range(1));
+  space::Rng rng(7);
+  const DeepPipeSetup setup = MakeDeepPipeSetup(n, catalogue, rng);
+  const StudyView view = setup.view();
+  const space::Rng start = rng;
+  const std::shared_ptr<const PreparedFit> fit =
+      *setup.policy->PrepareFit(view, start);
+  for (auto _ : state) {
+    space::Rng suggest_rng = start;
+    auto result = setup.policy->SuggestPrepared(view, 1, suggest_rng, fit);
+    if (!result.ok() || !result->used_prepared_fit) {
+      state.SkipWithError("the prepared fit was not used");
+      break;
+    }
     benchmark::DoNotOptimize(result);
   }
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
@@ -154,6 +260,43 @@ BENCHMARK(BM_DeepPipeSuggest)
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime()
     ->UseRealTime();
+
+// The prepared Suggests and the fits alone, under names that keep the
+// n:<N>/catalogue:5000 form of the Suggests above:
+//   BM_GpSuggest/n:<N>/catalogue:5000/prepared:1
+//   BM_GpPrepare/n:<N>/catalogue:5000/refit:<0|1>
+//   BM_DeepPipeSuggest/n:<N>/catalogue:5000/prepared:1
+//   BM_DeepPipePrepare/n:<N>/catalogue:5000
+const bool kRegistered = [] {
+  const int sizes[] = {20, 100, 500, 1000, 2000};
+  auto configure = [](benchmark::internal::Benchmark* b) {
+    b->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+  };
+  auto* gp_prepared =
+      benchmark::RegisterBenchmark("BM_GpSuggest", BM_GpSuggestPrepared)
+          ->ArgNames({"n", "catalogue", "prepared"});
+  auto* gp_prepare = benchmark::RegisterBenchmark("BM_GpPrepare", BM_GpPrepare)
+                         ->ArgNames({"n", "catalogue", "refit"});
+  auto* dp_prepared = benchmark::RegisterBenchmark("BM_DeepPipeSuggest",
+                                                   BM_DeepPipeSuggestPrepared)
+                          ->ArgNames({"n", "catalogue", "prepared"});
+  auto* dp_prepare =
+      benchmark::RegisterBenchmark("BM_DeepPipePrepare", BM_DeepPipePrepare)
+          ->ArgNames({"n", "catalogue"});
+  for (const int n : sizes) {
+    gp_prepared->Args({n, 5000, 1});
+    gp_prepare->Args({n, 5000, 0});
+    gp_prepare->Args({n, 5000, 1});
+    dp_prepared->Args({n, 5000, 1});
+    dp_prepare->Args({n, 5000});
+  }
+  gp_prepared->Args({100, 0, 1});
+  dp_prepared->Args({100, 0, 1});
+  for (auto* b : {gp_prepared, gp_prepare, dp_prepared, dp_prepare}) {
+    configure(b);
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace metaopt::policy

@@ -75,13 +75,19 @@ absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
 // is below the best exact log-EI so far; the rest get -inf. Each of those is
 // below an exactly scored row, so ArgMax picks what it would from exact scores
 // of every row (up to rounding). Without a bound: ScoreRows of every row.
-absl::StatusOr<Scores> ScoreForArgMax(const surrogate::Surrogate& model,
-                                      const Eigen::MatrixXd& X, double best,
-                                      Ties ties,
-                                      const std::vector<bool>& taken) {
+// `given`, if not null, is the screening bound of X's rows (computed ahead).
+absl::StatusOr<Scores> ScoreForArgMax(
+    const surrogate::Surrogate& model, const Eigen::MatrixXd& X, double best,
+    Ties ties, const std::vector<bool>& taken,
+    std::optional<gp::Prediction> given = std::nullopt,
+    bool use_given = false) {
   constexpr size_t kExactBlock = 128;
-  METAOPT_ASSIGN_OR_RETURN(std::optional<gp::Prediction> bound,
-                           model.PredictScreening(X));
+  std::optional<gp::Prediction> bound;
+  if (use_given) {
+    bound = std::move(given);
+  } else {
+    METAOPT_ASSIGN_OR_RETURN(bound, model.PredictScreening(X));
+  }
   if (!bound.has_value()) return ScoreRows(model, X, best, ties);
   METAOPT_ASSIGN_OR_RETURN(
       const Eigen::VectorXd bound_log_ei,
@@ -199,34 +205,48 @@ std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
   return catalogue;
 }
 
-absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
-    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    HeldPredicate held, double best, int count) {
-  std::vector<int> all(catalogue.keys.size());
-  std::iota(all.begin(), all.end(), 0);
-  return MaximizeOverCatalogue(model, catalogue, all, held, best, count);
-}
+namespace {
 
-absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
-    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> candidates, HeldPredicate held, double best,
-    int count, Ties ties) {
-  // Only the untried rows are scored; no protos are built or encoded.
+// The unheld rows among `candidates`, in their order.
+std::vector<int> UnheldRows(const EncodedCatalogue& catalogue,
+                            absl::Span<const int> candidates,
+                            HeldPredicate held) {
   std::vector<int> rows;
   rows.reserve(candidates.size());
   for (int i : candidates) {
     if (!held(catalogue.keys[i])) rows.push_back(i);
   }
-  std::vector<int> picks;
-  if (rows.empty()) return picks;
+  return rows;
+}
+
+Eigen::MatrixXd RowsOf(const EncodedCatalogue& catalogue,
+                       const std::vector<int>& rows) {
   Eigen::MatrixXd X(rows.size(), catalogue.X.cols());
   for (size_t r = 0; r < rows.size(); ++r) X.row(r) = catalogue.X.row(rows[r]);
+  return X;
+}
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    absl::Span<const int> candidates, HeldPredicate held, double best,
+    int count, Ties ties, const CatalogueScreen* screen) {
+  // Only the untried rows are scored; no protos are built or encoded.
+  const std::vector<int> rows = UnheldRows(catalogue, candidates, held);
+  std::vector<int> picks;
+  if (rows.empty()) return picks;
+  const Eigen::MatrixXd X = RowsOf(catalogue, rows);
   std::vector<bool> taken(rows.size(), false);
   std::unique_ptr<const surrogate::Surrogate> fantasised;
   const surrogate::Surrogate* current = &model;
   while (static_cast<int>(picks.size()) < count) {
-    METAOPT_ASSIGN_OR_RETURN(Scores scores,
-                             ScoreForArgMax(*current, X, best, ties, taken));
+    // The first pick, on `model` itself, may read the screen computed ahead
+    // on exactly these rows (the same values on the same input).
+    const bool use_given =
+        screen != nullptr && current == &model && screen->rows == rows;
+    METAOPT_ASSIGN_OR_RETURN(
+        Scores scores,
+        ScoreForArgMax(*current, X, best, ties, taken,
+                       use_given ? screen->bound : std::nullopt, use_given));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;
@@ -237,6 +257,38 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     }
   }
   return picks;
+}
+
+}  // namespace
+
+absl::StatusOr<CatalogueScreen> ScreenCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    HeldPredicate held) {
+  std::vector<int> all(catalogue.keys.size());
+  std::iota(all.begin(), all.end(), 0);
+  CatalogueScreen screen;
+  screen.rows = UnheldRows(catalogue, all, held);
+  if (screen.rows.empty()) return screen;
+  METAOPT_ASSIGN_OR_RETURN(
+      screen.bound, model.PredictScreening(RowsOf(catalogue, screen.rows)));
+  return screen;
+}
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    HeldPredicate held, double best, int count, const CatalogueScreen* screen) {
+  std::vector<int> all(catalogue.keys.size());
+  std::iota(all.begin(), all.end(), 0);
+  return MaximizeOverCatalogueRows(model, catalogue, all, held, best, count,
+                                   Ties::kFirst, screen);
+}
+
+absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    absl::Span<const int> candidates, HeldPredicate held, double best,
+    int count, Ties ties) {
+  return MaximizeOverCatalogueRows(model, catalogue, candidates, held, best,
+                                   count, ties, nullptr);
 }
 
 absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -89,11 +90,27 @@ using HeldPredicate = absl::FunctionRef<bool(const std::string& key)>;
 // spread out. No held configuration and no duplicate is returned. Ties go to
 // the first candidate unless told otherwise (Ties); a NaN score never wins.
 
+// The screen of a catalogue's unheld rows (Surrogate::PredictScreening of
+// those rows, in catalogue order), computed ahead of the search that reads it.
+struct CatalogueScreen {
+  std::vector<int> rows;
+  std::optional<gp::Prediction> bound;  // nullopt: the model does not screen
+};
+
 // Up to `count` rows of `catalogue` whose keys are not held, best first; fewer
 // only when the catalogue runs out. `model` reads rows of catalogue.X.
+// `screen`, if not null and computed (ScreenCatalogue) for the same model and
+// exactly the same unheld rows, replaces the first pick's screening of them:
+// the same values on the same input, so the same picks.
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    HeldPredicate held, double best, int count);
+    HeldPredicate held, double best, int count,
+    const CatalogueScreen* screen = nullptr);
+
+// The screen MaximizeOverCatalogue computes for its first pick.
+absl::StatusOr<CatalogueScreen> ScreenCatalogue(
+    const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
+    HeldPredicate held);
 
 // The same over `rows` of the catalogue only, in their order (the first of
 // tied rows is the earlier): e.g. the entries of one pipeline structure.

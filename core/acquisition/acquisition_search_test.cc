@@ -160,13 +160,21 @@ class ExactOnly final : public surrogate::Surrogate {
   std::unique_ptr<const surrogate::Surrogate> inner_;
 };
 
-// Beyond kScreeningMinPoints observations the catalogue search scores
+// From kScreeningMinPoints observations on the catalogue search scores
 // exactly only the candidates whose log-EI bound can win, and picks what
-// exact scores of every candidate pick.
-TEST(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
+// exact scores of every candidate pick (bounds from n / 4 points below 256
+// observations, from 128 beyond).
+class CatalogueScreeningTest : public ::testing::TestWithParam<int> {};
+
+INSTANTIATE_TEST_SUITE_P(Sizes, CatalogueScreeningTest,
+                         ::testing::Values(surrogate::kScreeningMinPoints,
+                                           surrogate::kScreeningMinPoints + 44,
+                                           300));
+
+TEST_P(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  const int n = surrogate::kScreeningMinPoints + 44;
+  const int n = GetParam();
   auto random_matrix = [&](int rows) {
     Eigen::MatrixXd m(rows, 3);
     for (int i = 0; i < rows; ++i) {
@@ -204,6 +212,27 @@ TEST(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
         std::vector<int> slow,
         MaximizeOverCatalogue(exact, catalogue, held, best, 3));
     EXPECT_EQ(fast, slow) << best;
+    // The screen of the whole catalogue computed ahead gives the same picks.
+    METAOPT_ASSERT_OK_AND_ASSIGN(CatalogueScreen screen,
+                                 ScreenCatalogue(screened, catalogue, held));
+    ASSERT_TRUE(screen.bound.has_value());
+    EXPECT_EQ(screen.rows.size(), 2999u);
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<int> ahead,
+        MaximizeOverCatalogue(screened, catalogue, held, best, 3, &screen));
+    EXPECT_EQ(ahead, slow) << best;
+    // A screen of other rows is not read.
+    auto more_held = [](const std::string& key) {
+      return key == "7" || key == "8";
+    };
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<int> other,
+        MaximizeOverCatalogue(screened, catalogue, more_held, best, 3,
+                              &screen));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        std::vector<int> plain,
+        MaximizeOverCatalogue(screened, catalogue, more_held, best, 3));
+    EXPECT_EQ(other, plain) << best;
   }
 }
 

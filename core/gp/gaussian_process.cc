@@ -76,7 +76,14 @@ double NegativeLogPrior(const Eigen::VectorXd& h, int dim,
 // Cholesky and standardisation.
 
 absl::StatusOr<JitteredCholesky> CholeskyWithJitter(Eigen::MatrixXd K) {
-  if (!K.allFinite()) {
+  // Only the lower triangle is read: callers may leave the upper one unset
+  // (DeepPipe's kernel objective does), and its contents must not decide the
+  // result.
+  bool finite = true;
+  for (Eigen::Index j = 0; j < K.cols() && finite; ++j) {
+    finite = K.col(j).tail(K.rows() - j).allFinite();
+  }
+  if (!finite) {
     return absl::InternalError(
         "Cholesky: covariance matrix has non-finite entries");
   }

@@ -338,6 +338,24 @@ TEST(CholeskyWithJitterTest, NanMatrixIsInternalError) {
               StatusIs(absl::StatusCode::kInternal, HasSubstr("non-finite")));
 }
 
+TEST(CholeskyWithJitterTest, ReadsOnlyTheLowerTriangle) {
+  // The upper triangle may be unset (DeepPipe's kernel objective fills only
+  // the lower one): whatever it holds, NaN included, changes nothing.
+  Eigen::MatrixXd k(3, 3);
+  k << 4, 0, 0, 2, 5, 0, 1, 1, 6;
+  METAOPT_ASSERT_OK_AND_ASSIGN(JitteredCholesky clean, CholeskyWithJitter(k));
+  Eigen::MatrixXd dirty = k;
+  dirty(0, 1) = std::numeric_limits<double>::quiet_NaN();
+  dirty(0, 2) = std::numeric_limits<double>::infinity();
+  dirty(1, 2) = 1e300;
+  METAOPT_ASSERT_OK_AND_ASSIGN(JitteredCholesky same,
+                               CholeskyWithJitter(dirty));
+  EXPECT_EQ(same.L, clean.L);
+  EXPECT_EQ(same.jitter, clean.jitter);
+  dirty(2, 1) = std::numeric_limits<double>::quiet_NaN();  // lower: refused
+  EXPECT_FALSE(CholeskyWithJitter(dirty).ok());
+}
+
 TEST(CholeskyWithJitterTest, SingularMatrixGetsJitter) {
   METAOPT_ASSERT_OK_AND_ASSIGN(JitteredCholesky chol,
                                CholeskyWithJitter(Eigen::Matrix3d::Ones()));

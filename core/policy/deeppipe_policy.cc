@@ -250,9 +250,25 @@ PolicyUpdate DeepPipePolicy::WithModel(const surrogate::DeepPipeModel& model,
 absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
                                                       int count,
                                                       space::Rng& rng) const {
+  return SuggestWithSurrogate(study, count, rng, Steps());
+}
+
+absl::StatusOr<std::shared_ptr<const PreparedFit>> DeepPipePolicy::PrepareFit(
+    const StudyView& study, const space::Rng& rng) const {
+  return PrepareSurrogate(study, rng, Steps());
+}
+
+absl::StatusOr<SuggestResult> DeepPipePolicy::SuggestPrepared(
+    const StudyView& study, int count, space::Rng& rng,
+    const std::shared_ptr<const PreparedFit>& prepared) const {
+  return SuggestWithSurrogate(study, count, rng, Steps(), prepared);
+}
+
+SurrogateSuggestSteps DeepPipePolicy::Steps() const {
   static const std::vector<v1::Configuration> kNoPortfolio;
   SurrogateSuggestSteps steps;
   steps.name = "deeppipe";
+  steps.producer = instance_id_;
   steps.encoder = &model_->encoder();
   // Initial design: the portfolio (zero-shot) with a meta-learned model,
   // random otherwise; either way `initial_trials_` handed-out trials.
@@ -322,7 +338,7 @@ absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
     }
     return out;
   };
-  return SuggestWithSurrogate(study, count, rng, steps);
+  return steps;
 }
 
 absl::StatusOr<FineTuneResult> DeepPipePolicy::FineTune(

@@ -79,6 +79,12 @@ class DeepPipePolicy final : public Policy {
 
   absl::StatusOr<SuggestResult> Suggest(const StudyView& study, int count,
                                         space::Rng& rng) const override;
+  absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareFit(
+      const StudyView& study, const space::Rng& rng) const override;
+  bool PreparesFits() const override { return true; }
+  absl::StatusOr<SuggestResult> SuggestPrepared(
+      const StudyView& study, int count, space::Rng& rng,
+      const std::shared_ptr<const PreparedFit>& prepared) const override;
   absl::StatusOr<FineTuneResult> FineTune(
       const StudyView& study, const FineTuneOptions& options) const override;
   std::string name() const override { return "deeppipe"; }
@@ -89,6 +95,8 @@ class DeepPipePolicy final : public Policy {
   const surrogate::DeepPipeModel& model() const { return *model_; }
 
  private:
+  // Suggest's steps, the EI step's fit included (SuggestWithSurrogate).
+  SurrogateSuggestSteps Steps() const;
   DeepPipePolicy(
       v1::Goal goal, bool meta_learned, int initial_trials,
       ZeroShotDesign portfolio,
@@ -115,6 +123,8 @@ class DeepPipePolicy final : public Policy {
       embedded_catalogue_;
   const v1::DeepPipePolicyState state_;
   const DeepPipePolicyOptions options_;
+  // What a PreparedSurrogate of this instance is matched by.
+  const uint64_t instance_id_ = NewPolicyInstanceId();
 };
 
 }  // namespace metaopt::policy

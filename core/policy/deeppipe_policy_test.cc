@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/policy/policy_factory.h"
+#include "core/policy/prepared_fit_test_util.h"
 #include "core/registry/model_binding.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
@@ -587,6 +588,41 @@ TEST(DeepPipePartialBindingTest, FullFineTuneTrainsOnlyTheNewEncoders) {
   EXPECT_EQ(z_before, z_after);
   const int net = before_model.num_network_parameters();
   EXPECT_NE(before.head(net), now.head(net));  // knn's encoder moved
+}
+
+int ExpectPreparedEqualsInline(std::shared_ptr<const Policy> policy,
+                               const v1::StudySpec& spec, int trials,
+                               int count) {
+  return prepared_fit_test::ExpectPreparedEqualsInline(
+      std::move(policy), spec, trials, count, Completed);
+}
+
+TEST(DeepPipePreparedFitTest, MetaLearnedCatalogue) {
+  const v1::StudySpec spec = CatalogueSpec();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto policy, CreatePolicy(spec, std::nullopt, MetaModel(spec)));
+  EXPECT_TRUE(policy->PreparesFits());
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 14, 1), 8);
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 14, 2), 4);
+}
+
+TEST(DeepPipePreparedFitTest, MetaLearnedContinuous) {
+  v1::StudySpec spec = CatalogueSpec();
+  const auto model = MetaModel(spec);
+  spec.clear_candidates();
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy,
+                               CreatePolicy(spec, std::nullopt, model));
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 10, 1), 4);
+}
+
+TEST(DeepPipePreparedFitTest, ScratchNetworkPersistsTheSameState) {
+  const v1::StudySpec spec = CatalogueSpec();
+  DeepPipePolicyOptions options;
+  options.scratch_steps = 10;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const Policy> policy,
+      DeepPipePolicy::Create(spec, std::nullopt, nullptr, options));
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 10, 1), 4);
 }
 
 }  // namespace

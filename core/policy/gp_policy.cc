@@ -112,8 +112,24 @@ PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted, int64_t n,
 absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
                                                 int count,
                                                 space::Rng& rng) const {
+  return SuggestWithSurrogate(study, count, rng, Steps());
+}
+
+absl::StatusOr<std::shared_ptr<const PreparedFit>> GpPolicy::PrepareFit(
+    const StudyView& study, const space::Rng& rng) const {
+  return PrepareSurrogate(study, rng, Steps());
+}
+
+absl::StatusOr<SuggestResult> GpPolicy::SuggestPrepared(
+    const StudyView& study, int count, space::Rng& rng,
+    const std::shared_ptr<const PreparedFit>& prepared) const {
+  return SuggestWithSurrogate(study, count, rng, Steps(), prepared);
+}
+
+SurrogateSuggestSteps GpPolicy::Steps() const {
   SurrogateSuggestSteps steps;
   steps.name = "gp";
+  steps.producer = instance_id_;
   steps.encoder = &encoder_;
   // The bound model's portfolio comes first and replaces the random design.
   steps.portfolio = &portfolio_.configurations;
@@ -159,7 +175,7 @@ absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
     }
     return fitted;
   };
-  return SuggestWithSurrogate(study, count, rng, steps);
+  return steps;
 }
 
 absl::StatusOr<FineTuneResult> GpPolicy::FineTune(

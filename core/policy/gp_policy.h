@@ -81,6 +81,12 @@ class GpPolicy final : public Policy {
 
   absl::StatusOr<SuggestResult> Suggest(const StudyView& study, int count,
                                         space::Rng& rng) const override;
+  absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareFit(
+      const StudyView& study, const space::Rng& rng) const override;
+  bool PreparesFits() const override { return true; }
+  absl::StatusOr<SuggestResult> SuggestPrepared(
+      const StudyView& study, int count, space::Rng& rng,
+      const std::shared_ptr<const PreparedFit>& prepared) const override;
   absl::StatusOr<FineTuneResult> FineTune(
       const StudyView& study, const FineTuneOptions& options) const override;
   std::string name() const override { return "gp"; }
@@ -88,6 +94,8 @@ class GpPolicy final : public Policy {
   const v1::GpPolicyState& state() const { return state_; }
 
  private:
+  // Suggest's steps, the EI step's fit included (SuggestWithSurrogate).
+  SurrogateSuggestSteps Steps() const;
   GpPolicy(v1::Goal goal, int initial_trials, ZeroShotDesign portfolio,
            space::Encoder encoder,
            std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
@@ -108,6 +116,8 @@ class GpPolicy final : public Policy {
   const gp::GaussianProcess prior_;  // with the current hyperparameters
   const v1::GpPolicyState state_;
   const GpPolicyOptions options_;
+  // What a PreparedSurrogate of this instance is matched by.
+  const uint64_t instance_id_ = NewPolicyInstanceId();
 };
 
 }  // namespace metaopt::policy

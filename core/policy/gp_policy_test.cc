@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/policy/conditional_test_function.h"
 #include "core/policy/policy_factory.h"
+#include "core/policy/prepared_fit_test_util.h"
 #include "core/policy/random_policy.h"
 #include "core/space/encoding.h"
 #include "gmock/gmock.h"
@@ -22,6 +23,8 @@ namespace {
 using ::metaopt::policy::conditional_test::Conditional;
 using ::metaopt::policy::conditional_test::ConditionalSpec;
 using ::metaopt::policy::conditional_test::Number;
+
+using ::metaopt::testing::IsOk;
 
 using Objective = std::function<double(const v1::Configuration&)>;
 
@@ -368,6 +371,87 @@ TEST(GpPolicyTest, LargeStudiesFitOnABoundedSample) {
   for (int i = 0; i < h.size(); ++i) {
     EXPECT_EQ(stored.gp().hyperparameters(i), h[i]) << i;
   }
+}
+
+// ExpectPreparedEqualsInline over Branin-valued trials.
+int ExpectPreparedEqualsInline(std::shared_ptr<const Policy> policy,
+                               const v1::StudySpec& spec, int trials,
+                               int count) {
+  return prepared_fit_test::ExpectPreparedEqualsInline(
+      std::move(policy), spec, trials, count,
+      [](int64_t id, const v1::Configuration& c) {
+        v1::Trial trial;
+        trial.set_id(id);
+        *trial.mutable_configuration() = c;
+        trial.set_state(v1::TRIAL_STATE_COMPLETED);
+        trial.set_value(Branin(c));
+        return trial;
+      });
+}
+
+TEST(GpPreparedFitTest, PreparedSuggestsEqualInlineOnesContinuous) {
+  const v1::StudySpec spec = BoxSpec(2, 0, 1, 7);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+  // Sequential: every Suggest after the design uses its prepared fit (the
+  // refits draw their seed from the same stream).
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 24, 1), 15);
+  // Batches: the design's draws come before the fit in the first Suggests,
+  // whose prepared fits then do not match; the results are still equal.
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 24, 3), 4);
+}
+
+TEST(GpPreparedFitTest, PreparedSuggestsEqualInlineOnesCatalogue) {
+  v1::StudySpec spec = BoxSpec(2, 0, 1, 11);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(3);
+  for (int i = 0; i < 300; ++i) *spec.add_candidates() = space->Sample(rng);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 30, 1), 20);
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 30, 2), 8);
+}
+
+TEST(GpPreparedFitTest, PreparedCatalogueScreenGivesTheInlinePicks) {
+  // From surrogate::kScreeningMinPoints observations on, a prepared fit
+  // carries the screen of the whole catalogue.
+  v1::StudySpec spec = BoxSpec(3, 0, 1, 13);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(4);
+  for (int i = 0; i < 400; ++i) *spec.add_candidates() = space->Sample(rng);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+  EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 80, 1), 60);
+}
+
+TEST(GpPreparedFitTest, AnotherPolicysOrAnotherStreamsFitIsNotUsed) {
+  const v1::StudySpec spec = BoxSpec(2, 0, 1, 5);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(2);
+  std::vector<v1::Trial> trials = BraninTrials(*space, 12, rng);
+  const StudyView view{&spec, &*space, &trials};
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto a, CreatePolicy(spec, std::nullopt));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto b, CreatePolicy(spec, std::nullopt));
+  EXPECT_TRUE(a->PreparesFits());
+  const space::Rng start(17);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto fit, a->PrepareFit(view, start));
+  ASSERT_NE(fit, nullptr);
+  space::Rng same = start;
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto used,
+                               a->SuggestPrepared(view, 1, same, fit));
+  EXPECT_TRUE(used.used_prepared_fit);
+  // An equal policy of another instance: not used (its state may differ).
+  space::Rng other = start;
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto by_b,
+                               b->SuggestPrepared(view, 1, other, fit));
+  EXPECT_FALSE(by_b.used_prepared_fit);
+  // The first fit of a study draws its seed: another stream does not match.
+  space::Rng another(18);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto by_stream,
+                               a->SuggestPrepared(view, 1, another, fit));
+  EXPECT_FALSE(by_stream.used_prepared_fit);
+  // Too few observations: nothing to prepare.
+  std::vector<v1::Trial> one(trials.begin(), trials.begin() + 1);
+  const StudyView small{&spec, &*space, &one};
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto none, a->PrepareFit(small, start));
+  EXPECT_EQ(none, nullptr);
 }
 
 }  // namespace

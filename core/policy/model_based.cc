@@ -1,6 +1,7 @@
 #include "core/policy/model_based.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 #include <utility>
 
@@ -71,6 +72,21 @@ Eigen::MatrixXd PendingInputs(const StudyView& study,
 
 namespace {
 
+// steps.fit on `data`, drawing from `rng`, with what it read and drew.
+std::shared_ptr<PreparedSurrogate> FitNow(const TrainingData& data,
+                                          space::Rng& rng,
+                                          const SurrogateSuggestSteps& steps) {
+  auto fit = std::make_shared<PreparedSurrogate>();
+  fit->producer = steps.producer;
+  fit->rng_before = rng;
+  fit->fitted = steps.fit(data, rng, &fit->update);
+  fit->rng_after = rng;
+  fit->drew = !(fit->rng_after == fit->rng_before);
+  fit->X = data.X;
+  fit->y = data.y;
+  return fit;
+}
+
 void Append(std::vector<v1::Configuration> more,
             std::vector<v1::Configuration>& out) {
   for (v1::Configuration& c : more) out.push_back(std::move(c));
@@ -81,22 +97,34 @@ void Append(std::vector<v1::Configuration> more,
 absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
     const StudyView& study, const std::vector<v1::Configuration>& picks,
     const SurrogateSuggestSteps& steps, const TrainingData& data,
-    const FittedSurrogate& fitted, int count, space::Rng& rng) {
+    const PreparedSurrogate& fit, int count, space::Rng& rng) {
+  const FittedSurrogate& fitted = *fit.fitted;
   Eigen::MatrixXd pending = PendingInputs(study, picks, *steps.encoder);
   if (fitted.inputs != nullptr) {
     METAOPT_ASSIGN_OR_RETURN(pending, fitted.inputs(pending));
   }
-  METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const surrogate::Surrogate> model,
-                           fitted.model->WithFantasies(pending));
+  std::unique_ptr<const surrogate::Surrogate> fantasised;
+  const surrogate::Surrogate* model = fitted.model.get();
+  if (pending.rows() > 0) {
+    METAOPT_ASSIGN_OR_RETURN(fantasised, fitted.model->WithFantasies(pending));
+    model = fantasised.get();
+  }
   HeldConfigurations held(study);
   held.Add(picks);
   auto is_held = [&held](const std::string& key) { return held.contains(key); };
   const double best = data.y.minCoeff();
   if (fitted.catalogue != nullptr) {
+    // Without pending trials the first pick screens the unheld rows under the
+    // fitted model: a prepared fit may have done it already (used only on
+    // exactly the same rows, so the picks are the same).
+    const acquisition::CatalogueScreen* screen =
+        pending.rows() == 0 && fit.catalogue_screen.has_value()
+            ? &*fit.catalogue_screen
+            : nullptr;
     METAOPT_ASSIGN_OR_RETURN(
         std::vector<int> rows,
         acquisition::MaximizeOverCatalogue(*model, *fitted.catalogue, is_held,
-                                           best, count));
+                                           best, count, screen));
     std::vector<v1::Configuration> out;
     out.reserve(rows.size());
     for (int row : rows) out.push_back(study.spec->candidates(row));
@@ -109,9 +137,40 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
 
 }  // namespace
 
+bool PreparedSurrogate::Matches(uint64_t producer_id, const TrainingData& data,
+                                const space::Rng& rng) const {
+  return producer == producer_id && X.rows() == data.X.rows() &&
+         X.cols() == data.X.cols() && y.size() == data.y.size() &&
+         (!drew || rng_before == rng) && y == data.y && X == data.X;
+}
+
+absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareSurrogate(
+    const StudyView& study, const space::Rng& rng,
+    const SurrogateSuggestSteps& steps) {
+  const TrainingData data = CollectTrainingData(study, *steps.encoder);
+  if (data.y.size() < steps.min_observations) return nullptr;
+  space::Rng copy = rng;
+  std::shared_ptr<PreparedSurrogate> fit = FitNow(data, copy, steps);
+  if (fit->fitted.ok() && fit->fitted->catalogue != nullptr) {
+    HeldConfigurations held(study);
+    METAOPT_ASSIGN_OR_RETURN(
+        fit->catalogue_screen,
+        acquisition::ScreenCatalogue(
+            *fit->fitted->model, *fit->fitted->catalogue,
+            [&held](const std::string& key) { return held.contains(key); }));
+  }
+  return std::shared_ptr<const PreparedFit>(std::move(fit));
+}
+
+uint64_t NewPolicyInstanceId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 absl::StatusOr<SuggestResult> SuggestWithSurrogate(
     const StudyView& study, int count, space::Rng& rng,
-    const SurrogateSuggestSteps& steps) {
+    const SurrogateSuggestSteps& steps,
+    const std::shared_ptr<const PreparedFit>& prepared) {
   SuggestResult result;
   std::vector<std::string> sources;
   auto finish = [&] {
@@ -156,7 +215,17 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
   // (A catalogue that ran out leaves remaining() > 0 with nothing to add.)
   if (remaining() == 0 || n < steps.min_observations) return finish();
 
-  absl::StatusOr<FittedSurrogate> fitted = steps.fit(data, rng, &result.update);
+  std::shared_ptr<const PreparedSurrogate> ahead =
+      std::dynamic_pointer_cast<const PreparedSurrogate>(prepared);
+  if (ahead != nullptr && ahead->Matches(steps.producer, data, rng)) {
+    if (ahead->drew) rng = ahead->rng_after;
+    result.used_prepared_fit = true;
+  } else {
+    ahead = FitNow(data, rng, steps);
+  }
+  result.fit = ahead;
+  result.update = ahead->update;
+  const absl::StatusOr<FittedSurrogate>& fitted = ahead->fitted;
   if (!fitted.ok()) {
     // A numerically hopeless model must not stall the study: fall back to
     // random search for this call and say so in the trials' metadata.
@@ -173,7 +242,7 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
   METAOPT_ASSIGN_OR_RETURN(
       std::vector<v1::Configuration> picks,
       ExpectedImprovementPicks(study, result.configurations, steps, data,
-                               *fitted, remaining(), rng));
+                               *ahead, remaining(), rng));
   Append(std::move(picks), result.configurations);
   sources.push_back("ei");
   return finish();

@@ -60,6 +60,9 @@ struct FittedSurrogate {
 struct SurrogateSuggestSteps {
   // The policy's name, the prefix of the result's source ("gp/ei").
   std::string name;
+  // The policy instance's NewPolicyInstanceId (what `fit` depends on besides
+  // its arguments), to match PreparedSurrogate results.
+  uint64_t producer = 0;
   // Encodes configurations for the surrogate (the model's space).
   const space::Encoder* encoder = nullptr;
   // Zero-shot entries (in the study's space), suggested before anything else;
@@ -88,10 +91,53 @@ struct SurrogateSuggestSteps {
 // Suggests up to `count` configurations: the portfolio, the random initial
 // design, then EI (pending trials and this call's earlier picks as
 // fantasies), recording the steps taken in the result's source
-// ("<name>/portfolio+initial-design+ei").
+// ("<name>/portfolio+initial-design+ei"). The surrogate is `prepared`'s when
+// it matches (PreparedSurrogate::Matches), else steps.fit's.
 absl::StatusOr<SuggestResult> SuggestWithSurrogate(
     const StudyView& study, int count, space::Rng& rng,
+    const SurrogateSuggestSteps& steps,
+    const std::shared_ptr<const PreparedFit>& prepared = nullptr);
+
+// The EI step's fit of SuggestWithSurrogate, computed ahead: steps.fit on
+// the study's observations, drawing from a copy of `rng`. Immutable and
+// thread-safe. It refers to the producing policy's catalogue: it is used only
+// by that policy (Matches checks `producer`), which is then alive.
+class PreparedSurrogate final : public PreparedFit {
+ public:
+  // What the fit read and drew.
+  uint64_t producer = 0;  // SurrogateSuggestSteps::producer
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  bool drew = false;  // whether the fit drew from its random stream
+  space::Rng rng_before;
+  space::Rng rng_after;
+  // What the fit produced (an error makes the Suggest fall back to random,
+  // as inline).
+  absl::StatusOr<FittedSurrogate> fitted = FittedSurrogate();
+  std::optional<PolicyUpdate> update;
+  // With a catalogue, when computed ahead (PrepareSurrogate):
+  // acquisition::ScreenCatalogue of the fitted model over the rows the study's
+  // trials leave unheld, which a Suggest without pending trials reads instead
+  // of screening them itself.
+  // (Used when the Suggest's unheld rows are exactly the screened ones.)
+  std::optional<acquisition::CatalogueScreen> catalogue_screen;
+
+  // True if steps.fit on `data` with `rng` would compute exactly this: the
+  // same producer and training data, and the same random stream if the fit
+  // drew from it.
+  bool Matches(uint64_t producer_id, const TrainingData& data,
+               const space::Rng& rng) const;
+};
+
+// Null when the study has fewer than steps.min_observations observations
+// (SuggestWithSurrogate then fits nothing).
+absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareSurrogate(
+    const StudyView& study, const space::Rng& rng,
     const SurrogateSuggestSteps& steps);
+
+// A process-unique id for a policy instance (SurrogateSuggestSteps::producer):
+// unlike its address, never reused.
+uint64_t NewPolicyInstanceId();
 
 }  // namespace metaopt::policy
 

@@ -21,6 +21,17 @@ absl::StatusOr<FineTuneResult> Policy::FineTune(const StudyView& study,
       " has no surrogate to fine-tune"));
 }
 
+absl::StatusOr<std::shared_ptr<const PreparedFit>> Policy::PrepareFit(
+    const StudyView&, const space::Rng&) const {
+  return nullptr;
+}
+
+absl::StatusOr<SuggestResult> Policy::SuggestPrepared(
+    const StudyView& study, int count, space::Rng& rng,
+    const std::shared_ptr<const PreparedFit>&) const {
+  return Suggest(study, count, rng);
+}
+
 bool HoldsConfiguration(v1::TrialState state) {
   switch (state) {
     case v1::TRIAL_STATE_ACTIVE:

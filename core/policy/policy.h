@@ -48,6 +48,16 @@ struct FineTuneOptions {
 
 class Policy;
 
+// The part of a Suggest that depends only on the study's observations, the
+// policy's own state and the Suggest's random stream up to that point (e.g. a
+// fitted surrogate with its Cholesky factor), computed ahead of the Suggest
+// that uses it (Policy::PrepareFit). Opaque to callers. Immutable and
+// thread-safe once built.
+class PreparedFit {
+ public:
+  virtual ~PreparedFit() = default;
+};
+
 // A policy whose internal state changed (e.g. refitted hyperparameters), with
 // that state serialized so that a restart resumes from it.
 struct PolicyUpdate {
@@ -63,6 +73,11 @@ struct SuggestResult {
   // Set when the policy's state changed; the engine stores it and uses it from
   // then on.
   std::optional<PolicyUpdate> update;
+  // The fit this call used (given to SuggestPrepared, or computed inline),
+  // for later calls on the same observations; null if none.
+  std::shared_ptr<const PreparedFit> fit;
+  // True when the PreparedFit given to SuggestPrepared was used (for metrics).
+  bool used_prepared_fit = false;
 };
 
 struct FineTuneResult {
@@ -73,8 +88,8 @@ struct FineTuneResult {
   PolicyUpdate update;
 };
 
-// Implementations are immutable after construction and thread-safe: Suggest and
-// FineTune are const and may run concurrently on snapshots.
+// Implementations are immutable after construction and thread-safe: Suggest,
+// PrepareFit and FineTune are const and may run concurrently on snapshots.
 class Policy {
  public:
   virtual ~Policy() = default;
@@ -87,6 +102,27 @@ class Policy {
   virtual absl::StatusOr<SuggestResult> Suggest(const StudyView& study,
                                                 int count,
                                                 space::Rng& rng) const = 0;
+
+  // Computes ahead the fit that Suggest(study', count, rng') of this policy
+  // would compute, for a later study' with the same observations; `rng` is the
+  // random stream that Suggest would start with (the fit may draw from it).
+  // Null when there is nothing to prepare (the default: no surrogate, or too
+  // few observations). Pure, like Suggest; may take as long as the fit.
+  virtual absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareFit(
+      const StudyView& study, const space::Rng& rng) const;
+  // True if PrepareFit can return a fit (worth preparing ahead).
+  virtual bool PreparesFits() const { return false; }
+
+  // Suggest, using `prepared` (a PrepareFit result, may be null) when it is
+  // exactly what this call would fit: computed by this policy on the same
+  // observations, and, if the fit drew random numbers, from the same random
+  // stream. Otherwise (stale, another policy's) it is ignored and the fit is
+  // computed inline. Either way the result is that of Suggest(study, count,
+  // rng), to the last bit: the prepared path only saves time. The default
+  // ignores `prepared`.
+  virtual absl::StatusOr<SuggestResult> SuggestPrepared(
+      const StudyView& study, int count, space::Rng& rng,
+      const std::shared_ptr<const PreparedFit>& prepared) const;
 
   // Fits the policy's surrogate further on the study's observations. Policies
   // without a surrogate answer FAILED_PRECONDITION.

@@ -78,6 +78,16 @@ struct EngineOptions {
   // and must not call back into the engine. Empty: none.
   std::function<void(const storage::StudyKey& key, int64_t completed_trials)>
       on_observed;
+  // Background fits (FitPreparer): threads that prepare a study's policy fit
+  // after each Observe (0: none; Suggests then fit inline), and how many
+  // studies keep a prepared fit in memory at once.
+  int prepare_threads = 1;
+  int max_prepared_fits = 64;
+  // Nice value of those threads on Linux (0..19). 0 by default: a Suggest
+  // that arrives while its fit is being prepared waits for it, so a lower
+  // priority would make that Suggest slower on a loaded machine (priority
+  // inversion) than fitting inline; the thread count bounds their share.
+  int prepare_nice = 0;
   // Source of "now" for timestamps (tests inject a fake).
   std::function<absl::Time()> clock = [] { return absl::Now(); };
 };

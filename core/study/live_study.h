@@ -25,9 +25,31 @@
 
 namespace metaopt::study {
 
+// The policy fit a study keeps for its next Suggests (policy::PreparedFit),
+// computed in the background after an Observe (FitPreparer) or by the last
+// Suggest, and the background prepare in progress.
+struct PreparedFitSlot {
+  // The latest fit, its policy (kept alive with it) and the study version of
+  // the snapshot it was computed on. A Suggest offers it to its policy, which
+  // uses it only if it is exactly what it would fit.
+  std::shared_ptr<const policy::Policy> policy;
+  std::shared_ptr<const policy::PreparedFit> fit;
+  int64_t version = -1;
+  // A background prepare is queued (a Suggest that computes the fit itself
+  // clears it, and the queued prepare is then skipped).
+  bool queued = false;
+  // A background prepare is running on the snapshot of `running_version` with
+  // `running_policy`; a Suggest on that version and policy waits for it.
+  bool running = false;
+  int64_t running_version = -1;
+  const policy::Policy* running_policy = nullptr;
+  // Counted by FitPreparer's global limit on kept fits.
+  bool kept = false;
+};
+
 // One loaded study. Thread-safe: the fields above `mu` never change after
 // load; `mu` guards the rest and serializes the study's changes.
-struct LiveStudy {
+struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
   storage::StudyKey key;  // (owner, study_id)
   // The stored record (id, canonical spec, create_time, bound_model,
   // metadata) without its FineTune runs, which change: see fine_tune_runs.
@@ -73,6 +95,10 @@ struct LiveStudy {
   // was measured.
   absl::Duration suggest_cost ABSL_GUARDED_BY(mu) = absl::ZeroDuration();
   bool suggest_cost_measured ABSL_GUARDED_BY(mu) = false;
+
+  // Guards `prepared`. Taken alone or after `mu`, never before it.
+  Mutex prepare_mu ABSL_ACQUIRED_AFTER(mu);
+  PreparedFitSlot prepared ABSL_GUARDED_BY(prepare_mu);
 };
 
 // NOT_FOUND `study "<id>" does not exist`: also what a caller gets for a study

@@ -128,6 +128,17 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
           limit.name, ": ", limit.value, " is outside [1, ", limit.max, "]"));
     }
   }
+  const Limit non_negative[] = {
+      {"prepare_threads", options.prepare_threads, 64},
+      {"max_prepared_fits", options.max_prepared_fits, 1 << 20},
+      {"prepare_nice", options.prepare_nice, 19},
+  };
+  for (const Limit& limit : non_negative) {
+    if (limit.value < 0 || limit.value > limit.max) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          limit.name, ": ", limit.value, " is outside [0, ", limit.max, "]"));
+    }
+  }
   if (options.max_page_bytes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_page_bytes: ", options.max_page_bytes, " must be positive"));

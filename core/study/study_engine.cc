@@ -75,11 +75,23 @@ void LogExpired(const LiveStudy& study, const std::vector<v1::Trial>& expired) {
                        expired.front().id()));
 }
 
+FitPreparer::Options PreparerOptions(const EngineOptions& engine) {
+  FitPreparer::Options options;
+  options.threads = engine.prepare_threads;
+  options.max_queued = std::max(engine.max_loaded_studies, 1024);
+  options.max_kept = engine.max_prepared_fits;
+  options.nice = engine.prepare_nice;
+  return options;
+}
+
 }  // namespace
 
 StudyEngine::StudyEngine(storage::Storage* storage,
                          registry::ModelManager* models, EngineOptions options)
-    : storage_(storage), models_(models), options_(std::move(options)) {}
+    : storage_(storage),
+      models_(models),
+      options_(std::move(options)),
+      preparer_(PreparerOptions(options_)) {}
 
 StudyEngine::~StudyEngine() = default;
 
@@ -534,15 +546,21 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     return policy::StudyView{&spec, entry->space.get(), &trials,
                              &entry->candidate_key_list, &held_keys};
   };
-  // Runs the policy on `view`; `*elapsed` is its wall time.
+  // Runs the policy on `view` (the study at `version`) with the kept fit
+  // `prepared`, and keeps the fit it used; `*elapsed` is its wall time.
   auto propose = [&](std::shared_ptr<const policy::Policy> policy,
-                     const policy::StudyView& view, int need,
-                     absl::Duration* elapsed) {
+                     const policy::StudyView& view, int64_t version,
+                     const std::shared_ptr<const policy::PreparedFit>& prepared,
+                     int need, absl::Duration* elapsed) {
     space::Rng rng = SuggestRng(spec, view.trials->size());
     const absl::Time start = options_.clock();
     absl::StatusOr<policy::SuggestResult> result =
-        policy->Suggest(view, need, rng);
+        policy->SuggestPrepared(view, need, rng, prepared);
     *elapsed = options_.clock() - start;
+    if (result.ok() && policy->PreparesFits()) {
+      preparer_.KeepAfterSuggest(*entry, policy, version, result->fit,
+                                 result->used_prepared_fit);
+    }
     return result;
   };
   auto record_cost =
@@ -559,6 +577,13 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     // Declared after the lock: takes the study's last write as the lock is
     // released, however the attempt ends.
     const TakeLastWrite take_last_write(*entry, pending);
+    // The fit prepared in the background for this state, waiting (without
+    // the study's lock) if it is being prepared now; the policy uses it only
+    // if it is exactly what it would fit.
+    std::shared_ptr<const policy::PreparedFit> prepared;
+    if (!entry->deleted && entry->policy->PreparesFits()) {
+      prepared = preparer_.TakeForSuggest(*entry);
+    }
     if (entry->deleted) {
       return StudyNotFound(request.study_id());
     }
@@ -606,8 +631,8 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     } else if (under_lock) {
       proposed =
           propose(entry->policy,
-                  view_of(entry->trials.all(), entry->trials.held_keys()), need,
-                  &elapsed);
+                  view_of(entry->trials.all(), entry->trials.held_keys()),
+                  entry->version, prepared, need, &elapsed);
       record_cost(elapsed);
     } else {
       snapshot = entry->trials.all();
@@ -616,8 +641,8 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
       const int64_t version = entry->version;
       staged.Undo();
       entry->mu.Unlock();
-      proposed = propose(policy, view_of(snapshot, snapshot_held_keys), need,
-                         &elapsed);
+      proposed = propose(policy, view_of(snapshot, snapshot_held_keys), version,
+                         prepared, need, &elapsed);
       entry->mu.Lock();
       record_cost(elapsed);
       if (entry->deleted) {
@@ -681,6 +706,8 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
       continue;
     }
     METAOPT_RETURN_IF_ERROR(committed);
+    // A new policy state: prepare its fit for the next Suggest.
+    if (proposed->update.has_value()) preparer_.Schedule(*entry);
     if (!fallback_reason.empty()) {
       LogInfo(absl::StrCat("study \"", request.study_id(), "\": ",
                            created.size(), " random suggestion(s) instead of ",
@@ -768,6 +795,9 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
         if (options_.on_observed) {
           options_.on_observed(study.key, study.trials.completed_count());
         }
+        // Fit on the new observation while the client evaluates its next
+        // trial.
+        preparer_.Schedule(study);
         *response.mutable_trial() = std::move(trial);
         return absl::OkStatus();
       }));
@@ -826,6 +856,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
         study.policy = result.update.policy;
         study.fine_tune_runs.Swap(&runs);
         ++study.version;
+        preparer_.Schedule(study);
         return absl::OkStatus();
       }));
   v1::FineTuneResponse response;

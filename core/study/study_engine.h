@@ -25,6 +25,7 @@
 #include "core/storage/storage.h"
 #include "core/study/call_context.h"
 #include "core/study/engine_options.h"
+#include "core/study/fit_preparer.h"
 #include "core/study/live_study.h"
 #include "core/study/request_validation.h"
 #include "core/study/study_trials.h"
@@ -115,6 +116,8 @@ class StudyEngine {
     std::vector<int64_t> trials_by_state;
   };
   LoadedStats Stats() ABSL_LOCKS_EXCLUDED(map_mu_);
+  // Background fits and Suggests' use of prepared fits since the start.
+  FitPreparer::Stats PrepareStats() const { return preparer_.stats(); }
   // The algorithm kind of the caller's study `study_id` if it is loaded, else
   // ALGORITHM_KIND_UNSPECIFIED. Never does I/O.
   v1::AlgorithmKind LoadedAlgorithmKind(const std::string& study_id,
@@ -204,6 +207,8 @@ class StudyEngine {
   // Ticks once per FindStudy (LiveStudy::last_use).
   int64_t use_clock_ ABSL_GUARDED_BY(map_mu_) = 0;
   int64_t unloaded_studies_ ABSL_GUARDED_BY(map_mu_) = 0;
+  // Last member: destroyed (its threads joined) first.
+  FitPreparer preparer_;
 };
 
 }  // namespace metaopt::study

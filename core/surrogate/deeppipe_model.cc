@@ -853,10 +853,10 @@ absl::StatusOr<gp::Prediction> DeepPipeSurrogate::PredictEmbedded(
 
 absl::StatusOr<std::optional<gp::Prediction>>
 DeepPipeSurrogate::PredictEmbeddedScreening(const Eigen::MatrixXd& Z) const {
-  if (posterior_.num_points() < kScreeningMinPoints) return std::nullopt;
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::Prediction prediction,
-      posterior_.PredictWithVarianceBound(Z, kScreeningPoints));
+  const int points = ScreeningPoints(posterior_.num_points());
+  if (points == 0) return std::nullopt;
+  METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction,
+                           posterior_.PredictWithVarianceBound(Z, points));
   if (model_->conditioned()) {
     prediction.mean +=
         posterior_.standardization().scale * model_->MeanOfEmbeddings(Z);

@@ -19,8 +19,9 @@ absl::StatusOr<std::unique_ptr<const Surrogate>> GpSurrogate::WithFantasies(
 
 absl::StatusOr<std::optional<gp::Prediction>> GpSurrogate::PredictScreening(
     const Eigen::MatrixXd& X) const {
-  if (posterior_.num_points() < kScreeningMinPoints) return std::nullopt;
-  return posterior_.PredictWithVarianceBound(X, kScreeningPoints);
+  const int points = ScreeningPoints(posterior_.num_points());
+  if (points == 0) return std::nullopt;
+  return posterior_.PredictWithVarianceBound(X, points);
 }
 
 }  // namespace metaopt::surrogate

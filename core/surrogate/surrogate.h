@@ -39,12 +39,16 @@ class Surrogate {
   }
 };
 
-// GP surrogates screen with the variance given the first kScreeningPoints
-// observations (GpPosterior::PredictWithVarianceBound), and only beyond
-// kScreeningMinPoints observations, where exact variances of every candidate
-// cost far more (O(n^2) each against O(kScreeningPoints^2)).
-inline constexpr int kScreeningPoints = 128;
-inline constexpr int kScreeningMinPoints = 256;
+// GP surrogates screen with the variance given the first ScreeningPoints(n)
+// of their n observations (GpPosterior::PredictWithVarianceBound): 128 from
+// 256 observations on, n / 4 from kScreeningMinPoints on (exact variances of
+// every candidate cost O(n^2) each against O(ScreeningPoints(n)^2)), and not
+// below (0: score every candidate exactly).
+inline constexpr int kScreeningMinPoints = 64;
+inline int ScreeningPoints(int n) {
+  if (n < kScreeningMinPoints) return 0;
+  return n >= 256 ? 128 : n / 4;
+}
 
 // A Surrogate backed by an exact GP posterior over the encoded inputs (or over
 // any fixed feature map applied before Predict).

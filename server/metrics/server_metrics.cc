@@ -68,6 +68,15 @@ absl::StatusOr<std::unique_ptr<ServerMetrics>> ServerMetrics::Create() {
                  "(--max-loaded-studies); they load again when next used.")
              .Register(r)
              .Add({});
+    m->prepared_fits_ =
+        &prometheus::BuildGauge()
+             .Name("metaopt_prepared_fits")
+             .Help(
+                 "Policy fits prepared in the background after Observe, "
+                 "since the start, by result: prepared, skipped (stale or "
+                 "gone), hit (a Suggest used one), miss (a Suggest fitted "
+                 "inline), wait (a Suggest waited for a running one).")
+             .Register(r);
     m->trials_ = &prometheus::BuildGauge()
                       .Name("metaopt_trials")
                       .Help("Trials of the loaded studies by state (leases "
@@ -182,6 +191,15 @@ void ServerMetrics::Collect() {
   const double unloaded = static_cast<double>(stats.unloaded_studies);
   if (unloaded > studies_unloaded_->Value()) {
     studies_unloaded_->Increment(unloaded - studies_unloaded_->Value());
+  }
+  const study::FitPreparer::Stats fits = engine_->PrepareStats();
+  for (const auto& [result, count] :
+       {std::pair<const char*, int64_t>{"prepared", fits.prepared},
+        {"skipped", fits.skipped},
+        {"hit", fits.hits},
+        {"miss", fits.misses},
+        {"wait", fits.waits}}) {
+    prepared_fits_->Add({{"result", result}}).Set(static_cast<double>(count));
   }
   for (size_t state = 0; state < stats.trials_by_state.size(); ++state) {
     if (state == v1::TRIAL_STATE_UNSPECIFIED ||

@@ -71,6 +71,7 @@ class ServerMetrics final : public RpcObserver {
   prometheus::Gauge* studies_loaded_ = nullptr;
   prometheus::Counter* studies_unloaded_ = nullptr;
   prometheus::Family<prometheus::Gauge>* trials_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* prepared_fits_ = nullptr;
   prometheus::Gauge* models_served_ = nullptr;
   prometheus::Family<prometheus::Gauge>* model_versions_ = nullptr;
   prometheus::Gauge* learning_ = nullptr;
