@@ -1,6 +1,8 @@
 #include "core/history/history_learner.h"
 
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/logging.h"
@@ -51,23 +55,48 @@ class LogLineBuffer final : public std::streambuf {
   std::string line_;
 };
 
-// A fresh directory metaopt-learn-XXXXXX under `parent` (the system's
-// temporary directory when empty).
-absl::StatusOr<std::string> MakeWorkDir(const std::string& parent) {
+constexpr char kWorkDirPrefix[] = "metaopt-learn-";
+constexpr char kPublishDirPrefix[] = ".tmp-";
+
+// `parent`, or the system's temporary directory when empty.
+absl::StatusOr<std::filesystem::path> WorkDirParent(const std::string& parent) {
+  if (!parent.empty()) return std::filesystem::path(parent);
   std::error_code error;
-  const std::filesystem::path base =
-      parent.empty() ? std::filesystem::temp_directory_path(error)
-                     : std::filesystem::path(parent);
+  std::filesystem::path base = std::filesystem::temp_directory_path(error);
   if (error) {
     return absl::InternalError(
         absl::StrCat("no temporary directory: ", error.message()));
   }
-  std::string path = (base / "metaopt-learn-XXXXXX").string();
+  return base;
+}
+
+// A fresh directory metaopt-learn-<pid>-XXXXXX under WorkDirParent(parent);
+// the pid tells a later start whether its owner still runs.
+absl::StatusOr<std::string> MakeWorkDir(const std::string& parent) {
+  METAOPT_ASSIGN_OR_RETURN(const std::filesystem::path base,
+                           WorkDirParent(parent));
+  std::string path =
+      (base / absl::StrCat(kWorkDirPrefix, getpid(), "-XXXXXX")).string();
   if (mkdtemp(path.data()) == nullptr) {
     return absl::ErrnoToStatus(errno, absl::StrCat("mkdtemp ", path));
   }
   return path;
 }
+
+// The pid in a staging directory's name metaopt-learn-<pid>-XXXXXX, if any.
+std::optional<pid_t> WorkDirOwner(const std::string& name) {
+  if (!absl::StartsWith(name, kWorkDirPrefix)) return std::nullopt;
+  const std::string rest = name.substr(sizeof(kWorkDirPrefix) - 1);
+  const size_t dash = rest.find('-');
+  int64_t pid = 0;
+  if (dash == std::string::npos ||
+      !absl::SimpleAtoi(rest.substr(0, dash), &pid) || pid <= 0) {
+    return std::nullopt;
+  }
+  return static_cast<pid_t>(pid);
+}
+
+bool ProcessRuns(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
 
 int64_t TrainedOn(const registry::LoadedModel* model) {
   if (model == nullptr) return 0;
@@ -81,6 +110,53 @@ int64_t TrainedOn(const registry::LoadedModel* model) {
 bool ShouldLearn(int64_t completed_studies, int64_t trained_on,
                  int min_studies) {
   return completed_studies - trained_on >= min_studies;
+}
+
+std::vector<std::string> RemoveStaleLearnerFiles(
+    const std::string& work_dir, const std::string& registry_dir,
+    absl::Time now, absl::Duration publish_age) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  auto remove = [&](const fs::path& path) {
+    std::error_code error;
+    if (fs::remove_all(path, error) > 0 && !error) {
+      removed.push_back(path.string());
+    }
+  };
+  std::error_code error;
+  absl::StatusOr<fs::path> parent = WorkDirParent(work_dir);
+  if (parent.ok()) {
+    for (fs::directory_iterator it(*parent, error);
+         !error && it != fs::directory_iterator(); it.increment(error)) {
+      const std::optional<pid_t> owner =
+          WorkDirOwner(it->path().filename().string());
+      std::error_code is_dir_error;
+      if (owner.has_value() && it->is_directory(is_dir_error) &&
+          !ProcessRuns(*owner)) {
+        remove(it->path());
+      }
+    }
+  }
+  error.clear();
+  const absl::Time cutoff = now - publish_age;
+  for (fs::directory_iterator model(registry_dir, error);
+       !error && model != fs::directory_iterator(); model.increment(error)) {
+    std::error_code inner;
+    if (!model->is_directory(inner)) continue;
+    for (fs::directory_iterator it(model->path(), inner);
+         !inner && it != fs::directory_iterator(); it.increment(inner)) {
+      if (!absl::StartsWith(it->path().filename().string(),
+                            kPublishDirPrefix)) {
+        continue;
+      }
+      struct stat st;
+      if (stat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+      if (absl::FromUnixSeconds(st.st_mtim.tv_sec) <= cutoff) {
+        remove(it->path());
+      }
+    }
+  }
+  return removed;
 }
 
 absl::StatusOr<std::unique_ptr<HistoryLearner>> HistoryLearner::Create(
@@ -109,6 +185,17 @@ absl::StatusOr<std::unique_ptr<HistoryLearner>> HistoryLearner::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "learner: portfolio size ", options.portfolio_size,
         " and DeepPipe epochs ", options.deeppipe.epochs, " must be >= 1"));
+  }
+  if (options.stale_publish_age < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "learner: stale_publish_age ",
+        absl::FormatDuration(options.stale_publish_age), " must be >= 0"));
+  }
+  for (const std::string& path :
+       RemoveStaleLearnerFiles(options.work_dir, options.registry_dir,
+                               absl::Now(), options.stale_publish_age)) {
+    LogInfo(absl::StrCat("learn-from-history: removed ", path,
+                         ", left by an interrupted training or publish"));
   }
   std::unique_ptr<HistoryLearner> learner(
       new HistoryLearner(storage, models, std::move(options)));

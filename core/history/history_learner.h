@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -67,7 +68,24 @@ struct LearnerOptions {
   // metaopt-learn-XXXXXX directory, removed afterwards); empty: the system's
   // temporary directory.
   std::string work_dir;
+  // Create removes what a crashed learner left (RemoveStaleLearnerFiles):
+  // registry staging directories at least this old.
+  absl::Duration stale_publish_age = absl::Hours(1);
 };
+
+// What a learner that crashed mid-training can leave behind, removed by
+// HistoryLearner::Create before its thread starts (best effort: unreadable
+// directories are skipped):
+// - its staging directories, metaopt-learn-<pid>-XXXXXX under `work_dir` (the
+//   system's temporary directory when empty), whose process no longer runs
+//   (a live learner's, also another server's on the same machine, is kept);
+// - staging directories of interrupted publishes, <registry_dir>/<name>/
+//   .tmp-XXXXXX, last modified at least `publish_age` before `now` (a publish
+//   in progress, by any writer of the registry, takes seconds).
+// Returns the paths removed.
+std::vector<std::string> RemoveStaleLearnerFiles(
+    const std::string& work_dir, const std::string& registry_dir,
+    absl::Time now, absl::Duration publish_age);
 
 // Whether a group of `completed_studies` warrants a new model when the last
 // one was trained on `trained_on` studies (0 without one).

@@ -3,6 +3,10 @@
 // registry).
 #include "core/history/history_learner.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -204,6 +208,58 @@ TEST_F(HistoryLearnerTest, ObservationsTriggerLearningInTheBackground) {
       << learner_->Stats().last_error;
   EXPECT_NE(models_->Get(ModelName("", "deeppipe")), nullptr);
   EXPECT_GE(learner_->Stats().scans, 1);
+}
+
+// A learner that crashed mid-training left its staging directory and an
+// interrupted publish; the next start removes them, and nothing that may
+// belong to a live writer.
+TEST_F(HistoryLearnerTest, StartRemovesWhatACrashedTrainingLeft) {
+  namespace fs = std::filesystem;
+  ScopedTempDir work;
+  // A pid that no longer runs: a child that has exited and been reaped.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  const fs::path dead =
+      fs::path(work.path()) / absl::StrCat("metaopt-learn-", child, "-a1b2c3");
+  const fs::path live = fs::path(work.path()) /
+                        absl::StrCat("metaopt-learn-", getpid(), "-d4e5f6");
+  const fs::path unowned = fs::path(work.path()) / "metaopt-learn-g7h8i9";
+  for (const fs::path& dir : {dead, live, unowned}) {
+    fs::create_directories(dir / "history-x");
+    std::ofstream(dir / "history-x" / "evaluations.csv") << "task,y\n";
+  }
+  const fs::path model_dir = fs::path(registry_.path()) / "history-x-deeppipe";
+  const fs::path old_publish = model_dir / ".tmp-old123";
+  const fs::path fresh_publish = model_dir / ".tmp-new456";
+  for (const fs::path& dir : {old_publish, fresh_publish, model_dir / "1"}) {
+    fs::create_directories(dir);
+    std::ofstream(dir / "model.pb") << "half";
+  }
+  fs::last_write_time(old_publish,
+                      fs::file_time_type::clock::now() - std::chrono::hours(2));
+
+  METAOPT_ASSERT_OK_AND_ASSIGN(storage_, storage::OpenInMemoryStorage());
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      models_, registry::ModelManager::Create({registry_.path()}));
+  LearnerOptions options;
+  options.registry_dir = registry_.path();
+  options.work_dir = work.path();
+  options.low_priority = false;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      learner_, HistoryLearner::Create(storage_.get(), models_.get(), options));
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_FALSE(fs::exists(old_publish));
+  EXPECT_TRUE(fs::exists(live));           // its owner runs
+  EXPECT_TRUE(fs::exists(unowned));        // no owner to check
+  EXPECT_TRUE(fs::exists(fresh_publish));  // may be a publish in progress
+  EXPECT_TRUE(fs::exists(model_dir / "1"));
+  // Nothing stale is left: a second pass removes nothing.
+  EXPECT_THAT(RemoveStaleLearnerFiles(work.path(), registry_.path(),
+                                      absl::Now(), options.stale_publish_age),
+              ::testing::IsEmpty());
+  learner_.reset();
 }
 
 TEST_F(HistoryLearnerTest, RejectsBadOptions) {

@@ -85,18 +85,51 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
       o.fine_tune_steps < 0 || o.suggest_fit_points < 0 ||
       o.new_encoder_steps < 0 || !positive_rate(o.new_encoder_learning_rate) ||
       !positive_rate(o.kernel_learning_rate) ||
-      !positive_rate(o.network_learning_rate) ||
+      !positive_rate(o.network_learning_rate) || !(o.plain_gp_margin >= 0.0) ||
+      !std::isfinite(o.plain_gp_margin) ||
       !(o.suggest_budget > absl::ZeroDuration()) ||
       !(o.scratch_budget > absl::ZeroDuration())) {
     return absl::InvalidArgumentError(
         "DeepPipe policy options: need non-negative trial, step and "
-        "fit-point counts, positive finite learning rates and positive "
-        "budgets");
+        "fit-point counts, positive finite learning rates, a finite "
+        "non-negative plain_gp_margin and positive budgets");
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+absl::StatusOr<double> DeepKernelLooNll(const surrogate::DeepPipeModel& model,
+                                        const TrainingData& data) {
+  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model.Embed(data.X));
+  Eigen::VectorXd residual =
+      gp::Standardization::FromTargets(data.y).Apply(data.y) -
+      model.MeanOfEmbeddings(Z);
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::NllResult nll, model.gp().NegativeLogMarginalLikelihood(Z, residual));
+  return nll.loo_nll / static_cast<double>(data.y.size());
+}
+
+absl::StatusOr<PlainGp> FitPlainGp(const TrainingData& sample,
+                                   const TrainingData& data,
+                                   gp::FitOptions options) {
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::GaussianProcess prior,
+      gp::GaussianProcess::Create("matern52", static_cast<int>(data.X.cols())));
+  options.seed = static_cast<uint64_t>(data.y.size());
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior fitted,
+                           gp::Fit(prior, sample.X, sample.y, options));
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::NllResult nll,
+      fitted.model().NegativeLogMarginalLikelihood(
+          sample.X, fitted.standardization().Apply(sample.y)));
+  if (sample.y.size() < data.y.size()) {
+    METAOPT_ASSIGN_OR_RETURN(fitted,
+                             gp::Condition(fitted.model(), data.X, data.y));
+  }
+  return PlainGp{std::move(fitted),
+                 nll.loo_nll / static_cast<double>(sample.y.size())};
+}
 
 absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
     const v1::StudySpec& spec, std::optional<v1::DeepPipePolicyState> state,
@@ -308,8 +341,8 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
     }
     const int64_t n = data.y.size();
     std::shared_ptr<const surrogate::DeepPipeModel> fitted = model_;
+    const TrainingData sample = FitSample(data, options_.suggest_fit_points);
     if (fit.max_steps > 0 && (!persisted || n > state_.fitted_observations())) {
-      const TrainingData sample = FitSample(data, options_.suggest_fit_points);
       auto tuned = model_->FineTune(sample.X, sample.y, fit);
       if (tuned.ok()) {
         fitted = std::make_shared<const surrogate::DeepPipeModel>(tuned->model);
@@ -324,6 +357,26 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
         std::shared_ptr<const surrogate::DeepPipeSurrogate> posterior,
         fitted->Posterior(data.X, data.y));
     FittedSurrogate out;
+    using Fallback = DeepPipePolicyOptions::PlainGpFallback;
+    const bool select =
+        meta_learned_ &&
+        (options_.plain_gp_fallback == Fallback::kAlways ||
+         (options_.plain_gp_fallback == Fallback::kNewAlgorithms &&
+          model_->num_new_encoders() > 0));
+    if (select) {
+      // A study whose observations the meta-learned kernel predicts worse
+      // than an unlearned one contradicts its prior: EI under the plain GP.
+      absl::StatusOr<double> deep = DeepKernelLooNll(*fitted, sample);
+      absl::StatusOr<PlainGp> plain =
+          FitPlainGp(sample, data, options_.plain_gp_fit);
+      if (deep.ok() && plain.ok() &&
+          plain->loo_nll + options_.plain_gp_margin < *deep) {
+        out.model = std::make_shared<const surrogate::GpSurrogate>(
+            std::move(plain->posterior));
+        out.catalogue = catalogue_.get();
+        return out;
+      }
+    }
     if (embedded_catalogue_ != nullptr) {
       // Catalogue rows are already embedded.
       out.model = std::make_shared<const surrogate::DeepPipeEmbeddedSurrogate>(

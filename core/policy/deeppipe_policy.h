@@ -10,6 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/acquisition/acquisition_search.h"
+#include "core/gp/gaussian_process.h"
+#include "core/policy/gp_policy.h"
 #include "core/policy/model_based.h"
 #include "core/policy/policy.h"
 #include "core/registry/artifact.h"
@@ -51,10 +53,54 @@ struct DeepPipePolicyOptions {
   // continuing from the previous fit (persisted, as scratch training).
   int new_encoder_steps = 100;
   double new_encoder_learning_rate = 1e-2;
+  // Bayesian model selection between the meta-learned deep kernel and an
+  // unlearned one (DeepPipePolicy::Suggest): in the studies `plain_gp_fallback`
+  // names, every Suggest also fits a plain GP (Matérn-5/2 ARD on the encoded
+  // configuration, MAP hyperparameters, `plain_gp_fit`) and scores both on
+  // the study's observations by leave-one-out predictive NLL per point; the
+  // plain GP is used when it predicts the study's own data better by more
+  // than `plain_gp_margin` nats per point (a study whose task contradicts the
+  // meta-learned prior).
+  enum class PlainGpFallback {
+    kNever,  // the deep kernel always (the paper)
+    // Studies bound partially with new algorithms (fresh encoders, so a
+    // partly unlearned kernel); exact bindings use the deep kernel always.
+    kNewAlgorithms,
+    kAlways,  // every study with a meta-learned model
+  };
+  PlainGpFallback plain_gp_fallback = PlainGpFallback::kNewAlgorithms;
+  double plain_gp_margin = 0.5;  // >= 0, nats per point
+  // The GP policy's full fit (3 starts, 100 iterations, no clock).
+  gp::FitOptions plain_gp_fit = GpPolicyOptions().full_fit;
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
   acquisition::SearchOptions search;
 };
+
+// Bayesian model selection between the deep kernel and an unlearned one
+// (DeepPipePolicyOptions::plain_gp_fallback): both are scored by their
+// leave-one-out predictive NLL per point on the study's observations
+// (Rasmussen & Williams, "Gaussian Processes for Machine Learning", §5.4.2).
+
+// The deep kernel's score on `data` (n >= 1), targets standardised as
+// DeepPipeModel::Posterior does (for a conditioned model, the residual of its
+// mean head). INVALID_ARGUMENT for misshapen data, INTERNAL if the Cholesky
+// factorisation fails.
+absl::StatusOr<double> DeepKernelLooNll(const surrogate::DeepPipeModel& model,
+                                        const TrainingData& data);
+
+struct PlainGp {
+  gp::GpPosterior posterior;  // conditioned on all observations
+  double loo_nll = 0.0;       // per point, on the fit sample
+};
+
+// A Matérn-5/2 ARD GP on the encoded configurations, MAP hyperparameters
+// fitted on `sample` (n >= 1) from the defaults with `options` (seeded by the
+// number of observations, so equal histories give equal fits), conditioned
+// on `data` (of which `sample` is a FitSample).
+absl::StatusOr<PlainGp> FitPlainGp(const TrainingData& sample,
+                                   const TrainingData& data,
+                                   gp::FitOptions options);
 
 // With a bound DeepPipe registry model the policy starts from its portfolio
 // and then maximises EI under the meta-learned deep kernel, fine-tuning the

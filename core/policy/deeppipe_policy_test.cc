@@ -196,9 +196,14 @@ TEST(DeepPipePolicyTest, ConditionedModelReadsTheStudysDatasetFeatures) {
   (*other.mutable_dataset_features())["log_rows"] = 2.0;
   (*other.mutable_dataset_features())["n_classes"] = 9.0;
   std::vector<std::string> picks;
+  // The deep kernel's picks (a random mean head this strong predicts the
+  // observations worse than a plain GP would, which the fallback would use).
+  DeepPipePolicyOptions deep_only;
+  deep_only.plain_gp_fallback = DeepPipePolicyOptions::PlainGpFallback::kNever;
   for (const v1::StudySpec* s : {&spec, &other, &spec}) {
-    METAOPT_ASSERT_OK_AND_ASSIGN(auto policy,
-                                 CreatePolicy(*s, std::nullopt, model));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        auto policy,
+        DeepPipePolicy::Create(*s, std::nullopt, model, deep_only));
     StudyView view{s, &*space, &trials};
     space::Rng rng(5);
     METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult next,
@@ -310,6 +315,7 @@ TEST(DeepPipePolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
            [](DeepPipePolicyOptions& o) { o.suggest_fit_points = -1; },
            [](DeepPipePolicyOptions& o) { o.suggest_steps = -1; },
            [](DeepPipePolicyOptions& o) { o.kernel_learning_rate = 0; },
+           [](DeepPipePolicyOptions& o) { o.plain_gp_margin = -0.5; },
            [](DeepPipePolicyOptions& o) {
              o.suggest_budget = absl::ZeroDuration();
            }}) {
@@ -330,6 +336,8 @@ TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
   auto model = MetaModel(spec);
   DeepPipePolicyOptions options;
   options.suggest_fit_points = 10;
+  // This test follows the deep kernel.
+  options.plain_gp_fallback = DeepPipePolicyOptions::PlainGpFallback::kNever;
   METAOPT_ASSERT_OK_AND_ASSIGN(
       auto policy, DeepPipePolicy::Create(spec, std::nullopt, model, options));
   std::vector<v1::Trial> trials;
@@ -366,6 +374,113 @@ TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(space::ConfigurationKey(result.configurations[0]),
             space::ConfigurationKey(spec.candidates(rows[0])));
+}
+
+// ---- Model selection: the deep kernel or an unlearned GP ----
+
+// DeepKernelLooNll is the mean over i of -log N(y_i | the deep kernel's GP
+// conditioned on the other points), noise included, in standardised units.
+TEST(DeepPipeModelSelectionTest, DeepKernelScoreIsTheLeaveOneOutNll) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      surrogate::DeepPipeModel model,
+      surrogate::DeepPipeModel::FromArtifact(MetaModel(spec)->artifact));
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 12; ++i)
+    trials.push_back(Completed(i + 1, spec.candidates(i)));
+  StudyView view{&spec, &*space, &trials};
+  const TrainingData data = CollectTrainingData(view, model.encoder());
+  METAOPT_ASSERT_OK_AND_ASSIGN(double score, DeepKernelLooNll(model, data));
+
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd Z, model.Embed(data.X));
+  const Eigen::VectorXd ys =
+      gp::Standardization::FromTargets(data.y).Apply(data.y);
+  const Eigen::Index n = ys.size();
+  double total = 0.0;
+  for (Eigen::Index i = 0; i < n; ++i) {
+    Eigen::MatrixXd Z_rest(n - 1, Z.cols());
+    Eigen::VectorXd y_rest(n - 1);
+    for (Eigen::Index j = 0, r = 0; j < n; ++j) {
+      if (j == i) continue;
+      Z_rest.row(r) = Z.row(j);
+      y_rest[r++] = ys[j];
+    }
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        gp::GpPosterior rest,
+        gp::GpPosterior::Create(model.gp(), Z_rest, y_rest,
+                                gp::Standardization()));
+    METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction p, rest.Predict(Z.row(i)));
+    const double var = p.variance[0] + rest.noise_variance();
+    const double d = ys[i] - p.mean[0];
+    total += 0.5 * (std::log(2.0 * M_PI * var) + d * d / var);
+  }
+  EXPECT_NEAR(score, total / static_cast<double>(n), 1e-6);
+}
+
+// A "meta-learned" network that maps every configuration to the same
+// embedding cannot tell configurations apart, so it predicts the study's
+// observations worse than an unlearned GP: Suggest then maximises EI under
+// that GP (FitPlainGp), and with the fallback off under the deep kernel.
+TEST(DeepPipeModelSelectionTest, ContradictedPriorFallsBackToThePlainGp) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  auto random_model = MetaModel(spec);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      surrogate::DeepPipeModel blind,
+      surrogate::DeepPipeModel::FromArtifact(random_model->artifact));
+  Eigen::VectorXd params = blind.parameters();
+  params.head(blind.num_network_parameters()).setZero();
+  METAOPT_ASSERT_OK(blind.set_parameters(params));
+  v1::ModelArtifact artifact = random_model->artifact;
+  blind.ToArtifact(&artifact);
+  auto model = std::make_shared<const registry::LoadedModel>(
+      "dp", 1, artifact, v1::ModelManifest(), *space, absl::UnixEpoch());
+
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 15; ++i)
+    trials.push_back(Completed(i + 1, spec.candidates(i)));
+  StudyView view{&spec, &*space, &trials};
+  const TrainingData data = CollectTrainingData(view, blind.encoder());
+  DeepPipePolicyOptions options;
+  options.plain_gp_fallback = DeepPipePolicyOptions::PlainGpFallback::kAlways;
+  METAOPT_ASSERT_OK_AND_ASSIGN(double deep, DeepKernelLooNll(blind, data));
+  METAOPT_ASSERT_OK_AND_ASSIGN(PlainGp plain,
+                               FitPlainGp(data, data, options.plain_gp_fit));
+  EXPECT_LT(plain.loo_nll + options.plain_gp_margin, deep);
+
+  // The plain GP's EI pick over the untried catalogue.
+  surrogate::GpSurrogate plain_surrogate(plain.posterior);
+  auto catalogue = acquisition::EncodeCatalogue(spec, blind.encoder());
+  HeldConfigurations held(view);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::vector<int> rows,
+      acquisition::MaximizeOverCatalogue(
+          plain_surrogate, *catalogue,
+          [&](const std::string& key) { return held.contains(key); },
+          data.y.minCoeff(), 1));
+  ASSERT_EQ(rows.size(), 1u);
+
+  // The first suggestion of a policy with `o` (rng seed 4).
+  auto pick = [&](const DeepPipePolicyOptions& o) -> std::string {
+    auto policy = DeepPipePolicy::Create(spec, std::nullopt, model, o);
+    if (!policy.ok()) return policy.status().ToString();
+    space::Rng rng(4);
+    auto result = (*policy)->Suggest(view, 1, rng);
+    if (!result.ok() || result->configurations.size() != 1) return "no pick";
+    return space::ConfigurationKey(result->configurations[0]);
+  };
+  const std::string plain_pick =
+      space::ConfigurationKey(spec.candidates(rows[0]));
+  EXPECT_EQ(pick(options), plain_pick);
+  // Without the fallback the blind kernel's posterior is flat: its pick is
+  // not the plain GP's.
+  DeepPipePolicyOptions deep_only;
+  deep_only.plain_gp_fallback = DeepPipePolicyOptions::PlainGpFallback::kNever;
+  EXPECT_NE(pick(deep_only), plain_pick);
+  // By default only studies with new algorithms select: this exact binding
+  // follows the deep kernel.
+  EXPECT_EQ(pick(DeepPipePolicyOptions()), pick(deep_only));
 }
 
 // ---- Partial binding ----
