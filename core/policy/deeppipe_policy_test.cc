@@ -653,6 +653,52 @@ TEST(DeepPipePartialBindingTest, NewAlgorithmGetsAnEncoderTrainedOnTheStudy) {
             space::ConfigurationKey(from_reopened.configurations[0]));
 }
 
+// The default selection (PlainGpFallback::kNewAlgorithms) applies to a study
+// that adds an algorithm to its model: with a network that cannot tell
+// pipelines apart, it suggests what the plain GP suggests, as kAlways does.
+TEST(DeepPipePartialBindingTest, NewAlgorithmStudySelectsThePlainGpByDefault) {
+  const v1::StudySpec spec = CatalogueSpec();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  auto without_knn = ModelWithoutKnn();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      surrogate::DeepPipeModel blind,
+      surrogate::DeepPipeModel::FromArtifact(without_knn->artifact));
+  Eigen::VectorXd params = blind.parameters();
+  params.head(blind.num_network_parameters()).setZero();
+  METAOPT_ASSERT_OK(blind.set_parameters(params));
+  v1::ModelArtifact artifact = without_knn->artifact;
+  blind.ToArtifact(&artifact);
+  auto model_space =
+      space::SearchSpace::Create(without_knn->artifact.search_space());
+  ASSERT_TRUE(model_space.ok()) << model_space.status();
+  auto model = std::make_shared<const registry::LoadedModel>(
+      "dp", 1, artifact, v1::ModelManifest(), *std::move(model_space),
+      absl::UnixEpoch());
+
+  std::vector<v1::Trial> trials;
+  for (int i = 0; i < 15; ++i)
+    trials.push_back(Completed(i + 1, spec.candidates(i)));
+  StudyView view{&spec, &*space, &trials};
+  auto pick = [&](DeepPipePolicyOptions::PlainGpFallback fallback) {
+    DeepPipePolicyOptions options;
+    options.plain_gp_fallback = fallback;
+    auto policy = DeepPipePolicy::Create(spec, std::nullopt, model, options);
+    if (!policy.ok()) return policy.status().ToString();
+    EXPECT_EQ((*policy)->model().num_new_encoders(), 1);
+    space::Rng rng(4);
+    auto result = (*policy)->Suggest(view, 1, rng);
+    if (!result.ok() || result->configurations.size() != 1) {
+      return std::string("no pick");
+    }
+    return space::ConfigurationKey(result->configurations[0]);
+  };
+  using Fallback = DeepPipePolicyOptions::PlainGpFallback;
+  const std::string by_default =
+      pick(DeepPipePolicyOptions().plain_gp_fallback);
+  EXPECT_EQ(by_default, pick(Fallback::kAlways));
+  EXPECT_NE(by_default, pick(Fallback::kNever));
+}
+
 TEST(DeepPipePartialBindingTest, MosaicRefusesANewAlgorithm) {
   v1::StudySpec spec = CatalogueSpec();
   spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_MOSAIC);
