@@ -500,6 +500,11 @@ int Run(int argc, char** argv) {
       ->add_option("--metric", report_metrics,
                    "Extra metric NAME=NUMBER (repeatable)")
       ->allow_extra_args(false);
+  std::string stop_reason;
+  report->add_option(
+      "--stop-reason", stop_reason,
+      "Stop the trial here by the caller's own rule (e.g. an external "
+      "pruner), with this reason; then observe it with its last value");
   report->callback([&] {
     const std::map<std::string, double> parsed_metrics =
         ParseMetrics(report_metrics);
@@ -511,6 +516,7 @@ int Run(int argc, char** argv) {
       request.set_value(report_value);
       request.mutable_metrics()->insert(parsed_metrics.begin(),
                                         parsed_metrics.end());
+      request.set_client_stop_reason(stop_reason);
       return print(client.ReportIntermediate(request));
     };
   });

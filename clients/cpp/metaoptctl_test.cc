@@ -297,6 +297,27 @@ TEST_F(MetaoptctlTest, AskTellRoundTrip) {
   EXPECT_FALSE(all.json.contains("nextPageToken"));
 }
 
+TEST_F(MetaoptctlTest, ReportStopReasonStopsATrialWithoutARule) {
+  EXPECT_OK_RESULT(Ctl({"create-study", "--id", "pruned", "--spec",
+                        Example("study_spec.json")}));
+  Result suggested = Ctl({"suggest", "pruned"});
+  EXPECT_OK_RESULT(suggested);
+  ASSERT_EQ(suggested.json["trials"].size(), 1u) << suggested.out;
+  const std::string id = suggested.json["trials"][0]["id"];
+  Result going = Ctl({"report", "pruned", id, "1", "0.7"});
+  EXPECT_OK_RESULT(going);
+  EXPECT_EQ(going.json.value("shouldStop", false), false) << going.out;
+  Result stop = Ctl({"report", "pruned", id, "2", "0.6", "--stop-reason",
+                     "median pruner of the caller"});
+  EXPECT_OK_RESULT(stop);
+  EXPECT_EQ(stop.json["shouldStop"], true) << stop.out;
+  EXPECT_THAT(stop.json["reason"].get<std::string>(),
+              ::testing::HasSubstr("median pruner of the caller"));
+  Result observed = Ctl({"observe", "pruned", "--trial", id, "--value", "0.6"});
+  EXPECT_OK_RESULT(observed);
+  EXPECT_EQ(observed.json["trial"]["state"], "TRIAL_STATE_STOPPED");
+}
+
 TEST_F(MetaoptctlTest, ReportStopsATrialThatEndsStopped) {
   // The example spec with a threshold rule: accuracy below 0.5 stops.
   std::string spec = ReadAll(Example("study_spec.json"));
