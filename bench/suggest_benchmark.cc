@@ -66,10 +66,8 @@ std::vector<v1::Trial> CompletedTrials(const v1::StudySpec& spec,
   return trials;
 }
 
-// A GP study with n completed trials (catalogue entries or samples), and a
-// policy whose hyperparameters were fitted on them (so the timed Suggest
-// reuses them, as most Suggests do under the refit schedule) unless `refit`.
-struct GpSetup {
+// A study (spec, space, trials) and the policy under test.
+struct PolicySetup {
   v1::StudySpec spec;
   std::optional<space::SearchSpace> space;
   std::vector<v1::Trial> trials;
@@ -77,8 +75,49 @@ struct GpSetup {
   StudyView view() const { return StudyView{&spec, &*space, &trials}; }
 };
 
-GpSetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng) {
-  GpSetup setup;
+// The timed loops, shared by GP and DeepPipe: a Suggest that fits inline
+// ("cold"), the fit alone (Policy::PrepareFit, what the study engine computes
+// in the background after an Observe), and a Suggest whose fit was prepared
+// (the steady state when the client's evaluation takes longer than the fit).
+void TimeSuggest(benchmark::State& state, const PolicySetup& setup,
+                 space::Rng& rng) {
+  const StudyView view = setup.view();
+  for (auto _ : state) {
+    auto result = setup.policy->Suggest(view, 1, rng);
+    benchmark::DoNotOptimize(result);
+  }
+}
+
+void TimePrepare(benchmark::State& state, const PolicySetup& setup,
+                 space::Rng& rng) {
+  const StudyView view = setup.view();
+  for (auto _ : state) {
+    auto fit = setup.policy->PrepareFit(view, rng);
+    benchmark::DoNotOptimize(fit);
+  }
+}
+
+void TimeSuggestPrepared(benchmark::State& state, const PolicySetup& setup,
+                         const space::Rng& start) {
+  const StudyView view = setup.view();
+  const std::shared_ptr<const PreparedFit> fit =
+      *setup.policy->PrepareFit(view, start);
+  for (auto _ : state) {
+    space::Rng suggest_rng = start;
+    auto result = setup.policy->SuggestPrepared(view, 1, suggest_rng, fit);
+    if (!result.ok() || !result->used_prepared_fit) {
+      state.SkipWithError("the prepared fit was not used");
+      break;
+    }
+    benchmark::DoNotOptimize(result);
+  }
+}
+
+// A GP study with n completed trials (catalogue entries or samples), and a
+// policy whose hyperparameters were fitted on them (so the timed Suggest
+// reuses them, as most Suggests do under the refit schedule) unless `refit`.
+PolicySetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng) {
+  PolicySetup setup;
   setup.spec = Spec(catalogue, rng);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
   setup.trials =
@@ -100,55 +139,33 @@ GpSetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng) {
 
 // A Suggest that fits inline ("cold": no prepared fit).
 void BM_GpSuggest(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
   const int catalogue = static_cast<int>(state.range(1));
-  const bool refit = state.range(2) != 0;
   space::Rng rng(42);
-  const GpSetup setup = MakeGpSetup(n, catalogue, refit, rng);
-  const StudyView view = setup.view();
-  for (auto _ : state) {
-    auto result = setup.policy->Suggest(view, 1, rng);
-    benchmark::DoNotOptimize(result);
-  }
+  const PolicySetup setup = MakeGpSetup(static_cast<int>(state.range(0)),
+                                        catalogue, state.range(2) != 0, rng);
+  TimeSuggest(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
 // The fit a Suggest needs, alone (Policy::PrepareFit: what the study engine
 // computes in the background after an Observe).
 void BM_GpPrepare(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
   const int catalogue = static_cast<int>(state.range(1));
-  const bool refit = state.range(2) != 0;
   space::Rng rng(42);
-  const GpSetup setup = MakeGpSetup(n, catalogue, refit, rng);
-  const StudyView view = setup.view();
-  for (auto _ : state) {
-    auto fit = setup.policy->PrepareFit(view, rng);
-    benchmark::DoNotOptimize(fit);
-  }
+  const PolicySetup setup = MakeGpSetup(static_cast<int>(state.range(0)),
+                                        catalogue, state.range(2) != 0, rng);
+  TimePrepare(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
 // A Suggest whose fit was prepared (the steady state when the client's
 // evaluation takes longer than the fit): the acquisition step alone.
 void BM_GpSuggestPrepared(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
   const int catalogue = static_cast<int>(state.range(1));
   space::Rng rng(42);
-  const GpSetup setup = MakeGpSetup(n, catalogue, /*refit=*/false, rng);
-  const StudyView view = setup.view();
-  const space::Rng start = rng;
-  const std::shared_ptr<const PreparedFit> fit =
-      *setup.policy->PrepareFit(view, start);
-  for (auto _ : state) {
-    space::Rng suggest_rng = start;
-    auto result = setup.policy->SuggestPrepared(view, 1, suggest_rng, fit);
-    if (!result.ok() || !result->used_prepared_fit) {
-      state.SkipWithError("the prepared fit was not used");
-      break;
-    }
-    benchmark::DoNotOptimize(result);
-  }
+  const PolicySetup setup = MakeGpSetup(static_cast<int>(state.range(0)),
+                                        catalogue, /*refit=*/false, rng);
+  TimeSuggestPrepared(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
@@ -171,16 +188,8 @@ BENCHMARK(BM_GpSuggest)
 // default architecture stored as a registry artifact: its speed is that of a
 // trained one): the 100-step kernel fine-tune, cached catalogue embeddings,
 // fantasies and the EI search.
-struct DeepPipeSetup {
-  v1::StudySpec spec;
-  std::optional<space::SearchSpace> space;
-  std::vector<v1::Trial> trials;
-  std::shared_ptr<const Policy> policy;
-  StudyView view() const { return StudyView{&spec, &*space, &trials}; }
-};
-
-DeepPipeSetup MakeDeepPipeSetup(int n, int catalogue, space::Rng& rng) {
-  DeepPipeSetup setup;
+PolicySetup MakeDeepPipeSetup(int n, int catalogue, space::Rng& rng) {
+  PolicySetup setup;
   setup.spec = Spec(catalogue, rng);
   setup.spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
@@ -201,51 +210,31 @@ DeepPipeSetup MakeDeepPipeSetup(int n, int catalogue, space::Rng& rng) {
 
 // A Suggest that fine-tunes inline ("cold").
 void BM_DeepPipeSuggest(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
   const int catalogue = static_cast<int>(state.range(1));
   space::Rng rng(7);
-  const DeepPipeSetup setup = MakeDeepPipeSetup(n, catalogue, rng);
-  const StudyView view = setup.view();
-  for (auto _ : state) {
-    auto result = setup.policy->Suggest(view, 1, rng);
-    benchmark::DoNotOptimize(result);
-  }
+  const PolicySetup setup =
+      MakeDeepPipeSetup(static_cast<int>(state.range(0)), catalogue, rng);
+  TimeSuggest(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
 // The fine-tune and posterior alone (Policy::PrepareFit).
 void BM_DeepPipePrepare(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
   const int catalogue = static_cast<int>(state.range(1));
   space::Rng rng(7);
-  const DeepPipeSetup setup = MakeDeepPipeSetup(n, catalogue, rng);
-  const StudyView view = setup.view();
-  for (auto _ : state) {
-    auto fit = setup.policy->PrepareFit(view, rng);
-    benchmark::DoNotOptimize(fit);
-  }
+  const PolicySetup setup =
+      MakeDeepPipeSetup(static_cast<int>(state.range(0)), catalogue, rng);
+  TimePrepare(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
 // A Suggest whose fine-tune was prepared: the acquisition step alone.
 void BM_DeepPipeSuggestPrepared(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
   const int catalogue = static_cast<int>(state.range(1));
   space::Rng rng(7);
-  const DeepPipeSetup setup = MakeDeepPipeSetup(n, catalogue, rng);
-  const StudyView view = setup.view();
-  const space::Rng start = rng;
-  const std::shared_ptr<const PreparedFit> fit =
-      *setup.policy->PrepareFit(view, start);
-  for (auto _ : state) {
-    space::Rng suggest_rng = start;
-    auto result = setup.policy->SuggestPrepared(view, 1, suggest_rng, fit);
-    if (!result.ok() || !result->used_prepared_fit) {
-      state.SkipWithError("the prepared fit was not used");
-      break;
-    }
-    benchmark::DoNotOptimize(result);
-  }
+  const PolicySetup setup =
+      MakeDeepPipeSetup(static_cast<int>(state.range(0)), catalogue, rng);
+  TimeSuggestPrepared(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
