@@ -145,6 +145,13 @@ absl::StatusOr<PlainGpEnsembleFit> EnsembleWithPlainGp(
   METAOPT_ASSIGN_OR_RETURN(
       Eigen::VectorXd weights,
       surrogate::RankingWeights({deep_loo, plain_loo}, sample.y, ranking));
+  if (options.explore_untried_algorithms) {
+    const double scale = gp::Standardization::FromTargets(data.y).scale;
+    METAOPT_ASSIGN_OR_RETURN(
+        deep, surrogate::UntriedAlgorithmSurrogate::Create(
+                  std::move(deep), model.encoder().layout().stages,
+                  model.gp().kernel().output_scale() * scale * scale, data.X));
+  }
   PlainGpEnsembleFit out;
   out.plain_gp_weight = weights[1];
   out.refitted = std::move(plain.refitted);

@@ -73,6 +73,10 @@ struct DeepPipePolicyOptions {
   PlainGpEnsemble plain_gp_ensemble = PlainGpEnsemble::kNewAlgorithms;
   GpPolicyOptions plain_gp;  // kernel, fit schedule and fit options
   surrogate::RankingWeightOptions ranking;  // seed: set per Suggest
+  // In those studies, the deep kernel's variance at a configuration choosing
+  // an algorithm the study has not tried is at least its prior variance
+  // (surrogate::UntriedAlgorithmSurrogate), so EI explores it.
+  bool explore_untried_algorithms = true;
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
   acquisition::SearchOptions search;
@@ -90,7 +94,10 @@ absl::StatusOr<gp::Prediction> DeepKernelLooPredictions(
 // plain_gp_ensemble): the GP's hyperparameters from `plain_state` refitted on
 // the GP policy's schedule over `data`; both scored leave-one-out on `sample`
 // (a FitSample of `data`, n >= 2); the plain GP is RankingWeights' target
-// model. Pure: the draws are seeded by the number of observations.
+// model; with options.explore_untried_algorithms the deep member is wrapped
+// in a surrogate::UntriedAlgorithmSurrogate (its prior variance: the deep
+// kernel's, in objective units). Pure: the draws are seeded by the number of
+// observations.
 struct PlainGpEnsembleFit {
   std::shared_ptr<const surrogate::Surrogate> surrogate;
   double plain_gp_weight = 0.0;

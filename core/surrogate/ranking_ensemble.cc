@@ -201,4 +201,87 @@ RankingEnsembleSurrogate::PredictScreening(const Eigen::MatrixXd& X) const {
   return std::optional<gp::Prediction>(Combine(parts));
 }
 
+absl::StatusOr<std::unique_ptr<const UntriedAlgorithmSurrogate>>
+UntriedAlgorithmSurrogate::Create(std::shared_ptr<const Surrogate> inner,
+                                  std::vector<space::StageLayout> stages,
+                                  double prior_variance,
+                                  const Eigen::MatrixXd& observed) {
+  Eigen::Index width = 0;
+  for (const space::StageLayout& s : stages) {
+    width = std::max<Eigen::Index>(width, s.offset + s.size);
+  }
+  if (inner == nullptr || !(prior_variance >= 0.0) ||
+      !std::isfinite(prior_variance) ||
+      (observed.rows() > 0 && observed.cols() < width)) {
+    return absl::InvalidArgumentError(
+        "UntriedAlgorithmSurrogate: needs a model, a non-negative finite "
+        "prior variance and observed rows as wide as the stage layout");
+  }
+  std::vector<std::vector<bool>> tried;
+  for (const space::StageLayout& s : stages) {
+    tried.emplace_back(s.size, false);
+  }
+  auto out = std::unique_ptr<UntriedAlgorithmSurrogate>(
+      new UntriedAlgorithmSurrogate(std::move(inner), std::move(stages),
+                                    prior_variance, std::move(tried)));
+  for (Eigen::Index i = 0; i < observed.rows(); ++i) {
+    for (size_t s = 0; s < out->stages_.size(); ++s) {
+      out->tried_[s][out->Chosen(observed, i, s)] = true;
+    }
+  }
+  return std::unique_ptr<const UntriedAlgorithmSurrogate>(std::move(out));
+}
+
+int UntriedAlgorithmSurrogate::Chosen(const Eigen::MatrixXd& X,
+                                      Eigen::Index row, size_t s) const {
+  Eigen::Index a = 0;
+  X.row(row).segment(stages_[s].offset, stages_[s].size).maxCoeff(&a);
+  return static_cast<int>(a);
+}
+
+bool UntriedAlgorithmSurrogate::ChoosesUntried(const Eigen::MatrixXd& X,
+                                               Eigen::Index row) const {
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    if (!tried_[s][Chosen(X, row, s)]) return true;
+  }
+  return false;
+}
+
+void UntriedAlgorithmSurrogate::RaiseUntried(const Eigen::MatrixXd& X,
+                                             gp::Prediction* p) const {
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    if (ChoosesUntried(X, i)) {
+      p->variance[i] = std::max(p->variance[i], prior_variance_);
+    }
+  }
+}
+
+absl::StatusOr<gp::Prediction> UntriedAlgorithmSurrogate::Predict(
+    const Eigen::MatrixXd& X) const {
+  METAOPT_ASSIGN_OR_RETURN(gp::Prediction p, inner_->Predict(X));
+  RaiseUntried(X, &p);
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<const Surrogate>>
+UntriedAlgorithmSurrogate::WithFantasies(const Eigen::MatrixXd& X) const {
+  METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const Surrogate> inner,
+                           inner_->WithFantasies(X));
+  std::vector<std::vector<bool>> tried = tried_;
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    for (size_t s = 0; s < stages_.size(); ++s)
+      tried[s][Chosen(X, i, s)] = true;
+  }
+  return std::unique_ptr<const Surrogate>(new UntriedAlgorithmSurrogate(
+      std::move(inner), stages_, prior_variance_, std::move(tried)));
+}
+
+absl::StatusOr<std::optional<gp::Prediction>>
+UntriedAlgorithmSurrogate::PredictScreening(const Eigen::MatrixXd& X) const {
+  METAOPT_ASSIGN_OR_RETURN(std::optional<gp::Prediction> p,
+                           inner_->PredictScreening(X));
+  if (p.has_value()) RaiseUntried(X, &*p);
+  return p;
+}
+
 }  // namespace metaopt::surrogate

@@ -14,6 +14,7 @@
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "core/gp/gaussian_process.h"
+#include "core/space/encoding.h"
 #include "core/surrogate/surrogate.h"
 
 namespace metaopt::surrogate {
@@ -89,6 +90,54 @@ class RankingEnsembleSurrogate final : public Surrogate {
 
   std::vector<std::shared_ptr<const Surrogate>> models_;
   Eigen::VectorXd weights_;
+};
+
+// A meta-learned model's belief about an algorithm the study has never tried
+// comes only from how algorithms' scores moved together on other tasks; on a
+// task that contradicts them it is confidently wrong, and EI never tries the
+// algorithm. This wrapper keeps `inner`'s mean and raises its variance to at
+// least `prior_variance` (objective units) at every row that chooses, in some
+// stage, an algorithm no row of `observed` chose: an untried algorithm is as
+// uncertain as the prior says until the study tries it. Fantasies count as
+// tried. Rows are encoded by an encoder with `layout` (each stage's one-hot of
+// its chosen algorithm). Immutable and thread-safe (as `inner`).
+class UntriedAlgorithmSurrogate final : public Surrogate {
+ public:
+  // INVALID_ARGUMENT for a null model, a negative or non-finite variance, or
+  // rows of `observed` narrower than the layout.
+  static absl::StatusOr<std::unique_ptr<const UntriedAlgorithmSurrogate>>
+  Create(std::shared_ptr<const Surrogate> inner,
+         std::vector<space::StageLayout> stages, double prior_variance,
+         const Eigen::MatrixXd& observed);
+
+  absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& X) const override;
+  absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& X) const override;
+  absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
+      const Eigen::MatrixXd& X) const override;
+
+  // Whether row `row` of X chooses an algorithm no observed row chose.
+  bool ChoosesUntried(const Eigen::MatrixXd& X, Eigen::Index row) const;
+
+ private:
+  UntriedAlgorithmSurrogate(std::shared_ptr<const Surrogate> inner,
+                            std::vector<space::StageLayout> stages,
+                            double prior_variance,
+                            std::vector<std::vector<bool>> tried)
+      : inner_(std::move(inner)),
+        stages_(std::move(stages)),
+        prior_variance_(prior_variance),
+        tried_(std::move(tried)) {}
+
+  // The chosen algorithm of stage `s` in row `row` (the one-hot's argmax).
+  int Chosen(const Eigen::MatrixXd& X, Eigen::Index row, size_t s) const;
+  void RaiseUntried(const Eigen::MatrixXd& X, gp::Prediction* p) const;
+
+  std::shared_ptr<const Surrogate> inner_;
+  std::vector<space::StageLayout> stages_;
+  double prior_variance_;
+  std::vector<std::vector<bool>> tried_;  // [stage][algorithm]
 };
 
 }  // namespace metaopt::surrogate

@@ -234,5 +234,62 @@ TEST(RankingEnsembleSurrogateTest, CombinesMembersByWeight) {
       StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
 }
 
+// Rows of two stages' one-hots: stage 0 (2 algorithms) at columns 0-1,
+// stage 1 (3 algorithms) at columns 2-4.
+Eigen::RowVectorXd Choice(int a0, int a1) {
+  Eigen::RowVectorXd x = Eigen::RowVectorXd::Zero(5);
+  x[a0] = 1.0;
+  x[2 + a1] = 1.0;
+  return x;
+}
+
+// An untried algorithm keeps at least the prior variance; tried ones and the
+// mean are the inner model's; a fantasy counts as tried.
+TEST(UntriedAlgorithmSurrogateTest, RaisesTheVarianceOfUntriedAlgorithms) {
+  const std::vector<space::StageLayout> stages = {{0, 0, 2}, {1, 2, 3}};
+  Eigen::MatrixXd observed(2, 5);
+  observed << Choice(0, 0), Choice(0, 1);
+  Eigen::VectorXd y(2);
+  y << 0.2, 0.7;
+  absl::StatusOr<gp::GaussianProcess> gp =
+      gp::GaussianProcess::Create("matern52", 5);
+  ASSERT_TRUE(gp.ok());
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::GpPosterior posterior,
+                               gp::Condition(*gp, observed, y));
+  auto inner = std::make_shared<const GpSurrogate>(posterior);
+  const double prior = 50.0;  // above any posterior variance here
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto wrapped,
+      UntriedAlgorithmSurrogate::Create(inner, stages, prior, observed));
+  Eigen::MatrixXd Q(4, 5);
+  Q << Choice(0, 0), Choice(0, 1), Choice(1, 0), Choice(0, 2);
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction p, wrapped->Predict(Q));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction q, inner->Predict(Q));
+  EXPECT_EQ(p.mean, q.mean);
+  EXPECT_EQ(p.variance[0], q.variance[0]);
+  EXPECT_EQ(p.variance[1], q.variance[1]);
+  EXPECT_EQ(p.variance[2], prior);  // stage 0's second algorithm
+  EXPECT_EQ(p.variance[3], prior);  // stage 1's third algorithm
+  EXPECT_FALSE(wrapped->ChoosesUntried(Q, 0));
+  EXPECT_TRUE(wrapped->ChoosesUntried(Q, 2));
+
+  // Pending (1, 2) tries both: every query is then the inner fantasy's.
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto fantasised,
+                               wrapped->WithFantasies(Choice(1, 2)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto inner_fantasised,
+                               inner->WithFantasies(Choice(1, 2)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction f, fantasised->Predict(Q));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction g, inner_fantasised->Predict(Q));
+  EXPECT_EQ(f.variance, g.variance);
+
+  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(nullptr, stages, 1, observed),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, -1, observed),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, 1,
+                                                Eigen::MatrixXd::Zero(1, 3)),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+}
+
 }  // namespace
 }  // namespace metaopt::surrogate
