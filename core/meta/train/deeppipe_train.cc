@@ -509,9 +509,10 @@ TrainerKind DeepPipeTrainerKind() {
         ->check(CLI::Range(1, 256));
     flags
         .add_option("--precision", t.precision,
-                    "arithmetic of the network's forward and backward passes "
-                    "in training (the GP likelihood, the parameters and the "
-                    "saved model are double either way)")
+                    "arithmetic of the training steps' network passes and "
+                    "of K^-1 for the GP gradients (the parameters, the "
+                    "Cholesky factor, validation and the saved model are "
+                    "double either way)")
         ->transform(CLI::CheckedTransformer(
             std::map<std::string, surrogate::NetworkPrecision>{
                 {"float64", surrogate::NetworkPrecision::kFloat64},

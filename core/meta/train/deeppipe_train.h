@@ -77,9 +77,10 @@ struct DeepPipeTrainOptions {
   int valid_query = 100;
   uint64_t seed = 0;
   int threads = 1;
-  // The network's arithmetic in the training steps' loss and gradient
-  // (surrogate::NetworkPrecision; the GP marginal likelihood, Adam, the
-  // parameters, validation and the saved model stay in double).
+  // The arithmetic of the training steps' loss and gradient
+  // (surrogate::NetworkPrecision: the network and K^-1 in float for
+  // kFloat32; Adam, the parameters, the Cholesky factor, validation and the
+  // saved model stay in double).
   surrogate::NetworkPrecision precision = surrogate::NetworkPrecision::kFloat64;
   // Stops after the epoch that exceeds it (the best epoch so far is kept).
   absl::Duration time_budget = absl::InfiniteDuration();
