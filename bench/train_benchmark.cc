@@ -6,9 +6,11 @@
 //
 // The data folder is $METAOPT_SHARED_DATA/oboe (default ../shared/data/oboe,
 // relative to the working directory); without it the benchmark reports an
-// error and is skipped. Names: BM_DeepPipeTrainEpoch/batch:<B>/epochs:<E>;
-// epochs:0 times the set-up alone (model creation, encoding the tasks), so
-// the per-epoch CPU time is (t(E) - t(0)) / E.
+// error and is skipped. Names:
+// BM_DeepPipeTrainEpoch/batch:<B>/epochs:<E>/precision:<32|64>, precision
+// being the network's arithmetic (DeepPipeTrainOptions::precision); epochs:0
+// times the set-up alone (model creation, encoding the tasks), so the
+// per-epoch CPU time is (t(E) - t(0)) / E.
 #include <cstdlib>
 #include <string>
 
@@ -45,6 +47,9 @@ void BM_DeepPipeTrainEpoch(benchmark::State& state) {
   options.batch_size = static_cast<int>(state.range(0));
   options.epochs = static_cast<int>(state.range(1));
   options.threads = 1;
+  options.precision = state.range(2) == 32
+                          ? surrogate::NetworkPrecision::kFloat32
+                          : surrogate::NetworkPrecision::kFloat64;
   for (auto _ : state) {
     absl::StatusOr<DeepPipeTrainResult> result =
         TrainDeepPipe(data->dataset, data->train, {}, options);
@@ -57,10 +62,8 @@ void BM_DeepPipeTrainEpoch(benchmark::State& state) {
   state.counters["train_tasks"] = static_cast<double>(data->train.size());
 }
 BENCHMARK(BM_DeepPipeTrainEpoch)
-    ->ArgNames({"batch", "epochs"})
-    ->Args({219, 0})
-    ->Args({219, 1})
-    ->Args({219, 3})
+    ->ArgNames({"batch", "epochs", "precision"})
+    ->ArgsProduct({{219}, {0, 1, 3}, {64, 32}})
     ->Unit(benchmark::kMillisecond)
     ->MeasureProcessCPUTime();
 

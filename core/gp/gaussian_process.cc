@@ -121,57 +121,68 @@ constexpr Eigen::Index kInverseBlock = 32;
 
 // The lower triangle of lower-triangular M (strictly upper part zero) becomes
 // that of M^-1: [A 0; B C]^-1 = [A^-1 0; -C^-1 B A^-1  C^-1].
-void InvertLowerTriangularInPlace(Eigen::Ref<Eigen::MatrixXd> M) {
+template <typename Matrix>
+void InvertLowerTriangularInPlace(Eigen::Ref<Matrix> M) {
   const Eigen::Index n = M.rows();
   if (n <= kInverseBlock) {
-    Eigen::MatrixXd inverse = Eigen::MatrixXd::Identity(n, n);
-    M.triangularView<Eigen::Lower>().solveInPlace(inverse);
+    Matrix inverse = Matrix::Identity(n, n);
+    M.template triangularView<Eigen::Lower>().solveInPlace(inverse);
     M = inverse;
     return;
   }
   const Eigen::Index h = n / 2;
-  InvertLowerTriangularInPlace(M.topLeftCorner(h, h));
-  InvertLowerTriangularInPlace(M.bottomRightCorner(n - h, n - h));
-  const Eigen::MatrixXd c_inv_b =
-      M.bottomRightCorner(n - h, n - h).triangularView<Eigen::Lower>() *
-      M.bottomLeftCorner(n - h, h);
-  const Eigen::MatrixXd product =
-      c_inv_b * M.topLeftCorner(h, h).triangularView<Eigen::Lower>();
+  InvertLowerTriangularInPlace<Matrix>(M.topLeftCorner(h, h));
+  InvertLowerTriangularInPlace<Matrix>(M.bottomRightCorner(n - h, n - h));
+  const Matrix c_inv_b = M.bottomRightCorner(n - h, n - h)
+                             .template triangularView<Eigen::Lower>() *
+                         M.bottomLeftCorner(n - h, h);
+  const Matrix product =
+      c_inv_b * M.topLeftCorner(h, h).template triangularView<Eigen::Lower>();
   M.bottomLeftCorner(n - h, h) = -product;
 }
 
 // The lower triangle of lower-triangular M becomes that of M' M:
 // [A 0; B C]' [A 0; B C] = [A'A + B'B  .; C'B  C'C] (LAPACK's LAUUM order, so
 // that each block is read before it is overwritten).
-void LowerTransposeTimesSelfInPlace(Eigen::Ref<Eigen::MatrixXd> M) {
+template <typename Matrix>
+void LowerTransposeTimesSelfInPlace(Eigen::Ref<Matrix> M) {
   const Eigen::Index n = M.rows();
   if (n <= kInverseBlock) {
-    const Eigen::MatrixXd product =
-        M.triangularView<Eigen::Lower>().transpose() *
-        M.triangularView<Eigen::Lower>().toDenseMatrix();
-    M.triangularView<Eigen::Lower>() = product;
+    const Matrix product =
+        M.template triangularView<Eigen::Lower>().transpose() *
+        M.template triangularView<Eigen::Lower>().toDenseMatrix();
+    M.template triangularView<Eigen::Lower>() = product;
     return;
   }
   const Eigen::Index h = n / 2;
-  LowerTransposeTimesSelfInPlace(M.topLeftCorner(h, h));
-  M.topLeftCorner(h, h).selfadjointView<Eigen::Lower>().rankUpdate(
+  LowerTransposeTimesSelfInPlace<Matrix>(M.topLeftCorner(h, h));
+  M.topLeftCorner(h, h).template selfadjointView<Eigen::Lower>().rankUpdate(
       M.bottomLeftCorner(n - h, h).transpose());
-  const Eigen::MatrixXd ct_b = M.bottomRightCorner(n - h, n - h)
-                                   .triangularView<Eigen::Lower>()
-                                   .transpose() *
-                               M.bottomLeftCorner(n - h, h);
+  const Matrix ct_b = M.bottomRightCorner(n - h, n - h)
+                          .template triangularView<Eigen::Lower>()
+                          .transpose() *
+                      M.bottomLeftCorner(n - h, h);
   M.bottomLeftCorner(n - h, h) = ct_b;
-  LowerTransposeTimesSelfInPlace(M.bottomRightCorner(n - h, n - h));
+  LowerTransposeTimesSelfInPlace<Matrix>(M.bottomRightCorner(n - h, n - h));
+}
+
+template <typename Matrix>
+Matrix InverseFromCholeskyImpl(const Matrix& L) {
+  Matrix inverse = L.template triangularView<Eigen::Lower>();
+  InvertLowerTriangularInPlace<Matrix>(inverse);
+  LowerTransposeTimesSelfInPlace<Matrix>(inverse);
+  inverse.template triangularView<Eigen::StrictlyUpper>() = inverse.transpose();
+  return inverse;
 }
 
 }  // namespace
 
 Eigen::MatrixXd InverseFromCholesky(const Eigen::MatrixXd& L) {
-  Eigen::MatrixXd inverse = L.triangularView<Eigen::Lower>();
-  InvertLowerTriangularInPlace(inverse);
-  LowerTransposeTimesSelfInPlace(inverse);
-  inverse.triangularView<Eigen::StrictlyUpper>() = inverse.transpose();
-  return inverse;
+  return InverseFromCholeskyImpl(L);
+}
+
+Eigen::MatrixXf InverseFromCholesky(const Eigen::MatrixXf& L) {
+  return InverseFromCholeskyImpl(L);
 }
 
 Standardization Standardization::FromTargets(const Eigen::VectorXd& y) {
@@ -288,7 +299,7 @@ absl::Status GaussianProcess::ValidateData(const Eigen::MatrixXd& X,
 
 absl::StatusOr<NllResult> GaussianProcess::NegativeLogMarginalLikelihood(
     const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
-    bool with_input_gradient) const {
+    bool with_input_gradient, bool float_inverse) const {
   METAOPT_RETURN_IF_ERROR(ValidateData(X, &y, "NegativeLogMarginalLikelihood"));
   const Eigen::Index n = X.rows();
   NllResult result;
@@ -312,7 +323,11 @@ absl::StatusOr<NllResult> GaussianProcess::NegativeLogMarginalLikelihood(
                  0.5 * double(n) * kLog2Pi;
 
   // G = dNLL/dK = 0.5 (K^-1 - alpha alpha').
-  Eigen::MatrixXd G = InverseFromCholesky(chol.L);
+  Eigen::MatrixXd G =
+      float_inverse ? Eigen::MatrixXd(InverseFromCholesky(
+                                          Eigen::MatrixXf(chol.L.cast<float>()))
+                                          .cast<double>())
+                    : InverseFromCholesky(chol.L);
   // LOO (R&W Eq. 5.10-5.12): with c_i = [K^-1]_ii, the held-out mean error
   // is alpha_i / c_i and the variance 1 / c_i.
   for (Eigen::Index i = 0; i < n; ++i) {

@@ -84,6 +84,9 @@ absl::StatusOr<JitteredCholesky> CholeskyWithJitter(Eigen::MatrixXd K);
 // triangular solves against the identity. The gradients of a GP's marginal
 // likelihood need it; it is their largest cost.
 Eigen::MatrixXd InverseFromCholesky(const Eigen::MatrixXd& L);
+// The same in float (twice the SIMD width; relative error about
+// sqrt(cond(K)) * 6e-8), for gradients that tolerate it.
+Eigen::MatrixXf InverseFromCholesky(const Eigen::MatrixXf& L);
 
 // Affine map from original target units to model units: y_model = (y - offset)
 // / scale.
@@ -141,11 +144,14 @@ class GaussianProcess {
 
   // NLL of targets y (model units) at inputs X (n x D) and its gradient w.r.t.
   // the hyperparameters, plus w.r.t. X when with_input_gradient.
+  // With float_inverse, the K^-1 that the gradients (and loo_nll) need comes
+  // from a float copy of the Cholesky factor (InverseFromCholesky's float
+  // overload); the value, the factorisation and alpha stay double.
   // INVALID_ARGUMENT for shape mismatches or non-finite data; INTERNAL if the
   // Cholesky fails. O(n^3).
   absl::StatusOr<NllResult> NegativeLogMarginalLikelihood(
       const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
-      bool with_input_gradient = false) const;
+      bool with_input_gradient = false, bool float_inverse = false) const;
 
   // INVALID_ARGUMENT unless X has input_dim() columns, y (if given) has
   // X.rows() entries and everything is finite. `what` names the data in the

@@ -387,6 +387,16 @@ TEST(InverseFromCholeskyTest, MatchesTheInverseFromTwoTriangularSolves) {
     EXPECT_TRUE(inverse.isApprox(inverse.transpose(), 0.0)) << "n = " << n;
     EXPECT_TRUE((K * inverse).isApprox(Eigen::MatrixXd::Identity(n, n), 1e-8))
         << "n = " << n;
+    // The float overload: the same blocked recursion, to float rounding
+    // (this K's condition number is below 1e3).
+    const Eigen::MatrixXd inverse_f =
+        InverseFromCholesky(Eigen::MatrixXf(chol->L.cast<float>()))
+            .cast<double>();
+    EXPECT_LE((inverse_f - expected).cwiseAbs().maxCoeff(),
+              1e-4 * expected.cwiseAbs().maxCoeff())
+        << "float, n = " << n;
+    EXPECT_TRUE(inverse_f.isApprox(inverse_f.transpose(), 0.0))
+        << "float, n = " << n;
   }
 }
 

@@ -5,13 +5,15 @@
 
 namespace metaopt::nn {
 
-Dense::Dense(int input_dim, int output_dim, Activation activation)
-    : weight_(Eigen::MatrixXd::Zero(std::max(0, input_dim),
-                                    std::max(0, output_dim))),
-      bias_(Eigen::VectorXd::Zero(std::max(0, output_dim))),
+template <typename Scalar>
+BasicDense<Scalar>::BasicDense(int input_dim, int output_dim,
+                               Activation activation)
+    : weight_(Matrix::Zero(std::max(0, input_dim), std::max(0, output_dim))),
+      bias_(Vector::Zero(std::max(0, output_dim))),
       activation_(activation) {}
 
-void Dense::Initialize(InitScheme scheme, space::Rng& rng) {
+template <typename Scalar>
+void BasicDense<Scalar>::Initialize(InitScheme scheme, space::Rng& rng) {
   const double fan_in = std::max(1, input_dim());
   const double fan_out = std::max(1, output_dim());
   if (scheme == InitScheme::kAuto) {
@@ -24,7 +26,7 @@ void Dense::Initialize(InitScheme scheme, space::Rng& rng) {
       const double sd = std::sqrt(2.0 / fan_in);
       for (Eigen::Index j = 0; j < weight_.cols(); ++j) {
         for (Eigen::Index i = 0; i < weight_.rows(); ++i) {
-          weight_(i, j) = sd * space::StandardNormal(rng);
+          weight_(i, j) = static_cast<Scalar>(sd * space::StandardNormal(rng));
         }
       }
       break;
@@ -36,12 +38,14 @@ void Dense::Initialize(InitScheme scheme, space::Rng& rng) {
                                : 1.0 / std::sqrt(fan_in);
       for (Eigen::Index j = 0; j < weight_.cols(); ++j) {
         for (Eigen::Index i = 0; i < weight_.rows(); ++i) {
-          weight_(i, j) = bound * (2.0 * space::Uniform01(rng) - 1.0);
+          weight_(i, j) =
+              static_cast<Scalar>(bound * (2.0 * space::Uniform01(rng) - 1.0));
         }
       }
       if (scheme == InitScheme::kTorchDefault) {
         for (Eigen::Index j = 0; j < bias_.size(); ++j) {
-          bias_[j] = bound * (2.0 * space::Uniform01(rng) - 1.0);
+          bias_[j] =
+              static_cast<Scalar>(bound * (2.0 * space::Uniform01(rng) - 1.0));
         }
       }
       break;
@@ -51,33 +55,34 @@ void Dense::Initialize(InitScheme scheme, space::Rng& rng) {
   }
 }
 
-Eigen::MatrixXd Dense::Forward(
-    const Eigen::Ref<const Eigen::MatrixXd>& X) const {
-  Eigen::MatrixXd Y(X.rows(), output_dim());
+template <typename Scalar>
+typename BasicDense<Scalar>::Matrix BasicDense<Scalar>::Forward(
+    const Eigen::Ref<const Matrix>& X) const {
+  Matrix Y(X.rows(), output_dim());
   if (input_dim() > 0) {
     Y.noalias() = X * weight_;
   } else {
     Y.setZero();
   }
   Y.rowwise() += bias_.transpose();
-  if (activation_ == Activation::kRelu) Y = Y.cwiseMax(0.0);
+  if (activation_ == Activation::kRelu) Y = Y.cwiseMax(Scalar(0));
   return Y;
 }
 
-void Dense::Backward(const Eigen::Ref<const Eigen::MatrixXd>& X,
-                     const Eigen::Ref<const Eigen::MatrixXd>& Y,
-                     const Eigen::Ref<const Eigen::MatrixXd>& dY,
-                     Eigen::Ref<Eigen::VectorXd> grad,
-                     Eigen::MatrixXd* dX) const {
+template <typename Scalar>
+void BasicDense<Scalar>::Backward(const Eigen::Ref<const Matrix>& X,
+                                  const Eigen::Ref<const Matrix>& Y,
+                                  const Eigen::Ref<const Matrix>& dY,
+                                  Eigen::Ref<Vector> grad, Matrix* dX) const {
   // dA = dL/d(pre-activation).
-  Eigen::MatrixXd dA = dY;
+  Matrix dA = dY;
   if (activation_ == Activation::kRelu) {
-    dA = (Y.array() > 0.0).select(dA, 0.0);
+    dA = (Y.array() > Scalar(0)).select(dA, Scalar(0));
   }
   const Eigen::Index in = input_dim();
   const Eigen::Index out = output_dim();
   if (in > 0) {
-    Eigen::Map<Eigen::MatrixXd> dW(grad.data(), in, out);
+    Eigen::Map<Matrix> dW(grad.data(), in, out);
     dW.noalias() += X.transpose() * dA;
   }
   grad.segment(in * out, out) += dA.colwise().sum().transpose();
@@ -85,21 +90,26 @@ void Dense::Backward(const Eigen::Ref<const Eigen::MatrixXd>& X,
     if (in > 0) {
       *dX = dA * weight_.transpose();
     } else {
-      *dX = Eigen::MatrixXd(X.rows(), 0);
+      *dX = Matrix(X.rows(), 0);
     }
   }
 }
 
-void Dense::GetParameters(Eigen::Ref<Eigen::VectorXd> out) const {
+template <typename Scalar>
+void BasicDense<Scalar>::GetParameters(Eigen::Ref<Vector> out) const {
   const Eigen::Index w = weight_.size();
-  out.head(w) = Eigen::Map<const Eigen::VectorXd>(weight_.data(), w);
+  out.head(w) = Eigen::Map<const Vector>(weight_.data(), w);
   out.segment(w, bias_.size()) = bias_;
 }
 
-void Dense::SetParameters(const Eigen::Ref<const Eigen::VectorXd>& params) {
+template <typename Scalar>
+void BasicDense<Scalar>::SetParameters(const Eigen::Ref<const Vector>& params) {
   const Eigen::Index w = weight_.size();
-  Eigen::Map<Eigen::VectorXd>(weight_.data(), w) = params.head(w);
+  Eigen::Map<Vector>(weight_.data(), w) = params.head(w);
   bias_ = params.segment(w, bias_.size());
 }
+
+template class BasicDense<double>;
+template class BasicDense<float>;
 
 }  // namespace metaopt::nn

@@ -7,13 +7,14 @@
 
 namespace metaopt::nn {
 
-absl::StatusOr<Mlp> Mlp::Create(int input_dim, const std::vector<int>& widths,
-                                bool relu_on_output) {
+template <typename Scalar>
+absl::StatusOr<BasicMlp<Scalar>> BasicMlp<Scalar>::Create(
+    int input_dim, const std::vector<int>& widths, bool relu_on_output) {
   if (input_dim < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("Mlp: input_dim ", input_dim, " < 0"));
   }
-  std::vector<Dense> layers;
+  std::vector<Layer> layers;
   layers.reserve(widths.size());
   int in = input_dim;
   for (size_t k = 0; k < widths.size(); ++k) {
@@ -27,50 +28,54 @@ absl::StatusOr<Mlp> Mlp::Create(int input_dim, const std::vector<int>& widths,
         last && !relu_on_output ? Activation::kLinear : Activation::kRelu);
     in = widths[k];
   }
-  return Mlp(input_dim, std::move(layers));
+  return BasicMlp(input_dim, std::move(layers));
 }
 
-int Mlp::output_dim() const {
+template <typename Scalar>
+int BasicMlp<Scalar>::output_dim() const {
   return layers_.empty() ? input_dim_ : layers_.back().output_dim();
 }
 
-int Mlp::num_parameters() const {
+template <typename Scalar>
+int BasicMlp<Scalar>::num_parameters() const {
   int n = 0;
-  for (const Dense& layer : layers_) n += layer.num_parameters();
+  for (const Layer& layer : layers_) n += layer.num_parameters();
   return n;
 }
 
-void Mlp::Initialize(InitScheme scheme, space::Rng& rng) {
-  for (Dense& layer : layers_) layer.Initialize(scheme, rng);
+template <typename Scalar>
+void BasicMlp<Scalar>::Initialize(InitScheme scheme, space::Rng& rng) {
+  for (Layer& layer : layers_) layer.Initialize(scheme, rng);
 }
 
-Eigen::MatrixXd Mlp::Forward(const Eigen::Ref<const Eigen::MatrixXd>& X,
-                             Trace* trace) const {
+template <typename Scalar>
+typename BasicMlp<Scalar>::Matrix BasicMlp<Scalar>::Forward(
+    const Eigen::Ref<const Matrix>& X, Trace* trace) const {
   if (trace != nullptr) {
     trace->outputs.clear();
     trace->outputs.reserve(layers_.size() + 1);
     trace->outputs.emplace_back(X);
-    for (const Dense& layer : layers_) {
+    for (const Layer& layer : layers_) {
       trace->outputs.push_back(layer.Forward(trace->outputs.back()));
     }
     return trace->outputs.back();
   }
-  Eigen::MatrixXd H = X;
-  for (const Dense& layer : layers_) H = layer.Forward(H);
+  Matrix H = X;
+  for (const Layer& layer : layers_) H = layer.Forward(H);
   return H;
 }
 
-void Mlp::Backward(const Trace& trace,
-                   const Eigen::Ref<const Eigen::MatrixXd>& dY,
-                   Eigen::Ref<Eigen::VectorXd> grad,
-                   Eigen::MatrixXd* dX) const {
-  Eigen::MatrixXd delta = dY;
+template <typename Scalar>
+void BasicMlp<Scalar>::Backward(const Trace& trace,
+                                const Eigen::Ref<const Matrix>& dY,
+                                Eigen::Ref<Vector> grad, Matrix* dX) const {
+  Matrix delta = dY;
   int end = num_parameters();
   for (int k = num_layers() - 1; k >= 0; --k) {
-    const Dense& layer = layers_[k];
+    const Layer& layer = layers_[k];
     const int np = layer.num_parameters();
     end -= np;
-    Eigen::MatrixXd d_input;
+    Matrix d_input;
     const bool need_input_grad = k > 0 || dX != nullptr;
     layer.Backward(trace.outputs[k], trace.outputs[k + 1], delta,
                    grad.segment(end, np), need_input_grad ? &d_input : nullptr);
@@ -79,42 +84,46 @@ void Mlp::Backward(const Trace& trace,
   if (dX != nullptr) *dX = std::move(delta);
 }
 
-void Mlp::GetParameters(Eigen::Ref<Eigen::VectorXd> out) const {
+template <typename Scalar>
+void BasicMlp<Scalar>::GetParameters(Eigen::Ref<Vector> out) const {
   int offset = 0;
-  for (const Dense& layer : layers_) {
+  for (const Layer& layer : layers_) {
     layer.GetParameters(out.segment(offset, layer.num_parameters()));
     offset += layer.num_parameters();
   }
 }
 
-void Mlp::SetParameters(const Eigen::Ref<const Eigen::VectorXd>& params) {
+template <typename Scalar>
+void BasicMlp<Scalar>::SetParameters(const Eigen::Ref<const Vector>& params) {
   int offset = 0;
-  for (Dense& layer : layers_) {
+  for (Layer& layer : layers_) {
     layer.SetParameters(params.segment(offset, layer.num_parameters()));
     offset += layer.num_parameters();
   }
 }
 
-void Mlp::AppendTensors(const std::string& prefix,
-                        std::vector<v1::Tensor>* out) const {
+template <typename Scalar>
+void BasicMlp<Scalar>::AppendTensors(const std::string& prefix,
+                                     std::vector<v1::Tensor>* out) const {
   for (int k = 0; k < num_layers(); ++k) {
-    const Dense& layer = layers_[k];
+    const Layer& layer = layers_[k];
     const std::string base = absl::StrCat(prefix, ".layer", k);
     out->push_back(MakeTensor(
         absl::StrCat(base, ".weight"), {layer.output_dim(), layer.input_dim()},
-        Eigen::Map<const Eigen::VectorXd>(layer.weight().data(),
-                                          layer.weight().size())));
+        Eigen::Map<const Vector>(layer.weight().data(), layer.weight().size())
+            .template cast<double>()));
     out->push_back(MakeTensor(absl::StrCat(base, ".bias"), {layer.output_dim()},
-                              layer.bias()));
+                              layer.bias().template cast<double>()));
   }
 }
 
-absl::Status Mlp::ReadTensors(const std::string& prefix,
-                              const TensorMap& tensors) {
-  Eigen::VectorXd params(num_parameters());
+template <typename Scalar>
+absl::Status BasicMlp<Scalar>::ReadTensors(const std::string& prefix,
+                                           const TensorMap& tensors) {
+  Vector params(num_parameters());
   int offset = 0;
   for (int k = 0; k < num_layers(); ++k) {
-    const Dense& layer = layers_[k];
+    const Layer& layer = layers_[k];
     const std::string base = absl::StrCat(prefix, ".layer", k);
     METAOPT_ASSIGN_OR_RETURN(
         Eigen::VectorXd w, ReadTensor(tensors, absl::StrCat(base, ".weight"),
@@ -122,12 +131,15 @@ absl::Status Mlp::ReadTensors(const std::string& prefix,
     METAOPT_ASSIGN_OR_RETURN(
         Eigen::VectorXd b,
         ReadTensor(tensors, absl::StrCat(base, ".bias"), {layer.output_dim()}));
-    params.segment(offset, w.size()) = w;
-    params.segment(offset + w.size(), b.size()) = b;
+    params.segment(offset, w.size()) = w.template cast<Scalar>();
+    params.segment(offset + w.size(), b.size()) = b.template cast<Scalar>();
     offset += layer.num_parameters();
   }
   SetParameters(params);
   return absl::OkStatus();
 }
+
+template class BasicMlp<double>;
+template class BasicMlp<float>;
 
 }  // namespace metaopt::nn

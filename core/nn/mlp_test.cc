@@ -29,6 +29,10 @@ double Loss(const Mlp& mlp, const Eigen::MatrixXd& X,
   return 0.5 * (mlp.Forward(X) - T).squaredNorm();
 }
 
+// The double network's gradients, and those of its float copy (Cast, the
+// meta-training path), against central differences of the double network,
+// the float one with tolerances for float rounding (~1e-7 relative per
+// operation).
 TEST(MlpTest, GradientMatchesFiniteDifferences) {
   space::Rng rng(11);
   for (bool relu_on_output : {false, true}) {
@@ -44,6 +48,15 @@ TEST(MlpTest, GradientMatchesFiniteDifferences) {
     Eigen::MatrixXd dX;
     mlp.Backward(trace, Y - T, grad, &dX);
 
+    const MlpF single = mlp.Cast<float>();
+    ASSERT_EQ(single.num_parameters(), mlp.num_parameters());
+    MlpF::Trace trace_f;
+    const Eigen::MatrixXf Y_f = single.Forward(X.cast<float>(), &trace_f);
+    EXPECT_LT((Y_f.cast<double>() - Y).cwiseAbs().maxCoeff(), 1e-5);
+    Eigen::VectorXf grad_f = Eigen::VectorXf::Zero(mlp.num_parameters());
+    Eigen::MatrixXf dX_f;
+    single.Backward(trace_f, Y_f - T.cast<float>(), grad_f, &dX_f);
+
     Eigen::VectorXd params(mlp.num_parameters());
     mlp.GetParameters(params);
     const double h = 1e-6;
@@ -56,7 +69,10 @@ TEST(MlpTest, GradientMatchesFiniteDifferences) {
       p[i] -= 2 * h;
       probe.SetParameters(p);
       const double down = Loss(probe, X, T);
-      EXPECT_NEAR(grad[i], (up - down) / (2 * h), 1e-5) << "parameter " << i;
+      const double numeric = (up - down) / (2 * h);
+      EXPECT_NEAR(grad[i], numeric, 1e-5) << "parameter " << i;
+      EXPECT_NEAR(grad_f[i], numeric, 2e-5 + 1e-5 * std::abs(numeric))
+          << "float, parameter " << i;
     }
     for (int r = 0; r < X.rows(); ++r) {
       for (int c = 0; c < X.cols(); ++c) {
@@ -65,9 +81,44 @@ TEST(MlpTest, GradientMatchesFiniteDifferences) {
         const double up = Loss(mlp, Xp, T);
         Xp(r, c) -= 2 * h;
         const double down = Loss(mlp, Xp, T);
-        EXPECT_NEAR(dX(r, c), (up - down) / (2 * h), 1e-5);
+        const double numeric = (up - down) / (2 * h);
+        EXPECT_NEAR(dX(r, c), numeric, 1e-5);
+        EXPECT_NEAR(dX_f(r, c), numeric, 2e-5 + 1e-5 * std::abs(numeric));
       }
     }
+  }
+}
+
+TEST(MlpTest, CastRoundsParametersAndKeepsTheShape) {
+  space::Rng rng(4);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Mlp mlp, Mlp::Create(3, {4, 2}));
+  mlp.Initialize(InitScheme::kAuto, rng);
+  const MlpF single = mlp.Cast<float>();
+  ASSERT_EQ(single.num_layers(), 2);
+  EXPECT_EQ(single.input_dim(), 3);
+  EXPECT_EQ(single.output_dim(), 2);
+  EXPECT_EQ(single.layers()[0].activation(), Activation::kRelu);
+  EXPECT_EQ(single.layers()[1].activation(), Activation::kLinear);
+  Eigen::VectorXd params(mlp.num_parameters());
+  mlp.GetParameters(params);
+  Eigen::VectorXf params_f(single.num_parameters());
+  single.GetParameters(params_f);
+  EXPECT_EQ(params_f, params.cast<float>());
+  // Widening back is exact; the values are the rounded ones.
+  const Mlp wide = single.Cast<double>();
+  Eigen::VectorXd params_wide(wide.num_parameters());
+  wide.GetParameters(params_wide);
+  EXPECT_EQ(params_wide, params_f.cast<double>());
+  EXPECT_LT((params_wide - params).cwiseAbs().maxCoeff(), 1e-7);
+  EXPECT_GT((params_wide - params).cwiseAbs().maxCoeff(), 0.0);
+  // Serialization writes double values of the float network.
+  std::vector<v1::Tensor> tensors, tensors_wide;
+  single.AppendTensors("net", &tensors);
+  wide.AppendTensors("net", &tensors_wide);
+  ASSERT_EQ(tensors.size(), tensors_wide.size());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    EXPECT_EQ(tensors[t].SerializeAsString(),
+              tensors_wide[t].SerializeAsString());
   }
 }
 

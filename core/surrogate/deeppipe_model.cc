@@ -48,12 +48,13 @@ struct DeepPipeModel::Structure {
   FeatureScaler task_features;  // Empty: unconditioned.
 };
 
+template <typename Scalar>
 struct DeepPipeModel::EmbedTrace {
   // Per layout block: the rows whose stage chose that algorithm, and the
   // trace of its encoder on them.
   std::vector<std::vector<Eigen::Index>> rows;
-  std::vector<nn::Mlp::Trace> encoder_traces;
-  nn::Mlp::Trace aggregator_trace;
+  std::vector<typename nn::BasicMlp<Scalar>::Trace> encoder_traces;
+  typename nn::BasicMlp<Scalar>::Trace aggregator_trace;
 };
 
 DeepPipeModel::DeepPipeModel(std::shared_ptr<const Structure> structure,
@@ -354,16 +355,26 @@ absl::Status DeepPipeModel::ValidateInputs(const Eigen::MatrixXd& X,
 }
 
 Eigen::MatrixXd DeepPipeModel::EmbedImpl(const Eigen::MatrixXd& X,
-                                         EmbedTrace* trace) const {
-  nn::Mlp::Trace* aggregator_trace =
+                                         EmbedTrace<double>* trace) const {
+  return EmbedWith(encoders_, aggregator_, X, trace);
+}
+
+template <typename Scalar>
+DeepPipeModel::MatrixT<Scalar> DeepPipeModel::EmbedWith(
+    const std::vector<nn::BasicMlp<Scalar>>& encoders,
+    const nn::BasicMlp<Scalar>& aggregator, const MatrixT<Scalar>& X,
+    EmbedTrace<Scalar>* trace) const {
+  using Matrix = MatrixT<Scalar>;
+  typename nn::BasicMlp<Scalar>::Trace* aggregator_trace =
       trace != nullptr ? &trace->aggregator_trace : nullptr;
   const Eigen::Index n = X.rows();
   const Eigen::Index t = task_.size();
-  if (encoders_.empty()) {
-    if (t == 0) return aggregator_.Forward(X, aggregator_trace);
-    Eigen::MatrixXd A(n, X.cols() + t);
-    A << X, Eigen::MatrixXd::Ones(n, 1) * task_.transpose();
-    return aggregator_.Forward(A, aggregator_trace);
+  const VectorT<Scalar> task = task_.cast<Scalar>();
+  if (encoders.empty()) {
+    if (t == 0) return aggregator.Forward(X, aggregator_trace);
+    Matrix A(n, X.cols() + t);
+    A << X, Matrix::Ones(n, 1) * task.transpose();
+    return aggregator.Forward(A, aggregator_trace);
   }
 
   const space::EncodingLayout& layout = structure_->encoder.layout();
@@ -381,52 +392,55 @@ Eigen::MatrixXd DeepPipeModel::EmbedImpl(const Eigen::MatrixXd& X,
     }
   }
 
-  Eigen::MatrixXd A = Eigen::MatrixXd::Zero(n, aggregator_.input_dim());
+  Matrix A = Matrix::Zero(n, aggregator.input_dim());
   if (trace != nullptr) trace->encoder_traces.assign(num_blocks, {});
   for (int b = 0; b < num_blocks; ++b) {
     if (rows[b].empty()) continue;
     const space::BlockLayout& block = layout.blocks[b];
     const Eigen::Index m = static_cast<Eigen::Index>(rows[b].size());
-    Eigen::MatrixXd input;
+    Matrix input;
     if (block.size > 0) {
       input = X(rows[b], Eigen::seqN(block.offset, block.size));
     } else {
-      input = Eigen::MatrixXd::Ones(m, 1);  // The dummy column.
+      input = Matrix::Ones(m, 1);  // The dummy column.
     }
-    const Eigen::MatrixXd out = encoders_[b].Forward(
+    const Matrix out = encoders[b].Forward(
         input, trace != nullptr ? &trace->encoder_traces[b] : nullptr);
     A(rows[b],
       Eigen::seqN(slot_offsets_[block.stage], slot_widths_[block.stage])) = out;
   }
   if (trace != nullptr) trace->rows = std::move(rows);
-  if (t > 0) A.rightCols(t) = Eigen::MatrixXd::Ones(n, 1) * task_.transpose();
-  return aggregator_.Forward(A, aggregator_trace);
+  if (t > 0) A.rightCols(t) = Matrix::Ones(n, 1) * task.transpose();
+  return aggregator.Forward(A, aggregator_trace);
 }
 
-void DeepPipeModel::BackwardNetwork(const EmbedTrace& trace,
-                                    const Eigen::MatrixXd& dZ,
-                                    Eigen::Ref<Eigen::VectorXd> grad) const {
+template <typename Scalar>
+void DeepPipeModel::BackwardNetwork(
+    const std::vector<nn::BasicMlp<Scalar>>& encoders,
+    const nn::BasicMlp<Scalar>& aggregator, const EmbedTrace<Scalar>& trace,
+    const MatrixT<Scalar>& dZ, Eigen::Ref<VectorT<Scalar>> grad) const {
+  using Matrix = MatrixT<Scalar>;
   int offset = 0;
-  std::vector<int> encoder_offsets(encoders_.size());
-  for (size_t b = 0; b < encoders_.size(); ++b) {
+  std::vector<int> encoder_offsets(encoders.size());
+  for (size_t b = 0; b < encoders.size(); ++b) {
     encoder_offsets[b] = offset;
-    offset += encoders_[b].num_parameters();
+    offset += encoders[b].num_parameters();
   }
-  Eigen::MatrixXd dA;
-  aggregator_.Backward(trace.aggregator_trace, dZ,
-                       grad.segment(offset, aggregator_.num_parameters()),
-                       encoders_.empty() ? nullptr : &dA);
-  if (encoders_.empty()) return;
+  Matrix dA;
+  aggregator.Backward(trace.aggregator_trace, dZ,
+                      grad.segment(offset, aggregator.num_parameters()),
+                      encoders.empty() ? nullptr : &dA);
+  if (encoders.empty()) return;
   const space::EncodingLayout& layout = structure_->encoder.layout();
-  for (size_t b = 0; b < encoders_.size(); ++b) {
+  for (size_t b = 0; b < encoders.size(); ++b) {
     if (trace.rows[b].empty()) continue;
     const space::BlockLayout& block = layout.blocks[b];
-    const Eigen::MatrixXd dOut =
+    const Matrix dOut =
         dA(trace.rows[b],
            Eigen::seqN(slot_offsets_[block.stage], slot_widths_[block.stage]));
-    encoders_[b].Backward(
+    encoders[b].Backward(
         trace.encoder_traces[b], dOut,
-        grad.segment(encoder_offsets[b], encoders_[b].num_parameters()),
+        grad.segment(encoder_offsets[b], encoders[b].num_parameters()),
         nullptr);
   }
 }
@@ -438,8 +452,8 @@ absl::StatusOr<Eigen::MatrixXd> DeepPipeModel::Embed(
 }
 
 absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
-    const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
-    double mean_loss_weight) const {
+    const Eigen::MatrixXd& X, const Eigen::VectorXd& y, double mean_loss_weight,
+    NetworkPrecision precision) const {
   METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Loss"));
   if (y.size() != X.rows() || X.rows() == 0) {
     return absl::InvalidArgumentError(
@@ -451,15 +465,30 @@ absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
         absl::StrCat("DeepPipe Loss: mean_loss_weight ", mean_loss_weight,
                      " is not finite and >= 0"));
   }
-  EmbedTrace trace;
-  const Eigen::MatrixXd Z = EmbedImpl(X, &trace);
+  const bool single = precision == NetworkPrecision::kFloat32;
+  EmbedTrace<double> trace;
+  EmbedTrace<float> trace_f;
+  std::vector<nn::MlpF> encoders_f;
+  std::optional<nn::MlpF> aggregator_f;
+  Eigen::MatrixXd Z;
+  if (single) {
+    encoders_f.reserve(encoders_.size());
+    for (const nn::Mlp& mlp : encoders_) {
+      encoders_f.push_back(mlp.Cast<float>());
+    }
+    aggregator_f = aggregator_.Cast<float>();
+    Z = EmbedWith<float>(encoders_f, *aggregator_f, X.cast<float>(), &trace_f)
+            .cast<double>();
+  } else {
+    Z = EmbedImpl(X, &trace);
+  }
   // A conditioned model's GP sees the residual y - Z w: its NLL depends on
   // Z also through the targets, and on w.
   const Eigen::VectorXd m = MeanOfEmbeddings(Z);
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::NllResult nll,
-      gp_.NegativeLogMarginalLikelihood(Z, y - m,
-                                        /*with_input_gradient=*/true));
+  METAOPT_ASSIGN_OR_RETURN(gp::NllResult nll, gp_.NegativeLogMarginalLikelihood(
+                                                  Z, y - m,
+                                                  /*with_input_gradient=*/true,
+                                                  /*float_inverse=*/single));
   const double inv_n = 1.0 / static_cast<double>(X.rows());
   DeepPipeLoss loss;
   loss.value = nll.value * inv_n;
@@ -483,7 +512,14 @@ absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
     loss.gradient.segment(num_network_parameters() - mean_weights_.size(),
                           mean_weights_.size()) = Z.transpose() * dm;
   }
-  BackwardNetwork(trace, dZ, loss.gradient);
+  if (single) {
+    Eigen::VectorXf grad_f = Eigen::VectorXf::Zero(num_network_parameters());
+    BackwardNetwork<float>(encoders_f, *aggregator_f, trace_f, dZ.cast<float>(),
+                           grad_f);
+    loss.gradient.head(num_network_parameters()) += grad_f.cast<double>();
+  } else {
+    BackwardNetwork<double>(encoders_, aggregator_, trace, dZ, loss.gradient);
+  }
   return loss;
 }
 

@@ -107,6 +107,21 @@ struct DeepPipeFineTuneOptions {
   double max_gradient_norm = 0.0;  // 0: no clipping.
 };
 
+// The arithmetic of Loss's forward and backward passes. The parameters, the
+// GP's kernel matrix, its Cholesky factorisation, the NLL value and alpha
+// stay double either way.
+enum class NetworkPrecision {
+  kFloat64,
+  // The encoders and the aggregator run in float on a float copy of their
+  // weights (made per call); embeddings are widened to double for the GP and
+  // the embedding gradient rounded to float for backpropagation; the K^-1
+  // that the gradients need comes from a float copy of the Cholesky factor
+  // (gp::GaussianProcess::NegativeLogMarginalLikelihood's float_inverse).
+  // Twice the SIMD width; gradients agree with kFloat64 to about 1e-4
+  // relative (DeepPipeGradientTest checks 1e-3 against finite differences).
+  kFloat32,
+};
+
 class DeepPipeModel;
 class DeepPipeSurrogate;
 struct DeepPipeFineTuneResult;
@@ -222,10 +237,12 @@ class DeepPipeModel {
   // lambda * mean_i (y_i - c - m(x_i))^2: the prior mean's zero-shot
   // regression error (c the GP's constant mean), which the marginal
   // likelihood alone barely trains when the kernel can explain a whole
-  // task's batch. INTERNAL if the Cholesky factorisation fails.
-  absl::StatusOr<DeepPipeLoss> Loss(const Eigen::MatrixXd& X,
-                                    const Eigen::VectorXd& y,
-                                    double mean_loss_weight = 0.0) const;
+  // task's batch. `precision` chooses the network's arithmetic
+  // (NetworkPrecision). INTERNAL if the Cholesky factorisation fails.
+  absl::StatusOr<DeepPipeLoss> Loss(
+      const Eigen::MatrixXd& X, const Eigen::VectorXd& y,
+      double mean_loss_weight = 0.0,
+      NetworkPrecision precision = NetworkPrecision::kFloat64) const;
 
   // The GP posterior given observations (X, y) (y standardised by its own mean
   // and standard deviation; n may be 0), as an immutable Surrogate that embeds
@@ -243,8 +260,13 @@ class DeepPipeModel {
       const DeepPipeFineTuneOptions& options) const;
 
  private:
+  template <typename Scalar>
   struct EmbedTrace;
   struct Structure;
+  template <typename Scalar>
+  using MatrixT = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  template <typename Scalar>
+  using VectorT = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
   DeepPipeModel(std::shared_ptr<const Structure> structure,
                 DeepPipeArchitecture architecture,
@@ -261,10 +283,23 @@ class DeepPipeModel {
   // The indices into parameters() that FineTuneScope::kNewEncoders trains.
   std::vector<Eigen::Index> NewEncoderParameterIndices() const;
   absl::Status ValidateInputs(const Eigen::MatrixXd& X, const char* what) const;
-  Eigen::MatrixXd EmbedImpl(const Eigen::MatrixXd& X, EmbedTrace* trace) const;
-  // Adds dL/d(network parameters) to grad.head(num_network_parameters()).
-  void BackwardNetwork(const EmbedTrace& trace, const Eigen::MatrixXd& dZ,
-                       Eigen::Ref<Eigen::VectorXd> grad) const;
+  Eigen::MatrixXd EmbedImpl(const Eigen::MatrixXd& X,
+                            EmbedTrace<double>* trace) const;
+  // The embedding with the given networks (this model's, or a copy of them in
+  // another scalar type).
+  template <typename Scalar>
+  MatrixT<Scalar> EmbedWith(const std::vector<nn::BasicMlp<Scalar>>& encoders,
+                            const nn::BasicMlp<Scalar>& aggregator,
+                            const MatrixT<Scalar>& X,
+                            EmbedTrace<Scalar>* trace) const;
+  // Adds dL/d(network parameters) to grad.head(num_network_parameters())
+  // (the mean head's entries untouched).
+  template <typename Scalar>
+  void BackwardNetwork(const std::vector<nn::BasicMlp<Scalar>>& encoders,
+                       const nn::BasicMlp<Scalar>& aggregator,
+                       const EmbedTrace<Scalar>& trace,
+                       const MatrixT<Scalar>& dZ,
+                       Eigen::Ref<VectorT<Scalar>> grad) const;
   std::string EncoderPrefix(int block) const;
 
   // The search space, its encoder and names: immutable, shared by copies.

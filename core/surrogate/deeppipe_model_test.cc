@@ -70,7 +70,9 @@ FeatureScaler TwoFeatures() {
 }
 
 // Every parameter group, checked by central differences of Loss, for
-// unconditioned and task-conditioned models (task inputs and mean head).
+// unconditioned and task-conditioned models (task inputs and mean head); the
+// float32 network path against the same (double) differences, with
+// tolerances for float rounding.
 class DeepPipeGradientTest
     : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
@@ -104,6 +106,12 @@ TEST_P(DeepPipeGradientTest, LossGradientMatchesFiniteDifferences) {
   METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss loss,
                                model.Loss(data.X, data.y, mean_weight));
   ASSERT_EQ(loss.gradient.size(), model.num_parameters());
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeLoss loss_f,
+      model.Loss(data.X, data.y, mean_weight, NetworkPrecision::kFloat32));
+  ASSERT_EQ(loss_f.gradient.size(), model.num_parameters());
+  EXPECT_NEAR(loss_f.value, loss.value, 1e-5 * std::abs(loss.value));
+  EXPECT_NE(loss_f.gradient, loss.gradient);  // Really another arithmetic.
 
   const double h = 1e-6;
   int checked = 0;
@@ -122,6 +130,8 @@ TEST_P(DeepPipeGradientTest, LossGradientMatchesFiniteDifferences) {
     EXPECT_NEAR(loss.gradient[i], numeric, 1e-6 + 1e-4 * std::abs(numeric))
         << "parameter " << i << " of " << params.size() << " ("
         << (i >= params.size() - kp ? "kernel" : "network") << ")";
+    EXPECT_NEAR(loss_f.gradient[i], numeric, 1e-5 + 1e-3 * std::abs(numeric))
+        << "float32, parameter " << i;
     ++checked;
   }
   EXPECT_EQ(checked, model.num_parameters());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -309,7 +310,8 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
         }
         losses[i] = WithTask(model, features, [&](const DeepPipeModel& m) {
           return m.Loss(task.X(rows, Eigen::all), y,
-                        m.conditioned() ? options.mean_loss_weight : 0.0);
+                        m.conditioned() ? options.mean_loss_weight : 0.0,
+                        options.precision);
         });
       });
       for (int i = 0; i < k; ++i) {
@@ -375,9 +377,11 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   train.seed = options.seed;
   progress.Log(absl::StrFormat(
       "deeppipe: %d train / %d valid tasks, %d epochs, batch %d, lr %g, "
-      "encoder layers %d, %d threads%s%s",
+      "encoder layers %d, %d threads, network in %s%s%s",
       data.train.size(), data.valid.size(), train.epochs, train.batch_size,
       train.lr, train.architecture.encoder_layers, train.threads,
+      train.precision == surrogate::NetworkPrecision::kFloat32 ? "float32"
+                                                               : "float64",
       train.augmentation ? ", task augmentation" : "",
       train.condition_on_features ? ", conditioned on meta-features" : ""));
   METAOPT_ASSIGN_OR_RETURN(
@@ -427,6 +431,10 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   ints["train_batch_size"] = train.batch_size;
   ints["train_augmentation"] = train.augmentation ? 1 : 0;
   ints["train_valid_support"] = train.valid_support;
+  // Only when not the default, so float64 artifacts are as before.
+  if (train.precision == surrogate::NetworkPrecision::kFloat32) {
+    ints["train_float32"] = 1;
+  }
 
   auto* metrics = artifact.mutable_provenance()->mutable_validation_metrics();
   if (!std::isnan(best.valid_nll)) (*metrics)["valid_nll"] = best.valid_nll;
@@ -499,6 +507,18 @@ TrainerKind DeepPipeTrainerKind() {
                     "thread count)")
         ->capture_default_str()
         ->check(CLI::Range(1, 256));
+    flags
+        .add_option("--precision", t.precision,
+                    "arithmetic of the training steps' network passes and "
+                    "of K^-1 for the GP gradients (the parameters, the "
+                    "Cholesky factor, validation and the saved model are "
+                    "double either way)")
+        ->transform(CLI::CheckedTransformer(
+            std::map<std::string, surrogate::NetworkPrecision>{
+                {"float64", surrogate::NetworkPrecision::kFloat64},
+                {"float32", surrogate::NetworkPrecision::kFloat32}},
+            CLI::ignore_case))
+        ->default_str("float64");
     flags.add_flag("--augmentation", t.augmentation,
                    "FSBO task augmentation instead of per-batch "
                    "standardisation");

@@ -77,6 +77,11 @@ struct DeepPipeTrainOptions {
   int valid_query = 100;
   uint64_t seed = 0;
   int threads = 1;
+  // The arithmetic of the training steps' loss and gradient
+  // (surrogate::NetworkPrecision: the network and K^-1 in float for
+  // kFloat32; Adam, the parameters, the Cholesky factor, validation and the
+  // saved model stay in double).
+  surrogate::NetworkPrecision precision = surrogate::NetworkPrecision::kFloat64;
   // Stops after the epoch that exceeds it (the best epoch so far is kept).
   absl::Duration time_budget = absl::InfiniteDuration();
   // Asked after every epoch; true stops training there (the best epoch so far
@@ -134,7 +139,8 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
 // metaopt-train --kind deeppipe (TrainDeepPipeArtifact). Flags: --epochs,
 // --batch-size, --lr,
 // --min-lr, --encoder-layers, --aggregation-layers, --width-factor, --hidden,
-// --embedding, --threads, --augmentation, --max-grad-norm, --valid-support,
+// --embedding, --threads, --precision, --augmentation, --max-grad-norm,
+// --valid-support,
 // --valid-query, --max-minutes (the seed is the common --seed). The artifact
 // holds the best checkpoint (surrogate::DeepPipeModel::ToArtifact), the
 // greedy warm-start portfolio (portfolio.h, --size picks) and the metrics

@@ -205,6 +205,51 @@ TEST_F(DeepPipeTrainTest, DeterministicForAFixedSeedAndThreadCount) {
   EXPECT_EQ(c.best.parameters(), d.best.parameters());
 }
 
+// The float32 network path (the meta-training speed option) learns the toy
+// problem as the float64 one does, and its checkpoint is an ordinary double
+// model: the same tensors, loadable, serving as any other.
+TEST_F(DeepPipeTrainTest, Float32NetworkTrainsLikeFloat64) {
+  DeepPipeTrainOptions options = SmallOptions();
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeTrainResult wide,
+                               TrainDeepPipe(data_, train_, valid_, options));
+  options.precision = surrogate::NetworkPrecision::kFloat32;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeTrainResult single,
+                               TrainDeepPipe(data_, train_, valid_, options));
+  for (const DeepPipeEpochStats& s : single.history) {
+    EXPECT_EQ(s.failed_steps, 0) << s.epoch;
+  }
+  EXPECT_LT(single.history.back().train_nll, single.history[1].train_nll);
+  const double initial = single.history[0].valid_nll;
+  const double best = single.history[single.best_epoch].valid_nll;
+  const double best_wide = wide.history[wide.best_epoch].valid_nll;
+  EXPECT_EQ(initial, wide.history[0].valid_nll);  // The same start.
+  EXPECT_LT(best, initial - 0.2) << "initial " << initial << " best " << best;
+  EXPECT_NEAR(best, best_wide, 0.05);
+  // Another arithmetic, so not the same parameters bit for bit.
+  EXPECT_NE(single.best.parameters(), wide.best.parameters());
+
+  v1::ModelArtifact a, b;
+  single.best.ToArtifact(&a);
+  wide.best.ToArtifact(&b);
+  ASSERT_EQ(a.tensors_size(), b.tensors_size());
+  for (int t = 0; t < a.tensors_size(); ++t) {
+    EXPECT_EQ(a.tensors(t).name(), b.tensors(t).name());
+    EXPECT_THAT(a.tensors(t).shape(),
+                ::testing::ElementsAreArray(b.tensors(t).shape()))
+        << a.tensors(t).name();
+  }
+  ASSERT_EQ(a.int_options().size(), b.int_options().size());
+  for (const auto& [key, value] : b.int_options()) {
+    EXPECT_EQ(a.int_options().at(key), value) << key;
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel loaded,
+                               DeepPipeModel::FromArtifact(a));
+  EXPECT_EQ(loaded.parameters(), single.best.parameters());
+  const double held_out = HeldOutNll(loaded, 8);
+  const double held_out_wide = HeldOutNll(wide.best, 8);
+  EXPECT_NEAR(held_out, held_out_wide, 0.1);
+}
+
 TEST_F(DeepPipeTrainTest, AugmentationAndNoValidationTasks) {
   DeepPipeTrainOptions options = SmallOptions();
   options.epochs = 2;
@@ -383,6 +428,28 @@ TEST_F(DeepPipeTrainTest, MetaoptTrainPublishesALoadableVersion) {
   METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
                                DeepPipeModel::FromArtifact(artifact));
   EXPECT_EQ(model.embedding_dim(), 5);
+
+  // --precision float32 trains the network in float and records it.
+  std::vector<std::string> single = args;
+  single.insert(single.end(), {"--precision", "float32"});
+  std::vector<const char*> single_argv;
+  for (const std::string& a : single) single_argv.push_back(a.c_str());
+  ASSERT_EQ(MetaoptTrainMain(static_cast<int>(single_argv.size()),
+                             single_argv.data(), out, err),
+            0)
+      << err.str();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const registry::LoadedModel> loaded_single,
+      registry::ReadModelVersion(registry, "toy-dp", 2));
+  EXPECT_EQ(loaded_single->artifact.int_options().at("train_float32"), 1);
+  EXPECT_FALSE(artifact.int_options().contains("train_float32"));
+  METAOPT_EXPECT_OK(DeepPipeModel::FromArtifact(loaded_single->artifact));
+  single.back() = "float16";
+  single_argv.clear();
+  for (const std::string& a : single) single_argv.push_back(a.c_str());
+  EXPECT_NE(MetaoptTrainMain(static_cast<int>(single_argv.size()),
+                             single_argv.data(), out, err),
+            0);
 
   // A flag of this kind with another kind is refused.
   const std::vector<std::string> wrong = {
