@@ -162,6 +162,13 @@ TEST_P(KernelTest, CrossMatrixInChunksEqualsTheWholeMatrixBitForBit) {
   }
   EXPECT_EQ(
       kernel->Matrix(Eigen::MatrixXd(0, 5), RandomMatrix(4, 5, rng)).size(), 0);
+  // The training matrix, evaluated in chunks too, equals the whole-matrix
+  // evaluation of TrainingGram.
+  for (const int n : {1, 2, 7, 101, 300}) {
+    const Eigen::MatrixXd X = RandomMatrix(n, 5, rng, -1.0, 2.0);
+    const Eigen::MatrixXd k = kernel->Matrix(X);
+    EXPECT_EQ((k.array() != kernel->TrainingGram(X).k.array()).count(), 0) << n;
+  }
 }
 
 TEST_P(KernelTest, TrainingMatrixIsSymmetricPositiveSemiDefinite) {
