@@ -88,23 +88,24 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
       !positive_rate(o.network_learning_rate) || !(o.plain_gp_margin >= 0.0) ||
       !(o.kernel_fine_tune_growth >= 0.0) ||
       !std::isfinite(o.kernel_fine_tune_growth) ||
-      !std::isfinite(o.plain_gp_margin) ||
+      o.kernel_fine_tune_from < 1 || !std::isfinite(o.plain_gp_margin) ||
       !(o.suggest_budget > absl::ZeroDuration()) ||
       !(o.scratch_budget > absl::ZeroDuration())) {
     return absl::InvalidArgumentError(
         "DeepPipe policy options: need non-negative trial, step and "
         "fit-point counts, positive finite learning rates, a finite "
-        "non-negative plain_gp_margin and kernel_fine_tune_growth and "
-        "positive budgets");
+        "non-negative plain_gp_margin and kernel_fine_tune_growth, "
+        "kernel_fine_tune_from >= 1 and positive budgets");
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-int64_t KernelFineTuneCount(int64_t n, double growth) {
+int64_t KernelFineTuneCount(int64_t n, double growth, int64_t from) {
   if (n < 1) return 0;
-  int64_t count = 1;
+  if (n <= from) return n;
+  int64_t count = std::max<int64_t>(from, 1);
   for (;;) {
     const int64_t next =
         count + std::max<int64_t>(1, static_cast<int64_t>(
@@ -299,7 +300,8 @@ std::shared_ptr<const surrogate::DeepPipeModel>
 DeepPipePolicy::ScheduledKernelModel(
     const TrainingData& data, std::optional<PolicyUpdate>* update) const {
   const int64_t count =
-      KernelFineTuneCount(data.y.size(), options_.kernel_fine_tune_growth);
+      KernelFineTuneCount(data.y.size(), options_.kernel_fine_tune_growth,
+                          options_.kernel_fine_tune_from);
   const ScheduledKernel* kept = scheduled_.get();
   if (kept != nullptr && kept->observations == count &&
       kept->X.cols() == data.X.cols() && data.X.topRows(count) == kept->X &&

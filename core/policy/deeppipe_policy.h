@@ -31,11 +31,12 @@ struct DeepPipePolicyOptions {
   int suggest_steps = 100;
   double kernel_learning_rate = 1e-3;
   // The fine-tune runs on a schedule of observation counts
-  // (KernelFineTuneCount), not at every Suggest (the paper): at n
-  // observations the kernel is the one fine-tuned on the first
-  // KernelFineTuneCount(n, kernel_fine_tune_growth) of them, and the posterior
-  // conditions on all n. 0: every observation count (the paper). >= 0.
-  double kernel_fine_tune_growth = 0.1;
+  // (KernelFineTuneCount), not at every Suggest (the paper) once a study has
+  // `kernel_fine_tune_from` observations: at n observations the kernel is
+  // the one fine-tuned on the first KernelFineTuneCount(n, ...) of them, and
+  // the posterior conditions on all n. Growth 0: every count (the paper).
+  double kernel_fine_tune_growth = 0.1;  // >= 0
+  int64_t kernel_fine_tune_from = 64;    // >= 1
   // Suggest-time fits (kernel fine-tune and scratch training) read a
   // systematic sample of at most this many observations (FitSample; 0: all),
   // so a step costs O(min(n, suggest_fit_points)^3) and a fit is bounded
@@ -109,13 +110,13 @@ absl::StatusOr<PlainGp> FitPlainGp(const TrainingData& sample,
                                    gp::FitOptions options);
 
 // The observation count whose prefix the kernel fine-tune reads at n >= 1
-// observations: the largest schedule point <= n, the schedule being
-// s_0 = 1, s_{k+1} = s_k + max(1, floor(growth * s_k)) (every count up to
-// 1 / growth, then geometric: about log(n) / log(1 + growth) fine-tunes
-// over a study). 0 for n < 1; n itself for growth 0. A function of n alone,
-// so a study reloaded from storage refits exactly what a study that stayed
-// loaded has.
-int64_t KernelFineTuneCount(int64_t n, double growth);
+// observations: the largest schedule point <= n, the schedule being every
+// count below `from`, then s_{k+1} = s_k + max(1, floor(growth * s_k))
+// (geometric: about log(n / from) / log(1 + growth) fine-tunes beyond
+// `from`). 0 for n < 1; n itself for growth 0. A function of n alone, so a
+// study reloaded from storage refits exactly what a study that stayed loaded
+// has.
+int64_t KernelFineTuneCount(int64_t n, double growth, int64_t from);
 
 // With a bound DeepPipe registry model the policy starts from its portfolio
 // and then maximises EI under the meta-learned deep kernel, fine-tuning the

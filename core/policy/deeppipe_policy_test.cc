@@ -796,9 +796,10 @@ TEST(DeepPipePreparedFitTest, ScratchNetworkPersistsTheSameState) {
 // The schedule of kernel fine-tunes: every count up to 1 / growth, then
 // geometric; every count for growth 0.
 TEST(DeepPipeKernelScheduleTest, FineTuneCountsFollowTheSchedule) {
-  EXPECT_EQ(KernelFineTuneCount(0, 0.1), 0);
-  EXPECT_EQ(KernelFineTuneCount(-3, 0.1), 0);
-  for (int64_t n = 1; n <= 60; ++n) EXPECT_EQ(KernelFineTuneCount(n, 0.0), n);
+  EXPECT_EQ(KernelFineTuneCount(0, 0.1, 1), 0);
+  EXPECT_EQ(KernelFineTuneCount(-3, 0.1, 1), 0);
+  for (int64_t n = 1; n <= 60; ++n)
+    EXPECT_EQ(KernelFineTuneCount(n, 0.0, 1), n);
   const std::vector<int64_t> points = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
                                        11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
                                        22, 24, 26, 28, 30, 33, 36, 39, 42, 46,
@@ -806,15 +807,21 @@ TEST(DeepPipeKernelScheduleTest, FineTuneCountsFollowTheSchedule) {
   for (int64_t n = 1; n < 103; ++n) {
     const int64_t want =
         *std::prev(std::upper_bound(points.begin(), points.end(), n));
-    EXPECT_EQ(KernelFineTuneCount(n, 0.1), want) << n;
+    EXPECT_EQ(KernelFineTuneCount(n, 0.1, 1), want) << n;
   }
-  EXPECT_EQ(KernelFineTuneCount(103, 0.1), 103);
-  EXPECT_EQ(KernelFineTuneCount(27, 0.5), 19);  // 1 2 3 4 6 9 13 19 28
-  EXPECT_EQ(KernelFineTuneCount(28, 0.5), 28);
+  EXPECT_EQ(KernelFineTuneCount(103, 0.1, 1), 103);
+  EXPECT_EQ(KernelFineTuneCount(27, 0.5, 1), 19);  // 1 2 3 4 6 9 13 19 28
+  EXPECT_EQ(KernelFineTuneCount(28, 0.5, 1), 28);
+  // From 64 observations on (the default): every count below.
+  for (int64_t n = 1; n <= 64; ++n)
+    EXPECT_EQ(KernelFineTuneCount(n, 0.1, 64), n);
+  EXPECT_EQ(KernelFineTuneCount(69, 0.1, 64), 64);  // 64 70 77 84 92 101
+  EXPECT_EQ(KernelFineTuneCount(70, 0.1, 64), 70);
+  EXPECT_EQ(KernelFineTuneCount(100, 0.1, 64), 92);
   // Large studies: a few dozen fine-tunes, not one per observation.
   int fine_tunes = 0;
   for (int64_t n = 1; n <= 10000; ++n) {
-    if (KernelFineTuneCount(n, 0.1) == n) ++fine_tunes;
+    if (KernelFineTuneCount(n, 0.1, 1) == n) ++fine_tunes;
   }
   EXPECT_LT(fine_tunes, 90);
   for (const double growth : {-0.1, std::numeric_limits<double>::infinity(),
@@ -829,6 +836,13 @@ TEST(DeepPipeKernelScheduleTest, FineTuneCountsFollowTheSchedule) {
         absl::StatusCode::kInvalidArgument)
         << growth;
   }
+  DeepPipePolicyOptions options;
+  options.kernel_fine_tune_from = 0;
+  const v1::StudySpec spec = CatalogueSpec();
+  EXPECT_EQ(DeepPipePolicy::Create(spec, std::nullopt, MetaModel(spec), options)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // A policy that keeps its scheduled fine-tune (its Suggests' updates applied)
@@ -842,7 +856,8 @@ TEST(DeepPipeKernelScheduleTest, KeptFitsSuggestAsAReloadedStudy) {
   auto space = space::SearchSpace::Create(spec.search_space());
   const auto model = MetaModel(spec);
   DeepPipePolicyOptions options;
-  options.kernel_fine_tune_growth = 0.5;  // fine-tunes at 1 2 3 4 6 9 13 19
+  options.kernel_fine_tune_growth = 0.5;
+  options.kernel_fine_tune_from = 1;  // fine-tunes at 1 2 3 4 6 9 13 19
   METAOPT_ASSERT_OK_AND_ASSIGN(
       std::shared_ptr<const Policy> kept,
       DeepPipePolicy::Create(spec, std::nullopt, model, options));
@@ -868,7 +883,7 @@ TEST(DeepPipeKernelScheduleTest, KeptFitsSuggestAsAReloadedStudy) {
         << "step " << step;
     EXPECT_EQ(got.source, want.source);
     if (got.source.find("ei") != std::string::npos) {
-      const int64_t count = KernelFineTuneCount(n, 0.5);
+      const int64_t count = KernelFineTuneCount(n, 0.5, 1);
       EXPECT_EQ(got.update.has_value(), count != last_count) << "n " << n;
       last_count = count;
     }
@@ -893,6 +908,7 @@ TEST(DeepPipeKernelScheduleTest, ChangedPrefixFineTunesAgain) {
   const auto model = MetaModel(spec);
   DeepPipePolicyOptions options;
   options.kernel_fine_tune_growth = 0.5;
+  options.kernel_fine_tune_from = 1;
   METAOPT_ASSERT_OK_AND_ASSIGN(
       std::shared_ptr<const Policy> fresh,
       DeepPipePolicy::Create(spec, std::nullopt, model, options));
@@ -923,6 +939,7 @@ TEST(DeepPipePreparedFitTest, ScheduledFineTunesPrepareAsInline) {
   const v1::StudySpec spec = CatalogueSpec();
   DeepPipePolicyOptions options;
   options.kernel_fine_tune_growth = 0.5;
+  options.kernel_fine_tune_from = 1;
   METAOPT_ASSERT_OK_AND_ASSIGN(
       std::shared_ptr<const Policy> policy,
       DeepPipePolicy::Create(spec, std::nullopt, MetaModel(spec), options));

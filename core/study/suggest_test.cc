@@ -415,15 +415,15 @@ TEST(SuggestTest, DeepPipeScheduledFineTunesSurviveRestarts) {
   Harness stayed({}, "", models->get());
   restarted.Create(spec);
   stayed.Create(spec);
-  // The default schedule fine-tunes at every count up to 20, then at 22, 24
-  // and 26: restarts from round 19 on fall between fine-tunes too.
-  for (int round = 0; round < 27; ++round) {
-    if (round >= 19) restarted.Restart();
+  // The default schedule fine-tunes at every count up to 64, then at 70:
+  // restarts from round 62 on fall between fine-tunes too.
+  for (int round = 0; round < 74; ++round) {
+    if (round >= 62) restarted.Restart();
     const std::vector<std::string> got = restarted.Suggest(1, "w");
     const std::vector<std::string> want = stayed.Suggest(1, "w");
     ASSERT_EQ(got, want) << "round " << round;
     ASSERT_EQ(got.size(), 1u);
-    const double x = static_cast<double>(round) / 26.0;
+    const double x = static_cast<double>(round) / 73.0;
     restarted.Observe(round + 1, (x - 0.3) * (x - 0.3) + std::sin(9 * x));
     stayed.Observe(round + 1, (x - 0.3) * (x - 0.3) + std::sin(9 * x));
   }
