@@ -169,20 +169,20 @@ void BM_GpSuggestPrepared(benchmark::State& state) {
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
-BENCHMARK(BM_GpSuggest)
-    ->ArgNames({"n", "catalogue", "refit"})
-    ->Args({20, 5000, 0})
-    ->Args({100, 5000, 0})
-    ->Args({100, 5000, 1})
-    ->Args({500, 5000, 0})
-    ->Args({1000, 5000, 0})
-    ->Args({1000, 5000, 1})
-    ->Args({2000, 5000, 0})
-    ->Args({100, 0, 0})
-    ->Args({100, 0, 1})
-    ->Unit(benchmark::kMillisecond)
-    ->MeasureProcessCPUTime()
-    ->UseRealTime();
+// The cold Suggests of both policies: n, catalogue size (0: the continuous
+// space), refit.
+void ColdSuggestArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"n", "catalogue", "refit"});
+  for (const int64_t n : {20, 100, 500, 1000, 2000}) {
+    b->Args({n, 5000, 0});
+    if (n == 100 || n == 1000) b->Args({n, 5000, 1});
+  }
+  b->Args({100, 0, 0});
+  b->Args({100, 0, 1});
+  b->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+}
+
+BENCHMARK(BM_GpSuggest)->Apply(ColdSuggestArgs);
 
 // DeepPipe with a "meta-learned" model (a seeded network of the authors'
 // default architecture stored as a registry artifact: its speed is that of a
@@ -251,20 +251,7 @@ void BM_DeepPipeSuggestPrepared(benchmark::State& state) {
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
-BENCHMARK(BM_DeepPipeSuggest)
-    ->ArgNames({"n", "catalogue", "refit"})
-    ->Args({20, 5000, 0})
-    ->Args({100, 5000, 0})
-    ->Args({100, 5000, 1})
-    ->Args({500, 5000, 0})
-    ->Args({1000, 5000, 0})
-    ->Args({1000, 5000, 1})
-    ->Args({2000, 5000, 0})
-    ->Args({100, 0, 0})
-    ->Args({100, 0, 1})
-    ->Unit(benchmark::kMillisecond)
-    ->MeasureProcessCPUTime()
-    ->UseRealTime();
+BENCHMARK(BM_DeepPipeSuggest)->Apply(ColdSuggestArgs);
 
 // The prepared Suggests and the fits alone, under names that keep the
 // n:<N>/catalogue:5000 form of the Suggests above:

@@ -845,6 +845,14 @@ TEST(DeepPipeKernelScheduleTest, FineTuneCountsFollowTheSchedule) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A schedule that small tests reach: fine-tunes at 1 2 3 4 6 9 13 19 28 ...
+DeepPipePolicyOptions FineTuneOften() {
+  DeepPipePolicyOptions options;
+  options.kernel_fine_tune_growth = 0.5;
+  options.kernel_fine_tune_from = 1;
+  return options;
+}
+
 // A policy that keeps its scheduled fine-tune (its Suggests' updates applied)
 // suggests exactly what a policy created from the stored state at every step
 // does (a study unloaded and loaded again, or a restarted server): the fit
@@ -855,9 +863,7 @@ TEST(DeepPipeKernelScheduleTest, KeptFitsSuggestAsAReloadedStudy) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
   const auto model = MetaModel(spec);
-  DeepPipePolicyOptions options;
-  options.kernel_fine_tune_growth = 0.5;
-  options.kernel_fine_tune_from = 1;  // fine-tunes at 1 2 3 4 6 9 13 19
+  const DeepPipePolicyOptions options = FineTuneOften();
   METAOPT_ASSERT_OK_AND_ASSIGN(
       std::shared_ptr<const Policy> kept,
       DeepPipePolicy::Create(spec, std::nullopt, model, options));
@@ -906,9 +912,7 @@ TEST(DeepPipeKernelScheduleTest, ChangedPrefixFineTunesAgain) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
   const auto model = MetaModel(spec);
-  DeepPipePolicyOptions options;
-  options.kernel_fine_tune_growth = 0.5;
-  options.kernel_fine_tune_from = 1;
+  const DeepPipePolicyOptions options = FineTuneOften();
   METAOPT_ASSERT_OK_AND_ASSIGN(
       std::shared_ptr<const Policy> fresh,
       DeepPipePolicy::Create(spec, std::nullopt, model, options));
@@ -937,9 +941,7 @@ TEST(DeepPipeKernelScheduleTest, ChangedPrefixFineTunesAgain) {
 
 TEST(DeepPipePreparedFitTest, ScheduledFineTunesPrepareAsInline) {
   const v1::StudySpec spec = CatalogueSpec();
-  DeepPipePolicyOptions options;
-  options.kernel_fine_tune_growth = 0.5;
-  options.kernel_fine_tune_from = 1;
+  const DeepPipePolicyOptions options = FineTuneOften();
   METAOPT_ASSERT_OK_AND_ASSIGN(
       std::shared_ptr<const Policy> policy,
       DeepPipePolicy::Create(spec, std::nullopt, MetaModel(spec), options));
