@@ -85,19 +85,22 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
       o.fine_tune_steps < 0 || o.suggest_fit_points < 0 ||
       o.new_encoder_steps < 0 || !positive_rate(o.new_encoder_learning_rate) ||
       !positive_rate(o.kernel_learning_rate) ||
-      !positive_rate(o.network_learning_rate) || !(o.plain_gp_margin >= 0.0) ||
+      !positive_rate(o.network_learning_rate) || o.ranking.samples < 1 ||
+      !(o.ranking.dilution_quantile >= 0.0 &&
+        o.ranking.dilution_quantile <= 1.0) ||
       !(o.kernel_fine_tune_growth >= 0.0) ||
       !std::isfinite(o.kernel_fine_tune_growth) ||
-      o.kernel_fine_tune_from < 1 || !std::isfinite(o.plain_gp_margin) ||
+      o.kernel_fine_tune_from < 1 ||
       !(o.suggest_budget > absl::ZeroDuration()) ||
       !(o.scratch_budget > absl::ZeroDuration())) {
     return absl::InvalidArgumentError(
         "DeepPipe policy options: need non-negative trial, step and "
-        "fit-point counts, positive finite learning rates, a finite "
-        "non-negative plain_gp_margin and kernel_fine_tune_growth, "
-        "kernel_fine_tune_from >= 1 and positive budgets");
+        "fit-point counts, positive finite learning rates, ranking samples "
+        ">= 1 with a dilution quantile in [0, 1], a finite non-negative "
+        "kernel_fine_tune_growth, kernel_fine_tune_from >= 1 and positive "
+        "budgets");
   }
-  return absl::OkStatus();
+  return ValidateGpPolicyOptions(o.plain_gp);
 }
 
 }  // namespace
@@ -115,36 +118,68 @@ int64_t KernelFineTuneCount(int64_t n, double growth, int64_t from) {
   }
 }
 
-absl::StatusOr<double> DeepKernelLooNll(const surrogate::DeepPipeModel& model,
-                                        const TrainingData& data) {
+absl::StatusOr<gp::Prediction> DeepKernelLooPredictions(
+    const surrogate::DeepPipeModel& model, const TrainingData& data) {
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model.Embed(data.X));
-  Eigen::VectorXd residual =
-      gp::Standardization::FromTargets(data.y).Apply(data.y) -
-      model.MeanOfEmbeddings(Z);
+  const Eigen::VectorXd head = model.MeanOfEmbeddings(Z);
+  const Eigen::VectorXd residual =
+      gp::Standardization::FromTargets(data.y).Apply(data.y) - head;
   METAOPT_ASSIGN_OR_RETURN(
-      gp::NllResult nll, model.gp().NegativeLogMarginalLikelihood(Z, residual));
-  return nll.loo_nll / static_cast<double>(data.y.size());
+      gp::Prediction loo,
+      surrogate::LeaveOneOutPredictions(model.gp(), Z, residual));
+  loo.mean += head;
+  return loo;
 }
 
-absl::StatusOr<PlainGp> FitPlainGp(const TrainingData& sample,
-                                   const TrainingData& data,
-                                   gp::FitOptions options) {
+absl::StatusOr<PlainGpEnsembleFit> EnsembleWithPlainGp(
+    const surrogate::DeepPipeModel& model,
+    std::shared_ptr<const surrogate::Surrogate> deep,
+    const TrainingData& sample, const TrainingData& data,
+    const v1::GpPolicyState& plain_state,
+    const DeepPipePolicyOptions& options) {
   METAOPT_ASSIGN_OR_RETURN(
       gp::GaussianProcess prior,
-      gp::GaussianProcess::Create("matern52", static_cast<int>(data.X.cols())));
-  options.seed = static_cast<uint64_t>(data.y.size());
-  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior fitted,
-                           gp::Fit(prior, sample.X, sample.y, options));
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::NllResult nll,
-      fitted.model().NegativeLogMarginalLikelihood(
-          sample.X, fitted.standardization().Apply(sample.y)));
-  if (sample.y.size() < data.y.size()) {
-    METAOPT_ASSIGN_OR_RETURN(fitted,
-                             gp::Condition(fitted.model(), data.X, data.y));
+      gp::GaussianProcess::Create(options.plain_gp.kernel,
+                                  static_cast<int>(data.X.cols())));
+  // A state of another shape (none yet) starts from the defaults.
+  if (plain_state.hyperparameters_size() == prior.num_hyperparameters()) {
+    METAOPT_RETURN_IF_ERROR(
+        prior.set_hyperparameters(ToVector(plain_state.hyperparameters())));
   }
-  return PlainGp{std::move(fitted),
-                 nll.loo_nll / static_cast<double>(sample.y.size())};
+  const uint64_t n = static_cast<uint64_t>(data.y.size());
+  space::Rng fit_rng(n);
+  METAOPT_ASSIGN_OR_RETURN(
+      ScheduledGpFit plain,
+      FitGpOnSchedule(prior, plain_state, data, options.plain_gp, fit_rng));
+  METAOPT_ASSIGN_OR_RETURN(gp::Prediction deep_loo,
+                           DeepKernelLooPredictions(model, sample));
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::Prediction plain_loo,
+      surrogate::LeaveOneOutPredictions(
+          plain.posterior.model(), sample.X,
+          gp::Standardization::FromTargets(sample.y).Apply(sample.y)));
+  surrogate::RankingWeightOptions ranking = options.ranking;
+  ranking.seed = n;
+  METAOPT_ASSIGN_OR_RETURN(
+      Eigen::VectorXd weights,
+      surrogate::RankingWeights({deep_loo, plain_loo}, sample.y, ranking));
+  if (options.explore_untried_algorithms) {
+    const double scale = gp::Standardization::FromTargets(data.y).scale;
+    METAOPT_ASSIGN_OR_RETURN(
+        deep, surrogate::UntriedAlgorithmSurrogate::Create(
+                  std::move(deep), model.encoder().layout().stages,
+                  model.gp().kernel().output_scale() * scale * scale, data.X));
+  }
+  PlainGpEnsembleFit out;
+  out.plain_gp_weight = weights[1];
+  out.refitted = std::move(plain.refitted);
+  METAOPT_ASSIGN_OR_RETURN(
+      out.surrogate,
+      surrogate::RankingEnsembleSurrogate::Create(
+          {std::move(deep), std::make_shared<const surrogate::GpSurrogate>(
+                                std::move(plain.posterior))},
+          std::move(weights)));
+  return out;
 }
 
 absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
@@ -263,9 +298,12 @@ DeepPipePolicy::DeepPipePolicy(
       state_(std::move(state)),
       options_(std::move(options)) {}
 
-PolicyUpdate DeepPipePolicy::WithModel(const surrogate::DeepPipeModel& model,
-                                       int64_t observations) const {
+PolicyUpdate DeepPipePolicy::WithModel(
+    const surrogate::DeepPipeModel& model, int64_t observations,
+    const v1::GpPolicyState* plain_gp) const {
   v1::DeepPipePolicyState state;
+  *state.mutable_plain_gp() =
+      plain_gp != nullptr ? *plain_gp : state_.plain_gp();
   const Eigen::VectorXd params = model.parameters();
   const int kernel = model.num_kernel_parameters();
   const int net = model.num_network_parameters();
@@ -407,6 +445,7 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
     const int64_t n = data.y.size();
     std::shared_ptr<const surrogate::DeepPipeModel> fitted = model_;
     const TrainingData sample = FitSample(data, options_.suggest_fit_points);
+    bool tuned_persisted = false;
     if (!persisted) {
       // The meta-learned kernel, fine-tuned on its schedule.
       if (fit.max_steps > 0) fitted = ScheduledKernelModel(data, update);
@@ -414,7 +453,10 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
       auto tuned = model_->FineTune(sample.X, sample.y, fit);
       if (tuned.ok()) {
         fitted = std::make_shared<const surrogate::DeepPipeModel>(tuned->model);
-        if (persisted) *update = WithModel(tuned->model, n);
+        if (persisted) {
+          *update = WithModel(tuned->model, n);
+          tuned_persisted = true;
+        }
       } else {
         LogWarning(absl::StrCat("DeepPipe fine-tune failed (",
                                 tuned.status().ToString(),
@@ -425,25 +467,31 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
         std::shared_ptr<const surrogate::DeepPipeSurrogate> posterior,
         fitted->Posterior(data.X, data.y));
     FittedSurrogate out;
-    using Fallback = DeepPipePolicyOptions::PlainGpFallback;
-    const bool select =
-        meta_learned_ &&
-        (options_.plain_gp_fallback == Fallback::kAlways ||
-         (options_.plain_gp_fallback == Fallback::kNewAlgorithms &&
+    using Ensemble = DeepPipePolicyOptions::PlainGpEnsemble;
+    const bool ensemble =
+        meta_learned_ && sample.y.size() >= 2 &&
+        (options_.plain_gp_ensemble == Ensemble::kAlways ||
+         (options_.plain_gp_ensemble == Ensemble::kNewAlgorithms &&
           model_->num_new_encoders() > 0));
-    if (select) {
-      // A study whose observations the meta-learned kernel predicts worse
-      // than an unlearned one contradicts its prior: EI under the plain GP.
-      absl::StatusOr<double> deep = DeepKernelLooNll(*fitted, sample);
-      absl::StatusOr<PlainGp> plain =
-          FitPlainGp(sample, data, options_.plain_gp_fit);
-      if (deep.ok() && plain.ok() &&
-          plain->loo_nll + options_.plain_gp_margin < *deep) {
-        out.model = std::make_shared<const surrogate::GpSurrogate>(
-            std::move(plain->posterior));
+    if (ensemble) {
+      // A study whose observations the meta-learned kernel ranks worse than
+      // an unlearned one contradicts its prior: EI moves to the plain GP.
+      absl::StatusOr<PlainGpEnsembleFit> weighed = EnsembleWithPlainGp(
+          *fitted, posterior, sample, data, state_.plain_gp(), options_);
+      if (weighed.ok()) {
+        if (weighed->refitted.has_value()) {
+          *update = tuned_persisted
+                        ? WithModel(*fitted, n, &*weighed->refitted)
+                        : WithModel(*model_, state_.fitted_observations(),
+                                    &*weighed->refitted);
+        }
+        out.model = std::move(weighed->surrogate);
         out.catalogue = catalogue_.get();
         return out;
       }
+      LogWarning(absl::StrCat("DeepPipe plain-GP ensemble failed (",
+                              weighed.status().ToString(),
+                              "); using the deep kernel"));
     }
     if (embedded_catalogue_ != nullptr) {
       // Catalogue rows are already embedded.

@@ -16,6 +16,7 @@
 #include "core/policy/policy.h"
 #include "core/registry/artifact.h"
 #include "core/surrogate/deeppipe_model.h"
+#include "core/surrogate/ranking_ensemble.h"
 #include "metaopt/v1/policy_state.pb.h"
 
 namespace metaopt::policy {
@@ -60,54 +61,60 @@ struct DeepPipePolicyOptions {
   // continuing from the previous fit (persisted, as scratch training).
   int new_encoder_steps = 100;
   double new_encoder_learning_rate = 1e-2;
-  // Bayesian model selection between the meta-learned deep kernel and an
-  // unlearned one (DeepPipePolicy::Suggest): in the studies `plain_gp_fallback`
-  // names, every Suggest also fits a plain GP (Matérn-5/2 ARD on the encoded
-  // configuration, MAP hyperparameters, `plain_gp_fit`) and scores both on
-  // the study's observations by leave-one-out predictive NLL per point; the
-  // plain GP is used when it predicts the study's own data better by more
-  // than `plain_gp_margin` nats per point (a study whose task contradicts the
-  // meta-learned prior).
-  enum class PlainGpFallback {
+  // Ranking-weighted ensemble with an unlearned GP (RGPE, "Scalable
+  // Meta-Learning for Bayesian Optimization using Ranking-Weighted Gaussian
+  // Process Ensembles"; DeepPipePolicy::Suggest): in the studies
+  // `plain_gp_ensemble` names, a plain GP (Matérn-5/2 ARD on the encoded
+  // configuration, the GP policy's MAP fit on its refit schedule, persisted)
+  // is kept beside the deep kernel, and EI runs under their ensemble weighted
+  // by how well each ranks the study's observations leave-one-out (`ranking`:
+  // draws and the weight-dilution guard), so a study whose task contradicts
+  // the meta-learned prior moves its weight to the plain GP.
+  enum class PlainGpEnsemble {
     kNever,  // the deep kernel always (the paper)
     // Studies bound partially with new algorithms (fresh encoders, so a
     // partly unlearned kernel); exact bindings use the deep kernel always.
     kNewAlgorithms,
     kAlways,  // every study with a meta-learned model
   };
-  PlainGpFallback plain_gp_fallback = PlainGpFallback::kNewAlgorithms;
-  double plain_gp_margin = 0.5;  // >= 0, nats per point
-  // The GP policy's full fit (3 starts, 100 iterations, no clock).
-  gp::FitOptions plain_gp_fit = GpPolicyOptions().full_fit;
+  PlainGpEnsemble plain_gp_ensemble = PlainGpEnsemble::kNewAlgorithms;
+  GpPolicyOptions plain_gp;  // kernel, fit schedule and fit options
+  surrogate::RankingWeightOptions ranking;  // seed: set per Suggest
+  // In those studies, the deep kernel's variance at a configuration choosing
+  // an algorithm the study has not tried is at least its prior variance
+  // (surrogate::UntriedAlgorithmSurrogate), so EI explores it.
+  bool explore_untried_algorithms = true;
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
   acquisition::SearchOptions search;
 };
 
-// Bayesian model selection between the deep kernel and an unlearned one
-// (DeepPipePolicyOptions::plain_gp_fallback): both are scored by their
-// leave-one-out predictive NLL per point on the study's observations
-// (Rasmussen & Williams, "Gaussian Processes for Machine Learning", §5.4.2).
+// The deep kernel's leave-one-out predictions at `data`'s rows (n >= 1) of
+// its targets standardised as DeepPipeModel::Posterior does, the mean head
+// included (RankingWeights' input). INVALID_ARGUMENT for misshapen data,
+// INTERNAL if the Cholesky factorisation fails.
+absl::StatusOr<gp::Prediction> DeepKernelLooPredictions(
+    const surrogate::DeepPipeModel& model, const TrainingData& data);
 
-// The deep kernel's score on `data` (n >= 1), targets standardised as
-// DeepPipeModel::Posterior does (for a conditioned model, the residual of its
-// mean head). INVALID_ARGUMENT for misshapen data, INTERNAL if the Cholesky
-// factorisation fails.
-absl::StatusOr<double> DeepKernelLooNll(const surrogate::DeepPipeModel& model,
-                                        const TrainingData& data);
-
-struct PlainGp {
-  gp::GpPosterior posterior;  // conditioned on all observations
-  double loo_nll = 0.0;       // per point, on the fit sample
+// The ranking-weighted ensemble of a deep-kernel posterior (`deep`, of the
+// fitted network `model`) and a plain GP (DeepPipePolicyOptions::
+// plain_gp_ensemble): the GP's hyperparameters from `plain_state` refitted on
+// the GP policy's schedule over `data`; both scored leave-one-out on `sample`
+// (a FitSample of `data`, n >= 2); the plain GP is RankingWeights' target
+// model; with options.explore_untried_algorithms the deep member is wrapped
+// in a surrogate::UntriedAlgorithmSurrogate (its prior variance: the deep
+// kernel's, in objective units). Pure: the draws are seeded by the number of
+// observations.
+struct PlainGpEnsembleFit {
+  std::shared_ptr<const surrogate::Surrogate> surrogate;
+  double plain_gp_weight = 0.0;
+  std::optional<v1::GpPolicyState> refitted;  // after a refit
 };
-
-// A Matérn-5/2 ARD GP on the encoded configurations, MAP hyperparameters
-// fitted on `sample` (n >= 1) from the defaults with `options` (seeded by the
-// number of observations, so equal histories give equal fits), conditioned
-// on `data` (of which `sample` is a FitSample).
-absl::StatusOr<PlainGp> FitPlainGp(const TrainingData& sample,
-                                   const TrainingData& data,
-                                   gp::FitOptions options);
+absl::StatusOr<PlainGpEnsembleFit> EnsembleWithPlainGp(
+    const surrogate::DeepPipeModel& model,
+    std::shared_ptr<const surrogate::Surrogate> deep,
+    const TrainingData& sample, const TrainingData& data,
+    const v1::GpPolicyState& plain_state, const DeepPipePolicyOptions& options);
 
 // The observation count whose prefix the kernel fine-tune reads at n >= 1
 // observations: the largest schedule point <= n, the schedule being every
@@ -178,9 +185,11 @@ class DeepPipePolicy final : public Policy {
     std::shared_ptr<const surrogate::DeepPipeModel> model;
   };
 
-  // This policy with `model`'s parameters as the new base.
+  // This policy with `model`'s parameters as the new base (and `plain_gp`
+  // as the plain GP's state; null: unchanged).
   PolicyUpdate WithModel(const surrogate::DeepPipeModel& model,
-                         int64_t observations) const;
+                         int64_t observations,
+                         const v1::GpPolicyState* plain_gp = nullptr) const;
   // The meta-learned kernel for `data` (KernelFineTuneCount): the kept fit
   // when it read the same prefix, else a fine-tune of the base on that
   // prefix, kept in `*update`'s policy (the base when the fine-tune fails).

@@ -206,7 +206,7 @@ TEST(DeepPipePolicyTest, ConditionedModelReadsTheStudysDatasetFeatures) {
   // The deep kernel's picks (a random mean head this strong predicts the
   // observations worse than a plain GP would, which the fallback would use).
   DeepPipePolicyOptions deep_only;
-  deep_only.plain_gp_fallback = DeepPipePolicyOptions::PlainGpFallback::kNever;
+  deep_only.plain_gp_ensemble = DeepPipePolicyOptions::PlainGpEnsemble::kNever;
   for (const v1::StudySpec* s : {&spec, &other, &spec}) {
     METAOPT_ASSERT_OK_AND_ASSIGN(
         auto policy,
@@ -322,7 +322,9 @@ TEST(DeepPipePolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
            [](DeepPipePolicyOptions& o) { o.suggest_fit_points = -1; },
            [](DeepPipePolicyOptions& o) { o.suggest_steps = -1; },
            [](DeepPipePolicyOptions& o) { o.kernel_learning_rate = 0; },
-           [](DeepPipePolicyOptions& o) { o.plain_gp_margin = -0.5; },
+           [](DeepPipePolicyOptions& o) { o.ranking.samples = 0; },
+           [](DeepPipePolicyOptions& o) { o.ranking.dilution_quantile = 2; },
+           [](DeepPipePolicyOptions& o) { o.plain_gp.refit_growth = -1; },
            [](DeepPipePolicyOptions& o) {
              o.suggest_budget = absl::ZeroDuration();
            }}) {
@@ -344,7 +346,7 @@ TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
   DeepPipePolicyOptions options;
   options.suggest_fit_points = 10;
   // This test follows the deep kernel.
-  options.plain_gp_fallback = DeepPipePolicyOptions::PlainGpFallback::kNever;
+  options.plain_gp_ensemble = DeepPipePolicyOptions::PlainGpEnsemble::kNever;
   METAOPT_ASSERT_OK_AND_ASSIGN(
       auto policy, DeepPipePolicy::Create(spec, std::nullopt, model, options));
   std::vector<v1::Trial> trials;
@@ -385,9 +387,9 @@ TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
 
 // ---- Model selection: the deep kernel or an unlearned GP ----
 
-// DeepKernelLooNll is the mean over i of -log N(y_i | the deep kernel's GP
-// conditioned on the other points), noise included, in standardised units.
-TEST(DeepPipeModelSelectionTest, DeepKernelScoreIsTheLeaveOneOutNll) {
+// DeepKernelLooPredictions: for each i, the deep kernel's GP conditioned on
+// the other points, at point i (noise included), standardised targets.
+TEST(DeepPipeEnsembleTest, DeepKernelLooPredictionsLeaveThePointOut) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
   METAOPT_ASSERT_OK_AND_ASSIGN(
@@ -398,13 +400,13 @@ TEST(DeepPipeModelSelectionTest, DeepKernelScoreIsTheLeaveOneOutNll) {
     trials.push_back(Completed(i + 1, spec.candidates(i)));
   StudyView view{&spec, &*space, &trials};
   const TrainingData data = CollectTrainingData(view, model.encoder());
-  METAOPT_ASSERT_OK_AND_ASSIGN(double score, DeepKernelLooNll(model, data));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction loo,
+                               DeepKernelLooPredictions(model, data));
 
   METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd Z, model.Embed(data.X));
   const Eigen::VectorXd ys =
       gp::Standardization::FromTargets(data.y).Apply(data.y);
   const Eigen::Index n = ys.size();
-  double total = 0.0;
   for (Eigen::Index i = 0; i < n; ++i) {
     Eigen::MatrixXd Z_rest(n - 1, Z.cols());
     Eigen::VectorXd y_rest(n - 1);
@@ -418,18 +420,18 @@ TEST(DeepPipeModelSelectionTest, DeepKernelScoreIsTheLeaveOneOutNll) {
         gp::GpPosterior::Create(model.gp(), Z_rest, y_rest,
                                 gp::Standardization()));
     METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction p, rest.Predict(Z.row(i)));
-    const double var = p.variance[0] + rest.noise_variance();
-    const double d = ys[i] - p.mean[0];
-    total += 0.5 * (std::log(2.0 * M_PI * var) + d * d / var);
+    EXPECT_NEAR(loo.mean[i], p.mean[0], 1e-6) << i;
+    EXPECT_NEAR(loo.variance[i], p.variance[0] + rest.noise_variance(), 1e-6)
+        << i;
   }
-  EXPECT_NEAR(score, total / static_cast<double>(n), 1e-6);
 }
 
 // A "meta-learned" network that maps every configuration to the same
-// embedding cannot tell configurations apart, so it predicts the study's
-// observations worse than an unlearned GP: Suggest then maximises EI under
-// that GP (FitPlainGp), and with the fallback off under the deep kernel.
-TEST(DeepPipeModelSelectionTest, ContradictedPriorFallsBackToThePlainGp) {
+// embedding cannot tell configurations apart, so it ranks the study's
+// observations worse than an unlearned GP: the ensemble hands the weight to
+// that GP, Suggest maximises EI under the ensemble, and with the ensemble off
+// under the deep kernel. The plain GP's fit is persisted.
+TEST(DeepPipeEnsembleTest, BlindKernelHandsItsWeightToThePlainGp) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
   auto random_model = MetaModel(spec);
@@ -450,42 +452,58 @@ TEST(DeepPipeModelSelectionTest, ContradictedPriorFallsBackToThePlainGp) {
   StudyView view{&spec, &*space, &trials};
   const TrainingData data = CollectTrainingData(view, blind.encoder());
   DeepPipePolicyOptions options;
-  options.plain_gp_fallback = DeepPipePolicyOptions::PlainGpFallback::kAlways;
-  METAOPT_ASSERT_OK_AND_ASSIGN(double deep, DeepKernelLooNll(blind, data));
-  METAOPT_ASSERT_OK_AND_ASSIGN(PlainGp plain,
-                               FitPlainGp(data, data, options.plain_gp_fit));
-  EXPECT_LT(plain.loo_nll + options.plain_gp_margin, deep);
+  options.plain_gp_ensemble = DeepPipePolicyOptions::PlainGpEnsemble::kAlways;
+  // The base posterior without a fine-tune (the policy's, steps 0).
+  options.suggest_steps = 0;
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto deep, blind.Posterior(data.X, data.y));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      PlainGpEnsembleFit weighed,
+      EnsembleWithPlainGp(blind, deep, data, data, v1::GpPolicyState(),
+                          options));
+  EXPECT_GT(weighed.plain_gp_weight, 0.9);
+  ASSERT_TRUE(weighed.refitted.has_value());  // the first fit is a full one
+  EXPECT_EQ(weighed.refitted->full_fit_observations(), 15);
 
-  // The plain GP's EI pick over the untried catalogue.
-  surrogate::GpSurrogate plain_surrogate(plain.posterior);
+  // The ensemble's EI pick over the untried catalogue.
   auto catalogue = acquisition::EncodeCatalogue(spec, blind.encoder());
   HeldConfigurations held(view);
   METAOPT_ASSERT_OK_AND_ASSIGN(
       std::vector<int> rows,
       acquisition::MaximizeOverCatalogue(
-          plain_surrogate, *catalogue,
+          *weighed.surrogate, *catalogue,
           [&](const std::string& key) { return held.contains(key); },
           data.y.minCoeff(), 1));
   ASSERT_EQ(rows.size(), 1u);
 
-  // The first suggestion of a policy with `o` (rng seed 4).
+  // The first suggestion of a policy with `o` (rng seed 4), and its update.
+  std::optional<PolicyUpdate> update;
   auto pick = [&](const DeepPipePolicyOptions& o) -> std::string {
     auto policy = DeepPipePolicy::Create(spec, std::nullopt, model, o);
     if (!policy.ok()) return policy.status().ToString();
     space::Rng rng(4);
     auto result = (*policy)->Suggest(view, 1, rng);
     if (!result.ok() || result->configurations.size() != 1) return "no pick";
+    update = result->update;
     return space::ConfigurationKey(result->configurations[0]);
   };
-  const std::string plain_pick =
+  const std::string ensemble_pick =
       space::ConfigurationKey(spec.candidates(rows[0]));
-  EXPECT_EQ(pick(options), plain_pick);
-  // Without the fallback the blind kernel's posterior is flat: its pick is
-  // not the plain GP's.
+  EXPECT_EQ(pick(options), ensemble_pick);
+  // The plain GP's hyperparameters are the policy state.
+  ASSERT_TRUE(update.has_value());
+  v1::PolicyState state;
+  ASSERT_TRUE(state.ParseFromString(update->state));
+  EXPECT_EQ(state.deeppipe().plain_gp().fitted_observations(), 15);
+  EXPECT_EQ(state.deeppipe().plain_gp().hyperparameters_size(),
+            weighed.refitted->hyperparameters_size());
+  // Without the ensemble the blind kernel's posterior is flat: its pick is
+  // not the ensemble's, and nothing is persisted.
   DeepPipePolicyOptions deep_only;
-  deep_only.plain_gp_fallback = DeepPipePolicyOptions::PlainGpFallback::kNever;
-  EXPECT_NE(pick(deep_only), plain_pick);
-  // By default only studies with new algorithms select: this exact binding
+  deep_only.plain_gp_ensemble = DeepPipePolicyOptions::PlainGpEnsemble::kNever;
+  update.reset();
+  EXPECT_NE(pick(deep_only), ensemble_pick);
+  EXPECT_FALSE(update.has_value());
+  // By default only studies with new algorithms weigh: this exact binding
   // follows the deep kernel.
   EXPECT_EQ(pick(DeepPipePolicyOptions()), pick(deep_only));
 }
@@ -660,10 +678,11 @@ TEST(DeepPipePartialBindingTest, NewAlgorithmGetsAnEncoderTrainedOnTheStudy) {
             space::ConfigurationKey(from_reopened.configurations[0]));
 }
 
-// The default selection (PlainGpFallback::kNewAlgorithms) applies to a study
+// The default ensemble (PlainGpEnsemble::kNewAlgorithms) applies to a study
 // that adds an algorithm to its model: with a network that cannot tell
-// pipelines apart, it suggests what the plain GP suggests, as kAlways does.
-TEST(DeepPipePartialBindingTest, NewAlgorithmStudySelectsThePlainGpByDefault) {
+// pipelines apart, it suggests what kAlways suggests, not the deep kernel's
+// pick.
+TEST(DeepPipePartialBindingTest, NewAlgorithmStudyWeighsThePlainGpByDefault) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
   auto without_knn = ModelWithoutKnn();
@@ -686,9 +705,9 @@ TEST(DeepPipePartialBindingTest, NewAlgorithmStudySelectsThePlainGpByDefault) {
   for (int i = 0; i < 15; ++i)
     trials.push_back(Completed(i + 1, spec.candidates(i)));
   StudyView view{&spec, &*space, &trials};
-  auto pick = [&](DeepPipePolicyOptions::PlainGpFallback fallback) {
+  auto pick = [&](DeepPipePolicyOptions::PlainGpEnsemble ensemble) {
     DeepPipePolicyOptions options;
-    options.plain_gp_fallback = fallback;
+    options.plain_gp_ensemble = ensemble;
     auto policy = DeepPipePolicy::Create(spec, std::nullopt, model, options);
     if (!policy.ok()) return policy.status().ToString();
     EXPECT_EQ((*policy)->model().num_new_encoders(), 1);
@@ -699,11 +718,11 @@ TEST(DeepPipePartialBindingTest, NewAlgorithmStudySelectsThePlainGpByDefault) {
     }
     return space::ConfigurationKey(result->configurations[0]);
   };
-  using Fallback = DeepPipePolicyOptions::PlainGpFallback;
+  using Ensemble = DeepPipePolicyOptions::PlainGpEnsemble;
   const std::string by_default =
-      pick(DeepPipePolicyOptions().plain_gp_fallback);
-  EXPECT_EQ(by_default, pick(Fallback::kAlways));
-  EXPECT_NE(by_default, pick(Fallback::kNever));
+      pick(DeepPipePolicyOptions().plain_gp_ensemble);
+  EXPECT_EQ(by_default, pick(Ensemble::kAlways));
+  EXPECT_NE(by_default, pick(Ensemble::kNever));
 }
 
 TEST(DeepPipePartialBindingTest, MosaicRefusesANewAlgorithm) {

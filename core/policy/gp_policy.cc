@@ -23,7 +23,9 @@ absl::Status ValidateFitOptions(const gp::FitOptions& fit,
   return absl::OkStatus();
 }
 
-absl::Status ValidateOptions(const GpPolicyOptions& options) {
+}  // namespace
+
+absl::Status ValidateGpPolicyOptions(const GpPolicyOptions& options) {
   METAOPT_RETURN_IF_ERROR(ValidateFitOptions(options.full_fit, "full_fit"));
   METAOPT_RETURN_IF_ERROR(ValidateFitOptions(options.quick_fit, "quick_fit"));
   if (options.initial_trials < 0 || !(options.refit_growth >= 0.0) ||
@@ -36,13 +38,11 @@ absl::Status ValidateOptions(const GpPolicyOptions& options) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
     const v1::StudySpec& spec, std::optional<v1::GpPolicyState> state,
     std::shared_ptr<const registry::LoadedModel> model,
     GpPolicyOptions options) {
-  METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
+  METAOPT_RETURN_IF_ERROR(ValidateGpPolicyOptions(options));
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
   ZeroShotDesign portfolio = ZeroShotDesignForStudy(
@@ -92,13 +92,8 @@ GpPolicy::GpPolicy(
       state_(std::move(state)),
       options_(std::move(options)) {}
 
-PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted, int64_t n,
-                               bool full) const {
-  v1::GpPolicyState state = state_;
-  const Eigen::VectorXd h = fitted.hyperparameters();
-  state.mutable_hyperparameters()->Assign(h.data(), h.data() + h.size());
-  state.set_fitted_observations(n);
-  if (full) state.set_full_fit_observations(n);
+PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted,
+                               v1::GpPolicyState state) const {
   v1::PolicyState wrapper;
   *wrapper.mutable_gp() = state;
   PolicyUpdate update;
@@ -107,6 +102,55 @@ PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted, int64_t n,
                    fitted, state, options_));
   update.state = wrapper.SerializeAsString();
   return update;
+}
+
+namespace {
+
+// `state` after fitting `fitted` on n observations (a multi-start fit if
+// `full`).
+v1::GpPolicyState RecordFit(v1::GpPolicyState state,
+                            const gp::GaussianProcess& fitted, int64_t n,
+                            bool full) {
+  const Eigen::VectorXd h = fitted.hyperparameters();
+  state.mutable_hyperparameters()->Assign(h.data(), h.data() + h.size());
+  state.set_fitted_observations(n);
+  if (full) state.set_full_fit_observations(n);
+  return state;
+}
+
+}  // namespace
+
+absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(const gp::GaussianProcess& prior,
+                                               const v1::GpPolicyState& state,
+                                               const TrainingData& data,
+                                               const GpPolicyOptions& options,
+                                               space::Rng& rng) {
+  const int64_t n = data.y.size();
+  const bool full = state.full_fit_observations() == 0 ||
+                    n >= 2 * state.full_fit_observations();
+  const bool quick =
+      !full && n > state.fitted_observations() &&
+      n - state.fitted_observations() >=
+          std::max<int64_t>(
+              1, static_cast<int64_t>(
+                     options.refit_growth *
+                     static_cast<double>(state.fitted_observations())));
+  if (!full && !quick) {
+    METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
+                             gp::Condition(prior, data.X, data.y));
+    return ScheduledGpFit{std::move(posterior), std::nullopt};
+  }
+  gp::FitOptions fit = full ? options.full_fit : options.quick_fit;
+  fit.seed = rng();
+  const TrainingData sample = FitSample(data, options.max_fit_points);
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
+                           gp::Fit(prior, sample.X, sample.y, fit));
+  if (sample.y.size() < n) {
+    METAOPT_ASSIGN_OR_RETURN(posterior,
+                             gp::Condition(posterior.model(), data.X, data.y));
+  }
+  v1::GpPolicyState refitted = RecordFit(state, posterior.model(), n, full);
+  return ScheduledGpFit{std::move(posterior), std::move(refitted)};
 }
 
 absl::StatusOr<SuggestResult> GpPolicy::Suggest(const StudyView& study,
@@ -142,37 +186,16 @@ SurrogateSuggestSteps GpPolicy::Steps() const {
                      std::optional<PolicyUpdate>* update)
       -> absl::StatusOr<FittedSurrogate> {
     // Hyperparameters: refit on the schedule described in the class comment.
-    const int64_t n = data.y.size();
-    const bool full = state_.full_fit_observations() == 0 ||
-                      n >= 2 * state_.full_fit_observations();
-    const bool quick =
-        !full && n > state_.fitted_observations() &&
-        n - state_.fitted_observations() >=
-            std::max<int64_t>(
-                1, static_cast<int64_t>(
-                       options_.refit_growth *
-                       static_cast<double>(state_.fitted_observations())));
+    METAOPT_ASSIGN_OR_RETURN(
+        ScheduledGpFit scheduled,
+        FitGpOnSchedule(prior_, state_, data, options_, rng));
+    if (scheduled.refitted.has_value()) {
+      *update = WithFit(scheduled.posterior.model(), *scheduled.refitted);
+    }
     FittedSurrogate fitted;
     fitted.catalogue = catalogue_.get();
-    if (full || quick) {
-      gp::FitOptions fit = full ? options_.full_fit : options_.quick_fit;
-      fit.seed = rng();
-      const TrainingData sample = FitSample(data, options_.max_fit_points);
-      METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
-                               gp::Fit(prior_, sample.X, sample.y, fit));
-      if (sample.y.size() < n) {
-        METAOPT_ASSIGN_OR_RETURN(
-            posterior, gp::Condition(posterior.model(), data.X, data.y));
-      }
-      *update = WithFit(posterior.model(), n, full);
-      fitted.model =
-          std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
-    } else {
-      METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
-                               gp::Condition(prior_, data.X, data.y));
-      fitted.model =
-          std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
-    }
+    fitted.model = std::make_shared<const surrogate::GpSurrogate>(
+        std::move(scheduled.posterior));
     return fitted;
   };
   return steps;
@@ -197,7 +220,9 @@ absl::StatusOr<FineTuneResult> GpPolicy::FineTune(
   result.loss_before = report.initial_objective;
   result.loss_after = report.final_objective;
   result.steps_run = report.iterations;
-  result.update = WithFit(posterior.model(), data.y.size(), /*full=*/true);
+  result.update = WithFit(
+      posterior.model(),
+      RecordFit(state_, posterior.model(), data.y.size(), /*full=*/true));
   return result;
 }
 

@@ -56,6 +56,26 @@ struct GpPolicyOptions {
   acquisition::SearchOptions search;
 };
 
+// INVALID_ARGUMENT for invalid options (GpPolicy::Create checks them).
+absl::Status ValidateGpPolicyOptions(const GpPolicyOptions& options);
+
+// The GP policy's hyperparameter schedule (GpPolicy's class comment), for any
+// policy that keeps a plain GP beside its own model: `prior` carries the
+// hyperparameters `state` records (the defaults for an empty state). Refits
+// (seeded by rng(), drawn only then) on a FitSample of at most
+// options.max_fit_points observations; the posterior conditions on all of
+// `data` (n >= 1).
+struct ScheduledGpFit {
+  gp::GpPosterior posterior;
+  // The state after a refit; nullopt when the hyperparameters were reused.
+  std::optional<v1::GpPolicyState> refitted;
+};
+absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(const gp::GaussianProcess& prior,
+                                               const v1::GpPolicyState& state,
+                                               const TrainingData& data,
+                                               const GpPolicyOptions& options,
+                                               space::Rng& rng);
+
 // With a bound registry model, the model's portfolio entries (those inside the
 // study's space or catalogue) are the first suggestions, in place of the
 // random initial design.
@@ -102,9 +122,9 @@ class GpPolicy final : public Policy {
            gp::GaussianProcess prior, v1::GpPolicyState state,
            GpPolicyOptions options);
 
-  // The policy with `fitted` hyperparameters after fitting on n observations.
-  PolicyUpdate WithFit(const gp::GaussianProcess& fitted, int64_t n,
-                       bool full) const;
+  // The policy with `fitted` hyperparameters, recorded in `state`.
+  PolicyUpdate WithFit(const gp::GaussianProcess& fitted,
+                       v1::GpPolicyState state) const;
 
   const v1::Goal goal_;
   const int initial_trials_;
