@@ -497,12 +497,17 @@ TEST(DeepPipeEnsembleTest, BlindKernelHandsItsWeightToThePlainGp) {
   EXPECT_EQ(state.deeppipe().plain_gp().hyperparameters_size(),
             weighed.refitted->hyperparameters_size());
   // Without the ensemble the blind kernel's posterior is flat: its pick is
-  // not the ensemble's, and nothing is persisted.
+  // not the ensemble's, and nothing is persisted (an update only keeps the
+  // scheduled kernel fine-tune in its policy, the state unchanged).
   DeepPipePolicyOptions deep_only;
   deep_only.plain_gp_ensemble = DeepPipePolicyOptions::PlainGpEnsemble::kNever;
   update.reset();
   EXPECT_NE(pick(deep_only), ensemble_pick);
-  EXPECT_FALSE(update.has_value());
+  v1::PolicyState unchanged;
+  unchanged.mutable_deeppipe();
+  if (update.has_value()) {
+    EXPECT_EQ(update->state, unchanged.SerializeAsString());
+  }
   // By default only studies with new algorithms weigh: this exact binding
   // follows the deep kernel.
   EXPECT_EQ(pick(DeepPipePolicyOptions()), pick(deep_only));
