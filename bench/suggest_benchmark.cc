@@ -169,26 +169,30 @@ void BM_GpSuggestPrepared(benchmark::State& state) {
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
-BENCHMARK(BM_GpSuggest)
-    ->ArgNames({"n", "catalogue", "refit"})
-    ->Args({20, 5000, 0})
-    ->Args({100, 5000, 0})
-    ->Args({100, 5000, 1})
-    ->Args({500, 5000, 0})
-    ->Args({1000, 5000, 0})
-    ->Args({1000, 5000, 1})
-    ->Args({2000, 5000, 0})
-    ->Args({100, 0, 0})
-    ->Args({100, 0, 1})
-    ->Unit(benchmark::kMillisecond)
-    ->MeasureProcessCPUTime()
-    ->UseRealTime();
+// The cold Suggests of both policies: n, catalogue size (0: the continuous
+// space), refit.
+void ColdSuggestArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"n", "catalogue", "refit"});
+  for (const int64_t n : {20, 100, 500, 1000, 2000}) {
+    b->Args({n, 5000, 0});
+    if (n == 100 || n == 1000) b->Args({n, 5000, 1});
+  }
+  b->Args({100, 0, 0});
+  b->Args({100, 0, 1});
+  b->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+}
+
+BENCHMARK(BM_GpSuggest)->Apply(ColdSuggestArgs);
 
 // DeepPipe with a "meta-learned" model (a seeded network of the authors'
 // default architecture stored as a registry artifact: its speed is that of a
-// trained one): the 100-step kernel fine-tune, cached catalogue embeddings,
-// fantasies and the EI search.
-PolicySetup MakeDeepPipeSetup(int n, int catalogue, space::Rng& rng) {
+// trained one): the kernel fine-tune on its schedule, cached catalogue
+// embeddings, fantasies and the EI search. The policy keeps the scheduled
+// fine-tune for n (so the timed Suggest reuses it, as most Suggests do under
+// the schedule) unless `refit`: then every timed Suggest runs it (100 Adam
+// steps on the scheduled prefix of the observations, at most 128 of them).
+PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit,
+                              space::Rng& rng) {
   PolicySetup setup;
   setup.spec = Spec(catalogue, rng);
   setup.spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
@@ -205,57 +209,56 @@ PolicySetup MakeDeepPipeSetup(int n, int catalogue, space::Rng& rng) {
   setup.trials =
       CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
   setup.policy = *CreatePolicy(setup.spec, std::nullopt, model);
+  if (!refit) {
+    // One Suggest runs the scheduled fine-tune; its policy keeps it.
+    auto first = setup.policy->Suggest(setup.view(), 1, rng);
+    if (first.ok() && first->update.has_value()) {
+      setup.policy = first->update->policy;
+    }
+  }
   return setup;
 }
 
-// A Suggest that fine-tunes inline ("cold").
+// A Suggest that fits inline ("cold": no prepared fit).
 void BM_DeepPipeSuggest(benchmark::State& state) {
   const int catalogue = static_cast<int>(state.range(1));
   space::Rng rng(7);
-  const PolicySetup setup =
-      MakeDeepPipeSetup(static_cast<int>(state.range(0)), catalogue, rng);
+  const PolicySetup setup = MakeDeepPipeSetup(
+      static_cast<int>(state.range(0)), catalogue, state.range(2) != 0, rng);
   TimeSuggest(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
-// The fine-tune and posterior alone (Policy::PrepareFit).
+// The fit alone (Policy::PrepareFit): the posterior and the screen, after
+// the scheduled fine-tune if `refit`.
 void BM_DeepPipePrepare(benchmark::State& state) {
   const int catalogue = static_cast<int>(state.range(1));
   space::Rng rng(7);
-  const PolicySetup setup =
-      MakeDeepPipeSetup(static_cast<int>(state.range(0)), catalogue, rng);
+  const PolicySetup setup = MakeDeepPipeSetup(
+      static_cast<int>(state.range(0)), catalogue, state.range(2) != 0, rng);
   TimePrepare(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
-// A Suggest whose fine-tune was prepared: the acquisition step alone.
+// A Suggest whose fit was prepared: the acquisition step alone.
 void BM_DeepPipeSuggestPrepared(benchmark::State& state) {
   const int catalogue = static_cast<int>(state.range(1));
   space::Rng rng(7);
   const PolicySetup setup =
-      MakeDeepPipeSetup(static_cast<int>(state.range(0)), catalogue, rng);
+      MakeDeepPipeSetup(static_cast<int>(state.range(0)), catalogue,
+                        /*refit=*/false, rng);
   TimeSuggestPrepared(state, setup, rng);
   state.SetLabel(catalogue > 0 ? "catalogue" : "continuous");
 }
 
-BENCHMARK(BM_DeepPipeSuggest)
-    ->ArgNames({"n", "catalogue"})
-    ->Args({20, 5000})
-    ->Args({100, 5000})
-    ->Args({500, 5000})
-    ->Args({1000, 5000})
-    ->Args({2000, 5000})
-    ->Args({100, 0})
-    ->Unit(benchmark::kMillisecond)
-    ->MeasureProcessCPUTime()
-    ->UseRealTime();
+BENCHMARK(BM_DeepPipeSuggest)->Apply(ColdSuggestArgs);
 
 // The prepared Suggests and the fits alone, under names that keep the
 // n:<N>/catalogue:5000 form of the Suggests above:
 //   BM_GpSuggest/n:<N>/catalogue:5000/prepared:1
 //   BM_GpPrepare/n:<N>/catalogue:5000/refit:<0|1>
 //   BM_DeepPipeSuggest/n:<N>/catalogue:5000/prepared:1
-//   BM_DeepPipePrepare/n:<N>/catalogue:5000
+//   BM_DeepPipePrepare/n:<N>/catalogue:5000/refit:<0|1>
 const bool kRegistered = [] {
   const int sizes[] = {20, 100, 500, 1000, 2000};
   auto configure = [](benchmark::internal::Benchmark* b) {
@@ -271,13 +274,14 @@ const bool kRegistered = [] {
                           ->ArgNames({"n", "catalogue", "prepared"});
   auto* dp_prepare =
       benchmark::RegisterBenchmark("BM_DeepPipePrepare", BM_DeepPipePrepare)
-          ->ArgNames({"n", "catalogue"});
+          ->ArgNames({"n", "catalogue", "refit"});
   for (const int n : sizes) {
     gp_prepared->Args({n, 5000, 1});
     gp_prepare->Args({n, 5000, 0});
     gp_prepare->Args({n, 5000, 1});
     dp_prepared->Args({n, 5000, 1});
-    dp_prepare->Args({n, 5000});
+    dp_prepare->Args({n, 5000, 0});
+    dp_prepare->Args({n, 5000, 1});
   }
   gp_prepared->Args({100, 0, 1});
   dp_prepared->Args({100, 0, 1});

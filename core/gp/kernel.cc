@@ -56,16 +56,56 @@ Eigen::MatrixXd Kernel::Matrix(
   if (X2.rows() > 0) shift = X2.colwise().mean();
   const Eigen::MatrixXd Z1 = Scaled(X1, shift);
   const Eigen::MatrixXd Z2 = Scaled(X2, shift);
-  Eigen::ArrayXXd r2(X1.rows(), X2.rows());
-  r2.matrix().noalias() = -2.0 * Z1 * Z2.transpose();
+  const Eigen::Index n = X1.rows();
+  const Eigen::Index m = X2.rows();
+  Eigen::MatrixXd k(n, m);
+  if (n == 0 || m == 0) return k;
+  k.noalias() = -2.0 * Z1 * Z2.transpose();
   const Eigen::ArrayXd sq1 = Z1.rowwise().squaredNorm().array();
   const Eigen::ArrayXd sq2 = Z2.rowwise().squaredNorm().array();
-  for (Eigen::Index j = 0; j < r2.cols(); ++j) {
-    r2.col(j) = (r2.col(j) + sq1 + sq2[j]).max(0.0);
+  for (Eigen::Index j = 0; j < m; ++j) {
+    k.col(j) = (k.col(j).array() + sq1 + sq2[j]).max(0.0).matrix();
   }
-  Eigen::MatrixXd k;
-  Profile(r2, output_scale(), &k, nullptr, nullptr);
+  ProfileInChunks(k.data(), n, m, k.data());
   return k;
+}
+
+void Kernel::ProfileInChunks(const double* r2, Eigen::Index n, Eigen::Index m,
+                             double* k) const {
+  if (n == 0 || m == 0) return;
+  // About kChunkEntries entries at a time, in cache, instead of whole-matrix
+  // temporaries per step (memory-bound from a few hundred rows on). Each
+  // chunk's columns are padded to an even length, so that every entry goes
+  // through the vectorised path that one evaluation of the whole matrix
+  // takes, except its single scalar entry (the last, when n m is odd), which
+  // is evaluated alone: the result equals Profile of the whole matrix bit
+  // for bit.
+  constexpr Eigen::Index kChunkEntries = 4096;
+  const Eigen::Index rows = n + n % 2;
+  const Eigen::Index chunk = std::max<Eigen::Index>(1, kChunkEntries / rows);
+  const double scale = output_scale();
+  Eigen::ArrayXXd block;
+  Eigen::MatrixXd profile;
+  for (Eigen::Index start = 0; start < m; start += chunk) {
+    const Eigen::Index c = std::min(chunk, m - start);
+    block.resize(rows, c);
+    for (Eigen::Index j = 0; j < c; ++j) {
+      block.col(j).head(n) =
+          Eigen::Map<const Eigen::ArrayXd>(r2 + (start + j) * n, n);
+      if (rows > n) block(n, j) = 0.0;
+    }
+    Profile(block, scale, &profile, nullptr, nullptr);
+    for (Eigen::Index j = 0; j < c; ++j) {
+      Eigen::Map<Eigen::VectorXd>(k + (start + j) * n, n) =
+          profile.col(j).head(n);
+    }
+  }
+  if ((n * m) % 2 == 1) {
+    Eigen::ArrayXXd last(1, 1);
+    last(0, 0) = block(n - 1, block.cols() - 1);
+    Profile(last, scale, &profile, nullptr, nullptr);
+    k[n * m - 1] = profile(0, 0);
+  }
 }
 
 Eigen::ArrayXXd Kernel::SquaredDistances(
@@ -98,8 +138,8 @@ Eigen::MatrixXd Kernel::Matrix(
     const Eigen::Ref<const Eigen::MatrixXd>& X) const {
   Eigen::MatrixXd Z;
   const Eigen::ArrayXXd r2 = SquaredDistances(X, &Z);
-  Eigen::MatrixXd k;
-  Profile(r2, output_scale(), &k, nullptr, nullptr);
+  Eigen::MatrixXd k(X.rows(), X.rows());
+  ProfileInChunks(r2.data(), r2.rows(), r2.cols(), k.data());
   return k;
 }
 

@@ -103,6 +103,11 @@ class Kernel {
                        Eigen::MatrixXd* dk_dlog_scale) const = 0;
 
  private:
+  // k = Profile of the squared scaled distances r2 (n x m, column-major; k
+  // may be r2 itself), evaluated a chunk of columns at a time, equal to
+  // Profile of the whole matrix bit for bit.
+  void ProfileInChunks(const double* r2, Eigen::Index n, Eigen::Index m,
+                       double* k) const;
   // Inputs divided by the lengthscales, shifted by `shift` (a row vector
   // subtracted from every row before scaling) to reduce cancellation in the
   // squared-distance expansion.

@@ -4,6 +4,8 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "Eigen/Eigenvalues"
 #include "gmock/gmock.h"
@@ -105,6 +107,68 @@ TEST_P(KernelTest, CrossMatrixGradientAgreesWithTrainingMatrix) {
   const Eigen::MatrixXd X = RandomMatrix(9, 4, rng);
   EXPECT_LT((kernel->Matrix(X) - kernel->Matrix(X, X)).cwiseAbs().maxCoeff(),
             1e-12);
+}
+
+// The cross-covariance as one elementwise evaluation over the whole n x m
+// matrix (what Kernel::Matrix(X1, X2) evaluates a chunk of columns at a time).
+Eigen::MatrixXd WholeCrossMatrix(const Kernel& kernel,
+                                 const Eigen::MatrixXd& X1,
+                                 const Eigen::MatrixXd& X2) {
+  const int d = kernel.input_dim();
+  const Eigen::RowVectorXd shift = X2.colwise().mean();
+  const Eigen::RowVectorXd inv_l =
+      (-kernel.log_params().head(d).array()).exp().matrix().transpose();
+  const Eigen::MatrixXd Z1 =
+      ((X1.rowwise() - shift).array().rowwise() * inv_l.array()).matrix();
+  const Eigen::MatrixXd Z2 =
+      ((X2.rowwise() - shift).array().rowwise() * inv_l.array()).matrix();
+  Eigen::ArrayXXd r2(X1.rows(), X2.rows());
+  r2.matrix().noalias() = -2.0 * Z1 * Z2.transpose();
+  const Eigen::ArrayXd sq1 = Z1.rowwise().squaredNorm().array();
+  const Eigen::ArrayXd sq2 = Z2.rowwise().squaredNorm().array();
+  for (Eigen::Index j = 0; j < r2.cols(); ++j) {
+    r2.col(j) = (r2.col(j) + sq1 + sq2[j]).max(0.0);
+  }
+  const double s = kernel.output_scale();
+  if (kernel.name() == "rbf") return (s * (-0.5 * r2).exp()).matrix();
+  const Eigen::ArrayXXd sr = 2.2360679774997896964 * r2.sqrt();
+  const Eigen::ArrayXXd e = (-sr).exp();
+  return (s * (1.0 + sr + (5.0 / 3.0) * r2) * e).matrix();
+}
+
+TEST_P(KernelTest, CrossMatrixInChunksEqualsTheWholeMatrixBitForBit) {
+  std::mt19937_64 rng(11);
+  auto kernel = Make(5);
+  Eigen::VectorXd log_params(6);
+  log_params << -1.2, -0.4, 0.3, -2.0, 0.1, 0.7;
+  ASSERT_TRUE(kernel->set_log_params(log_params).ok());
+  // Odd and even sizes, one chunk and many, and the odd n x m whose last
+  // entry a whole-matrix evaluation computes without vectorisation.
+  for (const auto& [n, m] : std::vector<std::pair<int, int>>{{1, 1},
+                                                             {3, 5},
+                                                             {7, 1},
+                                                             {1, 9},
+                                                             {64, 256},
+                                                             {101, 255},
+                                                             {2001, 3},
+                                                             {4097, 3}}) {
+    const Eigen::MatrixXd X1 = RandomMatrix(n, 5, rng, -1.0, 2.0);
+    const Eigen::MatrixXd X2 = RandomMatrix(m, 5, rng, -1.0, 2.0);
+    const Eigen::MatrixXd got = kernel->Matrix(X1, X2);
+    const Eigen::MatrixXd want = WholeCrossMatrix(*kernel, X1, X2);
+    ASSERT_EQ(got.rows(), n);
+    ASSERT_EQ(got.cols(), m);
+    EXPECT_EQ((got.array() != want.array()).count(), 0) << n << " x " << m;
+  }
+  EXPECT_EQ(
+      kernel->Matrix(Eigen::MatrixXd(0, 5), RandomMatrix(4, 5, rng)).size(), 0);
+  // The training matrix, evaluated in chunks too, equals the whole-matrix
+  // evaluation of TrainingGram.
+  for (const int n : {1, 2, 7, 101, 300}) {
+    const Eigen::MatrixXd X = RandomMatrix(n, 5, rng, -1.0, 2.0);
+    const Eigen::MatrixXd k = kernel->Matrix(X);
+    EXPECT_EQ((k.array() != kernel->TrainingGram(X).k.array()).count(), 0) << n;
+  }
 }
 
 TEST_P(KernelTest, TrainingMatrixIsSymmetricPositiveSemiDefinite) {

@@ -88,17 +88,35 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
       !positive_rate(o.network_learning_rate) || o.ranking.samples < 1 ||
       !(o.ranking.dilution_quantile >= 0.0 &&
         o.ranking.dilution_quantile <= 1.0) ||
+      !(o.kernel_fine_tune_growth >= 0.0) ||
+      !std::isfinite(o.kernel_fine_tune_growth) ||
+      o.kernel_fine_tune_from < 1 ||
       !(o.suggest_budget > absl::ZeroDuration()) ||
       !(o.scratch_budget > absl::ZeroDuration())) {
     return absl::InvalidArgumentError(
         "DeepPipe policy options: need non-negative trial, step and "
         "fit-point counts, positive finite learning rates, ranking samples "
-        ">= 1 with a dilution quantile in [0, 1] and positive budgets");
+        ">= 1 with a dilution quantile in [0, 1], a finite non-negative "
+        "kernel_fine_tune_growth, kernel_fine_tune_from >= 1 and positive "
+        "budgets");
   }
   return ValidateGpPolicyOptions(o.plain_gp);
 }
 
 }  // namespace
+
+int64_t KernelFineTuneCount(int64_t n, double growth, int64_t from) {
+  if (n < 1) return 0;
+  if (n <= from) return n;
+  int64_t count = std::max<int64_t>(from, 1);
+  for (;;) {
+    const int64_t next =
+        count + std::max<int64_t>(1, static_cast<int64_t>(
+                                         growth * static_cast<double>(count)));
+    if (next > n) return count;
+    count = next;
+  }
+}
 
 absl::StatusOr<gp::Prediction> DeepKernelLooPredictions(
     const surrogate::DeepPipeModel& model, const TrainingData& data) {
@@ -316,6 +334,55 @@ PolicyUpdate DeepPipePolicy::WithModel(
   return update;
 }
 
+std::shared_ptr<const surrogate::DeepPipeModel>
+DeepPipePolicy::ScheduledKernelModel(
+    const TrainingData& data, std::optional<PolicyUpdate>* update) const {
+  const int64_t count =
+      KernelFineTuneCount(data.y.size(), options_.kernel_fine_tune_growth,
+                          options_.kernel_fine_tune_from);
+  const ScheduledKernel* kept = scheduled_.get();
+  if (kept != nullptr && kept->observations == count &&
+      kept->X.cols() == data.X.cols() && data.X.topRows(count) == kept->X &&
+      data.y.head(count) == kept->y) {
+    return kept->model;
+  }
+  TrainingData prefix;
+  prefix.X = data.X.topRows(count);
+  prefix.y = data.y.head(count);
+  const TrainingData sample = FitSample(prefix, options_.suggest_fit_points);
+  surrogate::DeepPipeFineTuneOptions fit;
+  fit.scope = surrogate::FineTuneScope::kKernel;
+  fit.max_steps = options_.suggest_steps;
+  fit.learning_rate = options_.kernel_learning_rate;
+  fit.time_budget = options_.suggest_budget;
+  absl::StatusOr<surrogate::DeepPipeFineTuneResult> tuned =
+      model_->FineTune(sample.X, sample.y, fit);
+  if (!tuned.ok()) {
+    LogWarning(absl::StrCat("DeepPipe fine-tune failed (",
+                            tuned.status().ToString(),
+                            "); using the base parameters"));
+    return model_;
+  }
+  auto scheduled = std::make_shared<ScheduledKernel>();
+  scheduled->observations = count;
+  scheduled->X = std::move(prefix.X);
+  scheduled->y = std::move(prefix.y);
+  scheduled->model =
+      std::make_shared<const surrogate::DeepPipeModel>(tuned->model);
+  // The same policy (and stored state) keeping this fit.
+  auto policy = std::shared_ptr<DeepPipePolicy>(new DeepPipePolicy(
+      goal_, meta_learned_, initial_trials_, portfolio_, model_, catalogue_,
+      embedded_catalogue_, state_, options_));
+  policy->scheduled_ = scheduled;
+  v1::PolicyState wrapper;
+  *wrapper.mutable_deeppipe() = state_;
+  PolicyUpdate kept_fit;
+  kept_fit.policy = std::move(policy);
+  kept_fit.state = wrapper.SerializeAsString();
+  *update = std::move(kept_fit);
+  return scheduled->model;
+}
+
 absl::StatusOr<SuggestResult> DeepPipePolicy::Suggest(const StudyView& study,
                                                       int count,
                                                       space::Rng& rng) const {
@@ -379,7 +446,10 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
     std::shared_ptr<const surrogate::DeepPipeModel> fitted = model_;
     const TrainingData sample = FitSample(data, options_.suggest_fit_points);
     bool tuned_persisted = false;
-    if (fit.max_steps > 0 && (!persisted || n > state_.fitted_observations())) {
+    if (!persisted) {
+      // The meta-learned kernel, fine-tuned on its schedule.
+      if (fit.max_steps > 0) fitted = ScheduledKernelModel(data, update);
+    } else if (fit.max_steps > 0 && n > state_.fitted_observations()) {
       auto tuned = model_->FineTune(sample.X, sample.y, fit);
       if (tuned.ok()) {
         fitted = std::make_shared<const surrogate::DeepPipeModel>(tuned->model);

@@ -2,6 +2,7 @@
 // the same suggestions whether the policy ran under the study lock or on a
 // snapshot, and whether or not the server restarted (indexes rebuilt from
 // storage); a configuration held twice stays held until both trials let go.
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "core/storage/storage.h"
 #include "core/study/fake_clock.h"
 #include "core/study/study_engine.h"
+#include "core/surrogate/deeppipe_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -377,6 +379,53 @@ TEST(SuggestTest, ASuggestStoresAllItsChangesInOneWrite) {
       EXPECT_EQ(trial.lease_expire_time().seconds(),
                 response->trials(i).lease_expire_time().seconds());
     }
+  }
+}
+
+// A study bound to a meta-learned DeepPipe model fine-tunes its kernel on a
+// schedule and keeps the last fit in memory only: a server restarted between
+// Suggests (even between scheduled fine-tunes, where the stayed-loaded study
+// reuses its kept fit) suggests exactly what a server that stayed up does,
+// with the prepares of the background fit or without them.
+TEST(SuggestTest, DeepPipeScheduledFineTunesSurviveRestarts) {
+  const v1::StudySpec spec = [] {
+    v1::StudySpec s = CatalogueSpec(300);
+    s.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
+    s.mutable_algorithm()->set_model("dp");
+    return s;
+  }();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_THAT(space, IsOk());
+  auto network = surrogate::DeepPipeModel::Create(
+      spec.search_space(), surrogate::DeepPipeArchitecture(), 5);
+  ASSERT_THAT(network, IsOk());
+  v1::ModelArtifact artifact;
+  artifact.set_format_version(1);
+  *artifact.mutable_search_space() = spec.search_space();
+  network->ToArtifact(&artifact);
+  ::metaopt::testing::ScopedTempDir registry_dir;
+  ASSERT_THAT(registry::WriteModelVersion(registry_dir.path(), "dp", artifact),
+              IsOk());
+  auto models = registry::ModelManager::Create({registry_dir.path()});
+  ASSERT_THAT(models, IsOk());
+  ::metaopt::testing::ScopedTempDir db_dir;
+  EngineOptions inline_fits;
+  inline_fits.prepare_threads = 0;
+  Harness restarted(inline_fits, db_dir.File("metaopt.db"), models->get());
+  Harness stayed({}, "", models->get());
+  restarted.Create(spec);
+  stayed.Create(spec);
+  // The default schedule fine-tunes at every count up to 64, then at 70:
+  // restarts from round 62 on fall between fine-tunes too.
+  for (int round = 0; round < 74; ++round) {
+    if (round >= 62) restarted.Restart();
+    const std::vector<std::string> got = restarted.Suggest(1, "w");
+    const std::vector<std::string> want = stayed.Suggest(1, "w");
+    ASSERT_EQ(got, want) << "round " << round;
+    ASSERT_EQ(got.size(), 1u);
+    const double x = static_cast<double>(round) / 73.0;
+    restarted.Observe(round + 1, (x - 0.3) * (x - 0.3) + std::sin(9 * x));
+    stayed.Observe(round + 1, (x - 0.3) * (x - 0.3) + std::sin(9 * x));
   }
 }
 
