@@ -641,11 +641,8 @@ TEST(ReadCurvesTest, ReadsAFurtherColumn) {
   ScopedTempDir dir;
   const std::string path = dir.File("curves.csv");
   WriteText(path,
-            "task,config,epoch,value,loss,acc
-a,0,1,0.5,2.5,0.1
-"
-            "a,0,2,0.25,1.5,0.2
-");
+            "task,config,epoch,value,loss,acc\na,0,1,0.5,2.5,0.1\n"
+            "a,0,2,0.25,1.5,0.2\n");
   absl::StatusOr<CurveTable> loss = ReadCurves(path, "loss");
   ASSERT_THAT(loss, IsOk());
   EXPECT_THAT(loss->at("a"), ElementsAre(ElementsAre(2.5, 1.5)));

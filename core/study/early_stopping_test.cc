@@ -250,6 +250,7 @@ TEST_F(EarlyStoppingTest, RuleComparesTheMetricInItsGoal) {
   // Minimized objective; the rule compares "accuracy", maximized: a trial
   // stops when its accuracy is below 0.5, whatever its value.
   v1::StudySpec spec = WithThreshold(PipelineSpec(), 0.5);
+  spec.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
   spec.mutable_early_stopping()->set_metric("accuracy");
   spec.mutable_early_stopping()->set_metric_goal(v1::GOAL_MAXIMIZE);
   ASSERT_THAT(Create(spec), IsOk());
@@ -281,6 +282,7 @@ TEST_F(EarlyStoppingTest, AshaRanksByTheMetricWithTheObjectivesGoal) {
   // No metric_goal: the metric follows the objective (minimized). The values
   // rank the trials the other way round, so only the metric can stop trial 2.
   v1::StudySpec spec = PipelineSpec();
+  spec.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
   spec.mutable_early_stopping()->mutable_asha()->set_min_resource(1);
   spec.mutable_early_stopping()->mutable_asha()->set_reduction_factor(2);
   spec.mutable_early_stopping()->set_metric("loss");
