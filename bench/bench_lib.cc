@@ -215,16 +215,20 @@ v1::CreateStudyRequest MakeCreateRequest(const std::string& study_id,
 // at a rung there, saves nothing and does not count).
 absl::StatusOr<int> ReplayCurve(StudyBackend& backend,
                                 const std::string& study_id, int64_t trial,
-                                const std::vector<double>& curve, double* value,
-                                bool* stopped) {
+                                const ReplayTask& task, int entry,
+                                double* value, bool* stopped) {
   *stopped = false;
   int steps = 0;
+  const std::vector<double>& curve = task.curves[entry];
   for (size_t i = 0; i < curve.size(); ++i) {
     v1::ReportIntermediateRequest report;
     report.set_study_id(study_id);
     report.set_trial_id(trial);
     report.set_step(static_cast<int64_t>(i) + 1);
     report.set_value(curve[i]);
+    for (const auto& [name, metric] : task.metric_curves) {
+      (*report.mutable_metrics())[name] = metric[entry][i];
+    }
     METAOPT_ASSIGN_OR_RETURN(v1::ReportIntermediateResponse response,
                              backend.ReportIntermediate(report));
     ++steps;
@@ -275,9 +279,9 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
     double value = task.y[it->second];
     if (curves) {
       bool stopped = false;
-      METAOPT_ASSIGN_OR_RETURN(
-          int steps, ReplayCurve(backend, study_id, trial.id(),
-                                 task.curves[it->second], &value, &stopped));
+      METAOPT_ASSIGN_OR_RETURN(int steps,
+                               ReplayCurve(backend, study_id, trial.id(), task,
+                                           it->second, &value, &stopped));
       result.costs.push_back(steps);
       result.stopped.push_back(stopped);
       result.cost += steps;
@@ -519,12 +523,20 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
   result.split_task_count = static_cast<int>(split_tasks.size());
 
   CurveTable curves;
+  // The metrics the rules compare (EarlyStoppingSpec.metric), by name.
+  std::map<std::string, CurveTable> metric_curves;
   if (early_stopping) {
     result.early_stopping = true;
     result.curves_path = options.curves_path.empty()
                              ? absl::StrCat(options.data_dir, "/curves.csv")
                              : options.curves_path;
     METAOPT_ASSIGN_OR_RETURN(curves, ReadCurves(result.curves_path));
+    for (const MethodDefinition& method : methods) {
+      const std::string& metric = method.early_stopping.metric();
+      if (metric.empty() || metric_curves.count(metric) > 0) continue;
+      METAOPT_ASSIGN_OR_RETURN(metric_curves[metric],
+                               ReadCurves(result.curves_path, metric));
+    }
   }
 
   std::map<std::string, v1::DatasetSample> samples;
@@ -556,6 +568,9 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
     }
     if (early_stopping) {
       METAOPT_RETURN_IF_ERROR(AttachCurves(curves, replay));
+      for (const auto& [metric, table] : metric_curves) {
+        METAOPT_RETURN_IF_ERROR(AttachMetricCurves(table, metric, replay));
+      }
       const int length = static_cast<int>(replay.curves.front().size());
       if (result.curve_length != 0 && length != result.curve_length) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -575,6 +590,7 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
   }
   data.tasks.clear();  // the replay copies are all we need now
   curves.clear();
+  metric_curves.clear();
   if (tasks.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(options.data_dir, ": split \"", options.split,

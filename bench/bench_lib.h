@@ -129,6 +129,10 @@ struct ReplayTask {
   // With learning curves (AttachCurves): the values at steps 1..n of each
   // catalogue entry.
   std::vector<std::vector<double>> curves;
+  // Metrics reported with every step (AttachMetricCurves): (name, curves as
+  // `curves`), for rules that compare a metric (EarlyStoppingSpec.metric).
+  std::vector<std::pair<std::string, std::vector<std::vector<double>>>>
+      metric_curves;
 };
 
 // Builds the replay form of `task`. INVALID_ARGUMENT if it has no
@@ -167,11 +171,13 @@ using CurveTable =
     absl::flat_hash_map<std::string, std::vector<std::vector<double>>>;
 
 // Reads a curves file: CSV in the meta-dataset format's rules with the
-// columns `task,config,epoch,value` first (further columns are ignored), the
-// epochs of each (task, config) consecutive from 1, configs of a task
-// 0, 1, 2, ... in order. Errors: NOT_FOUND for a missing file;
-// INVALID_ARGUMENT naming file:line and the rule for anything else.
-absl::StatusOr<CurveTable> ReadCurves(const std::string& path);
+// columns `task,config,epoch,value` first, the epochs of each (task, config)
+// consecutive from 1, configs of a task 0, 1, 2, ... in order. The table
+// holds `column` (`value`, or a further column such as `loss`; the others are
+// ignored). Errors: NOT_FOUND for a missing file; INVALID_ARGUMENT naming
+// file:line and the rule for anything else (a missing column included).
+absl::StatusOr<CurveTable> ReadCurves(const std::string& path,
+                                      const std::string& column = "value");
 
 // Gives `task` its curves from `table`: one per catalogue entry, each as long
 // as the longest (every configuration is trained for the same number of
@@ -180,6 +186,12 @@ absl::StatusOr<CurveTable> ReadCurves(const std::string& path);
 // index), a different number of configurations, curves of unequal length, or
 // a last value that is not its y.
 absl::Status AttachCurves(const CurveTable& table, ReplayTask& task);
+
+// Adds `table`'s curves of `task` to task.metric_curves as `metric`, with the
+// checks of AttachCurves except the last value (and the same length as
+// task.curves when those are attached).
+absl::Status AttachMetricCurves(const CurveTable& table,
+                                const std::string& metric, ReplayTask& task);
 
 // ---------------------------------------------------------------------------
 // Backends

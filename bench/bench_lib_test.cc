@@ -519,6 +519,14 @@ TEST(EarlyStoppingRulesTest, ParsesNamesAndSettings) {
   EXPECT_EQ((*rules)[3].spec.asha().reduction_factor(), 3);
   EXPECT_EQ((*rules)[3].spec.asha().grace_period(), 3);
   EXPECT_DOUBLE_EQ((*rules)[4].spec.threshold().threshold(), 0.25);
+  // metric= sets EarlyStoppingSpec.metric, beside the rule's settings.
+  absl::StatusOr<std::vector<EarlyStoppingRule>> metric =
+      ParseEarlyStoppingRules("asha:min_resource=1:metric=loss,median");
+  ASSERT_THAT(metric, IsOk());
+  EXPECT_EQ((*metric)[0].name, "asha:min_resource=1:metric=loss");
+  EXPECT_EQ((*metric)[0].spec.metric(), "loss");
+  EXPECT_EQ((*metric)[0].spec.asha().min_resource(), 1);
+  EXPECT_EQ((*metric)[1].spec.metric(), "");
   // A rule without settings is still set (its defaults apply).
   absl::StatusOr<std::vector<EarlyStoppingRule>> bare =
       ParseEarlyStoppingRules("asha");
@@ -545,6 +553,9 @@ TEST(EarlyStoppingRulesTest, RejectsBadRulesAndSettings) {
   EXPECT_THAT(ParseEarlyStoppingRules("threshold:threshold=inf"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("is not a finite double")));
+  EXPECT_THAT(ParseEarlyStoppingRules("asha:metric="),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metric= needs a column")));
   EXPECT_THAT(ParseEarlyStoppingRules("none:x=1"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("none has no settings")));
@@ -572,9 +583,10 @@ std::string ToyCurves(const meta::MetaDataset& data, int length, double step) {
   for (const meta::Task& task : data.tasks) {
     for (size_t i = 0; i < task.y.size(); ++i) {
       for (int s = 1; s <= length; ++s) {
-        absl::StrAppend(&out,
-                        absl::StrFormat("%s,%d,%d,%.17g,1\n", task.id, i, s,
-                                        task.y[i] + step * (length - s)));
+        // loss = 1 - value: it ranks the configurations the other way.
+        const double value = task.y[i] + step * (length - s);
+        absl::StrAppend(&out, absl::StrFormat("%s,%d,%d,%.17g,%.17g\n", task.id,
+                                              i, s, value, 1 - value));
       }
     }
   }
@@ -625,6 +637,31 @@ TEST(ReadCurvesTest, ReadsCurvesAndRejectsBrokenOrder) {
               StatusIs(absl::StatusCode::kNotFound, ::testing::_));
 }
 
+TEST(ReadCurvesTest, ReadsAFurtherColumn) {
+  ScopedTempDir dir;
+  const std::string path = dir.File("curves.csv");
+  WriteText(path,
+            "task,config,epoch,value,loss,acc\na,0,1,0.5,2.5,0.1\n"
+            "a,0,2,0.25,1.5,0.2\n");
+  absl::StatusOr<CurveTable> loss = ReadCurves(path, "loss");
+  ASSERT_THAT(loss, IsOk());
+  EXPECT_THAT(loss->at("a"), ElementsAre(ElementsAre(2.5, 1.5)));
+  absl::StatusOr<CurveTable> acc = ReadCurves(path, "acc");
+  ASSERT_THAT(acc, IsOk());
+  EXPECT_THAT(acc->at("a"), ElementsAre(ElementsAre(0.1, 0.2)));
+  EXPECT_THAT(ReadCurves(path, "f1"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no column \"f1\"")));
+  // The key columns are not metrics.
+  EXPECT_THAT(ReadCurves(path, "epoch"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no column \"epoch\"")));
+  WriteText(path, "task,config,epoch,value,loss\na,0,1,0.5,x\n");
+  EXPECT_THAT(ReadCurves(path, "loss"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("column \"loss\"")));
+}
+
 TEST(AttachCurvesTest, ChecksCountLengthAndLastValue) {
   meta::Task task = MakeTask("t", "test", 3, 0.5);
   absl::StatusOr<ReplayTask> replay = PrepareTask(task, v1::GOAL_MINIMIZE);
@@ -648,6 +685,22 @@ TEST(AttachCurvesTest, ChecksCountLengthAndLastValue) {
   EXPECT_THAT(
       AttachCurves(CurveTable(), *replay),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("has no curves")));
+  // Metric curves: any last value, the values' length.
+  CurveTable loss;
+  loss["t"] = {{3.0, 2.0}, {3.0, 1.0}, {3.0}};
+  EXPECT_THAT(AttachMetricCurves(loss, "loss", *replay),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("config 2: 1 epochs where config 0 has 2")));
+  loss["t"] = {{3.0}, {3.0}, {3.0}};
+  EXPECT_THAT(AttachMetricCurves(loss, "loss", *replay),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("the loss curves have 1 epochs, the value "
+                                 "curves 2")));
+  loss["t"] = {{3.0, 2.0}, {3.0, 1.0}, {3.0, 9.0}};
+  ASSERT_THAT(AttachMetricCurves(loss, "loss", *replay), IsOk());
+  ASSERT_EQ(replay->metric_curves.size(), 1u);
+  EXPECT_EQ(replay->metric_curves[0].first, "loss");
+  EXPECT_EQ(replay->metric_curves[0].second, loss["t"]);
 }
 
 class EarlyStoppingRunTest : public BenchRunTest {
@@ -772,6 +825,43 @@ TEST_F(EarlyStoppingRunTest, AStopAtTheLastStepIsNotCountedAsStopped) {
     }
   }
   EXPECT_GT(trials, 0);
+}
+
+TEST_F(EarlyStoppingRunTest, ARuleWithAMetricComparesThatColumn) {
+  // The threshold rule on `loss` (1 - value, minimized): it stops a trial at
+  // the first step whose loss is above the threshold, i.e. whose value is
+  // below 1 - threshold: the good configurations, here.
+  BenchOptions options = Options();
+  options.early_stopping =
+      absl::StrFormat("threshold:threshold=%g:metric=loss", kThreshold);
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  ASSERT_EQ(result->methods.size(), 1u);
+  int trials = 0;
+  int stopped_trials = 0;
+  for (const RunResult& run : result->runs) {
+    for (size_t k = 0; k < run.costs.size(); ++k) {
+      // Recover y from the observed value and the cost.
+      const double y = run.values[k] - kStep * (kLength - run.costs[k]);
+      int expected = kLength;
+      for (int s = 1; s <= kLength; ++s) {
+        if (1 - (y + kStep * (kLength - s)) > kThreshold) {
+          expected = s;
+          break;
+        }
+      }
+      EXPECT_EQ(run.costs[k], expected) << "y " << y;
+      ++trials;
+      stopped_trials += run.stopped[k] ? 1 : 0;
+    }
+  }
+  EXPECT_GT(trials, 0);
+  EXPECT_GT(stopped_trials, 0);
+  // A metric the curves file lacks.
+  options.early_stopping = "asha:metric=accuracy";
+  EXPECT_THAT(RunBenchmark(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no column \"accuracy\"")));
 }
 
 TEST_F(EarlyStoppingRunTest, BudgetAndOptionsAreChecked) {

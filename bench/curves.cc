@@ -126,6 +126,16 @@ absl::StatusOr<std::vector<EarlyStoppingRule>> ParseEarlyStoppingRules(
       for (size_t i = 1; i < pieces.size(); ++i) {
         std::pair<absl::string_view, absl::string_view> setting =
             absl::StrSplit(pieces[i], absl::MaxSplits('=', 1));
+        if (setting.first == "metric") {
+          // EarlyStoppingSpec.metric: a column of the curves file.
+          if (setting.second.empty()) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("--early-stopping: \"", written,
+                             "\": metric= needs a column of the curves file"));
+          }
+          parsed.spec.set_metric(std::string(setting.second));
+          continue;
+        }
         const FieldDescriptor* field =
             message->GetDescriptor()->FindFieldByName(
                 std::string(setting.first));
@@ -156,7 +166,8 @@ absl::StatusOr<std::vector<EarlyStoppingRule>> ParseEarlyStoppingRules(
   return out;
 }
 
-absl::StatusOr<CurveTable> ReadCurves(const std::string& path) {
+absl::StatusOr<CurveTable> ReadCurves(const std::string& path,
+                                      const std::string& column) {
   METAOPT_ASSIGN_OR_RETURN(std::string text,
                            ReadFileToString(path, "curves file"));
   METAOPT_ASSIGN_OR_RETURN(meta::CsvReader reader,
@@ -170,6 +181,11 @@ absl::StatusOr<CurveTable> ReadCurves(const std::string& path) {
     return reader.Error("the header must start with task,config,epoch,value");
   }
   const size_t columns = fields.size();
+  size_t read = 3;
+  while (read < columns && fields[read] != column) ++read;
+  if (read == columns) {
+    return reader.Error(absl::StrCat("no column \"", column, "\""));
+  }
   CurveTable table;
   std::string current_task;
   std::vector<std::vector<double>>* curves = nullptr;
@@ -189,9 +205,9 @@ absl::StatusOr<CurveTable> ReadCurves(const std::string& path) {
       return reader.ColumnError("epoch",
                                 absl::StrCat("\"", fields[2], "\" ", *why));
     }
-    if (auto why = meta::ParseNumber(fields[3], &value)) {
-      return reader.ColumnError("value",
-                                absl::StrCat("\"", fields[3], "\" ", *why));
+    if (auto why = meta::ParseNumber(fields[read], &value)) {
+      return reader.ColumnError(column,
+                                absl::StrCat("\"", fields[read], "\" ", *why));
     }
     if (curves == nullptr || fields[0] != current_task) {
       current_task = std::string(fields[0]);
@@ -229,7 +245,12 @@ absl::StatusOr<CurveTable> ReadCurves(const std::string& path) {
   return table;
 }
 
-absl::Status AttachCurves(const CurveTable& table, ReplayTask& task) {
+namespace {
+
+// The curves of `task` in `table`, one per catalogue entry and all as long as
+// the first; INVALID_ARGUMENT otherwise (AttachCurves).
+absl::StatusOr<const std::vector<std::vector<double>>*> TaskCurves(
+    const CurveTable& table, const ReplayTask& task) {
   auto it = table.find(task.id);
   if (it == table.end()) {
     return absl::InvalidArgumentError(
@@ -252,6 +273,17 @@ absl::Status AttachCurves(const CurveTable& table, ReplayTask& task) {
           "task \"", task.id, "\", config ", i, ": ", curves[i].size(),
           " epochs where config 0 has ", curves.front().size()));
     }
+  }
+  return &curves;
+}
+
+}  // namespace
+
+absl::Status AttachCurves(const CurveTable& table, ReplayTask& task) {
+  METAOPT_ASSIGN_OR_RETURN(const std::vector<std::vector<double>>* found,
+                           TaskCurves(table, task));
+  const std::vector<std::vector<double>>& curves = *found;
+  for (size_t i = 0; i < curves.size(); ++i) {
     if (curves[i].back() != task.y[i]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "task \"", task.id, "\", config ", i, ": the last epoch's value ",
@@ -259,6 +291,21 @@ absl::Status AttachCurves(const CurveTable& table, ReplayTask& task) {
     }
   }
   task.curves = curves;
+  return absl::OkStatus();
+}
+
+absl::Status AttachMetricCurves(const CurveTable& table,
+                                const std::string& metric, ReplayTask& task) {
+  METAOPT_ASSIGN_OR_RETURN(const std::vector<std::vector<double>>* curves,
+                           TaskCurves(table, task));
+  if (!task.curves.empty() &&
+      curves->front().size() != task.curves.front().size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("task \"", task.id, "\": the ", metric, " curves have ",
+                     curves->front().size(), " epochs, the value curves ",
+                     task.curves.front().size()));
+  }
+  task.metric_curves.emplace_back(metric, *curves);
   return absl::OkStatus();
 }
 

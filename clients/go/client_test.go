@@ -508,6 +508,52 @@ func TestReportStopsATrialThatEndsStopped(t *testing.T) {
 	}
 }
 
+func TestReportStopReasonStopsATrialByTheClientsRule(t *testing.T) {
+	s := shared(t)
+	ctx := testContext(t)
+	client := dial(t, s.addr)
+	// No early-stopping rule in the spec: only the client's own stop can mark a trial.
+	study, err := client.CreateStudy(ctx, "go-report-client-stop", quadraticSpec(Random))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := study.Suggest(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := trials[0].ID(), trials[1].ID()
+	if r, err := study.Report(ctx, first, 0, 3.0, nil); err != nil || r.ShouldStop {
+		t.Fatalf("a report without a stop reason: %v %v", r, err)
+	}
+	r, err := study.Report(ctx, first, 1, 2.5, nil, StopReason("loss plateaued"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.ShouldStop || r.Reason != "client: loss plateaued" ||
+		r.Trial.Proto().GetMetadata()["stop_reason"] != "client: loss plateaued" {
+		t.Errorf("the client's stop: should_stop %v, reason %q, trial %v", r.ShouldStop, r.Reason, r.Trial)
+	}
+	if _, err := study.Report(ctx, second, 0, 1.0, nil, StopReason("")); err == nil ||
+		!strings.Contains(err.Error(), "stop reason: empty") {
+		t.Errorf("an empty stop reason: %v", err)
+	}
+	if _, err := study.Report(ctx, second, 0, 1.0, nil, StopReason(strings.Repeat("x", 1001))); Code(err) != codes.InvalidArgument ||
+		!strings.Contains(err.Error(), "client_stop_reason") {
+		t.Errorf("a stop reason of 1001 bytes: %v", err)
+	}
+	stopped, err := study.ObserveStopped(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := stopped.Value(); stopped.State() != Stopped || v != 2.5 || stopped.Proto().GetMetadata()["stop_step"] != "1" {
+		t.Errorf("after ObserveStopped: %v", stopped)
+	}
+	// The second trial, refused above, takes reports and goes on without a stop reason.
+	if r, err := study.Report(ctx, second, 0, 1.0, nil); err != nil || r.ShouldStop {
+		t.Errorf("the second trial: %v %v", r, err)
+	}
+}
+
 // loseResponses lets the first `times` calls of method reach the server, then replaces their
 // responses by UNAVAILABLE (the server did the work; the client never heard). It records the
 // methods and client ids it sees.

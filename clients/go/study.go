@@ -326,18 +326,45 @@ type Report struct {
 	Trial *Trial
 }
 
+// ReportOption sets an optional field of Study.Report's request.
+type ReportOption func(*reportOptions)
+
+type reportOptions struct {
+	stopReason *string
+}
+
+// StopReason makes the report the client's own stop (ReportIntermediateRequest.client_stop_reason):
+// the client stops the trial at this step by a rule of its own and says why (non-empty, at most
+// 1000 bytes). The study's rule is not asked; the answer is ShouldStop with Reason
+// "client: " + reason, and ObserveStopped ends the trial Stopped.
+func StopReason(reason string) ReportOption {
+	return func(o *reportOptions) { o.stopReason = &reason }
+}
+
 // Report records an intermediate value of ACTIVE trial trialID at step (epoch, iteration; >= 0)
 // with optional metrics, extends the trial's lease, and says whether the study's early-stopping
-// rule wants the trial stopped. Idempotent per (trial, step), so it is retried on UNAVAILABLE.
-func (s *Study) Report(ctx context.Context, trialID, step int64, value float64, metrics map[string]float64) (*Report, error) {
+// rule wants the trial stopped (or, with StopReason, stops it by the client's own rule).
+// Idempotent per (trial, step), so it is retried on UNAVAILABLE.
+func (s *Study) Report(ctx context.Context, trialID, step int64, value float64, metrics map[string]float64,
+	opts ...ReportOption) (*Report, error) {
 	if step < 0 {
 		return nil, fmt.Errorf("metaopt: report: step: %d is negative", step)
 	}
 	if math.IsNaN(value) || math.IsInf(value, 0) {
 		return nil, fmt.Errorf("metaopt: report: value: %v is not finite", value)
 	}
+	var o reportOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	request := &pb.ReportIntermediateRequest{StudyId: s.ID(), TrialId: trialID, Step: step, Value: value, Metrics: metrics,
 		StudyIncarnation: s.Proto().GetIncarnation()}
+	if o.stopReason != nil {
+		if *o.stopReason == "" {
+			return nil, fmt.Errorf("metaopt: report: stop reason: empty; say why the client stops the trial")
+		}
+		request.ClientStopReason = *o.stopReason
+	}
 	var response *pb.ReportIntermediateResponse
 	err := s.client.call(ctx, "ReportIntermediate", retrySafe, func(ctx context.Context, opts ...grpc.CallOption) (err error) {
 		response, err = s.client.stub.ReportIntermediate(ctx, request, opts...)

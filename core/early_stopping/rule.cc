@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/common/goal.h"
 #include "core/common/status_macros.h"
+#include "core/space/search_space.h"
 
 namespace metaopt::early_stopping {
 namespace {
@@ -272,6 +273,20 @@ bool ValueAtRung(const std::vector<Point>& curve, int64_t rung_step,
 
 absl::Status ValidateEarlyStoppingSpec(const v1::EarlyStoppingSpec& spec,
                                        const std::string& field) {
+  if (!spec.metric().empty()) {
+    METAOPT_RETURN_IF_ERROR(
+        space::ValidateName(spec.metric(), field + ".metric", "metric"));
+  }
+  if (!v1::Goal_IsValid(spec.metric_goal())) {
+    return Invalid(field + ".metric_goal",
+                   absl::StrCat(spec.metric_goal(), " is not a Goal"));
+  }
+  if (spec.metric_goal() != v1::GOAL_UNSPECIFIED && spec.metric().empty()) {
+    return Invalid(field + ".metric_goal",
+                   absl::StrCat(v1::Goal_Name(spec.metric_goal()),
+                                " is set without metric (it is the metric's "
+                                "direction; the value follows the objective)"));
+  }
   switch (spec.rule_case()) {
     case v1::EarlyStoppingSpec::RULE_NOT_SET:
       return Invalid(field,

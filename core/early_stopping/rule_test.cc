@@ -347,6 +347,36 @@ TEST(ValidateTest, NamesFieldValueAndRule) {
   EXPECT_FALSE(CreateRule(v1::EarlyStoppingSpec()).ok());
 }
 
+TEST(ValidateTest, MetricIsANameAndMetricGoalNeedsIt) {
+  auto message = [](const v1::EarlyStoppingSpec& spec) {
+    return std::string(
+        ValidateEarlyStoppingSpec(spec, "spec.early_stopping").message());
+  };
+  v1::EarlyStoppingSpec spec = AshaSpec(1, 3, 0);
+  spec.set_metric("loss");
+  EXPECT_TRUE(ValidateEarlyStoppingSpec(spec, "x").ok());
+  spec.set_metric_goal(v1::GOAL_MAXIMIZE);
+  EXPECT_TRUE(ValidateEarlyStoppingSpec(spec, "x").ok());
+  EXPECT_TRUE(CreateRule(spec).ok());
+  spec.set_metric("lo\nss");
+  EXPECT_THAT(message(spec), HasSubstr("spec.early_stopping.metric: metric"));
+  EXPECT_THAT(message(spec), HasSubstr("control character 0x0a"));
+  spec.set_metric(std::string(300, 'm'));
+  EXPECT_THAT(message(spec), HasSubstr("spec.early_stopping.metric: metric"));
+  spec.clear_metric();
+  EXPECT_THAT(message(spec),
+              HasSubstr("spec.early_stopping.metric_goal: GOAL_MAXIMIZE is "
+                        "set without metric"));
+  spec.set_metric("loss");
+  spec.set_metric_goal(static_cast<v1::Goal>(7));
+  EXPECT_THAT(message(spec),
+              HasSubstr("spec.early_stopping.metric_goal: 7 is not a Goal"));
+  // The rule is still required.
+  v1::EarlyStoppingSpec no_rule;
+  no_rule.set_metric("loss");
+  EXPECT_THAT(message(no_rule), HasSubstr("no rule set"));
+}
+
 TEST(CreateRuleTest, Names) {
   EXPECT_EQ(Make(MedianSpec(0, 0))->name(), "median");
   EXPECT_EQ(Make(AshaSpec(0, 0, 0))->name(), "asha");

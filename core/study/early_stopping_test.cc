@@ -246,6 +246,58 @@ TEST_F(EarlyStoppingTest, StoppedTrialEndsStoppedAndIsCountedApart) {
   EXPECT_EQ(stats.trials_by_state[v1::TRIAL_STATE_COMPLETED], 1);
 }
 
+TEST_F(EarlyStoppingTest, RuleComparesTheMetricInItsGoal) {
+  // Minimized objective; the rule compares "accuracy", maximized: a trial
+  // stops when its accuracy is below 0.5, whatever its value.
+  v1::StudySpec spec = WithThreshold(PipelineSpec(), 0.5);
+  spec.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
+  spec.mutable_early_stopping()->set_metric("accuracy");
+  spec.mutable_early_stopping()->set_metric_goal(v1::GOAL_MAXIMIZE);
+  ASSERT_THAT(Create(spec), IsOk());
+  const std::vector<int64_t> ids = Suggest(2);
+  ASSERT_EQ(ids.size(), 2u);
+  // Every report must carry the metric; the refused report records nothing.
+  EXPECT_THAT(Report(ids[0], 1, 0.9, {{"loss", 0.1}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics: no \"accuracy\"")));
+  EXPECT_EQ(Get(ids[0]).intermediate_values_size(), 0);
+  // A bad value (0.9) with a good accuracy goes on.
+  auto going = Report(ids[0], 1, 0.9, {{"accuracy", 0.8}});
+  ASSERT_THAT(going, IsOk());
+  EXPECT_FALSE(going->should_stop());
+  // A good value (0.1) with a low accuracy stops, named by the metric's goal.
+  auto stop = Report(ids[1], 1, 0.1, {{"accuracy", 0.3}});
+  ASSERT_THAT(stop, IsOk());
+  EXPECT_TRUE(stop->should_stop());
+  EXPECT_THAT(stop->reason(), HasSubstr("value 0.3 at step 1 is worse than "
+                                        "the threshold 0.5 (maximizing)"));
+  // The trial is observed with the objective's value.
+  auto stopped = Observe(ids[1], 0.1);
+  ASSERT_THAT(stopped, IsOk());
+  EXPECT_EQ(stopped->state(), v1::TRIAL_STATE_STOPPED);
+  EXPECT_EQ(stopped->value(), 0.1);
+}
+
+TEST_F(EarlyStoppingTest, AshaRanksByTheMetricWithTheObjectivesGoal) {
+  // No metric_goal: the metric follows the objective (minimized). The values
+  // rank the trials the other way round, so only the metric can stop trial 2.
+  v1::StudySpec spec = PipelineSpec();
+  spec.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
+  spec.mutable_early_stopping()->mutable_asha()->set_min_resource(1);
+  spec.mutable_early_stopping()->mutable_asha()->set_reduction_factor(2);
+  spec.mutable_early_stopping()->set_metric("loss");
+  ASSERT_THAT(Create(spec), IsOk());
+  const std::vector<int64_t> ids = Suggest(2);
+  ASSERT_EQ(ids.size(), 2u);
+  auto first = Report(ids[0], 1, 0.9, {{"loss", 0.2}});
+  ASSERT_THAT(first, IsOk());
+  EXPECT_FALSE(first->should_stop());
+  auto second = Report(ids[1], 1, 0.1, {{"loss", 0.7}});
+  ASSERT_THAT(second, IsOk());
+  EXPECT_TRUE(second->should_stop());
+  EXPECT_THAT(second->reason(), HasSubstr("asha: value 0.7 at rung 0"));
+}
+
 TEST_F(EarlyStoppingTest, ReportExtendsTheLease) {
   ASSERT_THAT(Create(PipelineSpec()), IsOk());
   const int64_t id = Suggest(1).at(0);

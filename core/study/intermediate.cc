@@ -70,15 +70,30 @@ absl::StatusOr<Recorded> RecordIntermediate(
   return extends ? Recorded::kExtends : Recorded::kInserted;
 }
 
-early_stopping::TrialCurve CurveOf(const v1::Trial& trial) {
+early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
+                                   const std::string& metric) {
   early_stopping::TrialCurve curve;
   curve.trial_id = trial.id();
   curve.state = trial.state();
   curve.points.reserve(trial.intermediate_values_size());
   for (const v1::IntermediateValue& v : trial.intermediate_values()) {
-    curve.points.push_back({v.step(), v.value()});
+    if (metric.empty()) {
+      curve.points.push_back({v.step(), v.value()});
+      continue;
+    }
+    auto it = v.metrics().find(metric);
+    if (it != v.metrics().end()) curve.points.push_back({v.step(), it->second});
   }
   return curve;
+}
+
+v1::Goal StoppingGoal(const v1::StudySpec& spec) {
+  const v1::EarlyStoppingSpec& stopping = spec.early_stopping();
+  if (!stopping.metric().empty() &&
+      stopping.metric_goal() != v1::GOAL_UNSPECIFIED) {
+    return stopping.metric_goal();
+  }
+  return spec.objective().goal();
 }
 
 }  // namespace metaopt::study

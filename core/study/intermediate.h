@@ -50,8 +50,15 @@ absl::StatusOr<Recorded> RecordIntermediate(
     const v1::ReportIntermediateRequest& request, absl::Time now,
     v1::Trial& trial);
 
-// The trial's curve, for early_stopping::Rule.
-early_stopping::TrialCurve CurveOf(const v1::Trial& trial);
+// The trial's curve, for early_stopping::Rule: its reported values, or with a
+// non-empty `metric` (EarlyStoppingSpec.metric) that metric of each report
+// (reports without it are left out).
+early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
+                                   const std::string& metric = "");
+
+// The goal the study's early-stopping rule follows: `spec.metric_goal` when it
+// compares a metric and sets one, else the objective's.
+v1::Goal StoppingGoal(const v1::StudySpec& spec);
 
 }  // namespace metaopt::study
 

@@ -1002,6 +1002,14 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
               absl::StrCat("trial ", id, " of study \"", request.study_id(),
                            "\" is ", v1::TrialState_Name(trial.state()), why));
         }
+        const std::string& metric =
+            study.stored.spec().early_stopping().metric();
+        if (!metric.empty() && !request.metrics().contains(metric)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "metrics: no \"", metric, "\"; study \"", request.study_id(),
+              "\" stops trials by that metric (spec.early_stopping.metric), "
+              "so every report must carry it"));
+        }
         METAOPT_ASSIGN_OR_RETURN(const Recorded recorded,
                                  RecordIntermediate(request, now, trial));
         if (!request.client_stop_reason().empty() &&
@@ -1021,12 +1029,12 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
             if (other.id() == id || other.intermediate_values().empty()) {
               continue;
             }
-            others.push_back(CurveOf(other));
+            others.push_back(CurveOf(other, metric));
           }
           const early_stopping::Decision decision =
               study.stopping_rule->ShouldStop(
-                  CurveOf(trial), others,
-                  study.stored.spec().objective().goal());
+                  CurveOf(trial, metric), others,
+                  StoppingGoal(study.stored.spec()));
           if (decision.stop) {
             SetStopMark(trial, request.step(), decision.reason);
             LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ",

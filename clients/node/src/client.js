@@ -160,13 +160,17 @@ export class Pruned extends Error {
 }
 
 /** A ReportIntermediate request, checked before it is sent. */
-function reportRequest(studyId, trialId, step, value, metrics) {
+function reportRequest(studyId, trialId, step, value, metrics, stopReason) {
   const integral = typeof step === 'bigint' || (typeof step === 'number' && Number.isInteger(step))
     || (typeof step === 'string' && /^-?[0-9]+$/.test(step));
   if (!integral) throw invalidArgument(`step: ${String(step)} is not an integer`);
   if (typeof value !== 'number') throw invalidArgument(`value: ${String(value)} is not a number`);
+  if (stopReason !== undefined && (typeof stopReason !== 'string' || stopReason === '')) {
+    throw invalidArgument(`stopReason: ${JSON.stringify(stopReason)} is not a non-empty string`);
+  }
   const request = { study_id: studyId, trial_id: trialId, step: String(step), value };
   if (metrics !== undefined) request.metrics = metrics;
+  if (stopReason !== undefined) request.client_stop_reason = stopReason;
   return request;
 }
 
@@ -441,18 +445,21 @@ export class Client {
 
   /**
    * Reports an intermediate value of ACTIVE trial `trialId` at `step` (>= 0); resolves to
-   * {shouldStop, reason, trial}. Idempotent per (trial, step), so it is retried.
+   * {shouldStop, reason, trial}. Idempotent per (trial, step), so it is retried. With
+   * `options.stopReason` the client stops the trial here by a rule of its own (say why, at most
+   * 1000 bytes; client_stop_reason): the answer is shouldStop and observing the trial with a
+   * value ends it TRIAL_STATE_STOPPED.
    * @param {string} studyId
    * @param {string | number | bigint} trialId
    * @param {number | bigint | string} step
    * @param {number} value
    * @param {Record<string, number>} [metrics]
-   * @param {{timeoutMs?: number}} [options]
+   * @param {{timeoutMs?: number, stopReason?: string}} [options]
    * @returns {Promise<{shouldStop: boolean, reason: string, trial: any}>}
    */
   async reportIntermediate(studyId, trialId, step, value, metrics, options = {}) {
     checkString(studyId, 'study_id');
-    const request = reportRequest(studyId, trialIdOf(trialId, 'trial_id'), step, value, metrics);
+    const request = reportRequest(studyId, trialIdOf(trialId, 'trial_id'), step, value, metrics, options.stopReason);
     const response = await this.call('ReportIntermediate', request, { idempotent: true, timeoutMs: options.timeoutMs });
     return reportOf(response);
   }
@@ -646,15 +653,17 @@ export class Study {
    * Reports an intermediate value of `trial` at `step` (epoch, iteration; >= 0); resolves to
    * {shouldStop, reason, trial}. On shouldStop, throw Pruned (or call observeStopped()). A
    * repeated step with the same value is a harmless retry; another value is
-   * FAILED_PRECONDITION. Each report also extends the trial's lease.
+   * FAILED_PRECONDITION. Each report also extends the trial's lease. With `options.stopReason`
+   * the client stops the trial by its own rule (as reportIntermediate): the answer is
+   * shouldStop, and observeStopped() ends the trial TRIAL_STATE_STOPPED.
    * @param {object | string | number | bigint} trial a Trial or its id
    * @param {number | bigint | string} step
    * @param {number} value
-   * @param {{metrics?: Record<string, number>, timeoutMs?: number}} [options]
+   * @param {{metrics?: Record<string, number>, timeoutMs?: number, stopReason?: string}} [options]
    * @returns {Promise<{shouldStop: boolean, reason: string, trial: any}>}
    */
   async report(trial, step, value, options = {}) {
-    const request = reportRequest(this.id, trialIdOf(trial, 'trial'), step, value, options.metrics);
+    const request = reportRequest(this.id, trialIdOf(trial, 'trial'), step, value, options.metrics, options.stopReason);
     const incarnation = incarnationOf([trial], this.info);
     if (incarnation !== undefined) request.study_incarnation = incarnation;
     const response = await this.#client.call('ReportIntermediate', request, { idempotent: true, timeoutMs: options.timeoutMs });

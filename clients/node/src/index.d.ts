@@ -271,14 +271,17 @@ export declare class Client {
   ): Promise<{ studies: StudyInfo[]; nextPageToken: string }>;
   deleteStudy(studyId: string, options?: CallOptions): Promise<void>;
   listModels(options?: CallOptions): Promise<Model[]>;
-  /** Idempotent per (trial, step); retried. */
+  /**
+   * Idempotent per (trial, step); retried. `stopReason` (client_stop_reason): the client stops
+   * the trial by its own rule; the answer is shouldStop.
+   */
   reportIntermediate(
     studyId: string,
     trialId: Int64,
     step: Int64,
     value: number,
     metrics?: Record<string, number>,
-    options?: CallOptions,
+    options?: CallOptions & { stopReason?: string },
   ): Promise<ReportResult>;
   close(): void;
 }
@@ -308,11 +311,12 @@ export declare class Study {
     },
   ): Promise<FineTuneResult>;
   heartbeat(trials: Array<Trial | Int64>, options?: CallOptions): Promise<Trial[]>;
+  /** `stopReason` (client_stop_reason): the client stops the trial by its own rule. */
   report(
     trial: Trial | Int64,
     step: Int64,
     value: number,
-    options?: CallOptions & { metrics?: Record<string, number> },
+    options?: CallOptions & { metrics?: Record<string, number>; stopReason?: string },
   ): Promise<ReportResult>;
   /** Observes with the value of the trial's largest reported step; it ends TRIAL_STATE_STOPPED. */
   observeStopped(trial: Trial | Int64, options?: CallOptions): Promise<Trial>;

@@ -272,6 +272,33 @@ describe('against one server', () => {
     assert.deepEqual(listed.map((t) => t.id), [trial.id]);
   });
 
+  test('report: stopReason stops a trial by the client\'s own rule, which ends STOPPED', async () => {
+    // No early-stopping rule in the spec: only the client's stop can mark the trial.
+    const study = await client.createStudy('early-client-stop', quadraticSpec);
+    const [first, second] = await study.suggest(2);
+    assert.equal((await study.report(first, 0, 3.0)).shouldStop, false);
+    const report = await study.report(first, 1, 2.5, { stopReason: 'loss plateaued' });
+    assert.equal(report.shouldStop, true);
+    assert.equal(report.reason, 'client: loss plateaued');
+    assert.equal(report.trial.metadata.stop_reason, 'client: loss plateaued');
+    await assert.rejects(study.report(second, 0, 1.0, { stopReason: '' }), /stopReason: "" is not a non-empty string/);
+    await assert.rejects(study.report(second, 0, 1.0, { stopReason: 7 }), /stopReason: 7 is not a non-empty string/);
+    // Longer than the server's 1000 bytes: INVALID_ARGUMENT from the server.
+    await rejectsWith(study.report(second, 0, 1.0, { stopReason: 'x'.repeat(1001) }),
+      Status.INVALID_ARGUMENT, 'client_stop_reason');
+    const stopped = await study.observeStopped(first);
+    assert.equal(stopped.state, 'TRIAL_STATE_STOPPED');
+    assert.equal(stopped.value, 2.5);
+    assert.equal(stopped.metadata.stop_step, '1');
+    // The client-level call does the same; without stopReason the trial goes on.
+    assert.equal((await client.reportIntermediate('early-client-stop', second.id, 3, 1.2)).shouldStop, false);
+    const byClient = await client.reportIntermediate('early-client-stop', second.id, 4, 1.0, undefined,
+      { stopReason: 'budget' });
+    assert.equal(byClient.shouldStop, true);
+    assert.equal(byClient.reason, 'client: budget');
+    assert.equal((await study.observeStopped(second)).state, 'TRIAL_STATE_STOPPED');
+  });
+
   test('optimize observes Pruned trials as STOPPED (median rule)', async () => {
     const spec = { ...quadraticSpec, seed: 3, earlyStopping: { median: { minTrials: 2 } } };
     const study = await client.createStudy('early-median', spec);

@@ -26,6 +26,8 @@ export async function typed(): Promise<number> {
   const page = await study.listTrials({ state: 'completed', pageSize: 10 });
   const tuned = await study.fineTune({ steps: 10, scope: 'full' });
   await study.heartbeat([done, '1']);
+  const stop: boolean = (await study.report(trials[1], 3, 0.5, { metrics: { t: 1 }, stopReason: 'plateau' })).shouldStop;
+  await client.reportIntermediate('s', trials[1].id, 4, 0.4, undefined, { stopReason: 'budget' });
   try {
     await client.getStudy('missing');
   } catch (error) {
@@ -39,8 +41,10 @@ export async function typed(): Promise<number> {
   await study.observe(done, { metrics: { t: 1 } });
   // @ts-expect-error: goal is an enum name
   const bad: StudySpec = { objective: { goal: 'MINIMIZE' } };
+  // @ts-expect-error: stopReason is a string
+  await study.report(done, 1, 0.5, { stopReason: true });
   // @ts-expect-error: scope is kernel or full
   await study.fineTune({ scope: 'everything' });
   client.close();
-  return [created, x, stage, when, page.nextPageToken, tuned.stepsRun, bad].length;
+  return [created, x, stage, stop, when, page.nextPageToken, tuned.stepsRun, bad].length;
 }

@@ -176,42 +176,65 @@ def study_spec(
 # Early-stopping rules (docs/api.md, "Early stopping", states their exact semantics). Zero
 # arguments take the server's defaults.
 
-def median_stopping(start_step: int = 0, min_trials: int = 0) -> study_pb2.EarlyStoppingSpec:
-    """Median stopping (Vizier, Katib): stop a trial whose best value so far is worse than the
-    median of the completed trials' running averages at the same step. ``min_trials`` 0: 3."""
-    rule = study_pb2.EarlyStoppingSpec()
-    rule.median.start_step = start_step
-    rule.median.min_trials = min_trials
+def _compared(rule: study_pb2.EarlyStoppingSpec, metric: Optional[str],
+              metric_goal: Optional[str]) -> study_pb2.EarlyStoppingSpec:
+    """Sets what the rule compares: ``metric`` (a name of the reports' metrics) instead of the
+    value, in the direction ``metric_goal`` ("minimize" or "maximize"; None: the objective's)."""
+    if metric is not None:
+        if not isinstance(metric, str) or not metric:
+            raise ValueError(f"metric: {metric!r} is not a non-empty string")
+        rule.metric = metric
+    if metric_goal is not None:
+        if metric is None:
+            raise ValueError("metric_goal: given without metric")
+        if metric_goal not in _GOALS:
+            raise ValueError(f"metric_goal: {metric_goal!r} is not one of {sorted(_GOALS)}")
+        rule.metric_goal = _GOALS[metric_goal]
     return rule
 
 
-def asha(min_resource: int = 0, reduction_factor: int = 0,
-         grace_period: int = 0) -> study_pb2.EarlyStoppingSpec:
+def median_stopping(start_step: int = 0, min_trials: int = 0, *, metric: Optional[str] = None,
+                    metric_goal: Optional[str] = None) -> study_pb2.EarlyStoppingSpec:
+    """Median stopping (Vizier, Katib): stop a trial whose best value so far is worse than the
+    median of the completed trials' running averages at the same step. ``min_trials`` 0: 3.
+    ``metric``: compare that metric of the reports instead of their value (every report must
+    carry it), in the direction ``metric_goal`` (None: the objective's); so for every rule."""
+    rule = study_pb2.EarlyStoppingSpec()
+    rule.median.start_step = start_step
+    rule.median.min_trials = min_trials
+    return _compared(rule, metric, metric_goal)
+
+
+def asha(min_resource: int = 0, reduction_factor: int = 0, grace_period: int = 0, *,
+         metric: Optional[str] = None,
+         metric_goal: Optional[str] = None) -> study_pb2.EarlyStoppingSpec:
     """Asynchronous successive halving (Li et al.): at each rung ``min_resource *
     reduction_factor**k`` only the top ``1/reduction_factor`` continue. 0: 1 and 3."""
     rule = study_pb2.EarlyStoppingSpec()
     rule.asha.min_resource = min_resource
     rule.asha.reduction_factor = reduction_factor
     rule.asha.grace_period = grace_period
-    return rule
+    return _compared(rule, metric, metric_goal)
 
 
-def successive_halving(cohort_size: int, min_resource: int = 0,
-                       reduction_factor: int = 0) -> study_pb2.EarlyStoppingSpec:
+def successive_halving(cohort_size: int, min_resource: int = 0, reduction_factor: int = 0, *,
+                       metric: Optional[str] = None,
+                       metric_goal: Optional[str] = None) -> study_pb2.EarlyStoppingSpec:
     """Synchronous successive halving over cohorts of ``cohort_size`` trials (by id)."""
     rule = study_pb2.EarlyStoppingSpec()
     rule.successive_halving.cohort_size = cohort_size
     rule.successive_halving.min_resource = min_resource
     rule.successive_halving.reduction_factor = reduction_factor
-    return rule
+    return _compared(rule, metric, metric_goal)
 
 
-def threshold_stopping(threshold: float, start_step: int = 0) -> study_pb2.EarlyStoppingSpec:
+def threshold_stopping(threshold: float, start_step: int = 0, *, metric: Optional[str] = None,
+                       metric_goal: Optional[str] = None) -> study_pb2.EarlyStoppingSpec:
     """Stop a trial whose reported value is worse than ``threshold`` (from ``start_step`` on)."""
     rule = study_pb2.EarlyStoppingSpec()
     rule.threshold.threshold = threshold
     rule.threshold.start_step = start_step
-    return rule
+    return _compared(rule, metric, metric_goal)
 
 
 def _set_value(target: study_pb2.ParameterValue, name: str, value: Any) -> None:

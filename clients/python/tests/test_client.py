@@ -697,6 +697,30 @@ class EarlyStoppingTest(ServerTest):
         self.assertTrue(client.report_intermediate(study.id, second.id, 4, 1.0,
                                                    stop_reason="budget").should_stop)
 
+    def test_rule_compares_a_metric(self):
+        client = self.client()
+        # Minimized objective; the threshold rule compares "accuracy", maximized.
+        study = client.create_study(
+            "early-metric", quadratic_space(), algorithm="random",
+            early_stopping=metaopt.threshold_stopping(0.5, metric="accuracy",
+                                                      metric_goal="maximize"))
+        first, second = study.suggest(count=2)
+        with self.assertRaises(metaopt.InvalidArgumentError) as caught:
+            first.report(1, 0.9)
+        self.assertIn('metrics: no "accuracy"', caught.exception.message)
+        self.assertFalse(first.report(1, 0.9, metrics={"accuracy": 0.8}))
+        report = study.report(second, 1, 0.1, metrics={"accuracy": 0.3})
+        self.assertTrue(report.should_stop)
+        self.assertIn("(maximizing)", report.reason)
+        self.assertEqual(study.observe_stopped(report.trial).value, 0.1)
+        spec = metaopt.asha(min_resource=1, metric="loss")
+        self.assertEqual((spec.asha.min_resource, spec.metric, spec.metric_goal),
+                         (1, "loss", 0))
+        for bad in (dict(metric=""), dict(metric_goal="maximize"),
+                    dict(metric="loss", metric_goal="up")):
+            with self.assertRaises(ValueError):
+                metaopt.median_stopping(**bad)
+
     def test_optimize_observes_pruned_trials_as_stopped(self):
         client = self.client()
         study = client.create_study(
