@@ -4,10 +4,12 @@
 // (GetTrial, ListTrials and its paging, GetStudy) are the same whether a
 // study's trials are parsed or compact.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/common/proto_time.h"
+#include "core/space/search_space.h"
 #include "core/study/restartable_engine_test.h"
 #include "core/study/study_trials.h"
 #include "gmock/gmock.h"
@@ -283,6 +285,50 @@ TEST_F(CompactEngineTest, APageTokenSurvivesItsTrialsBecomingCompact) {
       List(5, first.next_page_token(), v1::TRIAL_STATE_COMPLETED);
   ASSERT_EQ(completed.trials_size(), 2);
   EXPECT_EQ(completed.trials(0).id(), 3);
+}
+
+// A GP study whose parsed trials the engine dropped (idle for more than
+// kParsedTrialsIdleUses calls) parses them again on its next Suggest and
+// suggests exactly what an engine that kept them suggests.
+TEST_F(CompactEngineTest, SuggestionsAreTheSameAfterTheParsedTrialsAreDropped) {
+  auto other_storage = storage::OpenInMemoryStorage();
+  ASSERT_THAT(other_storage, IsOk());
+  std::unique_ptr<StudyEngine> kept = MakeEngine(other_storage->get());
+  auto run = [&](StudyEngine& engine, bool idle) {
+    std::vector<std::string> suggested;
+    v1::CreateStudyRequest create;
+    create.set_study_id("s");
+    *create.mutable_spec() = PipelineSpec(v1::ALGORITHM_KIND_GP);
+    EXPECT_THAT(engine.CreateStudy(create), IsOk());
+    create.set_study_id("other");
+    EXPECT_THAT(engine.CreateStudy(create), IsOk());
+    for (int round = 0; round < 8; ++round) {
+      v1::SuggestRequest suggest;
+      suggest.set_study_id("s");
+      suggest.set_count(2);
+      auto response = engine.Suggest(suggest);
+      EXPECT_THAT(response, IsOk());
+      if (!response.ok()) return suggested;
+      for (const v1::Trial& trial : response->trials()) {
+        suggested.push_back(space::ConfigurationKey(trial.configuration()));
+        v1::ObserveRequest observe;
+        observe.set_study_id("s");
+        observe.set_trial_id(trial.id());
+        observe.set_value(0.01 * static_cast<double>(trial.id() % 7));
+        EXPECT_THAT(engine.Observe(observe), IsOk());
+      }
+      // Enough calls on another study for two sweeps to pass "s".
+      for (int i = 0; idle && i < 2100; ++i) {
+        v1::GetStudyRequest get;
+        get.set_study_id("other");
+        EXPECT_THAT(engine.GetStudy(get), IsOk());
+      }
+    }
+    return suggested;
+  };
+  const std::vector<std::string> dropped = run(*engine_, true);
+  ASSERT_THAT(dropped, SizeIs(16));
+  EXPECT_EQ(dropped, run(*kept, false));
 }
 
 }  // namespace

@@ -119,6 +119,7 @@ class StudyTrials {
   // and raised by a pass of ExpiredLeases that found nothing expired).
   absl::Time next_lease_end_ = absl::InfiniteFuture();
 };
+
 // Changes to a study's live trials that are made before they are stored, so
 // that a policy running under the study lock sees them while they are written
 // with the rest of its Suggest in one transaction. Put applies a change at
