@@ -10,6 +10,7 @@
 #include "benchmark/benchmark.h"
 #include "core/storage/in_memory_storage.h"
 #include "core/study/study_engine.h"
+#include "core/study/study_trials.h"
 #include "tools/loadgen/load_generator.h"
 
 namespace metaopt::study {
@@ -65,6 +66,34 @@ BENCHMARK(BM_RandomSuggestObserve)
     ->ArgsProduct({{100, 1000, 4000}, {0, 5000}})
     ->Iterations(400)
     ->Unit(benchmark::kMicrosecond);
+
+// The one-time cost of a model-based Suggest on a study whose trials are
+// compact (loaded, or idle for a while): parsing every trial into the list
+// that policies read (StudyTrials::all). Arg: trials, all COMPLETED, filled
+// through the engine as above.
+void BM_ParseCompactTrials(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  storage::InMemoryStorage storage;
+  {
+    StudyEngine engine(&storage, nullptr);
+    v1::CreateStudyRequest create;
+    create.set_study_id("s");
+    *create.mutable_spec() = Spec(0);
+    if (!engine.CreateStudy(create).ok()) std::abort();
+    for (int i = 0; i < n; ++i) SuggestAndObserve(engine, "fill", 0.5);
+  }
+  auto stored = storage.LoadTrials({"", "s"});
+  if (!stored.ok()) std::abort();
+  auto trials = StudyTrials::Load(*std::move(stored), "s");
+  if (!trials.ok()) std::abort();
+  for (auto _ : state) {
+    trials->ReleaseParsed();
+    benchmark::DoNotOptimize(trials->all().data());
+  }
+}
+
+BENCHMARK(BM_ParseCompactTrials)->Arg(100)->Arg(1000)->Unit(
+    benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace metaopt::study

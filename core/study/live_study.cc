@@ -215,29 +215,34 @@ v1::Study DescribeStudy(const LiveStudy& live) {
   study.set_incarnation(StudyIncarnation(live.stored));
   study.set_trial_count(live.trials.size());
   const v1::Goal goal = live.stored.spec().objective().goal();
-  const v1::Trial* best = nullptr;
+  // From the trials' summaries: no trial is parsed but the best.
+  int64_t best = 0;
   // Timestamps compare as (seconds, nanos).
-  const google::protobuf::Timestamp* latest = &live.stored.create_time();
-  const auto later = [&latest](const google::protobuf::Timestamp& t) {
-    if (t.seconds() > latest->seconds() ||
-        (t.seconds() == latest->seconds() && t.nanos() > latest->nanos())) {
-      latest = &t;
+  google::protobuf::Timestamp latest = live.stored.create_time();
+  const auto later = [&latest](int64_t seconds, int32_t nanos) {
+    if (seconds > latest.seconds() ||
+        (seconds == latest.seconds() && nanos > latest.nanos())) {
+      latest.set_seconds(seconds);
+      latest.set_nanos(nanos);
     }
   };
-  for (const v1::FineTuneRun& run : live.fine_tune_runs) later(run.time());
-  for (const v1::Trial& trial : live.trials.all()) {
-    later(trial.create_time());
-    later(trial.complete_time());
-    if (trial.state() == v1::TRIAL_STATE_COMPLETED && trial.has_value() &&
-        (best == nullptr || Better(trial.value(), best->value(), goal))) {
-      best = &trial;
+  for (const v1::FineTuneRun& run : live.fine_tune_runs) {
+    later(run.time().seconds(), run.time().nanos());
+  }
+  for (int64_t id = 1; id <= live.trials.size(); ++id) {
+    const TrialSummary& trial = live.trials.summary(id);
+    later(trial.latest_seconds, trial.latest_nanos);
+    if (trial.state == v1::TRIAL_STATE_COMPLETED && trial.has_value &&
+        (best == 0 ||
+         Better(trial.value, live.trials.summary(best).value, goal))) {
+      best = id;
     }
   }
   // Distinct configurations held (in a catalogue study every trial's
   // configuration is a catalogue entry).
   const size_t held = live.trials.held_keys().size();
-  if (best != nullptr) *study.mutable_best_trial() = *best;
-  *study.mutable_update_time() = *latest;
+  if (best != 0) *study.mutable_best_trial() = live.trials.Get(best);
+  *study.mutable_update_time() = latest;
   study.set_state(!live.candidate_keys.empty() &&
                           held >= live.candidate_keys.size()
                       ? v1::STUDY_STATE_EXHAUSTED

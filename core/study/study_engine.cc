@@ -98,34 +98,65 @@ StudyEngine::~StudyEngine() = default;
 absl::StatusOr<std::shared_ptr<LiveStudy>> StudyEngine::FindStudy(
     const storage::StudyKey& key) {
   {
-    MutexLock lock(&map_mu_);
-    auto it = studies_.find(key);
-    if (it != studies_.end() && !it->second->dropped) {
-      it->second->last_use = ++use_clock_;
-      return it->second;
+    std::shared_ptr<LiveStudy> found;
+    std::vector<std::shared_ptr<LiveStudy>> cooled;
+    {
+      MutexLock lock(&map_mu_);
+      auto it = studies_.find(key);
+      if (it != studies_.end() && !it->second->dropped) {
+        found = it->second;
+        found->last_use = Tick(cooled);
+      }
     }
+    ReleaseParsedTrials(cooled);
+    if (found != nullptr) return found;
   }
   // Load outside the map lock; if two threads race, the first insert wins.
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> loaded,
                            LoadStudy(*storage_, models_, key));
   std::shared_ptr<LiveStudy> found;
   std::vector<std::shared_ptr<LiveStudy>> unloaded;
+  std::vector<std::shared_ptr<LiveStudy>> cooled;
   {
     MutexLock lock(&map_mu_);
     std::shared_ptr<LiveStudy>& slot = studies_[key];
     if (slot == nullptr || slot->dropped) slot = std::move(loaded);
-    slot->last_use = ++use_clock_;
+    slot->last_use = Tick(cooled);
     found = slot;  // held: never unloaded below
     if (options_.max_loaded_studies > 0 &&
         studies_.size() > static_cast<size_t>(options_.max_loaded_studies)) {
       unloaded = UnloadIdleStudies();
     }
   }
+  ReleaseParsedTrials(cooled);
   if (!unloaded.empty()) {
     unloaded.clear();  // freed outside the map lock
     ReleaseFreedMemory();
   }
   return found;
+}
+
+int64_t StudyEngine::Tick(std::vector<std::shared_ptr<LiveStudy>>& cooled) {
+  const int64_t now = ++use_clock_;
+  if (now % kParsedTrialsIdleUses != 0) return now;
+  // Each sweep takes the studies last used in the period before the last
+  // one, so that every use is looked at by exactly one sweep.
+  for (const auto& [key, entry] : studies_) {
+    const int64_t used = entry->last_use.load();
+    if (used >= now - 2 * kParsedTrialsIdleUses &&
+        used < now - kParsedTrialsIdleUses) {
+      cooled.push_back(entry);
+    }
+  }
+  return now;
+}
+
+void StudyEngine::ReleaseParsedTrials(
+    const std::vector<std::shared_ptr<LiveStudy>>& cooled) {
+  for (const std::shared_ptr<LiveStudy>& study : cooled) {
+    MutexLock lock(&study->mu);
+    study->trials.ReleaseParsed();
+  }
 }
 
 std::vector<std::shared_ptr<LiveStudy>> StudyEngine::UnloadIdleStudies() {
@@ -472,10 +503,12 @@ std::vector<int64_t> StudyEngine::StageLeaseChanges(
   std::vector<int64_t> held;
   if (client_id.empty()) return held;
   for (const int64_t id : study.trials.active_ids()) {
-    if (study.trials.Get(id).client_id() == client_id) held.push_back(id);
+    if (study.trials.GetActive(id).client_id() == client_id) {
+      held.push_back(id);
+    }
   }
   for (const int64_t id : held) {
-    v1::Trial renewed = study.trials.Get(id);
+    v1::Trial renewed = study.trials.GetActive(id);
     *renewed.mutable_lease_expire_time() =
         ToProtoTimestamp(now + options_.trial_lease);
     staged.Put(std::move(renewed));
@@ -546,13 +579,27 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     return policy::StudyView{&spec, entry->space.get(), &trials,
                              &entry->candidate_key_list, &held_keys};
   };
-  // Runs the policy on `view` (the study at `version`) with the kept fit
-  // `prepared`, and keeps the fit it used; `*elapsed` is its wall time.
+  // The trials a view of the live study shows: every trial (parsed on first
+  // use, then kept: StudyTrials::all), or none for RandomPolicy, which reads
+  // only the held keys (NextPortfolioEntries, Sample), so that a RANDOM
+  // study stays in the compact form.
+  static const std::vector<v1::Trial> kNoTrials;
+  auto live_trials =
+      [&](const policy::Policy& policy)
+          ABSL_NO_THREAD_SAFETY_ANALYSIS -> const std::vector<v1::Trial>& {
+    return dynamic_cast<const policy::RandomPolicy*>(&policy) != nullptr
+               ? kNoTrials
+               : entry->trials.all();
+  };
+  // Runs the policy on `view` (the study at `version`, with `trial_count`
+  // trials) with the kept fit `prepared`, and keeps the fit it used;
+  // `*elapsed` is its wall time.
   auto propose = [&](std::shared_ptr<const policy::Policy> policy,
                      const policy::StudyView& view, int64_t version,
+                     int64_t trial_count,
                      const std::shared_ptr<const policy::PreparedFit>& prepared,
                      int need, absl::Duration* elapsed) {
-    space::Rng rng = SuggestRng(spec, view.trials->size());
+    space::Rng rng = SuggestRng(spec, trial_count);
     const absl::Time start = options_.clock();
     absl::StatusOr<policy::SuggestResult> result =
         policy->SuggestPrepared(view, need, rng, prepared);
@@ -622,27 +669,29 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     if (need == 0) {
       // The client's trials are the answer.
     } else if (!fallback_reason.empty()) {
-      space::Rng rng = SuggestRng(spec, entry->trials.all().size());
+      space::Rng rng = SuggestRng(spec, entry->trials.size());
       policy::SuggestResult fallback;
+      // Sample reads the held keys, not the trials.
       fallback.configurations = policy::RandomPolicy::Sample(
-          view_of(entry->trials.all(), entry->trials.held_keys()), need, rng);
+          view_of(kNoTrials, entry->trials.held_keys()), need, rng);
       fallback.source = "random";
       proposed = std::move(fallback);
     } else if (under_lock) {
-      proposed =
-          propose(entry->policy,
-                  view_of(entry->trials.all(), entry->trials.held_keys()),
-                  entry->version, prepared, need, &elapsed);
+      proposed = propose(
+          entry->policy,
+          view_of(live_trials(*entry->policy), entry->trials.held_keys()),
+          entry->version, entry->trials.size(), prepared, need, &elapsed);
       record_cost(elapsed);
     } else {
-      snapshot = entry->trials.all();
+      snapshot = live_trials(*entry->policy);
       snapshot_held_keys = entry->trials.held_keys();
       const std::shared_ptr<const policy::Policy> policy = entry->policy;
       const int64_t version = entry->version;
+      const int64_t trial_count = entry->trials.size();
       staged.Undo();
       entry->mu.Unlock();
       proposed = propose(policy, view_of(snapshot, snapshot_held_keys), version,
-                         prepared, need, &elapsed);
+                         trial_count, prepared, need, &elapsed);
       entry->mu.Lock();
       record_cost(elapsed);
       if (entry->deleted) {
@@ -669,8 +718,9 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     // Whatever the policy proposed, no configuration is handed out twice in
     // one Suggest, nor a catalogue entry a trial holds; random untried ones
     // take the place of those dropped.
+    // DropHeldAndRepeated and Sample read the held keys, not the trials.
     const policy::StudyView live =
-        view_of(entry->trials.all(), entry->trials.held_keys());
+        view_of(kNoTrials, entry->trials.held_keys());
     const int dropped = DropHeldAndRepeated(live, proposed->configurations);
     std::vector<v1::Configuration> replacements;
     if (dropped > 0) {
@@ -682,7 +732,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
       policy::HeldConfigurations held(live);
       held.Add(proposed->configurations);
       space::Rng rng = SuggestRng(
-          spec, live.trials->size() + proposed->configurations.size());
+          spec, entry->trials.size() + proposed->configurations.size());
       replacements = policy::RandomPolicy::Sample(live, held, dropped, rng);
     }
     std::vector<v1::Trial> created = NewTrials(
@@ -908,19 +958,19 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        const std::vector<v1::Trial>& trials = study.trials.all();
-        for (size_t i = static_cast<size_t>(after); i < trials.size(); ++i) {
-          const v1::Trial& trial = trials[i];
+        // Trial i + 1 is at index i; the states come from the summaries,
+        // so that only the trials of the page are parsed.
+        for (int64_t i = after; i < study.trials.size(); ++i) {
           if (request.state() != v1::TRIAL_STATE_UNSPECIFIED &&
-              trial.state() != request.state()) {
+              study.trials.summary(i + 1).state != request.state()) {
             continue;
           }
           if (response.trials_size() == page_size) {
             response.set_next_page_token(
-                EncodePageToken("trial", absl::StrCat(trials[i - 1].id())));
+                EncodePageToken("trial", absl::StrCat(i)));
             break;
           }
-          *response.add_trials() = trial;
+          *response.add_trials() = study.trials.Get(i + 1);
         }
         return absl::OkStatus();
       }));
@@ -1082,8 +1132,8 @@ StudyEngine::LoadedStats StudyEngine::Stats() {
     MutexLock lock(&entry->mu);
     if (entry->deleted) continue;
     ++stats.studies;
-    for (const v1::Trial& trial : entry->trials.all()) {
-      ++stats.trials_by_state[trial.state()];
+    for (int64_t id = 1; id <= entry->trials.size(); ++id) {
+      ++stats.trials_by_state[entry->trials.summary(id).state];
     }
   }
   return stats;

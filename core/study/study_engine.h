@@ -201,6 +201,20 @@ class StudyEngine {
   std::vector<std::shared_ptr<LiveStudy>> UnloadIdleStudies()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
 
+  // A study's parsed trials (StudyTrials::all) are dropped once it has not
+  // been used for this many uses of the engine (FindStudy calls); it then
+  // holds only the compact form until a policy reads its trials again.
+  static constexpr int64_t kParsedTrialsIdleUses = 1024;
+  // Advances use_clock_ and returns it; every kParsedTrialsIdleUses ticks,
+  // adds to `cooled` the studies whose last use became that old since the
+  // previous sweep.
+  int64_t Tick(std::vector<std::shared_ptr<LiveStudy>>& cooled)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
+  // Drops the parsed trials of `cooled` (each under its lock).
+  void ReleaseParsedTrials(
+      const std::vector<std::shared_ptr<LiveStudy>>& cooled)
+      ABSL_LOCKS_EXCLUDED(map_mu_);
+
   Mutex map_mu_;
   absl::flat_hash_map<storage::StudyKey, std::shared_ptr<LiveStudy>> studies_
       ABSL_GUARDED_BY(map_mu_);

@@ -1,10 +1,12 @@
 #include "core/study/study_trials.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/common/logging.h"
 #include "core/common/proto_time.h"
 #include "core/space/search_space.h"
 
@@ -13,6 +15,26 @@ namespace {
 
 absl::Time FromProtoTimestamp(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+// Timestamps compare as (seconds, nanos).
+bool Later(const google::protobuf::Timestamp& a,
+           const google::protobuf::Timestamp& b) {
+  return a.seconds() > b.seconds() ||
+         (a.seconds() == b.seconds() && a.nanos() > b.nanos());
+}
+
+TrialSummary SummaryOf(const v1::Trial& trial) {
+  TrialSummary summary;
+  summary.state = trial.state();
+  summary.has_value = trial.has_value();
+  summary.value = trial.value();
+  const google::protobuf::Timestamp& latest =
+      Later(trial.complete_time(), trial.create_time()) ? trial.complete_time()
+                                                        : trial.create_time();
+  summary.latest_seconds = latest.seconds();
+  summary.latest_nanos = latest.nanos();
+  return summary;
 }
 
 }  // namespace
@@ -27,7 +49,7 @@ absl::Time LeaseEnd(const v1::Trial& trial, absl::Duration lease) {
 absl::StatusOr<StudyTrials> StudyTrials::Load(std::vector<v1::Trial> trials,
                                               const std::string& study_id) {
   StudyTrials loaded;
-  loaded.trials_.reserve(trials.size());
+  loaded.slots_.reserve(trials.size());
   for (size_t i = 0; i < trials.size(); ++i) {
     if (trials[i].id() != static_cast<int64_t>(i) + 1) {
       return absl::DataLossError(
@@ -39,11 +61,39 @@ absl::StatusOr<StudyTrials> StudyTrials::Load(std::vector<v1::Trial> trials,
   return loaded;
 }
 
+const std::vector<v1::Trial>& StudyTrials::all() const {
+  if (!parsed_valid_) {
+    parsed_.clear();
+    parsed_.reserve(slots_.size());
+    for (int64_t id = 1; id <= size(); ++id) parsed_.push_back(Get(id));
+    parsed_valid_ = true;
+  }
+  return parsed_;
+}
+
+void StudyTrials::ReleaseParsed() {
+  std::vector<v1::Trial>().swap(parsed_);
+  parsed_valid_ = false;
+}
+
+v1::Trial StudyTrials::Get(int64_t id) const {
+  const Slot& slot = slots_[id - 1];
+  if (slot.active != nullptr) return *slot.active;
+  if (parsed_valid_) return parsed_[id - 1];
+  v1::Trial trial;
+  // The bytes are this process's own serialization of a valid message.
+  if (!trial.ParseFromString(slot.compact)) {
+    LogError(absl::StrCat("trial ", id, ": compact form does not parse"));
+    std::abort();
+  }
+  return trial;
+}
+
 void StudyTrials::Put(v1::Trial trial) {
   const int64_t id = trial.id();
   const bool append = id == size() + 1;
   const v1::TrialState before =
-      append ? v1::TRIAL_STATE_UNSPECIFIED : Get(id).state();
+      append ? v1::TRIAL_STATE_UNSPECIFIED : slots_[id - 1].summary.state;
   const bool held_before = policy::HoldsConfiguration(before);
   const bool held_after = policy::HoldsConfiguration(trial.state());
   if (held_before != held_after) {
@@ -68,10 +118,27 @@ void StudyTrials::Put(v1::Trial trial) {
                        FromProtoTimestamp(trial.lease_expire_time()))
             : absl::InfinitePast();
   }
-  if (append) {
-    trials_.push_back(std::move(trial));
+  if (append) slots_.emplace_back();
+  Slot& slot = slots_[id - 1];
+  slot.summary = SummaryOf(trial);
+  if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
+    std::string().swap(slot.compact);
+    if (parsed_valid_) {
+      slot.active = std::make_unique<v1::Trial>(trial);
+    } else {
+      slot.active = std::make_unique<v1::Trial>(std::move(trial));
+    }
   } else {
-    trials_[id - 1] = std::move(trial);
+    slot.active.reset();
+    trial.SerializeToString(&slot.compact);
+    slot.compact.shrink_to_fit();
+  }
+  if (parsed_valid_) {
+    if (append) {
+      parsed_.push_back(std::move(trial));
+    } else {
+      parsed_[id - 1] = std::move(trial);
+    }
   }
 }
 
@@ -81,7 +148,7 @@ std::vector<v1::Trial> StudyTrials::ExpiredLeases(absl::Time now,
   if (now < next_lease_end_) return expired;
   absl::Time next = absl::InfiniteFuture();
   for (const int64_t id : active_ids_) {
-    const v1::Trial& trial = Get(id);
+    const v1::Trial& trial = GetActive(id);
     const absl::Time end = LeaseEnd(trial, lease);
     if (end > now) {
       next = std::min(next, end);
@@ -97,7 +164,6 @@ std::vector<v1::Trial> StudyTrials::ExpiredLeases(absl::Time now,
   if (expired.empty()) next_lease_end_ = next;
   return expired;
 }
-
 void StagedTrials::Put(v1::Trial trial) {
   const int64_t id = trial.id();
   if (replaced_ids_.insert(id).second) replaced_.push_back(trials_->Get(id));

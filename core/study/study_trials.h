@@ -5,6 +5,7 @@
 #define METAOPT_CORE_STUDY_STUDY_TRIALS_H_
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,27 +22,63 @@ namespace metaopt::study {
 // have none: their lease runs from their creation, for `lease`.
 absl::Time LeaseEnd(const v1::Trial& trial, absl::Duration lease);
 
+// What DescribeStudy reads of a trial, kept beside its compact form.
+struct TrialSummary {
+  double value = 0;  // meaningful when has_value
+  // The later of the trial's create_time and complete_time.
+  int64_t latest_seconds = 0;
+  int32_t latest_nanos = 0;
+  v1::TrialState state = v1::TRIAL_STATE_UNSPECIFIED;
+  bool has_value = false;
+};
+
 // Trials by id (trial i has id i + 1: ids are dense and never reused), the
 // configuration keys they hold (policy::HeldKeys: those of ACTIVE, COMPLETED,
 // FAILED and INFEASIBLE trials, so a STALE trial's configuration may be
 // suggested again) and the ids of the ACTIVE trials. Every change goes through
 // Put, which keeps the three consistent; the indexes are exactly what
-// Load would build from the same trials. Thread-compatible: the study engine
-// guards it with the study's lock.
+// Load would build from the same trials.
+//
+// Memory: an ACTIVE trial is held as a message; every other trial only in its
+// serialized form (about a tenth of the parsed message's size) with a
+// TrialSummary, and is parsed again by Get. all(), the parsed list that
+// policies read (policy::StudyView::trials), is built on its first call and
+// then kept up to date by Put until ReleaseParsed drops it: a study that a
+// model-based policy works on pays the parse once, an idle one holds the
+// compact form only.
+//
+// Thread-compatible, with one exception: all() is const but fills the parsed
+// list, so even const calls need exclusive access (the study engine guards
+// the trials with the study's lock, which is exclusive).
 class StudyTrials {
  public:
   StudyTrials() = default;
+  StudyTrials(StudyTrials&&) = default;
+  StudyTrials& operator=(StudyTrials&&) = default;
 
   // The trials of study `study_id` as storage returned them. DATA_LOSS
   // unless their ids are 1..n in order.
   static absl::StatusOr<StudyTrials> Load(std::vector<v1::Trial> trials,
                                           const std::string& study_id);
 
-  // Every trial, by increasing id.
-  const std::vector<v1::Trial>& all() const { return trials_; }
-  int64_t size() const { return static_cast<int64_t>(trials_.size()); }
+  // Every trial, by increasing id, parsed (see the class comment).
+  const std::vector<v1::Trial>& all() const;
+  // True while all() is built.
+  bool parsed() const { return parsed_valid_; }
+  // Drops the list all() built (the trials stay, in their compact form).
+  void ReleaseParsed();
+
+  int64_t size() const { return static_cast<int64_t>(slots_.size()); }
+  // The trial with id `id`. REQUIRES: 1 <= id <= size().
+  v1::Trial Get(int64_t id) const;
+  // The ACTIVE trial with id `id`, without a copy. REQUIRES: it is ACTIVE.
+  const v1::Trial& GetActive(int64_t id) const {
+    return *slots_[id - 1].active;
+  }
   // REQUIRES: 1 <= id <= size().
-  const v1::Trial& Get(int64_t id) const { return trials_[id - 1]; }
+  const TrialSummary& summary(int64_t id) const {
+    return slots_[id - 1].summary;
+  }
   // For policy::StudyView::held_keys.
   const policy::HeldKeys& held_keys() const { return held_keys_; }
   // Ids of the ACTIVE trials, increasing.
@@ -63,7 +100,18 @@ class StudyTrials {
   std::vector<v1::Trial> ExpiredLeases(absl::Time now, absl::Duration lease);
 
  private:
-  std::vector<v1::Trial> trials_;
+  struct Slot {
+    // The trial serialized when it is not ACTIVE; empty otherwise.
+    std::string compact;
+    // The trial when it is ACTIVE; null otherwise.
+    std::unique_ptr<v1::Trial> active;
+    TrialSummary summary;
+  };
+
+  std::vector<Slot> slots_;
+  // all(), when parsed_valid_.
+  mutable std::vector<v1::Trial> parsed_;
+  mutable bool parsed_valid_ = false;
   policy::HeldKeys held_keys_;
   std::set<int64_t> active_ids_;
   int64_t completed_ = 0;
