@@ -139,20 +139,6 @@ class CompactEngineTest : public RestartableEngineTest<10> {
     ASSERT_THAT(engine_->CreateStudy(request), IsOk());
   }
 
-  std::vector<int64_t> Suggest(int count) {
-    v1::SuggestRequest request;
-    request.set_study_id("s");
-    request.set_count(count);
-    request.set_client_id("worker");
-    auto response = engine_->Suggest(request);
-    EXPECT_THAT(response, IsOk());
-    std::vector<int64_t> ids;
-    if (response.ok()) {
-      for (const v1::Trial& t : response->trials()) ids.push_back(t.id());
-    }
-    return ids;
-  }
-
   void Observe(int64_t id, double value) {
     v1::ObserveRequest request;
     request.set_study_id("s");

@@ -43,20 +43,6 @@ class EarlyStoppingTest : public RestartableEngineTest<10> {
     return engine_->CreateStudy(request).status();
   }
 
-  std::vector<int64_t> Suggest(int count) {
-    v1::SuggestRequest request;
-    request.set_study_id("s");
-    request.set_count(count);
-    request.set_client_id("worker");
-    auto response = engine_->Suggest(request);
-    EXPECT_THAT(response, IsOk());
-    std::vector<int64_t> ids;
-    if (response.ok()) {
-      for (const v1::Trial& t : response->trials()) ids.push_back(t.id());
-    }
-    return ids;
-  }
-
   absl::StatusOr<v1::ReportIntermediateResponse> Report(
       int64_t trial, int64_t step, double value,
       std::map<std::string, double> metrics = {}) {

@@ -4,8 +4,10 @@
 #ifndef METAOPT_CORE_STUDY_RESTARTABLE_ENGINE_TEST_H_
 #define METAOPT_CORE_STUDY_RESTARTABLE_ENGINE_TEST_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "core/storage/storage.h"
@@ -52,6 +54,22 @@ class RestartableEngineTest : public ::testing::Test {
     ASSERT_THAT(storage, ::metaopt::testing::IsOk());
     storage_ = *std::move(storage);
     engine_ = MakeEngine(storage_.get());
+  }
+
+  // Suggests `count` trials of study "s" to client "worker"; their ids
+  // (none, with a test failure, if the call fails).
+  std::vector<int64_t> Suggest(int count) {
+    v1::SuggestRequest request;
+    request.set_study_id("s");
+    request.set_count(count);
+    request.set_client_id("worker");
+    auto response = engine_->Suggest(request);
+    EXPECT_THAT(response, ::metaopt::testing::IsOk());
+    std::vector<int64_t> ids;
+    if (response.ok()) {
+      for (const v1::Trial& t : response->trials()) ids.push_back(t.id());
+    }
+    return ids;
   }
 
   ::metaopt::testing::ScopedTempDir dir_;
