@@ -131,6 +131,11 @@ class Policy {
 
   // A short name for trial metadata and logs, e.g. "random".
   virtual std::string name() const = 0;
+
+  // False if Suggest reads only the view's held keys and candidate keys,
+  // never its trials: the engine then passes a view without trials, and the
+  // study's finished trials stay in their compact form.
+  virtual bool ReadsTrials() const { return true; }
 };
 
 // True for trial states whose configuration counts as tried in a catalogue

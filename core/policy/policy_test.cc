@@ -2,7 +2,10 @@
 
 #include <vector>
 
+#include "core/policy/gp_policy.h"
 #include "core/policy/model_based.h"
+#include "core/policy/random_policy.h"
+#include "core/space/search_space.h"
 #include "core/space/encoding.h"
 #include "gtest/gtest.h"
 
@@ -96,6 +99,48 @@ TEST_F(PortfolioForStudyTest, StoppedTrialsAreObservations) {
   // Best first: the stopped trial's 2.0 beats the completed 1.0.
   EXPECT_EQ(data.best_first[0].assignments(0).parameters().at("x").number(),
             0.2);
+}
+
+
+// RandomPolicy says it does not read the view's trials (the engine then
+// passes none and keeps the study compact): its suggestions from the held
+// keys alone are those from the trials themselves. A model-based policy
+// reads them.
+TEST_F(PortfolioForStudyTest, RandomPolicySuggestsFromTheHeldKeysAlone) {
+  for (double x : {0.0, 0.25, 0.5, 0.75, 1.0}) *spec_.add_candidates() = Point(x);
+  std::vector<v1::Trial> trials;
+  for (double x : {0.25, 0.75}) {
+    v1::Trial& t = trials.emplace_back();
+    t.set_id(static_cast<int64_t>(trials.size()));
+    t.set_state(v1::TRIAL_STATE_COMPLETED);
+    *t.mutable_configuration() = Point(x);
+    t.set_value(x);
+  }
+  const space::SearchSpace space = Space();
+  HeldKeys scratch;
+  const HeldKeys& held =
+      HeldConfigurationKeys(StudyView{&spec_, &space, &trials}, &scratch);
+  ASSERT_EQ(held.size(), 2u);
+  const std::vector<v1::Trial> no_trials;
+  const StudyView with_trials{&spec_, &space, &trials, nullptr, &held};
+  const StudyView keys_only{&spec_, &space, &no_trials, nullptr, &held};
+
+  const RandomPolicy random;
+  EXPECT_FALSE(random.ReadsTrials());
+  space::Rng rng_a(7), rng_b(7);
+  auto a = random.Suggest(with_trials, 3, rng_a);
+  auto b = random.Suggest(keys_only, 3, rng_b);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->configurations.size(), 3u);
+  ASSERT_EQ(b->configurations.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const std::string key = space::ConfigurationKey(a->configurations[i]);
+    EXPECT_EQ(key, space::ConfigurationKey(b->configurations[i]));
+    EXPECT_FALSE(held.contains(key));  // never a tried entry
+  }
+  auto gp = GpPolicy::Create(spec_, std::nullopt);
+  ASSERT_TRUE(gp.ok());
+  EXPECT_TRUE((*gp)->ReadsTrials());
 }
 
 }  // namespace

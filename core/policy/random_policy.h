@@ -30,6 +30,8 @@ class RandomPolicy final : public Policy {
   absl::StatusOr<SuggestResult> Suggest(const StudyView& study, int count,
                                         space::Rng& rng) const override;
   std::string name() const override { return "random"; }
+  // Reads only the held keys (NextPortfolioEntries, Sample).
+  bool ReadsTrials() const override { return false; }
 
  private:
   const ZeroShotDesign design_;

@@ -580,16 +580,13 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
                              &entry->candidate_key_list, &held_keys};
   };
   // The trials a view of the live study shows: every trial (parsed on first
-  // use, then kept: StudyTrials::all), or none for RandomPolicy, which reads
-  // only the held keys (NextPortfolioEntries, Sample), so that a RANDOM
-  // study stays in the compact form.
+  // use, then kept: StudyTrials::all), or none for a policy that does not
+  // read them (Policy::ReadsTrials), so that such a study stays compact.
   static const std::vector<v1::Trial> kNoTrials;
   auto live_trials =
       [&](const policy::Policy& policy)
           ABSL_NO_THREAD_SAFETY_ANALYSIS -> const std::vector<v1::Trial>& {
-    return dynamic_cast<const policy::RandomPolicy*>(&policy) != nullptr
-               ? kNoTrials
-               : entry->trials.all();
+    return policy.ReadsTrials() ? entry->trials.all() : kNoTrials;
   };
   // Runs the policy on `view` (the study at `version`, with `trial_count`
   // trials) with the kept fit `prepared`, and keeps the fit it used;
