@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/policy/prepared_fit_test_util.h"
 #include "core/registry/model_binding.h"
@@ -88,6 +89,23 @@ v1::Trial Completed(int64_t id, const v1::Configuration& c) {
   t.set_state(v1::TRIAL_STATE_COMPLETED);
   t.set_value(Objective(c));
   return t;
+}
+
+// The expected-improvement pick of `surrogate` over the catalogue entries that
+// no trial of `view` holds (best observed target `best`): its catalogue row.
+absl::StatusOr<int> CatalogueEiPick(const surrogate::Surrogate& surrogate,
+                                    const v1::StudySpec& spec,
+                                    const space::Encoder& encoder,
+                                    const StudyView& view, double best) {
+  auto catalogue = acquisition::EncodeCatalogue(spec, encoder);
+  HeldConfigurations held(view);
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<int> rows,
+      acquisition::MaximizeOverCatalogue(
+          surrogate, *catalogue,
+          [&](const std::string& key) { return held.contains(key); }, best, 1));
+  if (rows.size() != 1) return absl::InternalError("no catalogue pick");
+  return rows[0];
 }
 
 // A "meta-learned" registry model: a seeded network with a portfolio of the
@@ -372,17 +390,11 @@ TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
                                base.FineTune(sample.X, sample.y, fit));
   METAOPT_ASSERT_OK_AND_ASSIGN(auto posterior,
                                tuned.model.Posterior(data.X, data.y));
-  auto catalogue = acquisition::EncodeCatalogue(spec, base.encoder());
-  HeldConfigurations held(view);
   METAOPT_ASSERT_OK_AND_ASSIGN(
-      std::vector<int> rows,
-      acquisition::MaximizeOverCatalogue(
-          *posterior, *catalogue,
-          [&](const std::string& key) { return held.contains(key); },
-          data.y.minCoeff(), 1));
-  ASSERT_EQ(rows.size(), 1u);
+      int row, CatalogueEiPick(*posterior, spec, base.encoder(), view,
+                               data.y.minCoeff()));
   EXPECT_EQ(space::ConfigurationKey(result.configurations[0]),
-            space::ConfigurationKey(spec.candidates(rows[0])));
+            space::ConfigurationKey(spec.candidates(row)));
 }
 
 // ---- Model selection: the deep kernel or an unlearned GP ----
@@ -465,15 +477,9 @@ TEST(DeepPipeEnsembleTest, BlindKernelHandsItsWeightToThePlainGp) {
   EXPECT_EQ(weighed.refitted->full_fit_observations(), 15);
 
   // The ensemble's EI pick over the untried catalogue.
-  auto catalogue = acquisition::EncodeCatalogue(spec, blind.encoder());
-  HeldConfigurations held(view);
   METAOPT_ASSERT_OK_AND_ASSIGN(
-      std::vector<int> rows,
-      acquisition::MaximizeOverCatalogue(
-          *weighed.surrogate, *catalogue,
-          [&](const std::string& key) { return held.contains(key); },
-          data.y.minCoeff(), 1));
-  ASSERT_EQ(rows.size(), 1u);
+      int row, CatalogueEiPick(*weighed.surrogate, spec, blind.encoder(), view,
+                               data.y.minCoeff()));
 
   // The first suggestion of a policy with `o` (rng seed 4), and its update.
   std::optional<PolicyUpdate> update;
@@ -487,7 +493,7 @@ TEST(DeepPipeEnsembleTest, BlindKernelHandsItsWeightToThePlainGp) {
     return space::ConfigurationKey(result->configurations[0]);
   };
   const std::string ensemble_pick =
-      space::ConfigurationKey(spec.candidates(rows[0]));
+      space::ConfigurationKey(spec.candidates(row));
   EXPECT_EQ(pick(options), ensemble_pick);
   // The plain GP's hyperparameters are the policy state.
   ASSERT_TRUE(update.has_value());
