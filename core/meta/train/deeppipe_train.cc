@@ -400,32 +400,18 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
           }));
   const DeepPipeEpochStats& best = trained.history[trained.best_epoch];
   const int epochs_run = static_cast<int>(trained.history.size()) - 1;
-  double epoch_seconds = 0.0;
-  for (size_t e = 1; e < trained.history.size(); ++e) {
-    epoch_seconds += absl::ToDoubleSeconds(trained.history[e].epoch_time);
-  }
-  if (epochs_run > 0) epoch_seconds /= epochs_run;
+  const double epoch_seconds = MeanEpochSeconds(trained.history);
   progress.Log(absl::StrFormat(
       "deeppipe: best epoch %d (valid NLL %s), %d parameters, %.2fs/epoch",
       trained.best_epoch, FormatNll(best.valid_nll),
       trained.best.num_parameters(), epoch_seconds));
 
-  PortfolioOptions portfolio_options;
-  portfolio_options.size = options.portfolio_size;
-  portfolio_options.seed = options.seed;
-  METAOPT_ASSIGN_OR_RETURN(
-      PortfolioResult portfolio,
-      BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
-  progress.Log(absl::StrFormat(
-      "portfolio: %d picks (match %s)", portfolio.configurations.size(),
-      std::string(PortfolioMatchName(portfolio.match))));
-
   v1::ModelArtifact artifact;
   trained.best.ToArtifact(&artifact);
   *artifact.mutable_objective() = data.dataset.objective;
-  for (v1::Configuration& c : portfolio.configurations) {
-    *artifact.add_portfolio() = std::move(c);
-  }
+  METAOPT_ASSIGN_OR_RETURN(
+      PortfolioResult portfolio,
+      AddWarmStartPortfolio(options, data, progress, &artifact));
   auto& ints = *artifact.mutable_int_options();
   ints["train_epochs"] = train.epochs;
   ints["train_batch_size"] = train.batch_size;

@@ -444,11 +444,7 @@ absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
                  }));
   const GrosiEpochStats& best = trained.history[trained.best_epoch];
   const int epochs_run = static_cast<int>(trained.history.size()) - 1;
-  double epoch_seconds = 0.0;
-  for (size_t e = 1; e < trained.history.size(); ++e) {
-    epoch_seconds += absl::ToDoubleSeconds(trained.history[e].epoch_time);
-  }
-  if (epochs_run > 0) epoch_seconds /= epochs_run;
+  const double epoch_seconds = MeanEpochSeconds(trained.history);
   progress.Log(absl::StrFormat(
       "grosi: %d training tasks used (%d without meta-features or y spread "
       "left out), %d validation tasks (%d left out); best epoch %d (valid "
@@ -459,22 +455,12 @@ absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
       CurveAt(best.valid_regret, 10), trained.best.num_parameters(),
       epoch_seconds));
 
-  PortfolioOptions portfolio_options;
-  portfolio_options.size = options.portfolio_size;
-  portfolio_options.seed = options.seed;
-  METAOPT_ASSIGN_OR_RETURN(
-      PortfolioResult portfolio,
-      BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
-  progress.Log(absl::StrFormat(
-      "portfolio: %d picks (match %s)", portfolio.configurations.size(),
-      std::string(PortfolioMatchName(portfolio.match))));
-
   v1::ModelArtifact artifact;
   trained.best.ToArtifact(&artifact);
   *artifact.mutable_objective() = data.dataset.objective;
-  for (v1::Configuration& c : portfolio.configurations) {
-    *artifact.add_portfolio() = std::move(c);
-  }
+  METAOPT_ASSIGN_OR_RETURN(
+      PortfolioResult portfolio,
+      AddWarmStartPortfolio(options, data, progress, &artifact));
   const std::set<std::string> used(trained.train_tasks.begin(),
                                    trained.train_tasks.end());
   for (const meta::Task* task : data.train) {

@@ -187,6 +187,25 @@ void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
   }
 }
 
+absl::StatusOr<PortfolioResult> AddWarmStartPortfolio(
+    const CommonTrainOptions& options, const TrainingSplits& data,
+    Progress& progress, v1::ModelArtifact* artifact) {
+  PortfolioOptions portfolio_options;
+  portfolio_options.size = options.portfolio_size;
+  portfolio_options.seed = options.seed;
+  METAOPT_ASSIGN_OR_RETURN(
+      PortfolioResult portfolio,
+      BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
+  progress.Log(absl::StrFormat(
+      "portfolio: %d picks (match %s)", portfolio.configurations.size(),
+      std::string(PortfolioMatchName(portfolio.match))));
+  for (v1::Configuration& c : portfolio.configurations) {
+    *artifact->add_portfolio() = std::move(c);
+  }
+  portfolio.configurations.clear();
+  return portfolio;
+}
+
 FeatureStatistics ComputeFeatureStatistics(
     const std::vector<const meta::Task*>& tasks) {
   std::map<std::string, std::vector<double>> values;
