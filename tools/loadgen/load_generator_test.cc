@@ -223,6 +223,31 @@ TEST_F(LoadAgainstServerTest, TotalOpsBoundsTheRunAndEveryObservationIsKept) {
   }
 }
 
+TEST_F(LoadAgainstServerTest, ProbeCallsWriteNothing) {
+  for (const CallMix calls : {CallMix::kListModels, CallMix::kGetStudy}) {
+    LoadOptions options;
+    options.study_prefix =
+        calls == CallMix::kListModels ? "probe-list" : "probe-get";
+    options.calls = calls;
+    options.clients = 3;
+    options.studies = 2;
+    options.duration = absl::ZeroDuration();
+    options.total_ops = 30;
+    options.delete_studies = false;
+    options.progress_interval = absl::ZeroDuration();
+    absl::StatusOr<LoadReport> report = RunLoad(options, Connect(), nullptr);
+    ASSERT_THAT(report, IsOk());
+    ASSERT_EQ(report->rpcs.size(), 1u);
+    EXPECT_EQ(report->rpcs[0].rpc,
+              calls == CallMix::kListModels ? "ListModels" : "GetStudy");
+    EXPECT_EQ(report->rpcs[0].ok, 30);
+    EXPECT_EQ(report->rpcs[0].errors, 0);
+    EXPECT_EQ(report->ops(), 30);
+    EXPECT_EQ(report->observations, 0);
+    EXPECT_TRUE(AllTrials(options).empty());
+  }
+}
+
 TEST_F(LoadAgainstServerTest, CatalogueGpWithFailuresAndBatches) {
   LoadOptions options;
   options.study_prefix = "gp";
