@@ -3,8 +3,10 @@
 #include "tools/loadgen/load_generator.h"
 
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -190,15 +192,22 @@ class LoadAgainstServerTest : public ::testing::Test {
   testing::TestServer server_;
 };
 
-TEST_F(LoadAgainstServerTest, TotalOpsBoundsTheRunAndEveryObservationIsKept) {
+// Options for a quiet run bounded by `total_ops` alone, keeping its studies.
+LoadOptions OpsBoundedOptions(std::string prefix, int clients, int studies,
+                              int64_t total_ops) {
   LoadOptions options;
-  options.study_prefix = "ops";
-  options.clients = 4;
-  options.studies = 3;
+  options.study_prefix = std::move(prefix);
+  options.clients = clients;
+  options.studies = studies;
   options.duration = absl::ZeroDuration();
-  options.total_ops = 120;
+  options.total_ops = total_ops;
   options.delete_studies = false;
   options.progress_interval = absl::ZeroDuration();
+  return options;
+}
+
+TEST_F(LoadAgainstServerTest, TotalOpsBoundsTheRunAndEveryObservationIsKept) {
+  const LoadOptions options = OpsBoundedOptions("ops", 4, 3, 120);
   absl::StatusOr<LoadReport> report = RunLoad(options, Connect(), nullptr);
   ASSERT_THAT(report, IsOk());
   ASSERT_EQ(report->rpcs.size(), 2u);
@@ -225,16 +234,9 @@ TEST_F(LoadAgainstServerTest, TotalOpsBoundsTheRunAndEveryObservationIsKept) {
 
 TEST_F(LoadAgainstServerTest, ProbeCallsWriteNothing) {
   for (const CallMix calls : {CallMix::kListModels, CallMix::kGetStudy}) {
-    LoadOptions options;
-    options.study_prefix =
-        calls == CallMix::kListModels ? "probe-list" : "probe-get";
+    LoadOptions options = OpsBoundedOptions(
+        calls == CallMix::kListModels ? "probe-list" : "probe-get", 3, 2, 30);
     options.calls = calls;
-    options.clients = 3;
-    options.studies = 2;
-    options.duration = absl::ZeroDuration();
-    options.total_ops = 30;
-    options.delete_studies = false;
-    options.progress_interval = absl::ZeroDuration();
     absl::StatusOr<LoadReport> report = RunLoad(options, Connect(), nullptr);
     ASSERT_THAT(report, IsOk());
     ASSERT_EQ(report->rpcs.size(), 1u);
