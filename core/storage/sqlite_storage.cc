@@ -279,7 +279,20 @@ absl::StatusOr<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(
       Annotate(db.Exec("PRAGMA foreign_keys = ON"), context));
   METAOPT_RETURN_IF_ERROR(Annotate(Migrate(db, Migrations()), context));
   db.set_commit_observer(options.on_commit);
-  return std::unique_ptr<SqliteStorage>(new SqliteStorage(std::move(db)));
+  // The version reads' own connection (none for a private in-memory database,
+  // which a second connection would not see).
+  std::optional<Database> version_db;
+  if (path != ":memory:") {
+    METAOPT_ASSIGN_OR_RETURN(version_db,
+                             Database::Open(path, SQLITE_OPEN_READONLY));
+    METAOPT_RETURN_IF_ERROR(Annotate(
+        SqliteStatus(
+            sqlite3_busy_timeout(version_db->get(), options.busy_timeout_ms),
+            version_db->get(), "setting busy timeout"),
+        context));
+  }
+  return std::unique_ptr<SqliteStorage>(
+      new SqliteStorage(std::move(db), std::move(version_db)));
 }
 
 absl::Status SqliteStorage::CheckStudyExists(const StudyKey& key) {
@@ -308,9 +321,8 @@ absl::Status SqliteStorage::CreateStudy(const v1::Study& study,
   }
   METAOPT_ASSIGN_OR_RETURN(
       Statement insert,
-      Statement::Prepare(db_,
-                         "INSERT INTO studies (owner, study_id, "
-                         "create_time_micros, study) VALUES (?, ?, ?, ?)"));
+      db_.PrepareCached("INSERT INTO studies (owner, study_id, "
+                        "create_time_micros, study) VALUES (?, ?, ?, ?)"));
   METAOPT_RETURN_IF_ERROR(BindKey(insert, 1, key));
   METAOPT_RETURN_IF_ERROR(insert.BindInt64(3, ToMicros(study.create_time())));
   METAOPT_RETURN_IF_ERROR(insert.BindBlob(4, blob));
@@ -322,8 +334,8 @@ absl::StatusOr<v1::Study> SqliteStorage::GetStudy(const StudyKey& key) {
   MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
-      Statement::Prepare(
-          db_, "SELECT study FROM studies WHERE owner = ? AND study_id = ?"));
+      db_.PrepareCached(
+          "SELECT study FROM studies WHERE owner = ? AND study_id = ?"));
   METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
   METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
   if (!found) return StudyNotFound(key);
@@ -339,9 +351,8 @@ absl::StatusOr<std::vector<v1::Study>> SqliteStorage::ListStudies(
   MutexLock lock(&mu_);
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
-      Statement::Prepare(db_,
-                         "SELECT study_id, study FROM studies WHERE owner = ? "
-                         "AND study_id > ? ORDER BY study_id LIMIT ?"));
+      db_.PrepareCached("SELECT study_id, study FROM studies WHERE owner = ? "
+                        "AND study_id > ? ORDER BY study_id LIMIT ?"));
   METAOPT_RETURN_IF_ERROR(query.BindText(1, owner));
   METAOPT_RETURN_IF_ERROR(query.BindText(2, after_study_id));
   METAOPT_RETURN_IF_ERROR(query.BindInt64(3, limit));
@@ -370,7 +381,7 @@ absl::StatusOr<int64_t> SqliteStorage::CountStudies(std::string_view owner) {
 absl::StatusOr<int64_t> SqliteStorage::CountLocked(std::string_view owner) {
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
-      Statement::Prepare(db_, "SELECT count(*) FROM studies WHERE owner = ?"));
+      db_.PrepareCached("SELECT count(*) FROM studies WHERE owner = ?"));
   METAOPT_RETURN_IF_ERROR(query.BindText(1, owner));
   METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
   return has_row ? query.ColumnInt64(0) : 0;
@@ -386,7 +397,7 @@ absl::Status SqliteStorage::DeleteStudy(const StudyKey& key) {
        {"DELETE FROM trials WHERE owner = ? AND study_id = ?",
         "DELETE FROM policy_state WHERE owner = ? AND study_id = ?",
         "DELETE FROM studies WHERE owner = ? AND study_id = ?"}) {
-    METAOPT_ASSIGN_OR_RETURN(Statement del, Statement::Prepare(db_, sql));
+    METAOPT_ASSIGN_OR_RETURN(Statement del, db_.PrepareCached(sql));
     METAOPT_RETURN_IF_ERROR(BindKey(del, 1, key));
     METAOPT_RETURN_IF_ERROR(del.Run());
   }
@@ -488,7 +499,7 @@ void SqliteStorage::RunWriteBatch(absl::Span<GroupCommit::Write* const> batch) {
     if (!write->status.ok()) return;
   } else {
     for (GroupCommit::Write* write : batch) {
-      absl::Status status = db_.Exec("SAVEPOINT write");
+      absl::Status status = db_.ExecCached("SAVEPOINT write");
       if (!status.ok()) return fail_all(status);
       status = write->apply();
       if (!status.ok() && sqlite3_get_autocommit(db_.get()) != 0) {
@@ -496,8 +507,9 @@ void SqliteStorage::RunWriteBatch(absl::Span<GroupCommit::Write* const> batch) {
         // error): the writes before this one are undone too.
         return fail_all(status);
       }
-      const absl::Status end = db_.Exec(
-          status.ok() ? "RELEASE write" : "ROLLBACK TO write; RELEASE write");
+      absl::Status end = absl::OkStatus();
+      if (!status.ok()) end = db_.ExecCached("ROLLBACK TO write");
+      if (end.ok()) end = db_.ExecCached("RELEASE write");
       if (!end.ok()) return fail_all(end);
       write->status = std::move(status);
     }
@@ -520,17 +532,15 @@ absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
   {
     METAOPT_ASSIGN_OR_RETURN(
         Statement bump,
-        Statement::Prepare(db_,
-                           "UPDATE studies SET version = version + 1 WHERE "
-                           "owner = ? AND study_id = ?"));
+        db_.PrepareCached("UPDATE studies SET version = version + 1 WHERE "
+                          "owner = ? AND study_id = ?"));
     METAOPT_RETURN_IF_ERROR(BindKey(bump, 1, key));
     METAOPT_RETURN_IF_ERROR(bump.Run());
   }
   if (write.study_blob.has_value()) {
     METAOPT_ASSIGN_OR_RETURN(
         Statement update,
-        Statement::Prepare(
-            db_,
+        db_.PrepareCached(
             "UPDATE studies SET study = ? WHERE owner = ? AND study_id = ?"));
     METAOPT_RETURN_IF_ERROR(update.BindBlob(1, *write.study_blob));
     METAOPT_RETURN_IF_ERROR(BindKey(update, 2, key));
@@ -539,10 +549,9 @@ absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
   if (!trials.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
         Statement upsert,
-        Statement::Prepare(db_,
-                           "INSERT OR REPLACE INTO trials (owner, study_id, "
-                           "trial_id, state, client_id, trial, "
-                           "written_version) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+        db_.PrepareCached("INSERT OR REPLACE INTO trials (owner, study_id, "
+                          "trial_id, state, client_id, trial, "
+                          "written_version) VALUES (?, ?, ?, ?, ?, ?, ?)"));
     for (size_t i = 0; i < trials.size(); ++i) {
       METAOPT_RETURN_IF_ERROR(upsert.Reset());
       METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
@@ -557,10 +566,9 @@ absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
   if (write.policy_state.has_value()) {
     METAOPT_ASSIGN_OR_RETURN(
         Statement upsert,
-        Statement::Prepare(db_,
-                           "INSERT OR REPLACE INTO policy_state (owner, "
-                           "study_id, state, written_version) VALUES (?, ?, ?, "
-                           "?)"));
+        db_.PrepareCached("INSERT OR REPLACE INTO policy_state (owner, "
+                          "study_id, state, written_version) VALUES (?, ?, ?, "
+                          "?)"));
     METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
     METAOPT_RETURN_IF_ERROR(upsert.BindBlob(3, *write.policy_state));
     METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, version + 1));
@@ -569,18 +577,33 @@ absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
   return absl::OkStatus();
 }
 
-absl::StatusOr<int64_t> SqliteStorage::ReadVersion(const StudyKey& key) {
+namespace {
+
+// The version of the study `key` in `db`, or NOT_FOUND.
+absl::StatusOr<int64_t> ReadVersionOn(Database& db, const StudyKey& key) {
   METAOPT_ASSIGN_OR_RETURN(
       Statement query,
-      Statement::Prepare(
-          db_, "SELECT version FROM studies WHERE owner = ? AND study_id = ?"));
+      db.PrepareCached(
+          "SELECT version FROM studies WHERE owner = ? AND study_id = ?"));
   METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
   METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
   if (!found) return StudyNotFound(key);
   return query.ColumnInt64(0);
 }
 
+}  // namespace
+
+absl::StatusOr<int64_t> SqliteStorage::ReadVersion(const StudyKey& key) {
+  return ReadVersionOn(db_, key);
+}
+
 absl::StatusOr<int64_t> SqliteStorage::GetStudyVersion(const StudyKey& key) {
+  if (version_db_.has_value()) {
+    // WAL: this read sees every committed transaction and does not wait for
+    // the one being committed.
+    MutexLock lock(&version_mu_);
+    return ReadVersionOn(*version_db_, key);
+  }
   MutexLock lock(&mu_);
   return ReadVersion(key);
 }
@@ -597,9 +620,8 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
   {
     METAOPT_ASSIGN_OR_RETURN(
         Statement query,
-        Statement::Prepare(db_,
-                           "SELECT trial_id, trial FROM trials WHERE owner = ? "
-                           "AND study_id = ? ORDER BY trial_id"));
+        db_.PrepareCached("SELECT trial_id, trial FROM trials WHERE owner = ? "
+                          "AND study_id = ? ORDER BY trial_id"));
     METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
     while (true) {
       METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
@@ -625,10 +647,9 @@ absl::StatusOr<Storage::Changes> SqliteStorage::LoadChangesSince(
   {
     METAOPT_ASSIGN_OR_RETURN(
         Statement query,
-        Statement::Prepare(db_,
-                           "SELECT trial_id, trial FROM trials WHERE owner = ? "
-                           "AND study_id = ? AND written_version > ? ORDER BY "
-                           "trial_id"));
+        db_.PrepareCached("SELECT trial_id, trial FROM trials WHERE owner = ? "
+                          "AND study_id = ? AND written_version > ? ORDER BY "
+                          "trial_id"));
     METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
     METAOPT_RETURN_IF_ERROR(query.BindInt64(3, version));
     while (true) {
@@ -641,9 +662,8 @@ absl::StatusOr<Storage::Changes> SqliteStorage::LoadChangesSince(
     }
     METAOPT_ASSIGN_OR_RETURN(
         Statement policy,
-        Statement::Prepare(db_,
-                           "SELECT state FROM policy_state WHERE owner = ? AND "
-                           "study_id = ? AND written_version > ?"));
+        db_.PrepareCached("SELECT state FROM policy_state WHERE owner = ? AND "
+                          "study_id = ? AND written_version > ?"));
     METAOPT_RETURN_IF_ERROR(BindKey(policy, 1, key));
     METAOPT_RETURN_IF_ERROR(policy.BindInt64(3, version));
     METAOPT_ASSIGN_OR_RETURN(bool found, policy.Step());
@@ -663,9 +683,8 @@ absl::StatusOr<std::optional<std::string>> SqliteStorage::GetPolicyState(
   {
     METAOPT_ASSIGN_OR_RETURN(
         Statement query,
-        Statement::Prepare(db_,
-                           "SELECT state FROM policy_state WHERE owner = ? AND "
-                           "study_id = ?"));
+        db_.PrepareCached("SELECT state FROM policy_state WHERE owner = ? AND "
+                          "study_id = ?"));
     METAOPT_RETURN_IF_ERROR(BindKey(query, 1, key));
     METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
     if (found) state = query.ColumnBlob(0);

@@ -31,7 +31,8 @@ namespace metaopt::storage {
 //          written_version)  the study version of its last write
 //   policy_state(owner, study_id, state, written_version)
 // Thread-safe: one connection, guarded by `mu_`; every call holds `mu_` for its
-// whole duration, and statements are prepared per call, never shared. Each
+// whole duration (but GetStudyVersion, on a read-only connection of its own),
+// and statements come from the connection's cache, one user at a time. Each
 // mutation is one BEGIN IMMEDIATE ... COMMIT transaction, durable on return
 // (WAL + synchronous=FULL). Concurrent WriteStudy calls are group-committed
 // (GroupCommit): the writes queued while one transaction commits share the
@@ -82,8 +83,9 @@ class SqliteStorage : public Storage {
  private:
   friend class SqliteStorageTestAccess;
 
-  explicit SqliteStorage(Database db)
+  SqliteStorage(Database db, std::optional<Database> version_db)
       : db_(std::move(db)),
+        version_db_(std::move(version_db)),
         commits_(
             [this](absl::Span<GroupCommit::Write* const> batch) {
               RunWriteBatch(batch);
@@ -127,6 +129,11 @@ class SqliteStorage : public Storage {
 
   Mutex mu_;
   Database db_ ABSL_GUARDED_BY(mu_);
+  // A read-only connection for GetStudyVersion, which every engine call
+  // makes: in WAL mode it reads the last committed version without waiting
+  // for `mu_`, which a batch holds across its sync. Empty for ":memory:".
+  Mutex version_mu_;
+  std::optional<Database> version_db_ ABSL_GUARDED_BY(version_mu_);
   GroupCommit commits_;
 };
 

@@ -180,6 +180,44 @@ TEST_F(SqliteStorageTest, AFailedGroupCommitFailsEveryWriteInIt) {
   EXPECT_EQ(storage->GetStudyVersion(Key("s1")).value_or(-1), 1);
 }
 
+TEST_F(SqliteStorageTest, VersionReadsDoNotWaitForACommitUnderWay) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SqliteStorage> storage,
+                               SqliteStorage::Open(DbPath(), {}));
+  ASSERT_THAT(storage->CreateStudy(MakeStudy("s")), IsOk());
+  // The COMMIT of the write below holds the storage's connection until the
+  // version has been read meanwhile (or 5 s have passed: a version read that
+  // waited for the commit then sees its version and fails the test).
+  struct HookState {
+    std::atomic<bool> committing{false};
+    std::atomic<bool> version_read{false};
+  } state;
+  SqliteStorageTestAccess::SetCommitHook(
+      *storage,
+      [](void* arg) {
+        auto* state = static_cast<HookState*>(arg);
+        state->committing = true;
+        const absl::Time give_up = absl::Now() + absl::Seconds(5);
+        while (!state->version_read.load() && absl::Now() < give_up)
+          absl::SleepFor(absl::Milliseconds(1));
+        return 0;
+      },
+      &state);
+  absl::Status written;
+  std::thread writer(
+      [&] { written = storage->PutTrials(Key("s"), {MakeTrial(1)}); });
+  while (!state.committing.load()) absl::SleepFor(absl::Milliseconds(1));
+  // The last committed version: the write is not committed yet.
+  EXPECT_EQ(storage->GetStudyVersion(Key("s")).value_or(-1), 0);
+  state.version_read = true;
+  writer.join();
+  SqliteStorageTestAccess::SetCommitHook(*storage, nullptr, nullptr);
+  ASSERT_THAT(written, IsOk());
+  // Committed on return: the version read sees it.
+  EXPECT_EQ(storage->GetStudyVersion(Key("s")).value_or(-1), 1);
+  EXPECT_THAT(storage->GetStudyVersion(Key("absent")),
+              StatusIs(absl::StatusCode::kNotFound, _));
+}
+
 TEST_F(SqliteStorageTest, WritesAreVisibleToAnotherConnectionOnReturn) {
   METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<Storage> storage,
                                OpenSqliteStorage(DbPath()));

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/common/status_macros.h"
 
 namespace metaopt::storage {
 
@@ -55,21 +56,31 @@ absl::StatusOr<Database> Database::Open(const std::string& path, int flags) {
 
 Database::Database(Database&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)),
-      commit_observer_(std::move(other.commit_observer_)) {}
+      commit_observer_(std::move(other.commit_observer_)),
+      cache_(std::move(other.cache_)) {}
 
 Database& Database::operator=(Database&& other) noexcept {
   if (this != &other) {
-    if (db_ != nullptr) sqlite3_close_v2(db_);
+    Close();
     db_ = std::exchange(other.db_, nullptr);
     commit_observer_ = std::move(other.commit_observer_);
+    cache_ = std::move(other.cache_);
   }
   return *this;
 }
 
-Database::~Database() {
+Database::~Database() { Close(); }
+
+void Database::Close() {
+  for (auto& [sql, stmt] : cache_) {
+    if (stmt != nullptr) sqlite3_finalize(stmt);
+  }
+  cache_.clear();
   // close_v2 defers the close until outstanding statements are finalized, so
-  // destruction order between a Database and its Statements does not matter.
+  // destruction order between a Database and its uncached Statements does not
+  // matter.
   if (db_ != nullptr) sqlite3_close_v2(db_);
+  db_ = nullptr;
 }
 
 absl::Status Database::Exec(const char* sql) {
@@ -86,6 +97,39 @@ absl::StatusOr<std::optional<std::string>> Database::QueryText(
   if (!has_row.ok()) return has_row.status();
   if (!*has_row) return std::optional<std::string>();
   return std::optional<std::string>(stmt->ColumnText(0));
+}
+
+absl::StatusOr<Statement> Database::PrepareCached(std::string_view sql) {
+  auto [it, inserted] = cache_.try_emplace(std::string(sql), nullptr);
+  sqlite3_stmt*& slot = it->second;
+  if (slot == nullptr && !inserted) {
+    // Out already (a statement used twice at once): an uncached copy.
+    return Statement::Prepare(*this, sql);
+  }
+  if (slot == nullptr) {
+    const int rc = sqlite3_prepare_v3(
+        db_, sql.data(), static_cast<int>(sql.size()),
+        SQLITE_PREPARE_PERSISTENT, &slot, /*pzTail=*/nullptr);
+    if (rc != SQLITE_OK) {
+      sqlite3_finalize(slot);
+      cache_.erase(it);
+      return SqliteStatus(rc, db_, "preparing SQL statement");
+    }
+    if (slot == nullptr) {
+      cache_.erase(it);
+      return absl::InternalError("preparing SQL statement: empty statement");
+    }
+  }
+  Statement stmt(std::exchange(slot, nullptr), db_);
+  stmt.cache_slot_ = &slot;
+  return stmt;
+}
+
+absl::Status Database::ExecCached(std::string_view sql,
+                                  std::string_view context) {
+  absl::StatusOr<Statement> stmt = PrepareCached(sql);
+  if (!stmt.ok()) return stmt.status();
+  return SqliteStatus(sqlite3_step(stmt->stmt_), db_, context);
 }
 
 // ----- Statement -----
@@ -106,19 +150,33 @@ absl::StatusOr<Statement> Statement::Prepare(Database& db,
 
 Statement::Statement(Statement&& other) noexcept
     : stmt_(std::exchange(other.stmt_, nullptr)),
-      db_(std::exchange(other.db_, nullptr)) {}
+      db_(std::exchange(other.db_, nullptr)),
+      cache_slot_(std::exchange(other.cache_slot_, nullptr)) {}
 
 Statement& Statement::operator=(Statement&& other) noexcept {
   if (this != &other) {
-    if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+    Release();
     stmt_ = std::exchange(other.stmt_, nullptr);
     db_ = std::exchange(other.db_, nullptr);
+    cache_slot_ = std::exchange(other.cache_slot_, nullptr);
   }
   return *this;
 }
 
-Statement::~Statement() {
-  if (stmt_ != nullptr) sqlite3_finalize(stmt_);
+Statement::~Statement() { Release(); }
+
+void Statement::Release() {
+  if (stmt_ == nullptr) return;
+  if (cache_slot_ == nullptr) {
+    sqlite3_finalize(stmt_);
+  } else {
+    // Ends any read it holds open, as finalizing would.
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    *cache_slot_ = stmt_;
+  }
+  stmt_ = nullptr;
+  cache_slot_ = nullptr;
 }
 
 absl::Status Statement::BindInt64(int index, int64_t value) {
@@ -189,10 +247,9 @@ bool Statement::ColumnIsNull(int column) const {
 // ----- Transaction -----
 
 absl::StatusOr<Transaction> Transaction::Begin(Database& db, Mode mode) {
-  const char* sql = mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN";
-  const int rc = sqlite3_exec(db.get(), sql, nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK)
-    return SqliteStatus(rc, db.get(), "beginning transaction");
+  METAOPT_RETURN_IF_ERROR(
+      db.ExecCached(mode == Mode::kImmediate ? "BEGIN IMMEDIATE" : "BEGIN",
+                    "beginning transaction"));
   return Transaction(&db, mode);
 }
 
@@ -203,7 +260,7 @@ Transaction::~Transaction() {
   // SQLite may already have rolled back on its own (e.g. after SQLITE_FULL);
   // then autocommit is back on and there is nothing to undo.
   if (db_ != nullptr && sqlite3_get_autocommit(db_->get()) == 0) {
-    sqlite3_exec(db_->get(), "ROLLBACK", nullptr, nullptr, nullptr);
+    db_->ExecCached("ROLLBACK").IgnoreError();
   }
 }
 
@@ -211,9 +268,7 @@ absl::Status Transaction::Commit() {
   if (db_ == nullptr)
     return absl::FailedPreconditionError("transaction is not active");
   const absl::Time start = absl::Now();
-  const int rc = sqlite3_exec(db_->get(), "COMMIT", nullptr, nullptr, nullptr);
-  if (rc != SQLITE_OK)
-    return SqliteStatus(rc, db_->get(), "committing transaction");
+  METAOPT_RETURN_IF_ERROR(db_->ExecCached("COMMIT", "committing transaction"));
   if (mode_ == Mode::kImmediate && db_->commit_observer_) {
     db_->commit_observer_(absl::Now() - start);
   }

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,9 +25,12 @@ namespace metaopt::storage {
 // null; when given, its last error message is appended.
 absl::Status SqliteStatus(int rc, sqlite3* db, std::string_view context);
 
+class Statement;
+
 // Owns one sqlite3 connection; closes it on destruction. Movable, not copyable.
 // Thread-compatible: the owner serializes all use of a connection and its
-// statements.
+// statements. Keeps a cache of prepared statements (PrepareCached), so that
+// the statements of a hot path are parsed once per connection, not per call.
 class Database {
  public:
   // Opens `path` with `flags` (sqlite3_open_v2 flags). Extended result codes
@@ -59,11 +63,28 @@ class Database {
   // returns its text; std::nullopt if it returns no row.
   absl::StatusOr<std::optional<std::string>> QueryText(const char* sql);
 
+  // Prepares the statement `sql` (exactly one statement) from this
+  // connection's cache: the first call parses it, later calls reuse it. The
+  // Statement goes back to the cache when destroyed, reset and with its
+  // bindings cleared; while it is out, a call with the same `sql` prepares a
+  // fresh, uncached one. A cached Statement must be destroyed before its
+  // Database (or a Database it was moved into).
+  absl::StatusOr<Statement> PrepareCached(std::string_view sql);
+  // Runs `sql` (one statement without parameters or rows, such as "SAVEPOINT
+  // write") through the cache; an error names `context`.
+  absl::Status ExecCached(std::string_view sql,
+                          std::string_view context = "executing SQL");
+
  private:
   explicit Database(sqlite3* db) : db_(db) {}
+  // Finalizes the cached statements and closes the connection.
+  void Close();
 
   sqlite3* db_ = nullptr;
   std::function<void(absl::Duration)> commit_observer_;
+  // PrepareCached's statements by SQL text; null while the statement is out.
+  // A node container: a Statement out of the cache points at its slot.
+  std::unordered_map<std::string, sqlite3_stmt*> cache_;
 
   friend class Transaction;
 };
@@ -104,10 +125,15 @@ class Statement {
   bool ColumnIsNull(int column) const;
 
  private:
+  friend class Database;  // PrepareCached, ExecCached
   Statement(sqlite3_stmt* stmt, sqlite3* db) : stmt_(stmt), db_(db) {}
+  // Finalizes `stmt_`, or returns it to its cache slot.
+  void Release();
 
   sqlite3_stmt* stmt_ = nullptr;
   sqlite3* db_ = nullptr;  // Not owned; the connection `stmt_` was prepared on.
+  // For a statement out of Database::PrepareCached: its slot in the cache.
+  sqlite3_stmt** cache_slot_ = nullptr;
 };
 
 // A transaction on a Database: begun by Begin(), rolled back on destruction

@@ -151,6 +151,90 @@ TEST_F(SqliteUtilTest, SecondWriterTimesOutAsUnavailable) {
                        HasSubstr("beginning transaction")));
 }
 
+// The statements prepared on the connection (cached ones included) and how
+// many of them are still running (stepped, not reset).
+struct StatementCount {
+  int prepared = 0;
+  int running = 0;
+};
+StatementCount CountStatements(const Database& db) {
+  StatementCount count;
+  for (sqlite3_stmt* stmt = sqlite3_next_stmt(db.get(), nullptr);
+       stmt != nullptr; stmt = sqlite3_next_stmt(db.get(), stmt)) {
+    ++count.prepared;
+    if (sqlite3_stmt_busy(stmt)) ++count.running;
+  }
+  return count;
+}
+
+TEST_F(SqliteUtilTest, CachedStatementIsPreparedOnceAndReturnsReset) {
+  constexpr char kInsert[] = "INSERT INTO t VALUES (?, ?)";
+  for (const char* key : {"a", "b", "c"}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(Statement insert, db_.PrepareCached(kInsert));
+    ASSERT_THAT(insert.BindText(1, key), IsOk());
+    ASSERT_THAT(insert.BindBlob(2, "v"), IsOk());
+    ASSERT_THAT(insert.Run(), IsOk());
+  }
+  EXPECT_EQ(CountStatements(db_).prepared, 1);
+  {
+    // Back in the cache, its bindings were cleared: k binds NULL.
+    METAOPT_ASSERT_OK_AND_ASSIGN(Statement insert, db_.PrepareCached(kInsert));
+    ASSERT_THAT(insert.Run(), IsOk());
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::optional<std::string> keys,
+      db_.QueryText("SELECT group_concat(coalesce(k, 'null')) FROM "
+                    "(SELECT k FROM t ORDER BY rowid)"));
+  EXPECT_THAT(keys, Optional(std::string("a,b,c,null")));
+}
+
+TEST_F(SqliteUtilTest, CachedStatementInUseIsNotSharedAndEndsItsRead) {
+  ASSERT_THAT(Insert("a", "1"), IsOk());
+  ASSERT_THAT(Insert("b", "2"), IsOk());
+  constexpr char kQuery[] = "SELECT k FROM t ORDER BY k";
+  {
+    METAOPT_ASSERT_OK_AND_ASSIGN(Statement outer, db_.PrepareCached(kQuery));
+    METAOPT_ASSERT_OK_AND_ASSIGN(bool has_row, outer.Step());
+    ASSERT_TRUE(has_row);
+    EXPECT_EQ(outer.ColumnText(0), "a");
+    // The same SQL while the cached one is out: an uncached copy, stepping
+    // on its own.
+    METAOPT_ASSERT_OK_AND_ASSIGN(Statement inner, db_.PrepareCached(kQuery));
+    METAOPT_ASSERT_OK_AND_ASSIGN(has_row, inner.Step());
+    ASSERT_TRUE(has_row);
+    EXPECT_EQ(inner.ColumnText(0), "a");
+    METAOPT_ASSERT_OK_AND_ASSIGN(has_row, outer.Step());
+    ASSERT_TRUE(has_row);
+    EXPECT_EQ(outer.ColumnText(0), "b");
+    EXPECT_EQ(CountStatements(db_).prepared, 2);
+  }
+  // The copy was finalized; the cached one was reset, its read ended.
+  const StatementCount count = CountStatements(db_);
+  EXPECT_EQ(count.prepared, 1);
+  EXPECT_EQ(count.running, 0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Statement again, db_.PrepareCached(kQuery));
+  METAOPT_ASSERT_OK_AND_ASSIGN(bool has_row, again.Step());
+  ASSERT_TRUE(has_row);
+  EXPECT_EQ(again.ColumnText(0), "a");
+}
+
+TEST_F(SqliteUtilTest, CachedStatementErrorsAreReportedAndNotCached) {
+  EXPECT_THAT(db_.PrepareCached("SELECT * FROM no_such_table"),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("preparing")));
+  EXPECT_EQ(CountStatements(db_).prepared, 0);
+  ASSERT_THAT(db_.Exec("CREATE TABLE no_such_table (x)"), IsOk());
+  EXPECT_THAT(db_.PrepareCached("SELECT * FROM no_such_table"), IsOk());
+  // A failing step leaves the cached statement usable.
+  ASSERT_THAT(Insert("k", "v"), IsOk());
+  constexpr char kInsert[] = "INSERT INTO t VALUES ('k', 'again')";
+  EXPECT_THAT(db_.ExecCached(kInsert, "inserting"),
+              StatusIs(absl::StatusCode::kInternal,
+                       AllOf(HasSubstr("inserting"),
+                             HasSubstr("UNIQUE constraint failed"))));
+  ASSERT_THAT(db_.Exec("DELETE FROM t"), IsOk());
+  EXPECT_THAT(db_.ExecCached(kInsert), IsOk());
+}
+
 TEST_F(SqliteUtilTest, QueryTextWithoutRowsIsNullopt) {
   METAOPT_ASSERT_OK_AND_ASSIGN(
       std::optional<std::string> none,

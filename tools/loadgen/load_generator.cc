@@ -72,12 +72,19 @@ std::string StudyId(const LoadOptions& options, int index) {
   return absl::StrCat(options.study_prefix, "-", index);
 }
 
+// The RPC a probe mix calls.
+const char* ProbeRpc(CallMix calls) {
+  return calls == CallMix::kListModels ? "ListModels" : "GetStudy";
+}
+
 // What one client saw. Owned by its client thread until joined.
 struct ClientResult {
   std::vector<double> suggest_micros;
   std::vector<double> observe_micros;
+  std::vector<double> probe_micros;
   std::map<std::string, int64_t> suggest_errors;
   std::map<std::string, int64_t> observe_errors;
+  std::map<std::string, int64_t> probe_errors;
   int64_t empty_suggestions = 0;
   int64_t observations = 0;
   // A server answer the load cannot use (a malformed configuration).
@@ -86,6 +93,7 @@ struct ClientResult {
 
 // Counters shared by the clients and the progress line.
 struct Progress {
+  std::atomic<int64_t> probes{0};
   std::atomic<int64_t> suggests{0};
   std::atomic<int64_t> observes{0};
   std::atomic<int64_t> errors{0};
@@ -129,7 +137,8 @@ void RunClient(const LoadOptions& options, int client_index,
   std::uniform_int_distribution<int> pick_study(0, options.studies - 1);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const std::string client_id = absl::StrCat("loadgen-client-", client_index);
-  const int64_t loop_ops = 1 + options.suggest_count;
+  const int64_t loop_ops =
+      options.calls == CallMix::kSuggestObserve ? 1 + options.suggest_count : 1;
   Backoff backoff(options.seed * 104729 + client_index);
   while (!progress.stop.load(std::memory_order_relaxed) &&
          absl::Now() < deadline) {
@@ -139,6 +148,27 @@ void RunClient(const LoadOptions& options, int client_index,
       break;
     }
     const std::string study_id = StudyId(options, pick_study(rng));
+    if (options.calls != CallMix::kSuggestObserve) {
+      const absl::Time start = absl::Now();
+      absl::Status status;
+      if (options.calls == CallMix::kListModels) {
+        status = client.ListModels(v1::ListModelsRequest()).status();
+      } else {
+        v1::GetStudyRequest get;
+        get.set_study_id(study_id);
+        status = client.GetStudy(get).status();
+      }
+      if (!status.ok()) {
+        ++result.probe_errors[absl::StatusCodeToString(status.code())];
+        progress.errors.fetch_add(1, std::memory_order_relaxed);
+        backoff.Failed(status);
+        continue;
+      }
+      backoff.Succeeded();
+      result.probe_micros.push_back(MicrosSince(start));
+      progress.probes.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     v1::SuggestRequest ask;
     ask.set_study_id(study_id);
     ask.set_count(options.suggest_count);
@@ -205,6 +235,14 @@ void ReportProgress(const Progress& progress, absl::Time start,
   absl::Time last = start;
   while (!done.WaitForNotificationWithTimeout(interval)) {
     const absl::Time now = absl::Now();
+    if (const int64_t probes = progress.probes.load(); probes > 0) {
+      const double elapsed = absl::ToDoubleSeconds(now - start);
+      out << absl::StrFormat("[%6.1fs] probe calls %d  errors %d  | %.1f/s",
+                             elapsed, probes, progress.errors.load(),
+                             elapsed > 0 ? probes / elapsed : 0.0)
+          << std::endl;
+      continue;
+    }
     const int64_t observes = progress.observes.load();
     const double window = absl::ToDoubleSeconds(now - last);
     const double elapsed = absl::ToDoubleSeconds(now - start);
@@ -494,10 +532,18 @@ absl::StatusOr<LoadReport> RunLoad(const LoadOptions& options,
     report.empty_suggestions += r.empty_suggestions;
     report.observations += r.observations;
   }
-  report.rpcs.push_back(Merge("Suggest", results, &ClientResult::suggest_micros,
-                              &ClientResult::suggest_errors));
-  report.rpcs.push_back(Merge("Observe", results, &ClientResult::observe_micros,
-                              &ClientResult::observe_errors));
+  if (options.calls == CallMix::kSuggestObserve) {
+    report.rpcs.push_back(Merge("Suggest", results,
+                                &ClientResult::suggest_micros,
+                                &ClientResult::suggest_errors));
+    report.rpcs.push_back(Merge("Observe", results,
+                                &ClientResult::observe_micros,
+                                &ClientResult::observe_errors));
+  } else {
+    report.rpcs.push_back(Merge(ProbeRpc(options.calls), results,
+                                &ClientResult::probe_micros,
+                                &ClientResult::probe_errors));
+  }
 
   if (options.delete_studies) {
     for (int i = 0; i < options.studies; ++i) {

@@ -34,6 +34,19 @@ enum class SpaceKind {
   kCatalogue,
 };
 
+// What each client calls in its loop.
+enum class CallMix {
+  // Suggest, evaluate, Observe: the load the tool is for.
+  kSuggestObserve,
+  // Probes of the service's fixed cost per RPC, nothing written. ListModels
+  // touches no study: the cost of one RPC through gRPC and the server's
+  // dispatch (work pool, logging, metrics).
+  kListModels,
+  // GetStudy of one of the studies: that, plus the engine's study lookup,
+  // lock and freshness check against storage.
+  kGetStudy,
+};
+
 // A plain value; thread-compatible.
 struct LoadOptions {
   // Studies are named "<study_prefix>-<i>" for i in 0..studies-1; they are
@@ -49,9 +62,11 @@ struct LoadOptions {
   int catalogue_size = 5000;
   // Trials asked for by one Suggest (each is then observed).
   int suggest_count = 1;
+  CallMix calls = CallMix::kSuggestObserve;
   // Bounds; at least one must be set. Zero duration: no time bound; zero
-  // total_ops: no RPC bound. total_ops counts Suggest and Observe calls; a
-  // client claims a whole loop (1 + suggest_count RPCs) at a time.
+  // total_ops: no RPC bound. total_ops counts Suggest and Observe calls (or
+  // probe calls); a client claims a whole loop (1 + suggest_count RPCs, or
+  // one probe) at a time.
   absl::Duration duration = absl::Seconds(10);
   int64_t total_ops = 0;
   // Fraction of evaluations reported as TRIAL_STATE_FAILED instead of a value.
@@ -95,7 +110,8 @@ struct LatencySummary {
 LatencySummary Summarize(std::vector<double>& micros);
 
 struct RpcStats {
-  std::string rpc;  // "Suggest" or "Observe"
+  std::string
+      rpc;  // "Suggest", "Observe", or a probe's "ListModels", "GetStudy"
   int64_t ok = 0;
   int64_t errors = 0;
   // Failed calls by status code name ("UNAVAILABLE": 3).
@@ -112,7 +128,7 @@ struct LoadReport {
   int64_t empty_suggestions = 0;
   // Acknowledged Observe calls (values and failures).
   int64_t observations = 0;
-  std::vector<RpcStats> rpcs;  // Suggest, Observe
+  std::vector<RpcStats> rpcs;  // Suggest, Observe; or the probe RPC
 
   int64_t ops() const;            // successful RPCs
   int64_t failed_ops() const;     // failed RPCs (RpcStats::errors summed)

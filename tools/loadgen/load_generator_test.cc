@@ -3,8 +3,10 @@
 #include "tools/loadgen/load_generator.h"
 
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -190,15 +192,22 @@ class LoadAgainstServerTest : public ::testing::Test {
   testing::TestServer server_;
 };
 
-TEST_F(LoadAgainstServerTest, TotalOpsBoundsTheRunAndEveryObservationIsKept) {
+// Options for a quiet run bounded by `total_ops` alone, keeping its studies.
+LoadOptions OpsBoundedOptions(std::string prefix, int clients, int studies,
+                              int64_t total_ops) {
   LoadOptions options;
-  options.study_prefix = "ops";
-  options.clients = 4;
-  options.studies = 3;
+  options.study_prefix = std::move(prefix);
+  options.clients = clients;
+  options.studies = studies;
   options.duration = absl::ZeroDuration();
-  options.total_ops = 120;
+  options.total_ops = total_ops;
   options.delete_studies = false;
   options.progress_interval = absl::ZeroDuration();
+  return options;
+}
+
+TEST_F(LoadAgainstServerTest, TotalOpsBoundsTheRunAndEveryObservationIsKept) {
+  const LoadOptions options = OpsBoundedOptions("ops", 4, 3, 120);
   absl::StatusOr<LoadReport> report = RunLoad(options, Connect(), nullptr);
   ASSERT_THAT(report, IsOk());
   ASSERT_EQ(report->rpcs.size(), 2u);
@@ -220,6 +229,24 @@ TEST_F(LoadAgainstServerTest, TotalOpsBoundsTheRunAndEveryObservationIsKept) {
   for (const v1::Trial& trial : trials) {
     ASSERT_EQ(trial.state(), v1::TRIAL_STATE_COMPLETED) << trial.id();
     EXPECT_DOUBLE_EQ(trial.value(), *TestFunction(trial.configuration(), 4));
+  }
+}
+
+TEST_F(LoadAgainstServerTest, ProbeCallsWriteNothing) {
+  for (const CallMix calls : {CallMix::kListModels, CallMix::kGetStudy}) {
+    LoadOptions options = OpsBoundedOptions(
+        calls == CallMix::kListModels ? "probe-list" : "probe-get", 3, 2, 30);
+    options.calls = calls;
+    absl::StatusOr<LoadReport> report = RunLoad(options, Connect(), nullptr);
+    ASSERT_THAT(report, IsOk());
+    ASSERT_EQ(report->rpcs.size(), 1u);
+    EXPECT_EQ(report->rpcs[0].rpc,
+              calls == CallMix::kListModels ? "ListModels" : "GetStudy");
+    EXPECT_EQ(report->rpcs[0].ok, 30);
+    EXPECT_EQ(report->rpcs[0].errors, 0);
+    EXPECT_EQ(report->ops(), 30);
+    EXPECT_EQ(report->observations, 0);
+    EXPECT_TRUE(AllTrials(options).empty());
   }
 }
 

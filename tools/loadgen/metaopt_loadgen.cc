@@ -58,6 +58,7 @@ int Main(int argc, char** argv) {
   client_options.own_connection = true;
   std::string algorithm = "random";
   std::string space = "continuous";
+  std::string calls = "suggest-observe";
   double duration_seconds = 10;
   double eval_ms = 0;
   double timeout_seconds = 30;
@@ -95,6 +96,12 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--count", options.suggest_count,
                  "trials asked for by one Suggest")
+      ->capture_default_str();
+  app.add_option("--calls", calls,
+                 "each client's loop: suggest-observe, or a probe of the "
+                 "fixed cost per RPC that writes nothing: list-models (no "
+                 "study touched) or get-study")
+      ->check(CLI::IsMember({"suggest-observe", "list-models", "get-study"}))
       ->capture_default_str();
   app.add_option("--duration", duration_seconds,
                  "seconds of load (0: bounded by --total-ops only)")
@@ -135,6 +142,9 @@ int Main(int argc, char** argv) {
       algorithm == "gp" ? v1::ALGORITHM_KIND_GP : v1::ALGORITHM_KIND_RANDOM;
   options.space =
       space == "catalogue" ? SpaceKind::kCatalogue : SpaceKind::kContinuous;
+  options.calls = calls == "list-models" ? CallMix::kListModels
+                  : calls == "get-study" ? CallMix::kGetStudy
+                                         : CallMix::kSuggestObserve;
   options.delete_studies = !keep_studies;
   if (!(duration_seconds >= 0 && duration_seconds <= 86400 * 7) ||
       !(eval_ms >= 0 && eval_ms <= 3600e3) ||
