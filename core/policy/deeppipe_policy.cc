@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
@@ -81,13 +82,16 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
   auto positive_rate = [](double rate) {
     return rate > 0.0 && std::isfinite(rate);
   };
-  if (o.initial_trials < 0 || o.suggest_steps < 0 || o.scratch_steps < 0 ||
-      o.fine_tune_steps < 0 || o.suggest_fit_points < 0 ||
-      o.new_encoder_steps < 0 || !positive_rate(o.new_encoder_learning_rate) ||
+  if (o.initial_trials < 0 || o.new_algorithm_covering_design < 0 ||
+      o.suggest_steps < 0 || o.scratch_steps < 0 || o.fine_tune_steps < 0 ||
+      o.suggest_fit_points < 0 || o.new_encoder_steps < 0 ||
+      !positive_rate(o.new_encoder_learning_rate) ||
       !positive_rate(o.kernel_learning_rate) ||
       !positive_rate(o.network_learning_rate) || o.ranking.samples < 1 ||
       !(o.ranking.dilution_quantile >= 0.0 &&
         o.ranking.dilution_quantile <= 1.0) ||
+      !(o.untried_pair_variance_share >= 0.0 &&
+        o.untried_pair_variance_share <= 1.0) ||
       !(o.kernel_fine_tune_growth >= 0.0) ||
       !std::isfinite(o.kernel_fine_tune_growth) ||
       o.kernel_fine_tune_from < 1 ||
@@ -96,7 +100,8 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
     return absl::InvalidArgumentError(
         "DeepPipe policy options: need non-negative trial, step and "
         "fit-point counts, positive finite learning rates, ranking samples "
-        ">= 1 with a dilution quantile in [0, 1], a finite non-negative "
+        ">= 1 with a dilution quantile in [0, 1], an untried pair variance "
+        "share in [0, 1], a finite non-negative "
         "kernel_fine_tune_growth, kernel_fine_tune_from >= 1 and positive "
         "budgets");
   }
@@ -104,6 +109,57 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
 }
 
 }  // namespace
+
+std::vector<v1::Configuration> PairCoveringPicks(
+    const v1::StudySpec& spec, const space::SearchSpace& space,
+    const std::vector<v1::Configuration>& design, int count, uint64_t seed) {
+  constexpr int kSpacePool = 256;
+  space::Rng rng(seed);
+  std::vector<v1::Configuration> pool;
+  if (spec.candidates_size() > 0) {
+    pool.assign(spec.candidates().begin(), spec.candidates().end());
+  } else {
+    for (int i = 0; i < kSpacePool; ++i) pool.push_back(space.Sample(rng));
+  }
+  const int stages = spec.search_space().stages_size();
+  // A pair: (stage s, its algorithm, stage t > s, its algorithm).
+  auto pairs = [stages](const v1::Configuration& c) {
+    std::vector<std::string> out;
+    for (int s = 0; s < stages; ++s) {
+      for (int t = s + 1; t < stages; ++t) {
+        out.push_back(absl::StrCat(s, "/", c.assignments(s).algorithm(), "/", t,
+                                   "/", c.assignments(t).algorithm()));
+      }
+    }
+    return out;
+  };
+  absl::flat_hash_set<std::string> covered;
+  for (const v1::Configuration& c : design) {
+    for (std::string& pair : pairs(c)) covered.insert(std::move(pair));
+  }
+  std::vector<v1::Configuration> picks;
+  for (int i = 0; i < count && !pool.empty(); ++i) {
+    int best = -1;
+    uint64_t ties = 0;
+    size_t pick = 0;
+    for (size_t r = 0; r < pool.size(); ++r) {
+      int added = 0;
+      for (const std::string& pair : pairs(pool[r])) {
+        added += !covered.contains(pair);
+      }
+      if (added > best) {
+        best = added;
+        ties = 1;
+        pick = r;
+      } else if (added == best && space::UniformIndex(rng, ++ties) == 0) {
+        pick = r;  // reservoir sampling: uniform among the ties
+      }
+    }
+    for (std::string& pair : pairs(pool[pick])) covered.insert(std::move(pair));
+    picks.push_back(pool[pick]);
+  }
+  return picks;
+}
 
 int64_t KernelFineTuneCount(int64_t n, double growth, int64_t from) {
   if (n < 1) return 0;
@@ -165,10 +221,13 @@ absl::StatusOr<PlainGpEnsembleFit> EnsembleWithPlainGp(
       surrogate::RankingWeights({deep_loo, plain_loo}, sample.y, ranking));
   if (options.explore_untried_algorithms) {
     const double scale = gp::Standardization::FromTargets(data.y).scale;
+    const double prior_variance =
+        model.gp().kernel().output_scale() * scale * scale;
     METAOPT_ASSIGN_OR_RETURN(
-        deep, surrogate::UntriedAlgorithmSurrogate::Create(
-                  std::move(deep), model.encoder().layout().stages,
-                  model.gp().kernel().output_scale() * scale * scale, data.X));
+        deep,
+        surrogate::UntriedAlgorithmSurrogate::Create(
+            std::move(deep), model.encoder().layout().stages, prior_variance,
+            options.untried_pair_variance_share * prior_variance, data.X));
   }
   PlainGpEnsembleFit out;
   out.plain_gp_weight = weights[1];
@@ -256,11 +315,28 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
         mapping.ok() ? NewAlgorithmProbes(spec, space, mapping->new_algorithms,
                                           spec.seed())
                      : std::vector<v1::Configuration>();
+    // Before them, `new_algorithm_covering_design` entries covering pairs of
+    // algorithms the rest of the design does not; the portfolio fills the
+    // design's start.
     std::vector<v1::Configuration>& design = portfolio.configurations;
-    const int at =
-        std::clamp<int>(initial_trials - static_cast<int>(probes.size()), 0,
-                        static_cast<int>(design.size()));
-    design.insert(design.begin() + at, probes.begin(), probes.end());
+    const int cover = std::clamp<int>(
+        options.new_algorithm_covering_design, 0,
+        std::max(0, initial_trials - static_cast<int>(probes.size())));
+    const int at = std::clamp<int>(
+        initial_trials - cover - static_cast<int>(probes.size()), 0,
+        static_cast<int>(design.size()));
+    int picked = 0;
+    if (cover > 0) {
+      design.resize(at);
+      std::vector<v1::Configuration> kept = design;
+      kept.insert(kept.end(), probes.begin(), probes.end());
+      // Seed + 7: a stream apart from the probes' (the study's seed).
+      const std::vector<v1::Configuration> picks =
+          PairCoveringPicks(spec, space, kept, cover, spec.seed() + 7);
+      design.insert(design.end(), picks.begin(), picks.end());
+      picked = static_cast<int>(picks.size());
+    }
+    design.insert(design.begin() + at + picked, probes.begin(), probes.end());
   }
   // The network encodes with its own encoder (the model's space, extended
   // by the study's new algorithms): a study's value is scaled by the model's

@@ -25,6 +25,15 @@ struct DeepPipePolicyOptions {
   // Initial design: with a meta-learned model, this many portfolio entries
   // (zero-shot); without one, this many random configurations.
   int initial_trials = 5;
+  // In a study bound partially with new algorithms, this many trials of the
+  // initial design (before the probes) are not portfolio entries but a
+  // pairwise covering design: each the catalogue entry that adds the most
+  // pairs of algorithms across two stages not yet in the design (ties drawn
+  // by the study's seed). The portfolio was chosen under the model's prior,
+  // which a contradicting task breaks at combinations it rates badly; these
+  // trials give the ensemble's plain GP such combinations. 0: the portfolio
+  // and the probes only.
+  int new_algorithm_covering_design = 2;
   // Suggest-time fine-tuning of a meta-learned model: the kernel parameters,
   // restarted from the study's base values, Adam for up to `suggest_steps`
   // with early stopping (the authors' 100 steps, patience 16, tolerance 1e-4,
@@ -84,6 +93,11 @@ struct DeepPipePolicyOptions {
   // an algorithm the study has not tried is at least its prior variance
   // (surrogate::UntriedAlgorithmSurrogate), so EI explores it.
   bool explore_untried_algorithms = true;
+  // With explore_untried_algorithms: at a configuration choosing only tried
+  // algorithms but, in two stages, a pair of them the study has not tried
+  // together, the deep kernel's variance is at least this share (in [0, 1];
+  // 0: off) of its prior variance.
+  double untried_pair_variance_share = 0.0;
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
   acquisition::SearchOptions search;
@@ -124,6 +138,16 @@ absl::StatusOr<PlainGpEnsembleFit> EnsembleWithPlainGp(
 // study reloaded from storage refits exactly what a study that stayed loaded
 // has.
 int64_t KernelFineTuneCount(int64_t n, double growth, int64_t from);
+
+// The initial design's pairwise covering part in a study with new algorithms
+// (DeepPipePolicyOptions::new_algorithm_covering_design): `count`
+// configurations, each the one of the pool (spec.candidates, or without a
+// catalogue 256 samples of `space`) that adds the most pairs of algorithms
+// across two stages that neither `design` nor an earlier pick chose
+// together, ties drawn uniformly. Deterministic given `seed`.
+std::vector<v1::Configuration> PairCoveringPicks(
+    const v1::StudySpec& spec, const space::SearchSpace& space,
+    const std::vector<v1::Configuration>& design, int count, uint64_t seed);
 
 // With a bound DeepPipe registry model the policy starts from its portfolio
 // and then maximises EI under the meta-learned deep kernel, fine-tuning the

@@ -6,10 +6,12 @@
 #include <iterator>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/policy/prepared_fit_test_util.h"
@@ -342,6 +344,12 @@ TEST(DeepPipePolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
            [](DeepPipePolicyOptions& o) { o.kernel_learning_rate = 0; },
            [](DeepPipePolicyOptions& o) { o.ranking.samples = 0; },
            [](DeepPipePolicyOptions& o) { o.ranking.dilution_quantile = 2; },
+           [](DeepPipePolicyOptions& o) {
+             o.untried_pair_variance_share = 1.5;
+           },
+           [](DeepPipePolicyOptions& o) {
+             o.untried_pair_variance_share = -0.1;
+           },
            [](DeepPipePolicyOptions& o) { o.plain_gp.refit_growth = -1; },
            [](DeepPipePolicyOptions& o) {
              o.suggest_budget = absl::ZeroDuration();
@@ -645,15 +653,46 @@ TEST(DeepPipePartialBindingTest, NewAlgorithmGetsAnEncoderTrainedOnTheStudy) {
   std::vector<v1::Trial> trials;
   StudyView view{&spec, &*space, &trials};
   space::Rng rng(2);
-  // The initial design: the portfolio (svm only), then one knn probe last.
+  // The initial design (5 trials): 2 portfolio entries (svm only), the
+  // pairwise covering part (new_algorithm_covering_design = 2), then one knn
+  // probe.
   METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult design,
                                policy->Suggest(view, 5, rng));
-  ASSERT_GE(design.configurations.size(), 4u);  // 3 portfolio + 1 probe
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(space::ConfigurationKey(design.configurations[i]),
-              space::ConfigurationKey(model->artifact.portfolio(i)));
+  // The first n suggestions of `result` are the portfolio's first n.
+  auto expect_portfolio_start = [&](const SuggestResult& result, int n) {
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(space::ConfigurationKey(result.configurations[i]),
+                space::ConfigurationKey(model->artifact.portfolio(i)));
+    }
+  };
+  ASSERT_EQ(design.configurations.size(), 5u);
+  expect_portfolio_start(design, 2);
+  EXPECT_EQ(design.configurations[4].assignments(1).algorithm(), "knn");
+  const std::vector<v1::Configuration> covering =
+      PairCoveringPicks(spec, *space,
+                        {design.configurations[0], design.configurations[1],
+                         design.configurations[4]},
+                        2, spec.seed() + 7);
+  ASSERT_EQ(covering.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(space::ConfigurationKey(design.configurations[2 + i]),
+              space::ConfigurationKey(covering[i]));
   }
-  EXPECT_EQ(design.configurations[3].assignments(1).algorithm(), "knn");
+  EXPECT_EQ(design.source, "deeppipe/portfolio");
+  // Without the covering part: the whole portfolio (3 entries), then the
+  // probe (and a random fill: the study has no observation yet).
+  DeepPipePolicyOptions portfolio_only;
+  portfolio_only.new_algorithm_covering_design = 0;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto without_covering,
+      DeepPipePolicy::Create(spec, std::nullopt, model, portfolio_only));
+  space::Rng unused(2);
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult portfolio_design,
+                               without_covering->Suggest(view, 5, unused));
+  ASSERT_GE(portfolio_design.configurations.size(), 4u);
+  expect_portfolio_start(portfolio_design, 3);
+  EXPECT_EQ(portfolio_design.configurations[3].assignments(1).algorithm(),
+            "knn");
   for (const v1::Configuration& c : design.configurations) {
     trials.push_back(Completed(trials.size() + 1, c));
   }
@@ -977,6 +1016,72 @@ TEST(DeepPipePreparedFitTest, ScheduledFineTunesPrepareAsInline) {
       DeepPipePolicy::Create(spec, std::nullopt, MetaModel(spec), options));
   EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 24, 1), 15);
   EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 24, 3), 5);
+}
+
+// Three stages of two parameterless algorithms (a, b), all 8 pipelines in the
+// catalogue; the design holds (a, a, a). The first pick chooses b in at least
+// two stages (the pipelines adding all three stage pairs); each later pick
+// adds the most pairs still missing, and 5 picks cover all 12 pairs (greedy
+// needs 4 or 5 here, depending on the ties). Equal seeds give equal picks.
+TEST(PairCoveringPicksTest, GreedilyCoversTheCrossStagePairs) {
+  v1::StudySpec spec;
+  for (int s = 0; s < 3; ++s) {
+    v1::Stage* stage = spec.mutable_search_space()->add_stages();
+    stage->set_name(absl::StrCat("s", s));
+    stage->add_algorithms()->set_name("a");
+    stage->add_algorithms()->set_name("b");
+  }
+  auto pipeline = [](int bits) {
+    v1::Configuration c;
+    for (int s = 0; s < 3; ++s) {
+      v1::Assignment* a = c.add_assignments();
+      a->set_stage(absl::StrCat("s", s));
+      a->set_algorithm((bits >> (2 - s)) & 1 ? "b" : "a");
+    }
+    return c;
+  };
+  for (int bits = 0; bits < 8; ++bits) *spec.add_candidates() = pipeline(bits);
+  METAOPT_ASSERT_OK_AND_ASSIGN(space::SearchSpace space,
+                               space::SearchSpace::Create(spec.search_space()));
+  auto pairs = [](const v1::Configuration& c) {
+    std::set<std::string> out;
+    for (int s = 0; s < 3; ++s) {
+      for (int t = s + 1; t < 3; ++t) {
+        out.insert(absl::StrCat(s, c.assignments(s).algorithm(), t,
+                                c.assignments(t).algorithm()));
+      }
+    }
+    return out;
+  };
+  const std::vector<v1::Configuration> design = {pipeline(0)};
+  const std::vector<v1::Configuration> picks =
+      PairCoveringPicks(spec, space, design, 5, 11);
+  ASSERT_EQ(picks.size(), 5u);
+  int first_a = 0;
+  for (const v1::Assignment& a : picks[0].assignments()) {
+    first_a += a.algorithm() == "a";
+  }
+  EXPECT_LE(first_a, 1);
+  std::set<std::string> covered = pairs(design[0]);
+  for (const v1::Configuration& pick : picks) {
+    // No pipeline adds more missing pairs than the pick.
+    auto added = [&](const v1::Configuration& c) {
+      int n = 0;
+      for (const std::string& p : pairs(c)) n += !covered.count(p);
+      return n;
+    };
+    for (const v1::Configuration& c : spec.candidates()) {
+      EXPECT_LE(added(c), added(pick));
+    }
+    for (const std::string& p : pairs(pick)) covered.insert(p);
+  }
+  EXPECT_EQ(covered.size(), 12u);
+  const std::vector<v1::Configuration> again =
+      PairCoveringPicks(spec, space, design, 5, 11);
+  for (size_t i = 0; i < picks.size(); ++i) {
+    EXPECT_EQ(space::ConfigurationKey(again[i]),
+              space::ConfigurationKey(picks[i]));
+  }
 }
 
 }  // namespace
