@@ -148,6 +148,17 @@ Eigen::VectorXd Kernel::Diagonal(
   return Eigen::VectorXd::Constant(X.rows(), output_scale());
 }
 
+Eigen::MatrixXd Kernel::DividedByLengthscales(
+    const Eigen::Ref<const Eigen::MatrixXd>& X) const {
+  return Scaled(X, Eigen::RowVectorXd::Zero(input_dim_));
+}
+
+Eigen::VectorXd Kernel::FromSquaredDistances(const Eigen::VectorXd& r2) const {
+  Eigen::VectorXd k(r2.size());
+  ProfileInChunks(r2.data(), r2.size(), 1, k.data());
+  return k;
+}
+
 Kernel::Gram Kernel::TrainingGram(
     const Eigen::Ref<const Eigen::MatrixXd>& X) const {
   Gram gram;
