@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <type_traits>
 
 namespace metaopt::gp {
 namespace {
@@ -15,6 +16,21 @@ int64_t BytesOf(const std::vector<Eigen::VectorXd>& vectors) {
   for (const Eigen::VectorXd& v : vectors) bytes += v.size() * sizeof(double);
   return bytes;
 }
+
+// Calls f(j, size) for the entries [begin, end) in blocks of
+// size = std::integral_constant<int, 8> (held in registers by a caller that
+// accumulates into a fixed-size array), then one at a time (size 1). A
+// caller's operations per entry are the same for both sizes, so the blocks
+// change no result.
+template <typename F>
+void InBlocksOfEight(Eigen::Index begin, Eigen::Index end, F&& f) {
+  Eigen::Index j = begin;
+  for (; j + 8 <= end; j += 8) f(j, std::integral_constant<int, 8>());
+  for (; j < end; ++j) f(j, std::integral_constant<int, 1>());
+}
+
+template <int kSize>
+using Block = Eigen::Array<double, kSize, 1>;
 
 }  // namespace
 
@@ -77,18 +93,6 @@ void CatalogueKernelCache::ClearLocked() {
   AccountLocked();
 }
 
-Eigen::VectorXd CatalogueKernelCache::CatalogueColumnLocked(
-    const Kernel& kernel, const Eigen::VectorXd& z) const {
-  // Squared differences summed over the dimensions in order: each entry is
-  // computed alone (vectorised across rows), so it does not depend on the
-  // other rows, as GEMM-expanded distances would.
-  Eigen::VectorXd r2 = Eigen::VectorXd::Zero(scaled_catalogue_.rows());
-  for (Eigen::Index d = 0; d < scaled_catalogue_.cols(); ++d) {
-    r2.array() += (scaled_catalogue_.col(d).array() - z[d]).square();
-  }
-  return kernel.FromSquaredDistances(r2);
-}
-
 CatalogueKernelCache::Screen CatalogueKernelCache::Compute(
     const Kernel& kernel, const Eigen::MatrixXd& X,
     const Eigen::VectorXd& alpha, double noise, int points,
@@ -121,19 +125,20 @@ CatalogueKernelCache::Screen CatalogueKernelCache::Compute(
     factor_failed_ = false;
     noise_ = noise;
   }
+  const size_t first_new_point = kept;
   if (kept < n) {
     const Eigen::MatrixXd scaled =
         kernel.DividedByLengthscales(X.bottomRows(n - kept));
     for (size_t i = kept; i < n; ++i) {
       inputs_.push_back(X.row(i).transpose());
       scaled_inputs_.push_back(scaled.row(i - kept).transpose());
-      columns_.push_back(CatalogueColumnLocked(kernel, scaled_inputs_.back()));
+      columns_.emplace_back(N);
     }
   }
   // The factor of the first `points` training points, a row at a time
-  // (each row depends on the rows before it alone), and L^-1 times their
-  // columns.
+  // (each row depends on the rows before it alone).
   const size_t r = std::min(n, static_cast<size_t>(std::max(points, 0)));
+  const size_t first_new_row = factor_rows_.size();
   while (factor_rows_.size() < r && !factor_failed_) {
     const size_t i = factor_rows_.size();
     Eigen::VectorXd r2(i + 1);
@@ -159,25 +164,66 @@ CatalogueKernelCache::Screen CatalogueKernelCache::Compute(
       break;
     }
     row[i] = std::sqrt(pivot);
-    Eigen::VectorXd solved = columns_[i];
-    for (size_t l = 0; l < i; ++l) {
-      solved.array() -= row[l] * solved_[l].array();
-    }
-    solved /= row[i];
     factor_rows_.push_back(std::move(row));
-    solved_.push_back(std::move(solved));
+    solved_.emplace_back(N);
   }
-  Screen screen;
-  screen.mean = Eigen::VectorXd::Zero(N);
-  for (size_t i = 0; i < n; ++i) {
-    screen.mean.array() += alpha[i] * columns_[i].array();
-  }
-  Eigen::VectorXd explained = Eigen::VectorXd::Zero(N);
   const size_t used = std::min(r, factor_rows_.size());
-  for (size_t i = 0; i < used; ++i) {
-    explained.array() += solved_[i].array().square();
+  // A chunk of catalogue rows at a time (in cache): the new columns, L^-1
+  // times the new factor rows' columns, the mean and the explained variance.
+  // Every entry's operations and their order are those of a whole-column
+  // pass (sums over training points and dimensions in order), so chunks
+  // change nothing.
+  constexpr Eigen::Index kChunk = 2048;
+  Screen screen;
+  screen.mean.resize(N);
+  screen.variance.resize(N);
+  Eigen::VectorXd r2;
+  for (Eigen::Index start = 0; start < N; start += kChunk) {
+    const Eigen::Index c = std::min(kChunk, N - start);
+    for (size_t i = first_new_point; i < n; ++i) {
+      // Squared distances to point i, summed over the dimensions in order.
+      const Eigen::VectorXd& z = scaled_inputs_[i];
+      r2.resize(c);
+      InBlocksOfEight(0, c, [&](Eigen::Index j, auto size) {
+        constexpr int k = decltype(size)::value;
+        Block<k> sum = Block<k>::Zero();
+        for (Eigen::Index d = 0; d < scaled_catalogue_.cols(); ++d) {
+          sum += (scaled_catalogue_.col(d).template segment<k>(start + j)
+                      .array() -
+                  z[d])
+                     .square();
+        }
+        r2.template segment<k>(j) = sum.matrix();
+      });
+      columns_[i].segment(start, c) = kernel.FromSquaredDistances(r2);
+    }
+    for (size_t i = first_new_row; i < factor_rows_.size(); ++i) {
+      // Forward substitution, over the earlier rows in order.
+      const Eigen::VectorXd& row = factor_rows_[i];
+      InBlocksOfEight(start, start + c, [&](Eigen::Index j, auto size) {
+        constexpr int k = decltype(size)::value;
+        Block<k> sum = columns_[i].template segment<k>(j).array();
+        for (size_t l = 0; l < i; ++l) {
+          sum -= row[l] * solved_[l].template segment<k>(j).array();
+        }
+        solved_[i].template segment<k>(j) = (sum / row[i]).matrix();
+      });
+    }
+    InBlocksOfEight(start, start + c, [&](Eigen::Index j, auto size) {
+      constexpr int k = decltype(size)::value;
+      Block<k> mean = Block<k>::Zero();
+      for (size_t i = 0; i < n; ++i) {
+        mean += alpha[i] * columns_[i].template segment<k>(j).array();
+      }
+      screen.mean.template segment<k>(j) = mean.matrix();
+      Block<k> explained = Block<k>::Zero();
+      for (size_t i = 0; i < used; ++i) {
+        explained += solved_[i].template segment<k>(j).array().square();
+      }
+      screen.variance.template segment<k>(j) =
+          (kernel.output_scale() - explained).matrix();
+    });
   }
-  screen.variance = (kernel.output_scale() - explained.array()).matrix();
   AccountLocked();
   if (process_bytes.load() > process_budget_bytes.load()) ClearLocked();
   return screen;

@@ -82,10 +82,6 @@ class CatalogueKernelCache {
   void TruncateLocked(size_t points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ClearLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AccountLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Kernel values of scaled point z against the scaled catalogue.
-  Eigen::VectorXd CatalogueColumnLocked(const Kernel& kernel,
-                                        const Eigen::VectorXd& z) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   mutable Mutex mu_;
   // The catalogue and kernel the cached values belong to.

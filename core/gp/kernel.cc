@@ -154,9 +154,13 @@ Eigen::MatrixXd Kernel::DividedByLengthscales(
 }
 
 Eigen::VectorXd Kernel::FromSquaredDistances(const Eigen::VectorXd& r2) const {
-  Eigen::VectorXd k(r2.size());
-  ProfileInChunks(r2.data(), r2.size(), 1, k.data());
-  return k;
+  // Padded to an even length, so that every entry takes the vectorised path.
+  const Eigen::Index n = r2.size();
+  Eigen::ArrayXXd padded = Eigen::ArrayXXd::Zero(n + n % 2, 1);
+  padded.col(0).head(n) = r2.array();
+  Eigen::MatrixXd k;
+  Profile(padded, output_scale(), &k, nullptr, nullptr);
+  return k.col(0).head(n);
 }
 
 Kernel::Gram Kernel::TrainingGram(

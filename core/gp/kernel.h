@@ -67,8 +67,8 @@ class Kernel {
   Eigen::MatrixXd DividedByLengthscales(
       const Eigen::Ref<const Eigen::MatrixXd>& X) const;
   // s * phi(r2) for each squared scaled distance in r2 (the profile Matrix
-  // applies), vectorised as one column of Matrix is: equal r2 give equal
-  // results bit for bit.
+  // applies), every entry on the vectorised path: an entry's result depends
+  // on its value alone, bit for bit.
   Eigen::VectorXd FromSquaredDistances(const Eigen::VectorXd& r2) const;
 
   // dL/d(log_params) for K = Matrix(X), given dL_dK (n x n, need not be
