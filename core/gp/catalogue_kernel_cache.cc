@@ -188,10 +188,10 @@ CatalogueKernelCache::Screen CatalogueKernelCache::Compute(
         constexpr int k = decltype(size)::value;
         Block<k> sum = Block<k>::Zero();
         for (Eigen::Index d = 0; d < scaled_catalogue_.cols(); ++d) {
-          sum += (scaled_catalogue_.col(d).template segment<k>(start + j)
-                      .array() -
-                  z[d])
-                     .square();
+          sum +=
+              (scaled_catalogue_.col(d).template segment<k>(start + j).array() -
+               z[d])
+                  .square();
         }
         r2.template segment<k>(j) = sum.matrix();
       });
