@@ -5,9 +5,11 @@
 #include <cmath>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "core/gp/catalogue_kernel_cache.h"
 #include "core/policy/gp_policy.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/artifact.h"
@@ -79,22 +81,67 @@ struct PolicySetup {
 // ("cold"), the fit alone (Policy::PrepareFit, what the study engine computes
 // in the background after an Observe), and a Suggest whose fit was prepared
 // (the steady state when the client's evaluation takes longer than the fit).
+// The cold Suggest keeps nothing between calls (the catalogue's kernel
+// cache is off): what the first Suggest after a restart, a hyperparameter
+// refit or a fine-tune computes.
 void TimeSuggest(benchmark::State& state, const PolicySetup& setup,
                  space::Rng& rng) {
   const StudyView view = setup.view();
+  const int64_t budget = gp::CatalogueKernelCache::ProcessBudgetBytes();
+  gp::CatalogueKernelCache::SetProcessBudgetBytes(0);
   for (auto _ : state) {
     auto result = setup.policy->Suggest(view, 1, rng);
     benchmark::DoNotOptimize(result);
   }
+  gp::CatalogueKernelCache::SetProcessBudgetBytes(budget);
 }
 
+// A cold Suggest right after one new Observe, by the policy that served the
+// previous Suggest (its catalogue's kernel cache on, as in a running
+// server): the timed Suggests alternate between the setup's history and one
+// whose last observation is another catalogue entry, so each finds the
+// first n - 1 observations cached and one new. A Suggest that would refit
+// the hyperparameters or fine-tune the kernel is an error here (those are
+// the refit:1 rows).
+void TimeSuggestAfterObserve(benchmark::State& state, const PolicySetup& setup,
+                             space::Rng& rng) {
+  std::vector<v1::Trial> other = setup.trials;
+  v1::Trial& last = other.back();
+  const int next = static_cast<int>(setup.trials.size());
+  *last.mutable_configuration() = setup.spec.candidates(next);
+  last.set_value(Objective(last.configuration()));
+  const StudyView views[2] = {setup.view(),
+                              StudyView{&setup.spec, &*setup.space, &other}};
+  auto warm = setup.policy->Suggest(views[0], 1, rng);
+  if (!warm.ok()) {
+    state.SkipWithError("the first Suggest failed");
+    return;
+  }
+  const std::string source = warm->source;
+  int i = 1;
+  for (auto _ : state) {
+    auto result = setup.policy->Suggest(views[i++ % 2], 1, rng);
+    if (!result.ok() || result->source != source ||
+        (setup.spec.algorithm().kind() == v1::ALGORITHM_KIND_DEEPPIPE &&
+         result->update.has_value())) {
+      state.SkipWithError("the Suggest failed or fitted anew");
+      break;
+    }
+    benchmark::DoNotOptimize(result);
+  }
+}
+
+// The fit alone, from nothing kept (as TimeSuggest).
 void TimePrepare(benchmark::State& state, const PolicySetup& setup,
                  space::Rng& rng) {
   const StudyView view = setup.view();
+  const int64_t budget = gp::CatalogueKernelCache::ProcessBudgetBytes();
+  gp::CatalogueKernelCache::SetProcessBudgetBytes(0);
   for (auto _ : state) {
     auto fit = setup.policy->PrepareFit(view, rng);
     benchmark::DoNotOptimize(fit);
   }
+  gp::CatalogueKernelCache::SetProcessBudgetBytes(budget);
 }
 
 void TimeSuggestPrepared(benchmark::State& state, const PolicySetup& setup,
@@ -184,6 +231,16 @@ void ColdSuggestArgs(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_GpSuggest)->Apply(ColdSuggestArgs);
 
+// A Suggest right after one new Observe (TimeSuggestAfterObserve).
+void BM_GpSuggestAfterObserve(benchmark::State& state) {
+  space::Rng rng(42);
+  const PolicySetup setup =
+      MakeGpSetup(static_cast<int>(state.range(0)),
+                  static_cast<int>(state.range(1)), /*refit=*/false, rng);
+  TimeSuggestAfterObserve(state, setup, rng);
+  state.SetLabel("catalogue");
+}
+
 // DeepPipe with a "meta-learned" model (a seeded network of the authors'
 // default architecture stored as a registry artifact: its speed is that of a
 // trained one): the kernel fine-tune on its schedule, cached catalogue
@@ -253,12 +310,23 @@ void BM_DeepPipeSuggestPrepared(benchmark::State& state) {
 
 BENCHMARK(BM_DeepPipeSuggest)->Apply(ColdSuggestArgs);
 
+void BM_DeepPipeSuggestAfterObserve(benchmark::State& state) {
+  space::Rng rng(7);
+  const PolicySetup setup =
+      MakeDeepPipeSetup(static_cast<int>(state.range(0)),
+                        static_cast<int>(state.range(1)), /*refit=*/false, rng);
+  TimeSuggestAfterObserve(state, setup, rng);
+  state.SetLabel("catalogue");
+}
+
 // The prepared Suggests and the fits alone, under names that keep the
 // n:<N>/catalogue:5000 form of the Suggests above:
 //   BM_GpSuggest/n:<N>/catalogue:5000/prepared:1
 //   BM_GpPrepare/n:<N>/catalogue:5000/refit:<0|1>
 //   BM_DeepPipeSuggest/n:<N>/catalogue:5000/prepared:1
 //   BM_DeepPipePrepare/n:<N>/catalogue:5000/refit:<0|1>
+//   BM_GpSuggest/n:<N>/catalogue:5000/after_observe:1
+//   BM_DeepPipeSuggest/n:<N>/catalogue:5000/after_observe:1
 const bool kRegistered = [] {
   const int sizes[] = {20, 100, 500, 1000, 2000};
   auto configure = [](benchmark::internal::Benchmark* b) {
@@ -275,7 +343,15 @@ const bool kRegistered = [] {
   auto* dp_prepare =
       benchmark::RegisterBenchmark("BM_DeepPipePrepare", BM_DeepPipePrepare)
           ->ArgNames({"n", "catalogue", "refit"});
+  auto* gp_after =
+      benchmark::RegisterBenchmark("BM_GpSuggest", BM_GpSuggestAfterObserve)
+          ->ArgNames({"n", "catalogue", "after_observe"});
+  auto* dp_after = benchmark::RegisterBenchmark("BM_DeepPipeSuggest",
+                                                BM_DeepPipeSuggestAfterObserve)
+                       ->ArgNames({"n", "catalogue", "after_observe"});
   for (const int n : sizes) {
+    gp_after->Args({n, 5000, 1});
+    dp_after->Args({n, 5000, 1});
     gp_prepared->Args({n, 5000, 1});
     gp_prepare->Args({n, 5000, 0});
     gp_prepare->Args({n, 5000, 1});
@@ -285,7 +361,8 @@ const bool kRegistered = [] {
   }
   gp_prepared->Args({100, 0, 1});
   dp_prepared->Args({100, 0, 1});
-  for (auto* b : {gp_prepared, gp_prepare, dp_prepared, dp_prepare}) {
+  for (auto* b :
+       {gp_after, dp_after, gp_prepared, gp_prepare, dp_prepared, dp_prepare}) {
     configure(b);
   }
   return true;

@@ -75,7 +75,8 @@ absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
 // is below the best exact log-EI so far; the rest get -inf. Each of those is
 // below an exactly scored row, so ArgMax picks what it would from exact scores
 // of every row (up to rounding). Without a bound: ScoreRows of every row.
-// `given`, if not null, is the screening bound of X's rows (computed ahead).
+// With `use_given`, `given` is the screening bound of X's rows (computed
+// ahead; nullopt: the model does not screen).
 absl::StatusOr<Scores> ScoreForArgMax(
     const surrogate::Surrogate& model, const Eigen::MatrixXd& X, double best,
     Ties ties, const std::vector<bool>& taken,
@@ -219,22 +220,17 @@ std::vector<int> UnheldRows(const EncodedCatalogue& catalogue,
   return rows;
 }
 
-Eigen::MatrixXd RowsOf(const EncodedCatalogue& catalogue,
-                       const std::vector<int>& rows) {
-  Eigen::MatrixXd X(rows.size(), catalogue.X.cols());
-  for (size_t r = 0; r < rows.size(); ++r) X.row(r) = catalogue.X.row(rows[r]);
-  return X;
-}
-
+// `rows` of the whole catalogue are screened through its kernel cache
+// (Surrogate::PredictCatalogueScreening); a subset of its rows without it.
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
     absl::Span<const int> candidates, HeldPredicate held, double best,
-    int count, Ties ties, const CatalogueScreen* screen) {
+    int count, Ties ties, const CatalogueScreen* screen, bool whole_catalogue) {
   // Only the untried rows are scored; no protos are built or encoded.
   const std::vector<int> rows = UnheldRows(catalogue, candidates, held);
   std::vector<int> picks;
   if (rows.empty()) return picks;
-  const Eigen::MatrixXd X = RowsOf(catalogue, rows);
+  const Eigen::MatrixXd X = surrogate::RowsOf(catalogue.X, rows);
   std::vector<bool> taken(rows.size(), false);
   std::unique_ptr<const surrogate::Surrogate> fantasised;
   const surrogate::Surrogate* current = &model;
@@ -243,10 +239,18 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
     // on exactly these rows (the same values on the same input).
     const bool use_given =
         screen != nullptr && current == &model && screen->rows == rows;
+    std::optional<gp::Prediction> bound;
+    if (use_given) {
+      bound = screen->bound;
+    } else if (whole_catalogue) {
+      METAOPT_ASSIGN_OR_RETURN(
+          bound, current->PredictCatalogueScreening(catalogue.X, rows,
+                                                    *catalogue.kernel_cache));
+    }
     METAOPT_ASSIGN_OR_RETURN(
         Scores scores,
-        ScoreForArgMax(*current, X, best, ties, taken,
-                       use_given ? screen->bound : std::nullopt, use_given));
+        ScoreForArgMax(*current, X, best, ties, taken, std::move(bound),
+                       use_given || whole_catalogue));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;
@@ -270,7 +274,8 @@ absl::StatusOr<CatalogueScreen> ScreenCatalogue(
   screen.rows = UnheldRows(catalogue, all, held);
   if (screen.rows.empty()) return screen;
   METAOPT_ASSIGN_OR_RETURN(
-      screen.bound, model.PredictScreening(RowsOf(catalogue, screen.rows)));
+      screen.bound, model.PredictCatalogueScreening(catalogue.X, screen.rows,
+                                                    *catalogue.kernel_cache));
   return screen;
 }
 
@@ -280,7 +285,8 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
   std::vector<int> all(catalogue.keys.size());
   std::iota(all.begin(), all.end(), 0);
   return MaximizeOverCatalogueRows(model, catalogue, all, held, best, count,
-                                   Ties::kFirst, screen);
+                                   Ties::kFirst, screen,
+                                   /*whole_catalogue=*/true);
 }
 
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
@@ -288,7 +294,8 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     absl::Span<const int> candidates, HeldPredicate held, double best,
     int count, Ties ties) {
   return MaximizeOverCatalogueRows(model, catalogue, candidates, held, best,
-                                   count, ties, nullptr);
+                                   count, ties, nullptr,
+                                   /*whole_catalogue=*/false);
 }
 
 absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(

@@ -15,6 +15,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/gp/catalogue_kernel_cache.h"
 #include "core/space/encoding.h"
 #include "core/space/search_space.h"
 #include "core/surrogate/surrogate.h"
@@ -73,6 +74,10 @@ struct SearchOptions {
 struct EncodedCatalogue {
   std::vector<std::string> keys;  // space::ConfigurationKey per candidate
   Eigen::MatrixXd X;
+  // What screens of X keep from one Suggest to the next
+  // (Surrogate::PredictCatalogueScreening); shared by copies.
+  std::shared_ptr<gp::CatalogueKernelCache> kernel_cache =
+      std::make_shared<gp::CatalogueKernelCache>();
 };
 
 // Null for a study without a catalogue.

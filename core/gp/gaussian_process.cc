@@ -517,6 +517,31 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithVarianceBound(
   return out;
 }
 
+absl::StatusOr<Prediction> GpPosterior::PredictWithVarianceBound(
+    const Eigen::MatrixXd& catalogue, const std::vector<int>& rows, int points,
+    CatalogueKernelCache& cache) const {
+  METAOPT_RETURN_IF_ERROR(model_.ValidateData(catalogue, nullptr, "Predict"));
+  for (int row : rows) {
+    if (row < 0 || row >= catalogue.rows()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "catalogue row ", row, " outside [0, ", catalogue.rows(), ")"));
+    }
+  }
+  const CatalogueKernelCache::Screen screen =
+      cache.Compute(model_.kernel(), X_, alpha_,
+                    model_.noise_variance() + jitter_, points, catalogue);
+  const double scale = standardization_.scale;
+  Prediction out;
+  out.mean.resize(rows.size());
+  out.variance.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out.mean[i] = (screen.mean[rows[i]] + model_.constant_mean()) * scale +
+                  standardization_.offset;
+    out.variance[i] = std::max(screen.variance[rows[i]], 0.0) * (scale * scale);
+  }
+  return out;
+}
+
 absl::StatusOr<GpPosterior> GpPosterior::ConditionOn(
     const Eigen::MatrixXd& X_new, const Eigen::VectorXd& y_new) const {
   METAOPT_RETURN_IF_ERROR(model_.ValidateData(X_new, &y_new, "ConditionOn"));

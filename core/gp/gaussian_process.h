@@ -28,11 +28,13 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/gp/catalogue_kernel_cache.h"
 #include "core/gp/kernel.h"
 
 namespace metaopt::gp {
@@ -256,6 +258,15 @@ class GpPosterior {
   // so this costs O(m n D + m points^2) instead of O(m n^2).
   absl::StatusOr<Prediction> PredictWithVarianceBound(const Eigen::MatrixXd& Xq,
                                                       int points) const;
+  // The same for the rows `rows` of `catalogue`, from `cache`, which keeps
+  // the kernel between the catalogue and the training points from one call
+  // to the next (CatalogueKernelCache: after one new observation a call
+  // evaluates N kernel values instead of n N). Equal to the above up to
+  // rounding, and a function of the arguments alone (not of what the cache
+  // held), with entries in the order of `rows`.
+  absl::StatusOr<Prediction> PredictWithVarianceBound(
+      const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,
+      int points, CatalogueKernelCache& cache) const;
 
   // The posterior after also observing (X_new, y_new) (original units), with
   // the same hyperparameters and standardisation: for fantasies of pending

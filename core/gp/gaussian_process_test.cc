@@ -508,6 +508,92 @@ TEST(GpPosteriorTest, VarianceBoundFromTheFirstPointsIsAnUpperBound) {
   EXPECT_EQ(all.variance, exact.variance);
 }
 
+// The screen of catalogue rows through a CatalogueKernelCache: the screen
+// above up to rounding, and bit for bit what a fresh cache gives, over a
+// sequence of observations (one more per call, a replaced last one, new
+// hyperparameters, another noise, fewer screening points).
+TEST(GpPosteriorTest, CatalogueScreenFromTheCacheEqualsAFreshOneBitForBit) {
+  std::mt19937_64 rng(47);
+  const Eigen::MatrixXd catalogue = RandomMatrix(301, 3, rng);
+  const Eigen::MatrixXd X_all = RandomMatrix(90, 3, rng);
+  const Eigen::VectorXd y_all =
+      X_all.rowwise().squaredNorm() + 0.3 * X_all.col(0);
+  std::vector<int> rows;
+  for (int i = 0; i < catalogue.rows(); i += 1 + i % 3) rows.push_back(i);
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 3)).value();
+  CatalogueKernelCache running;
+  auto expect_screen = [&](const GpPosterior& post, int points,
+                           const std::string& what) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Prediction cached,
+        post.PredictWithVarianceBound(catalogue, rows, points, running));
+    CatalogueKernelCache fresh;
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Prediction recomputed,
+        post.PredictWithVarianceBound(catalogue, rows, points, fresh));
+    EXPECT_EQ(cached.mean, recomputed.mean) << what;
+    EXPECT_EQ(cached.variance, recomputed.variance) << what;
+    Eigen::MatrixXd q(rows.size(), 3);
+    for (size_t i = 0; i < rows.size(); ++i) q.row(i) = catalogue.row(rows[i]);
+    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction screen,
+                                 post.PredictWithVarianceBound(q, points));
+    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction exact, post.Predict(q));
+    EXPECT_LT((cached.mean - screen.mean).cwiseAbs().maxCoeff(), 1e-9) << what;
+    EXPECT_LT((cached.variance - screen.variance).cwiseAbs().maxCoeff(), 1e-9)
+        << what;
+    EXPECT_TRUE(
+        (cached.variance.array() >= exact.variance.array() - 1e-12).all())
+        << what;
+  };
+  for (int n = 60; n <= 90; ++n) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        GpPosterior post, Condition(gp, X_all.topRows(n), y_all.head(n)));
+    expect_screen(post, n / 4, "n = " + std::to_string(n));
+    if (n % 10 == 5) {
+      // Another last observation, then the hyperparameters of a refit.
+      Eigen::MatrixXd X = X_all.topRows(n);
+      X.row(n - 1) = X_all.row(0) * 0.5;
+      METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior replaced,
+                                   Condition(gp, X, y_all.head(n)));
+      expect_screen(replaced, n / 4, "replaced, n = " + std::to_string(n));
+      expect_screen(post, 7, "7 points, n = " + std::to_string(n));
+      Eigen::VectorXd h = gp.hyperparameters();
+      h[0] -= 0.1;
+      h[gp.noise_index()] += 0.5;
+      ASSERT_TRUE(gp.set_hyperparameters(h).ok());
+    }
+  }
+  EXPECT_GT(running.bytes(), 90 * 301 * 8);
+  EXPECT_GE(CatalogueKernelCache::ProcessBytes(), running.bytes());
+}
+
+TEST(GpPosteriorTest, CatalogueKernelCacheKeepsNothingBeyondTheBudget) {
+  std::mt19937_64 rng(5);
+  const Eigen::MatrixXd catalogue = RandomMatrix(50, 2, rng);
+  const Eigen::MatrixXd X = RandomMatrix(20, 2, rng);
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 2)).value();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post,
+                               Condition(gp, X, X.col(0) - X.col(1)));
+  const std::vector<int> rows = {0, 3, 49};
+  const int64_t budget = CatalogueKernelCache::ProcessBudgetBytes();
+  CatalogueKernelCache cache;
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction kept, post.PredictWithVarianceBound(
+                                                    catalogue, rows, 5, cache));
+  EXPECT_GT(cache.bytes(), 0);
+  CatalogueKernelCache::SetProcessBudgetBytes(0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      Prediction dropped,
+      post.PredictWithVarianceBound(catalogue, rows, 5, cache));
+  CatalogueKernelCache::SetProcessBudgetBytes(budget);
+  EXPECT_EQ(cache.bytes(), 0);
+  EXPECT_EQ(kept.mean, dropped.mean);
+  EXPECT_EQ(kept.variance, dropped.variance);
+  EXPECT_THAT(post.PredictWithVarianceBound(catalogue, {50}, 5, cache).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row")));
+}
+
 TEST(GpPosteriorTest, ConditionOnEqualsConditioningOnEverything) {
   std::mt19937_64 rng(43);
   const Eigen::MatrixXd X = RandomMatrix(12, 2, rng);

@@ -148,6 +148,21 @@ Eigen::VectorXd Kernel::Diagonal(
   return Eigen::VectorXd::Constant(X.rows(), output_scale());
 }
 
+Eigen::MatrixXd Kernel::DividedByLengthscales(
+    const Eigen::Ref<const Eigen::MatrixXd>& X) const {
+  return Scaled(X, Eigen::RowVectorXd::Zero(input_dim_));
+}
+
+Eigen::VectorXd Kernel::FromSquaredDistances(const Eigen::VectorXd& r2) const {
+  // Padded to an even length, so that every entry takes the vectorised path.
+  const Eigen::Index n = r2.size();
+  Eigen::ArrayXXd padded = Eigen::ArrayXXd::Zero(n + n % 2, 1);
+  padded.col(0).head(n) = r2.array();
+  Eigen::MatrixXd k;
+  Profile(padded, output_scale(), &k, nullptr, nullptr);
+  return k.col(0).head(n);
+}
+
 Kernel::Gram Kernel::TrainingGram(
     const Eigen::Ref<const Eigen::MatrixXd>& X) const {
   Gram gram;

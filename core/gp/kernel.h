@@ -62,6 +62,15 @@ class Kernel {
   // k(x_i, x_i) for every row (s for a stationary kernel).
   Eigen::VectorXd Diagonal(const Eigen::Ref<const Eigen::MatrixXd>& X) const;
 
+  // Rows of X divided by the lengthscales: the squared scaled distance of two
+  // inputs is the squared distance of these rows.
+  Eigen::MatrixXd DividedByLengthscales(
+      const Eigen::Ref<const Eigen::MatrixXd>& X) const;
+  // s * phi(r2) for each squared scaled distance in r2 (the profile Matrix
+  // applies), every entry on the vectorised path: an entry's result depends
+  // on its value alone, bit for bit.
+  Eigen::VectorXd FromSquaredDistances(const Eigen::VectorXd& r2) const;
+
   // dL/d(log_params) for K = Matrix(X), given dL_dK (n x n, need not be
   // symmetric: the result is sum_ij dL_dK(i,j) dK(i,j)/d(log_params)).
   Eigen::VectorXd GradientHyper(

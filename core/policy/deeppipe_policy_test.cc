@@ -1008,6 +1008,37 @@ TEST(DeepPipeKernelScheduleTest, ChangedPrefixFineTunesAgain) {
             space::ConfigurationKey(want.configurations[0]));
 }
 
+// The running policy's embedded catalogue keeps the screen's kernel between
+// Suggests (gp::CatalogueKernelCache); a restarted server recomputes it. Past
+// surrogate::kScreeningMinPoints observations, across the scheduled
+// fine-tunes (a new embedded catalogue each), sequential and in pairs, both
+// suggest the same.
+TEST(DeepPipeKernelScheduleTest, RestoredPolicySuggestsWhatTheRunningOneDoes) {
+  v1::StudySpec spec = CatalogueSpec();
+  const auto model = MetaModel(spec);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(9);
+  absl::flat_hash_set<std::string> keys;
+  for (const v1::Configuration& c : spec.candidates()) {
+    keys.insert(space::ConfigurationKey(c));
+  }
+  while (spec.candidates_size() < 300) {
+    v1::Configuration c = space->Sample(rng);
+    if (keys.insert(space::ConfigurationKey(c)).second) {
+      *spec.add_candidates() = c;
+    }
+  }
+  auto restore = [&](const std::optional<std::string>& state) {
+    return *CreatePolicy(spec, state, model);
+  };
+  for (int count : {1, 2}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(auto policy,
+                                 CreatePolicy(spec, std::nullopt, model));
+    prepared_fit_test::ExpectRestoredEqualsRunning(policy, spec, 80, count,
+                                                   Completed, restore);
+  }
+}
+
 TEST(DeepPipePreparedFitTest, ScheduledFineTunesPrepareAsInline) {
   const v1::StudySpec spec = CatalogueSpec();
   const DeepPipePolicyOptions options = FineTuneOften();

@@ -421,6 +421,33 @@ TEST(GpPreparedFitTest, PreparedCatalogueScreenGivesTheInlinePicks) {
   EXPECT_GE(ExpectPreparedEqualsInline(policy, spec, 80, 1), 60);
 }
 
+// The running policy's catalogue keeps the screen's kernel between Suggests
+// (gp::CatalogueKernelCache); a restarted server recomputes it. Past
+// surrogate::kScreeningMinPoints observations, through hyperparameter refits,
+// sequential and in pairs (fantasies), both suggest the same.
+TEST(GpPreparedFitTest, RestoredPolicySuggestsWhatTheRunningOneDoes) {
+  v1::StudySpec spec = BoxSpec(3, 0, 1, 17);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  space::Rng rng(6);
+  for (int i = 0; i < 400; ++i) *spec.add_candidates() = space->Sample(rng);
+  auto complete = [](int64_t id, const v1::Configuration& c) {
+    v1::Trial trial;
+    trial.set_id(id);
+    *trial.mutable_configuration() = c;
+    trial.set_state(v1::TRIAL_STATE_COMPLETED);
+    trial.set_value(Branin(c));
+    return trial;
+  };
+  auto restore = [&spec](const std::optional<std::string>& state) {
+    return *CreatePolicy(spec, state);
+  };
+  for (int count : {1, 2}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+    prepared_fit_test::ExpectRestoredEqualsRunning(policy, spec, 84, count,
+                                                   complete, restore);
+  }
+}
+
 TEST(GpPreparedFitTest, AnotherPolicysOrAnotherStreamsFitIsNotUsed) {
   const v1::StudySpec spec = BoxSpec(2, 0, 1, 5);
   auto space = space::SearchSpace::Create(spec.search_space());

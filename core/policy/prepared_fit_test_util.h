@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "core/policy/policy.h"
@@ -78,6 +80,54 @@ inline int ExpectPreparedEqualsInline(
     }
   }
   return used;
+}
+
+// Runs a study of `trials` sequential Suggests of `count` under `policy` (its
+// updates applied: the running instance and what it keeps between Suggests,
+// e.g. its catalogue's kernel cache), and expects each Suggest equal to that
+// of a policy restored from the last stored state by `restore` (a restarted
+// server: nothing kept): configurations, source, the random stream after,
+// and the stored state whenever the running policy updates it.
+inline void ExpectRestoredEqualsRunning(
+    std::shared_ptr<const Policy> policy, const v1::StudySpec& spec, int trials,
+    int count,
+    const std::function<v1::Trial(int64_t, const v1::Configuration&)>& complete,
+    const std::function<std::shared_ptr<const Policy>(
+        const std::optional<std::string>& state)>& restore) {
+  auto space = space::SearchSpace::Create(spec.search_space());
+  std::vector<v1::Trial> history;
+  const StudyView view{&spec, &*space, &history};
+  std::optional<std::string> state;
+  for (int step = 0; static_cast<int>(history.size()) < trials; ++step) {
+    const space::Rng start(2000 + step);
+    space::Rng running_rng = start;
+    auto running = policy->Suggest(view, count, running_rng);
+    ASSERT_TRUE(running.ok()) << running.status();
+    space::Rng restored_rng = start;
+    auto restored = restore(state)->Suggest(view, count, restored_rng);
+    ASSERT_TRUE(restored.ok()) << restored.status();
+    EXPECT_EQ(restored->source, running->source) << step;
+    EXPECT_TRUE(restored_rng == running_rng) << step;
+    // A restored policy may refit what the running one kept (DeepPipe's
+    // scheduled fine-tune): then only the running one has no update.
+    if (running->update.has_value()) {
+      ASSERT_TRUE(restored->update.has_value()) << step;
+      EXPECT_EQ(restored->update->state, running->update->state) << step;
+    }
+    ASSERT_EQ(restored->configurations.size(), running->configurations.size());
+    for (size_t i = 0; i < running->configurations.size(); ++i) {
+      EXPECT_EQ(space::ConfigurationKey(restored->configurations[i]),
+                space::ConfigurationKey(running->configurations[i]))
+          << "step " << step << " pick " << i;
+    }
+    for (const v1::Configuration& c : running->configurations) {
+      history.push_back(complete(static_cast<int64_t>(history.size()) + 1, c));
+    }
+    if (running->update.has_value()) {
+      policy = running->update->policy;
+      state = running->update->state;
+    }
+  }
 }
 
 }  // namespace metaopt::policy::prepared_fit_test

@@ -900,6 +900,22 @@ DeepPipeSurrogate::PredictEmbeddedScreening(const Eigen::MatrixXd& Z) const {
   return prediction;
 }
 
+absl::StatusOr<std::optional<gp::Prediction>>
+DeepPipeSurrogate::PredictEmbeddedCatalogueScreening(
+    const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,
+    gp::CatalogueKernelCache& cache) const {
+  const int points = ScreeningPoints(posterior_.num_points());
+  if (points == 0) return std::nullopt;
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::Prediction prediction,
+      posterior_.PredictWithVarianceBound(catalogue, rows, points, cache));
+  if (model_->conditioned()) {
+    prediction.mean += posterior_.standardization().scale *
+                       model_->MeanOfEmbeddings(RowsOf(catalogue, rows));
+  }
+  return prediction;
+}
+
 absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
 DeepPipeSurrogate::WithEmbeddedFantasies(const Eigen::MatrixXd& Z) const {
   if (Z.rows() == 0) {

@@ -387,6 +387,11 @@ class DeepPipeSurrogate final : public Surrogate {
   // Surrogate::PredictScreening for embedded rows.
   absl::StatusOr<std::optional<gp::Prediction>> PredictEmbeddedScreening(
       const Eigen::MatrixXd& Z) const;
+  // Surrogate::PredictCatalogueScreening for an embedded catalogue.
+  absl::StatusOr<std::optional<gp::Prediction>>
+  PredictEmbeddedCatalogueScreening(const Eigen::MatrixXd& catalogue,
+                                    const std::vector<int>& rows,
+                                    gp::CatalogueKernelCache& cache) const;
   absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
   WithEmbeddedFantasies(const Eigen::MatrixXd& Z) const;
 
@@ -417,6 +422,12 @@ class DeepPipeEmbeddedSurrogate final : public Surrogate {
   absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
       const Eigen::MatrixXd& Z) const override {
     return surrogate_->PredictEmbeddedScreening(Z);
+  }
+  absl::StatusOr<std::optional<gp::Prediction>> PredictCatalogueScreening(
+      const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,
+      gp::CatalogueKernelCache& cache) const override {
+    return surrogate_->PredictEmbeddedCatalogueScreening(catalogue, rows,
+                                                         cache);
   }
 
  private:

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
@@ -37,7 +38,21 @@ class Surrogate {
     (void)X;
     return std::nullopt;
   }
+
+  // PredictScreening of the rows `rows` of `catalogue` (a study's encoded
+  // catalogue: the same matrix, unchanged, at every call), for a model that
+  // may keep values from one such call to the next in `cache` (one per
+  // catalogue, thread-safe): the same mean and bound up to rounding, each a
+  // function of the arguments alone, never of what the cache held. The
+  // default screens RowsOf(catalogue, rows) and keeps nothing.
+  virtual absl::StatusOr<std::optional<gp::Prediction>>
+  PredictCatalogueScreening(const Eigen::MatrixXd& catalogue,
+                            const std::vector<int>& rows,
+                            gp::CatalogueKernelCache& cache) const;
 };
+
+// The rows `rows` of X, in their order.
+Eigen::MatrixXd RowsOf(const Eigen::MatrixXd& X, const std::vector<int>& rows);
 
 // GP surrogates screen with the variance given the first ScreeningPoints(n)
 // of their n observations (GpPosterior::PredictWithVarianceBound): 128 from
@@ -63,6 +78,9 @@ class GpSurrogate final : public Surrogate {
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
       const Eigen::MatrixXd& X) const override;
+  absl::StatusOr<std::optional<gp::Prediction>> PredictCatalogueScreening(
+      const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,
+      gp::CatalogueKernelCache& cache) const override;
 
   const gp::GpPosterior& posterior() const { return posterior_; }
 
