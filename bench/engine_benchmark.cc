@@ -123,12 +123,9 @@ BENCHMARK(BM_RandomSuggestObserve)
     ->Iterations(400)
     ->Unit(benchmark::kMicrosecond);
 
-// The one-time cost of a model-based Suggest on a study whose trials are
-// compact (loaded, or idle for a while): parsing every trial into the list
-// that policies read (StudyTrials::all). Arg: trials, all COMPLETED, filled
-// through the engine as above.
-void BM_ParseCompactTrials(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
+// The trials of a RANDOM study of `n` observed trials (filled through the
+// engine as above), loaded as after a restart: all compact.
+StudyTrials LoadedTrials(int n) {
   storage::InMemoryStorage storage;
   {
     StudyEngine engine(&storage, nullptr);
@@ -142,9 +139,18 @@ void BM_ParseCompactTrials(benchmark::State& state) {
   if (!stored.ok()) std::abort();
   auto trials = StudyTrials::Load(*std::move(stored), "s");
   if (!trials.ok()) std::abort();
+  return *std::move(trials);
+}
+
+// The one-time cost of parsing every trial into the list StudyTrials::all (a
+// model-based Suggest's on a study whose trials were compact, before policies
+// read a list of their own; now early stopping's). Arg: trials, all
+// COMPLETED.
+void BM_ParseCompactTrials(benchmark::State& state) {
+  StudyTrials trials = LoadedTrials(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    trials->ReleaseParsed();
-    benchmark::DoNotOptimize(trials->all().data());
+    trials.ReleaseParsed();
+    benchmark::DoNotOptimize(trials.all().data());
   }
 }
 
@@ -155,28 +161,30 @@ BENCHMARK(BM_ParseCompactTrials)->Arg(100)->Arg(1000)->Unit(
 // policies read a list of their own (StudyTrials::PolicyTrials): a copy of
 // the parsed list. Arg: trials, as above.
 void BM_CopyParsedTrials(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
-  storage::InMemoryStorage storage;
-  {
-    StudyEngine engine(&storage, nullptr);
-    v1::CreateStudyRequest create;
-    create.set_study_id("s");
-    *create.mutable_spec() = Spec(0);
-    if (!engine.CreateStudy(create).ok()) std::abort();
-    for (int i = 0; i < n; ++i) SuggestAndObserve(engine, "fill", 0.5);
-  }
-  auto stored = storage.LoadTrials({"", "s"});
-  if (!stored.ok()) std::abort();
-  auto trials = StudyTrials::Load(*std::move(stored), "s");
-  if (!trials.ok()) std::abort();
+  StudyTrials trials = LoadedTrials(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    std::vector<v1::Trial> snapshot = trials->all();
+    std::vector<v1::Trial> snapshot = trials.all();
     benchmark::DoNotOptimize(snapshot.data());
   }
 }
 
-BENCHMARK(BM_CopyParsedTrials)->Arg(100)->Arg(1000)->Unit(
-    benchmark::kMicrosecond);
+BENCHMARK(BM_CopyParsedTrials)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
+
+// What a model-based Suggest (or a background fit) pays now for the trials
+// it hands the policy: StudyTrials::PolicyTrials, parsed from the front of
+// each compact trial. Arg: trials, as above.
+void BM_PolicyTrials(benchmark::State& state) {
+  StudyTrials trials = LoadedTrials(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    std::vector<v1::Trial> policy_trials = trials.PolicyTrials();
+    benchmark::DoNotOptimize(policy_trials.data());
+  }
+}
+
+BENCHMARK(BM_PolicyTrials)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace metaopt::study
