@@ -13,9 +13,12 @@
 //       --algorithm gp --suggest --max-prepared-fits 0
 //
 // The space is the load generator's (four floats, one stage), the study kind
-// RANDOM or GP; a study's memory is mostly its trials and their indexes. A GP
-// study's trials are its random initial design (initial_trials = --trials),
-// so that filling costs no fit. With --suggest every study then gets one
+// RANDOM, GP or DEEPPIPE; a study's memory is mostly its trials and their
+// indexes. A model-based study's trials are its random initial design
+// (initial_trials = --trials), so that filling costs no fit. DEEPPIPE studies
+// are bound to an untrained DeepPipe network over that space (its initial
+// weights: what is measured is the study, not the model's quality), written
+// to a registry in "<db>.models". With --suggest every study then gets one
 // Suggest (a GP one fits the surrogate on all its observations: a study in
 // active use by a model-based policy) and the resident size is read again;
 // the fit that Suggest keeps for the next one (EngineOptions::
@@ -31,8 +34,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/common/memory.h"
+#include "core/registry/artifact.h"
+#include "core/registry/model_manager.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
+#include "core/surrogate/deeppipe_model.h"
 #include "tools/loadgen/load_generator.h"
 
 namespace metaopt::study {
@@ -51,16 +57,42 @@ double ResidentMiB() {
   return static_cast<double>(ResidentBytes()) / (1024.0 * 1024.0);
 }
 
-// The spec of every study: the loadgen's space, `algorithm`, and for GP an
-// initial design of `trials` random trials.
+constexpr char kDeepPipeModel[] = "deeppipe";
+
+// The spec of every study: the loadgen's space, `algorithm`, and for a
+// model-based one an initial design of `trials` random trials (DEEPPIPE bound
+// to kDeepPipeModel).
 v1::StudySpec Spec(v1::AlgorithmKind algorithm, int trials) {
   loadgen::LoadOptions load;
-  load.algorithm = algorithm;
   v1::StudySpec spec = loadgen::MakeStudySpec(load, 0);
+  spec.mutable_algorithm()->set_kind(algorithm);
   if (algorithm != v1::ALGORITHM_KIND_RANDOM) {
     spec.mutable_algorithm()->set_initial_trials(trials);
   }
+  if (algorithm == v1::ALGORITHM_KIND_DEEPPIPE) {
+    spec.mutable_algorithm()->set_model(kDeepPipeModel);
+  }
   return spec;
+}
+
+// A registry in `dir` holding kDeepPipeModel: an untrained DeepPipe network
+// over the loadgen's space.
+std::unique_ptr<registry::ModelManager> DeepPipeRegistry(
+    const std::string& dir) {
+  const v1::SearchSpace space =
+      loadgen::MakeStudySpec(loadgen::LoadOptions(), 0).search_space();
+  auto network = surrogate::DeepPipeModel::Create(
+      space, surrogate::DeepPipeArchitecture(), 1);
+  Check(network.status(), "DeepPipe network");
+  v1::ModelArtifact artifact;
+  artifact.set_format_version(1);
+  *artifact.mutable_search_space() = space;
+  network->ToArtifact(&artifact);
+  Check(registry::WriteModelVersion(dir, kDeepPipeModel, artifact).status(),
+        "writing the DeepPipe model to " + dir);
+  auto models = registry::ModelManager::Create({dir});
+  Check(models.status(), "opening the registry " + dir);
+  return *std::move(models);
 }
 
 // Creates study `id` and observes `trials` trials, suggested 100 at a time.
@@ -106,23 +138,28 @@ int Run(int argc, char** argv) {
                  "the engine's limit of loaded studies (0: none)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--algorithm", algorithm_name, "the studies' kind")
-      ->check(CLI::IsMember({"random", "gp"}));
+      ->check(CLI::IsMember({"random", "gp", "deeppipe"}));
   app.add_flag("--suggest", suggest,
                "after reading every study, Suggest once on each");
   app.add_option("--max-prepared-fits", max_prepared_fits,
                  "the engine's max_prepared_fits")
       ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
-  const v1::AlgorithmKind algorithm = algorithm_name == "gp"
-                                          ? v1::ALGORITHM_KIND_GP
-                                          : v1::ALGORITHM_KIND_RANDOM;
+  const v1::AlgorithmKind algorithm =
+      algorithm_name == "gp"         ? v1::ALGORITHM_KIND_GP
+      : algorithm_name == "deeppipe" ? v1::ALGORITHM_KIND_DEEPPIPE
+                                     : v1::ALGORITHM_KIND_RANDOM;
+  std::unique_ptr<registry::ModelManager> models;
+  if (algorithm == v1::ALGORITHM_KIND_DEEPPIPE) {
+    models = DeepPipeRegistry(db + ".models");
+  }
 
   auto storage = storage::OpenSqliteStorage(db);
   Check(storage.status(), "opening " + db);
   {
     EngineOptions filling;
     filling.prepare_threads = 0;  // the design needs no fit
-    StudyEngine filler(storage->get(), nullptr, filling);
+    StudyEngine filler(storage->get(), models.get(), filling);
     const absl::Time start = absl::Now();
     for (int i = 0; i < studies; ++i) {
       Fill(filler, absl::StrCat("s", i), trials, algorithm);
@@ -139,7 +176,7 @@ int Run(int argc, char** argv) {
   // Suggests fit inline, so that what stays is what a Suggest keeps.
   options.prepare_threads = 0;
   options.max_prepared_fits = max_prepared_fits;
-  StudyEngine engine(storage->get(), nullptr, options);
+  StudyEngine engine(storage->get(), models.get(), options);
   const double empty = ResidentMiB();
   for (int i = 0; i < studies; ++i) {
     v1::GetStudyRequest get;
