@@ -1,11 +1,14 @@
-// Speed of the study engine's Suggest + Observe loop on a RANDOM study that
-// already holds n trials, over in-memory storage so that only the engine and
-// the policy are timed (no SQLite write). The cost of one loop should not grow
-// with n.
+// Speed of the study engine's Suggest + Observe loop on a study that already
+// holds n trials, over in-memory storage so that only the engine and the
+// policy are timed (no SQLite write): on a RANDOM study (the cost of one loop
+// should not grow with n) and on a GP study (the engine's part of a
+// model-based Suggest: handing the policy the study's trials).
 //
 //   build/bench/engine_benchmark
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "benchmark/benchmark.h"
 #include "core/storage/in_memory_storage.h"
@@ -29,18 +32,71 @@ v1::StudySpec Spec(int catalogue_size) {
 
 // One Suggest (count 1, as client `client`) and the Observe of its trial.
 void SuggestAndObserve(StudyEngine& engine, const std::string& client,
-                       double value) {
+                       double value, const std::string& study_id = "s") {
   v1::SuggestRequest suggest;
-  suggest.set_study_id("s");
+  suggest.set_study_id(study_id);
   suggest.set_client_id(client);
   auto suggested = engine.Suggest(suggest);
   if (!suggested.ok() || suggested->trials().empty()) std::abort();
   v1::ObserveRequest observe;
-  observe.set_study_id("s");
+  observe.set_study_id(study_id);
   observe.set_trial_id(suggested->trials(0).id());
   observe.set_value(value);
   if (!engine.Observe(observe).ok()) std::abort();
 }
+
+// Observes `n` random configurations of the loadgen's space in study "s" (as
+// external evaluations, valued by loadgen::TestFunction), drawn by a RANDOM
+// study "fill" of the same space.
+void ObserveRandomConfigurations(StudyEngine& engine, int n) {
+  v1::CreateStudyRequest create;
+  create.set_study_id("fill");
+  *create.mutable_spec() = Spec(0);
+  if (!engine.CreateStudy(create).ok()) std::abort();
+  for (int done = 0; done < n;) {
+    v1::SuggestRequest suggest;
+    suggest.set_study_id("fill");
+    suggest.set_count(std::min(100, n - done));
+    auto suggested = engine.Suggest(suggest);
+    if (!suggested.ok()) std::abort();
+    for (const v1::Trial& trial : suggested->trials()) {
+      v1::ObserveRequest observe;
+      observe.set_study_id("s");
+      *observe.mutable_configuration() = trial.configuration();
+      auto value = loadgen::TestFunction(trial.configuration(), 4);
+      if (!value.ok()) std::abort();
+      observe.set_value(*value);
+      if (!engine.Observe(observe).ok()) std::abort();
+      ++done;
+    }
+  }
+}
+
+// Suggest (count 1) + Observe on a GP study of the loadgen's space holding n
+// observations. Args: n; the engine's prepare_threads. With 0 every Suggest
+// fits inline (the cold path); with 1 the fit is prepared in the background
+// after each Observe and the Suggest waits for it, so that the CPU time of
+// this thread is the engine's and the policy's work around a prepared fit.
+void BM_GpSuggestObserve(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  storage::InMemoryStorage storage;
+  EngineOptions options;
+  options.prepare_threads = static_cast<int>(state.range(1));
+  StudyEngine engine(&storage, nullptr, options);
+  loadgen::LoadOptions load;
+  load.algorithm = v1::ALGORITHM_KIND_GP;
+  v1::CreateStudyRequest create;
+  create.set_study_id("s");
+  *create.mutable_spec() = loadgen::MakeStudySpec(load, 0);
+  if (!engine.CreateStudy(create).ok()) std::abort();
+  ObserveRandomConfigurations(engine, n);
+  for (auto _ : state) SuggestAndObserve(engine, "bench", 0.25);
+}
+
+BENCHMARK(BM_GpSuggestObserve)
+    ->ArgsProduct({{100, 1000}, {0, 1}})
+    ->Iterations(20)
+    ->Unit(benchmark::kMillisecond);
 
 // Args: trials held before timing starts; catalogue size (0: continuous).
 void BM_RandomSuggestObserve(benchmark::State& state) {
@@ -67,12 +123,9 @@ BENCHMARK(BM_RandomSuggestObserve)
     ->Iterations(400)
     ->Unit(benchmark::kMicrosecond);
 
-// The one-time cost of a model-based Suggest on a study whose trials are
-// compact (loaded, or idle for a while): parsing every trial into the list
-// that policies read (StudyTrials::all). Arg: trials, all COMPLETED, filled
-// through the engine as above.
-void BM_ParseCompactTrials(benchmark::State& state) {
-  const int n = static_cast<int>(state.range(0));
+// The trials of a RANDOM study of `n` observed trials (filled through the
+// engine as above), loaded as after a restart: all compact.
+StudyTrials LoadedTrials(int n) {
   storage::InMemoryStorage storage;
   {
     StudyEngine engine(&storage, nullptr);
@@ -86,14 +139,52 @@ void BM_ParseCompactTrials(benchmark::State& state) {
   if (!stored.ok()) std::abort();
   auto trials = StudyTrials::Load(*std::move(stored), "s");
   if (!trials.ok()) std::abort();
+  return *std::move(trials);
+}
+
+// The one-time cost of parsing every trial into the list StudyTrials::all (a
+// model-based Suggest's on a study whose trials were compact, before policies
+// read a list of their own; now early stopping's). Arg: trials, all
+// COMPLETED.
+void BM_ParseCompactTrials(benchmark::State& state) {
+  StudyTrials trials = LoadedTrials(static_cast<int>(state.range(0)));
   for (auto _ : state) {
-    trials->ReleaseParsed();
-    benchmark::DoNotOptimize(trials->all().data());
+    trials.ReleaseParsed();
+    benchmark::DoNotOptimize(trials.all().data());
   }
 }
 
 BENCHMARK(BM_ParseCompactTrials)->Arg(100)->Arg(1000)->Unit(
     benchmark::kMicrosecond);
+
+// What a model-based Suggest that runs outside the study's lock paid before
+// policies read a list of their own (StudyTrials::PolicyTrials): a copy of
+// the parsed list. Arg: trials, as above.
+void BM_CopyParsedTrials(benchmark::State& state) {
+  StudyTrials trials = LoadedTrials(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    std::vector<v1::Trial> snapshot = trials.all();
+    benchmark::DoNotOptimize(snapshot.data());
+  }
+}
+
+BENCHMARK(BM_CopyParsedTrials)
+    ->Arg(100)
+    ->Arg(1000)
+    ->Unit(benchmark::kMicrosecond);
+
+// What a model-based Suggest (or a background fit) pays now for the trials
+// it hands the policy: StudyTrials::PolicyTrials, parsed from the front of
+// each compact trial. Arg: trials, as above.
+void BM_PolicyTrials(benchmark::State& state) {
+  StudyTrials trials = LoadedTrials(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    std::vector<v1::Trial> policy_trials = trials.PolicyTrials();
+    benchmark::DoNotOptimize(policy_trials.data());
+  }
+}
+
+BENCHMARK(BM_PolicyTrials)->Arg(100)->Arg(1000)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace metaopt::study

@@ -28,8 +28,10 @@ using HeldKeys = absl::flat_hash_map<std::string, int>;
 struct StudyView {
   const v1::StudySpec* spec = nullptr;        // canonical (validated) spec
   const space::SearchSpace* space = nullptr;  // built from spec->search_space
-  const std::vector<v1::Trial>* trials =
-      nullptr;  // every trial, by increasing id, canonical configs
+  // Every trial, by increasing id, canonical configs. Policies read only a
+  // trial's id, configuration, state and value: the study engine passes
+  // those fields alone (study::StudyTrials::PolicyTrials).
+  const std::vector<v1::Trial>* trials = nullptr;
   // Optional: space::ConfigurationKey of each spec->candidates entry, in
   // order, computed once per study (saves re-keying a large catalogue on every
   // Suggest). Null: computed on demand.

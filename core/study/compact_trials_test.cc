@@ -1,6 +1,7 @@
 // The compact form of StudyTrials: a trial that is not ACTIVE is held
-// serialized and parsed again on demand; every field comes back, the parsed
-// list (all) stays equal to what a fresh parse gives, and the engine's answers
+// serialized and parsed again on demand; every field comes back, the policies'
+// list (PolicyTrials) holds just their fields, the parsed list (all) stays
+// equal to what a fresh parse gives, and the engine's answers
 // (GetTrial, ListTrials and its paging, GetStudy) are the same whether a
 // study's trials are parsed or compact.
 #include <cstdint>
@@ -100,6 +101,46 @@ TEST(CompactTrialsTest, EveryFieldRoundTrips) {
   EXPECT_TRUE(Same(trials.GetActive(6), want[5]));
 }
 
+// What policies read: id, configuration, state and value (when set), of
+// compact and ACTIVE trials alike, and nothing else; building it leaves the
+// trials as they were.
+TEST(CompactTrialsTest, PolicyTrialsHoldThePolicyFieldsOnly) {
+  std::vector<v1::Trial> want = {FullTrial(1, v1::TRIAL_STATE_COMPLETED, 1.0),
+                                 FullTrial(2, v1::TRIAL_STATE_FAILED, 2.0),
+                                 FullTrial(3, v1::TRIAL_STATE_ACTIVE, 3.0),
+                                 FullTrial(4, v1::TRIAL_STATE_STOPPED, 4.0)};
+  want[1].clear_value();
+  want[2].clear_value();
+  auto loaded = StudyTrials::Load(want, "s");
+  ASSERT_THAT(loaded, IsOk());
+  const std::vector<v1::Trial> policy_trials = loaded->PolicyTrials();
+  ASSERT_THAT(policy_trials, SizeIs(want.size()));
+  EXPECT_FALSE(loaded->parsed());
+  for (size_t i = 0; i < want.size(); ++i) {
+    v1::Trial fields;
+    fields.set_id(want[i].id());
+    *fields.mutable_configuration() = want[i].configuration();
+    fields.set_state(want[i].state());
+    if (want[i].has_value()) fields.set_value(want[i].value());
+    EXPECT_TRUE(Same(policy_trials[i], fields)) << i;
+    EXPECT_EQ(policy_trials[i].has_value(), want[i].has_value()) << i;
+    EXPECT_TRUE(Same(loaded->Get(want[i].id()), want[i])) << i;
+  }
+  // After changes too: the ACTIVE trial observed, a finished one replaced.
+  want[2].set_state(v1::TRIAL_STATE_COMPLETED);
+  want[2].set_value(-0.5);
+  want[0].set_state(v1::TRIAL_STATE_STALE);
+  loaded->Put(want[2]);
+  loaded->Put(want[0]);
+  const std::vector<v1::Trial> after = loaded->PolicyTrials();
+  EXPECT_EQ(after[2].state(), v1::TRIAL_STATE_COMPLETED);
+  EXPECT_EQ(after[2].value(), -0.5);
+  EXPECT_EQ(after[0].state(), v1::TRIAL_STATE_STALE);
+  EXPECT_FALSE(after[0].has_create_time());
+  EXPECT_TRUE(Same(loaded->Get(1), want[0]));
+  EXPECT_TRUE(Same(loaded->Get(3), want[2]));
+}
+
 TEST(CompactTrialsTest, ParsedListFollowsEveryPut) {
   StudyTrials trials;
   std::vector<v1::Trial> want;
@@ -128,14 +169,20 @@ TEST(CompactTrialsTest, ParsedListFollowsEveryPut) {
   EXPECT_EQ(trials.active_ids(), (std::set<int64_t>{3, 4, 5}));
 }
 
-// The engine's answers over a study whose trials a model-based policy has
-// parsed, and over the same study after a restart (nothing parsed).
+// The engine's answers over a study whose trials early stopping has parsed
+// (its rule reads the other trials' curves from StudyTrials::all), and over
+// the same study after a restart (nothing parsed).
 class CompactEngineTest : public RestartableEngineTest<10> {
  protected:
   void Create() {
     v1::CreateStudyRequest request;
     request.set_study_id("s");
     *request.mutable_spec() = PipelineSpec(v1::ALGORITHM_KIND_GP);
+    // A rule that never decides, so that a report only parses the trials.
+    request.mutable_spec()
+        ->mutable_early_stopping()
+        ->mutable_median()
+        ->set_start_step(1000000);
     ASSERT_THAT(engine_->CreateStudy(request), IsOk());
   }
 
@@ -205,9 +252,9 @@ TEST_F(CompactEngineTest, AnswersAreTheSameParsedOrCompact) {
   UseSqlite();
   Create();
   for (int round = 0; round < 4; ++round) {
-    const std::vector<int64_t> ids = Suggest(3);  // GP parses the trials
+    const std::vector<int64_t> ids = Suggest(3);
     ASSERT_THAT(ids, SizeIs(3));
-    Report(ids[0], 1, 0.5 + round);
+    Report(ids[0], 1, 0.5 + round);  // the rule parses the trials
     Report(ids[0], 2, 0.25 + round);
     Observe(ids[0], 0.1 * round);
     Observe(ids[1], 1.0 - 0.1 * round);
@@ -273,9 +320,9 @@ TEST_F(CompactEngineTest, APageTokenSurvivesItsTrialsBecomingCompact) {
   EXPECT_EQ(completed.trials(0).id(), 3);
 }
 
-// A GP study whose parsed trials the engine dropped (idle for more than
-// kParsedTrialsIdleUses calls) parses them again on its next Suggest and
-// suggests exactly what an engine that kept them suggests.
+// A GP study that the engine's sweeps find idle (unused for more than
+// kParsedTrialsIdleUses calls) between its Suggests suggests exactly what a
+// study that no sweep passed suggests.
 TEST_F(CompactEngineTest, SuggestionsAreTheSameAfterTheParsedTrialsAreDropped) {
   auto other_storage = storage::OpenInMemoryStorage();
   ASSERT_THAT(other_storage, IsOk());

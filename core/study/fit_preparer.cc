@@ -115,7 +115,7 @@ void FitPreparer::Prepare(LiveStudy& study) {
       ++stats_.skipped;
       return;
     }
-    snapshot = study.trials.all();
+    snapshot = study.trials.PolicyTrials();
     policy = study.policy;
     version = study.version;
     slot.running = true;

@@ -579,14 +579,15 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     return policy::StudyView{&spec, entry->space.get(), &trials,
                              &entry->candidate_key_list, &held_keys};
   };
-  // The trials a view of the live study shows: every trial (parsed on first
-  // use, then kept: StudyTrials::all), or none for a policy that does not
-  // read them (Policy::ReadsTrials), so that such a study stays compact.
+  // The trials a policy's view shows: every trial with the fields policies
+  // read (StudyTrials::PolicyTrials, built for the call), or none for a
+  // policy that does not read them (Policy::ReadsTrials).
   static const std::vector<v1::Trial> kNoTrials;
-  auto live_trials =
+  auto policy_trials =
       [&](const policy::Policy& policy)
-          ABSL_NO_THREAD_SAFETY_ANALYSIS -> const std::vector<v1::Trial>& {
-    return policy.ReadsTrials() ? entry->trials.all() : kNoTrials;
+          ABSL_NO_THREAD_SAFETY_ANALYSIS -> std::vector<v1::Trial> {
+    if (!policy.ReadsTrials()) return {};
+    return entry->trials.PolicyTrials();
   };
   // Runs the policy on `view` (the study at `version`, with `trial_count`
   // trials) with the kept fit `prepared`, and keeps the fit it used;
@@ -615,6 +616,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
 
   for (int attempt = 0;; ++attempt) {
     // Declared before the lock, so that they are freed after it is released.
+    // The policy's trials (StudyTrials::PolicyTrials), either way.
     std::vector<v1::Trial> snapshot;
     policy::HeldKeys snapshot_held_keys;
     MutexLock lock(&entry->mu);
@@ -654,7 +656,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
                         context.deadline - now, entry->suggest_cost,
                         options_.deadline_margin, entry->policy->name());
     // A policy that recently ran faster than a snapshot of the study could be
-    // copied runs under the lock, on the live trials, as does the last
+    // copied runs under the lock, on the live held keys, as does the last
     // attempt.
     const bool under_lock =
         attempt >= options_.optimistic_attempts ||
@@ -674,13 +676,13 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
       fallback.source = "random";
       proposed = std::move(fallback);
     } else if (under_lock) {
+      snapshot = policy_trials(*entry->policy);
       proposed = propose(
-          entry->policy,
-          view_of(live_trials(*entry->policy), entry->trials.held_keys()),
+          entry->policy, view_of(snapshot, entry->trials.held_keys()),
           entry->version, entry->trials.size(), prepared, need, &elapsed);
       record_cost(elapsed);
     } else {
-      snapshot = live_trials(*entry->policy);
+      snapshot = policy_trials(*entry->policy);
       snapshot_held_keys = entry->trials.held_keys();
       const std::shared_ptr<const policy::Policy> policy = entry->policy;
       const int64_t version = entry->version;
@@ -860,7 +862,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
   std::shared_ptr<const policy::Policy> policy;
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       *entry, [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        snapshot = study.trials.all();
+        snapshot = study.trials.PolicyTrials();
         policy = study.policy;
         return absl::OkStatus();
       }));

@@ -203,7 +203,7 @@ class StudyEngine {
 
   // A study's parsed trials (StudyTrials::all) are dropped once it has not
   // been used for this many uses of the engine (FindStudy calls); it then
-  // holds only the compact form until a policy reads its trials again.
+  // holds only the compact form until early stopping reads them again.
   static constexpr int64_t kParsedTrialsIdleUses = 1024;
   // Advances use_clock_ and returns it; every kParsedTrialsIdleUses ticks,
   // adds to `cooled` the studies whose last use became that old since the

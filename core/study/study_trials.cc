@@ -37,6 +37,41 @@ TrialSummary SummaryOf(const v1::Trial& trial) {
   return summary;
 }
 
+// The fields of `trial` that policies read (StudyTrials::PolicyTrials) but
+// its configuration: id, state and value.
+v1::Trial PolicyScalars(const v1::Trial& trial) {
+  v1::Trial scalars;
+  scalars.set_id(trial.id());
+  scalars.set_state(trial.state());
+  if (trial.has_value()) scalars.set_value(trial.value());
+  return scalars;
+}
+
+// Serializes `trial` into `*out` as its policy fields (id, configuration,
+// state, value) followed by the rest of it: parsed whole, the two messages
+// merge into `trial`; the first alone is what policies read. Returns the size
+// of the first. `trial` is unchanged on return (its configuration is moved
+// out and back, not copied).
+uint32_t SerializePolicyFieldsFirst(v1::Trial& trial, std::string* out) {
+  v1::Trial head = PolicyScalars(trial);
+  if (trial.has_configuration()) {
+    head.set_allocated_configuration(trial.release_configuration());
+  }
+  head.SerializeToString(out);
+  const uint32_t head_size = static_cast<uint32_t>(out->size());
+  trial.clear_id();
+  trial.clear_state();
+  trial.clear_value();
+  trial.AppendToString(out);
+  trial.set_id(head.id());
+  trial.set_state(head.state());
+  if (head.has_value()) trial.set_value(head.value());
+  if (head.has_configuration()) {
+    trial.set_allocated_configuration(head.release_configuration());
+  }
+  return head_size;
+}
+
 }  // namespace
 
 absl::Time LeaseEnd(const v1::Trial& trial, absl::Duration lease) {
@@ -59,6 +94,25 @@ absl::StatusOr<StudyTrials> StudyTrials::Load(std::vector<v1::Trial> trials,
     loaded.Put(std::move(trials[i]));
   }
   return loaded;
+}
+
+std::vector<v1::Trial> StudyTrials::PolicyTrials() const {
+  std::vector<v1::Trial> trials(slots_.size());
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const Slot& slot = slots_[i];
+    if (slot.active != nullptr) {
+      trials[i] = PolicyScalars(*slot.active);
+      if (slot.active->has_configuration()) {
+        *trials[i].mutable_configuration() = slot.active->configuration();
+      }
+    } else if (!trials[i].ParseFromArray(slot.compact.data(),
+                                         static_cast<int>(slot.policy_bytes))) {
+      // The bytes are this process's own serialization of a valid message.
+      LogError(absl::StrCat("trial ", i + 1, ": compact form does not parse"));
+      std::abort();
+    }
+  }
+  return trials;
 }
 
 const std::vector<v1::Trial>& StudyTrials::all() const {
@@ -123,6 +177,7 @@ void StudyTrials::Put(v1::Trial trial) {
   slot.summary = SummaryOf(trial);
   if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
     std::string().swap(slot.compact);
+    slot.policy_bytes = 0;
     if (parsed_valid_) {
       slot.active = std::make_unique<v1::Trial>(trial);
     } else {
@@ -130,7 +185,7 @@ void StudyTrials::Put(v1::Trial trial) {
     }
   } else {
     slot.active.reset();
-    trial.SerializeToString(&slot.compact);
+    slot.policy_bytes = SerializePolicyFieldsFirst(trial, &slot.compact);
     slot.compact.shrink_to_fit();
   }
   if (parsed_valid_) {

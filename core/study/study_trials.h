@@ -41,11 +41,13 @@ struct TrialSummary {
 //
 // Memory: an ACTIVE trial is held as a message; every other trial only in its
 // serialized form (about a tenth of the parsed message's size) with a
-// TrialSummary, and is parsed again by Get. all(), the parsed list that
-// policies read (policy::StudyView::trials), is built on its first call and
-// then kept up to date by Put until ReleaseParsed drops it: a study that a
-// model-based policy works on pays the parse once, an idle one holds the
-// compact form only.
+// TrialSummary, and is parsed again by Get. Policies read a list of their own,
+// built for each call and freed after it (PolicyTrials: the few fields they
+// read, parsed from the front of the serialized form), so that a study that a
+// model-based policy works on holds no more than an idle one. all(), the
+// whole trials parsed, is built on its first call (by early stopping, which
+// reads the other trials' curves) and then kept up to date by Put until
+// ReleaseParsed drops it.
 //
 // Thread-compatible, with one exception: all() is const but fills the parsed
 // list, so even const calls need exclusive access (the study engine guards
@@ -61,7 +63,11 @@ class StudyTrials {
   static absl::StatusOr<StudyTrials> Load(std::vector<v1::Trial> trials,
                                           const std::string& study_id);
 
-  // Every trial, by increasing id, parsed (see the class comment).
+  // Every trial, by increasing id, with only the fields that policies read
+  // (policy::StudyView::trials): id, configuration, state and value. A fresh
+  // list on every call; all() is not built.
+  std::vector<v1::Trial> PolicyTrials() const;
+  // Every trial, by increasing id, parsed whole (see the class comment).
   const std::vector<v1::Trial>& all() const;
   // True while all() is built.
   bool parsed() const { return parsed_valid_; }
@@ -101,8 +107,11 @@ class StudyTrials {
 
  private:
   struct Slot {
-    // The trial serialized when it is not ACTIVE; empty otherwise.
+    // The trial serialized when it is not ACTIVE, empty otherwise: its
+    // PolicyTrials fields in the first `policy_bytes` bytes, then the rest
+    // (two messages back to back, which parse as the whole trial).
     std::string compact;
+    uint32_t policy_bytes = 0;
     // The trial when it is ACTIVE; null otherwise.
     std::unique_ptr<v1::Trial> active;
     TrialSummary summary;

@@ -1,7 +1,9 @@
 // Suggest over the study's kept indexes (StudyTrials): the same history gives
 // the same suggestions whether the policy ran under the study lock or on a
 // snapshot, and whether or not the server restarted (indexes rebuilt from
-// storage); a configuration held twice stays held until both trials let go.
+// storage); a configuration held twice stays held until both trials let go;
+// every policy suggests the same from the few fields of StudyTrials::
+// PolicyTrials as from the whole trials.
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -12,15 +14,21 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "core/common/proto_time.h"
+#include "core/common/status_macros.h"
 #include "core/meta/train/grosi_testutil.h"
 #include "core/meta/train/pmf_testutil.h"
+#include "core/policy/policy_factory.h"
 #include "core/registry/artifact.h"
 #include "core/registry/model_manager.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "core/study/fake_clock.h"
 #include "core/study/study_engine.h"
+#include "core/study/study_trials.h"
+#include "core/study/suggestion.h"
 #include "core/surrogate/deeppipe_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -214,23 +222,49 @@ TEST(SuggestTest, AConfigurationHeldTwiceStaysHeldUntilBothLetGo) {
   EXPECT_THAT(server.Suggest(1, "w4"), IsEmpty());
 }
 
+// Writes to the registry at `dir` model `name`: a DeepPipe network over
+// `space` with its initial (untrained) weights.
+absl::Status WriteUntrainedDeepPipe(const std::string& dir,
+                                    const std::string& name,
+                                    const v1::SearchSpace& space) {
+  auto network = surrogate::DeepPipeModel::Create(
+      space, surrogate::DeepPipeArchitecture(), 5);
+  if (!network.ok()) return network.status();
+  v1::ModelArtifact artifact;
+  artifact.set_format_version(1);
+  *artifact.mutable_search_space() = space;
+  network->ToArtifact(&artifact);
+  return registry::WriteModelVersion(dir, name, artifact).status();
+}
+
+// Writes to the registry at `dir` the models of the PMF and GROSI studies of
+// these tests: "pmf", trained on a synthetic catalogue of `pmf_entries`
+// points (x = n / (pmf_entries - 1)), and "grosi", over CatalogueSpec's space
+// and dataset features. Returns the PMF artifact (its space and catalogue
+// make the PMF study's).
+absl::StatusOr<v1::ModelArtifact> WritePmfAndGrosiModels(const std::string& dir,
+                                                         int pmf_entries) {
+  train::testing::SyntheticPmfOptions pmf_options;
+  pmf_options.entries = pmf_entries;
+  auto pmf = train::testing::TrainSyntheticPmfArtifact(pmf_options);
+  if (!pmf.ok()) return pmf.status();
+  METAOPT_RETURN_IF_ERROR(
+      registry::WriteModelVersion(dir, "pmf", *pmf).status());
+  auto grosi = train::testing::TwoFamilyGrosiArtifact();
+  if (!grosi.ok()) return grosi.status();
+  METAOPT_RETURN_IF_ERROR(
+      registry::WriteModelVersion(dir, "grosi", *grosi).status());
+  return pmf;
+}
+
 // The engine's invariant for every algorithm kind: a catalogue entry is
 // suggested once while a trial holds it, within one Suggest and across calls
 // (MOSAIC handed out x = 0.3 twice in one Suggest of count 3).
 TEST(SuggestTest, NoKindSuggestsAHeldCatalogueEntry) {
   // PMF needs a model over the catalogue: x = n / 9 for n = 0..9.
-  train::testing::SyntheticPmfOptions pmf_options;
-  pmf_options.entries = 10;
-  auto artifact = train::testing::TrainSyntheticPmfArtifact(pmf_options);
-  ASSERT_THAT(artifact, IsOk());
   ::metaopt::testing::ScopedTempDir registry_dir;
-  ASSERT_THAT(registry::WriteModelVersion(registry_dir.path(), "pmf", *artifact),
-              IsOk());
-  // GROSI needs a model over CatalogueSpec's space and dataset features.
-  auto grosi = train::testing::TwoFamilyGrosiArtifact();
-  ASSERT_THAT(grosi, IsOk());
-  ASSERT_THAT(registry::WriteModelVersion(registry_dir.path(), "grosi", *grosi),
-              IsOk());
+  auto artifact = WritePmfAndGrosiModels(registry_dir.path(), 10);
+  ASSERT_THAT(artifact, IsOk());
   auto models = registry::ModelManager::Create({registry_dir.path()});
   ASSERT_THAT(models, IsOk());
   const google::protobuf::EnumDescriptor* kinds =
@@ -396,16 +430,10 @@ TEST(SuggestTest, DeepPipeScheduledFineTunesSurviveRestarts) {
   }();
   auto space = space::SearchSpace::Create(spec.search_space());
   ASSERT_THAT(space, IsOk());
-  auto network = surrogate::DeepPipeModel::Create(
-      spec.search_space(), surrogate::DeepPipeArchitecture(), 5);
-  ASSERT_THAT(network, IsOk());
-  v1::ModelArtifact artifact;
-  artifact.set_format_version(1);
-  *artifact.mutable_search_space() = spec.search_space();
-  network->ToArtifact(&artifact);
   ::metaopt::testing::ScopedTempDir registry_dir;
-  ASSERT_THAT(registry::WriteModelVersion(registry_dir.path(), "dp", artifact),
-              IsOk());
+  ASSERT_THAT(
+      WriteUntrainedDeepPipe(registry_dir.path(), "dp", spec.search_space()),
+      IsOk());
   auto models = registry::ModelManager::Create({registry_dir.path()});
   ASSERT_THAT(models, IsOk());
   ::metaopt::testing::ScopedTempDir db_dir;
@@ -426,6 +454,194 @@ TEST(SuggestTest, DeepPipeScheduledFineTunesSurviveRestarts) {
     const double x = static_cast<double>(round) / 73.0;
     restarted.Observe(round + 1, (x - 0.3) * (x - 0.3) + std::sin(9 * x));
     stayed.Observe(round + 1, (x - 0.3) * (x - 0.3) + std::sin(9 * x));
+  }
+}
+
+// The configuration keys of `configurations`.
+std::vector<std::string> Keys(
+    const std::vector<v1::Configuration>& configurations) {
+  std::vector<std::string> keys;
+  for (const v1::Configuration& c : configurations) {
+    keys.push_back(space::ConfigurationKey(c));
+  }
+  return keys;
+}
+
+// Replays a history on `spec`'s study as the engine keeps it (StudyTrials,
+// every field of a trial set as the engine sets it), with a restart (the
+// trials loaded again from their stored form) after round 5. In each round
+// the policy suggests 2 configurations from the whole trials (all(), what
+// policies read before PolicyTrials) and from PolicyTrials, also through a
+// fit prepared on the latter when the policy prepares fits; every answer,
+// random stream and policy update must be the same. Of the trials handed out
+// in a round the first is observed with a curve, the second fails in odd
+// rounds, expires in round 2 and stays ACTIVE (pending) otherwise.
+void ExpectTheSameSuggestionsFromPolicyTrials(
+    const v1::StudySpec& spec,
+    std::shared_ptr<const registry::LoadedModel> model = nullptr) {
+  auto created = policy::CreatePolicy(spec, std::nullopt, model);
+  ASSERT_THAT(created, IsOk());
+  std::shared_ptr<const policy::Policy> policy = *created;
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_THAT(space, IsOk());
+  std::vector<std::string> candidate_keys;
+  for (const v1::Configuration& c : spec.candidates()) {
+    candidate_keys.push_back(space::ConfigurationKey(c));
+  }
+  const absl::Time start = absl::FromUnixSeconds(1800000000);
+  StudyTrials trials;
+  int model_based = 0;
+  for (int round = 0; round < 9; ++round) {
+    SCOPED_TRACE(absl::StrCat("round ", round));
+    if (round == 6) {
+      std::vector<v1::Trial> stored;
+      for (int64_t id = 1; id <= trials.size(); ++id) {
+        stored.push_back(trials.Get(id));
+      }
+      auto loaded = StudyTrials::Load(std::move(stored), "s");
+      ASSERT_THAT(loaded, IsOk());
+      trials = *std::move(loaded);
+    }
+    const std::vector<v1::Trial> own = trials.PolicyTrials();
+    const std::vector<v1::Trial>& whole = trials.all();
+    ASSERT_EQ(own.size(), whole.size());
+    const policy::StudyView whole_view{&spec, &*space, &whole, &candidate_keys,
+                                       &trials.held_keys()};
+    const policy::StudyView own_view{&spec, &*space, &own, &candidate_keys,
+                                     &trials.held_keys()};
+    space::Rng whole_rng = SuggestRng(spec, trials.size());
+    space::Rng own_rng = whole_rng;
+    const space::Rng start_rng = whole_rng;
+    auto want = policy->Suggest(whole_view, 2, whole_rng);
+    auto got = policy->Suggest(own_view, 2, own_rng);
+    ASSERT_THAT(want, IsOk());
+    ASSERT_THAT(got, IsOk());
+    const std::vector<std::string> keys = Keys(want->configurations);
+    ASSERT_THAT(keys, SizeIs(2));
+    EXPECT_EQ(Keys(got->configurations), keys);
+    EXPECT_EQ(got->source, want->source);
+    EXPECT_TRUE(own_rng == whole_rng);
+    ASSERT_EQ(got->update.has_value(), want->update.has_value());
+    if (want->update.has_value()) {
+      EXPECT_EQ(got->update->state, want->update->state);
+    }
+    if (policy->PreparesFits()) {
+      auto fit = policy->PrepareFit(own_view, start_rng);
+      ASSERT_THAT(fit, IsOk());
+      space::Rng prepared_rng = start_rng;
+      auto prepared = policy->SuggestPrepared(own_view, 2, prepared_rng, *fit);
+      ASSERT_THAT(prepared, IsOk());
+      EXPECT_EQ(Keys(prepared->configurations), keys);
+      EXPECT_EQ(prepared->used_prepared_fit, *fit != nullptr);
+    }
+    for (const char* step : {"/ei", "+ei", "mcts", "refit-top"}) {
+      if (want->source.find(step) != std::string::npos) {
+        ++model_based;
+        break;
+      }
+    }
+    if (want->update.has_value()) policy = want->update->policy;
+
+    const absl::Time now = start + absl::Minutes(round);
+    std::vector<v1::Trial> handed_out;
+    for (size_t i = 0; i < want->configurations.size(); ++i) {
+      v1::Trial trial;
+      trial.set_id(trials.size() + 1);
+      *trial.mutable_configuration() = want->configurations[i];
+      trial.set_state(v1::TRIAL_STATE_ACTIVE);
+      trial.set_client_id("worker");
+      *trial.mutable_create_time() = ToProtoTimestamp(now);
+      *trial.mutable_lease_expire_time() =
+          ToProtoTimestamp(now + absl::Hours(1));
+      (*trial.mutable_metadata())["policy"] = want->source;
+      trial.set_study_incarnation(7);
+      trials.Put(trial);
+      handed_out.push_back(std::move(trial));
+    }
+    v1::Trial& observed = handed_out[0];
+    for (int step = 1; step <= 3; ++step) {
+      v1::IntermediateValue* v = observed.add_intermediate_values();
+      v->set_step(step);
+      v->set_value(1.0 / step);
+      (*v->mutable_metrics())["loss"] = 2.0 / step;
+      *v->mutable_report_time() = ToProtoTimestamp(now + absl::Seconds(step));
+    }
+    observed.set_state(v1::TRIAL_STATE_COMPLETED);
+    // Distinct values with no order in the ids.
+    observed.set_value(0.1 * static_cast<double>((observed.id() * 7) % 11));
+    (*observed.mutable_metrics())["accuracy"] = observed.value();
+    *observed.mutable_complete_time() =
+        ToProtoTimestamp(now + absl::Seconds(9));
+    observed.clear_lease_expire_time();
+    trials.Put(observed);
+    v1::Trial& second = handed_out[1];
+    if (round % 2 == 1) {
+      second.set_state(v1::TRIAL_STATE_FAILED);
+      second.set_failure_reason("out of memory");
+      trials.Put(second);
+    } else if (round == 2) {
+      second.set_state(v1::TRIAL_STATE_STALE);
+      trials.Put(second);
+    }
+  }
+  EXPECT_GE(model_based, 3) << "too few rounds under the surrogate";
+}
+
+TEST(SuggestTest, EveryPolicySuggestsTheSameFromPolicyTrials) {
+  auto with_kind = [](v1::StudySpec spec, v1::AlgorithmKind kind) {
+    spec.mutable_algorithm()->set_kind(kind);
+    spec.mutable_algorithm()->set_initial_trials(3);
+    return spec;
+  };
+  for (const v1::AlgorithmKind kind :
+       {v1::ALGORITHM_KIND_GP, v1::ALGORITHM_KIND_MOSAIC}) {
+    SCOPED_TRACE(v1::AlgorithmKind_Name(kind));
+    ExpectTheSameSuggestionsFromPolicyTrials(with_kind(PipelineSpec(), kind));
+    ExpectTheSameSuggestionsFromPolicyTrials(
+        with_kind(CatalogueSpec(40), kind));
+  }
+  // DeepPipe (an untrained network: what matters is that both lists give it
+  // the same observations), PMF and GROSI need models.
+  ::metaopt::testing::ScopedTempDir registry_dir;
+  for (const v1::StudySpec& spec : {PipelineSpec(), CatalogueSpec(40)}) {
+    ASSERT_THAT(WriteUntrainedDeepPipe(
+                    registry_dir.path(),
+                    spec.candidates().empty() ? "dp-space" : "dp-cat",
+                    spec.search_space()),
+                IsOk());
+  }
+  auto pmf = WritePmfAndGrosiModels(registry_dir.path(), 40);
+  ASSERT_THAT(pmf, IsOk());
+  auto models = registry::ModelManager::Create({registry_dir.path()});
+  ASSERT_THAT(models, IsOk());
+  auto model = [&](const std::string& name) {
+    std::shared_ptr<const registry::LoadedModel> loaded = (*models)->Get(name);
+    EXPECT_NE(loaded, nullptr) << name;
+    return loaded;
+  };
+  {
+    SCOPED_TRACE("DEEPPIPE");
+    ExpectTheSameSuggestionsFromPolicyTrials(
+        with_kind(PipelineSpec(), v1::ALGORITHM_KIND_DEEPPIPE),
+        model("dp-space"));
+    ExpectTheSameSuggestionsFromPolicyTrials(
+        with_kind(CatalogueSpec(40), v1::ALGORITHM_KIND_DEEPPIPE),
+        model("dp-cat"));
+  }
+  {
+    SCOPED_TRACE("PMF");
+    v1::StudySpec spec = with_kind(CatalogueSpec(40), v1::ALGORITHM_KIND_PMF);
+    *spec.mutable_search_space() = pmf->search_space();
+    spec.clear_candidates();
+    for (const v1::Configuration& c : pmf->catalogue())
+      *spec.add_candidates() = c;
+    ExpectTheSameSuggestionsFromPolicyTrials(spec, model("pmf"));
+  }
+  {
+    SCOPED_TRACE("GROSI");
+    v1::StudySpec spec = with_kind(CatalogueSpec(40), v1::ALGORITHM_KIND_GROSI);
+    (*spec.mutable_dataset_features())["f"] = 1.0;
+    ExpectTheSameSuggestionsFromPolicyTrials(spec, model("grosi"));
   }
 }
 
