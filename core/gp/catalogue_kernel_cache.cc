@@ -100,6 +100,20 @@ CatalogueKernelCache::Screen CatalogueKernelCache::Compute(
   MutexLock lock(&mu_);
   const Eigen::Index N = catalogue.rows();
   const size_t n = static_cast<size_t>(X.rows());
+  const size_t r = std::min(n, static_cast<size_t>(std::max(points, 0)));
+  // Whether this call's values may stay: at most what the cache would hold
+  // after it (every column and r solved rows) within the process budget.
+  // Otherwise nothing is kept and nothing of size n x N is allocated: the
+  // columns and solved rows live one chunk at a time (same values).
+  const int64_t most_bytes =
+      static_cast<int64_t>(sizeof(double)) *
+      ((static_cast<int64_t>(n) + static_cast<int64_t>(r)) * N +
+       (2 * static_cast<int64_t>(n) + N) * catalogue.cols() +
+       static_cast<int64_t>(r) * static_cast<int64_t>(r + 1) / 2 +
+       kernel.log_params().size());
+  const bool keep =
+      process_bytes.load() - bytes_ + most_bytes <= process_budget_bytes.load();
+  if (!keep) ClearLocked();
   if (catalogue.data() != catalogue_data_ || N != catalogue_rows_ ||
       catalogue.cols() != catalogue_cols_ || kernel.name() != kernel_name_ ||
       kernel.log_params().size() != log_params_.size() ||
@@ -132,12 +146,11 @@ CatalogueKernelCache::Screen CatalogueKernelCache::Compute(
     for (size_t i = kept; i < n; ++i) {
       inputs_.push_back(X.row(i).transpose());
       scaled_inputs_.push_back(scaled.row(i - kept).transpose());
-      columns_.emplace_back(N);
+      if (keep) columns_.emplace_back(N);
     }
   }
   // The factor of the first `points` training points, a row at a time
   // (each row depends on the rows before it alone).
-  const size_t r = std::min(n, static_cast<size_t>(std::max(points, 0)));
   const size_t first_new_row = factor_rows_.size();
   while (factor_rows_.size() < r && !factor_failed_) {
     const size_t i = factor_rows_.size();
@@ -165,64 +178,85 @@ CatalogueKernelCache::Screen CatalogueKernelCache::Compute(
     }
     row[i] = std::sqrt(pivot);
     factor_rows_.push_back(std::move(row));
-    solved_.emplace_back(N);
+    if (keep) solved_.emplace_back(N);
   }
-  const size_t used = std::min(r, factor_rows_.size());
-  // A chunk of catalogue rows at a time (in cache): the new columns, L^-1
-  // times the new factor rows' columns, the mean and the explained variance.
-  // Every entry's operations and their order are those of a whole-column
-  // pass (sums over training points and dimensions in order), so chunks
-  // change nothing.
-  constexpr Eigen::Index kChunk = 2048;
+  const size_t rows = factor_rows_.size();
+  const size_t used = std::min(r, rows);
+  // A chunk of catalogue rows at a time (in cache), training point by
+  // training point in order: its column (computed when new), its term of the
+  // mean, and for a new factor row L^-1 times its column; then the explained
+  // variance. Every entry's operations and their order are those of a
+  // whole-column pass (sums over training points and dimensions in order),
+  // so chunks change nothing. Without `keep`, a column and the solved rows
+  // live in the chunk buffers below, overwritten by the next chunk.
+  constexpr Eigen::Index kChunk = 512;
+  Eigen::VectorXd chunk_column;
+  Eigen::MatrixXd chunk_solved;
+  if (!keep) {
+    chunk_column.resize(std::min(kChunk, N));
+    chunk_solved.resize(std::min(kChunk, N), static_cast<Eigen::Index>(rows));
+  }
   Screen screen;
   screen.mean.resize(N);
   screen.variance.resize(N);
   Eigen::VectorXd r2;
   for (Eigen::Index start = 0; start < N; start += kChunk) {
     const Eigen::Index c = std::min(kChunk, N - start);
-    for (size_t i = first_new_point; i < n; ++i) {
-      // Squared distances to point i, summed over the dimensions in order.
-      const Eigen::VectorXd& z = scaled_inputs_[i];
-      r2.resize(c);
-      InBlocksOfEight(0, c, [&](Eigen::Index j, auto size) {
-        constexpr int k = decltype(size)::value;
-        Block<k> sum = Block<k>::Zero();
-        for (Eigen::Index d = 0; d < scaled_catalogue_.cols(); ++d) {
-          sum +=
-              (scaled_catalogue_.col(d).template segment<k>(start + j).array() -
-               z[d])
-                  .square();
-        }
-        r2.template segment<k>(j) = sum.matrix();
-      });
-      columns_[i].segment(start, c) = kernel.FromSquaredDistances(r2);
-    }
-    for (size_t i = first_new_row; i < factor_rows_.size(); ++i) {
+    const auto column = [&](size_t i) {
+      return keep ? columns_[i].data() + start : chunk_column.data();
+    };
+    const auto solved = [&](size_t i) {
+      return keep ? solved_[i].data() + start
+                  : chunk_solved.col(static_cast<Eigen::Index>(i)).data();
+    };
+    auto mean = screen.mean.segment(start, c).array();
+    mean.setZero();
+    for (size_t i = 0; i < n; ++i) {
+      double* const k_i = column(i);
+      if (i >= first_new_point) {
+        // Squared distances to point i, summed over the dimensions in order.
+        const Eigen::VectorXd& z = scaled_inputs_[i];
+        r2.resize(c);
+        InBlocksOfEight(0, c, [&](Eigen::Index j, auto size) {
+          constexpr int k = decltype(size)::value;
+          Block<k> sum = Block<k>::Zero();
+          for (Eigen::Index d = 0; d < scaled_catalogue_.cols(); ++d) {
+            sum += (scaled_catalogue_.col(d)
+                        .template segment<k>(start + j)
+                        .array() -
+                    z[d])
+                       .square();
+          }
+          r2.template segment<k>(j) = sum.matrix();
+        });
+        Eigen::Map<Eigen::VectorXd>(k_i, c) = kernel.FromSquaredDistances(r2);
+      }
+      mean += alpha[i] * Eigen::Map<const Eigen::ArrayXd>(k_i, c);
+      if (i < first_new_row || i >= rows) continue;
       // Forward substitution, over the earlier rows in order.
       const Eigen::VectorXd& row = factor_rows_[i];
-      InBlocksOfEight(start, start + c, [&](Eigen::Index j, auto size) {
+      double* const s_i = solved(i);
+      InBlocksOfEight(0, c, [&](Eigen::Index j, auto size) {
         constexpr int k = decltype(size)::value;
-        Block<k> sum = columns_[i].template segment<k>(j).array();
-        for (size_t l = 0; l < i; ++l) {
-          sum -= row[l] * solved_[l].template segment<k>(j).array();
-        }
-        solved_[i].template segment<k>(j) = (sum / row[i]).matrix();
+        using Segment = Eigen::Map<const Block<k>>;
+        Block<k> sum = Segment(k_i + j);
+        for (size_t l = 0; l < i; ++l) sum -= row[l] * Segment(solved(l) + j);
+        Eigen::Map<Block<k>>(s_i + j) = sum / row[i];
       });
     }
-    InBlocksOfEight(start, start + c, [&](Eigen::Index j, auto size) {
+    InBlocksOfEight(0, c, [&](Eigen::Index j, auto size) {
       constexpr int k = decltype(size)::value;
-      Block<k> mean = Block<k>::Zero();
-      for (size_t i = 0; i < n; ++i) {
-        mean += alpha[i] * columns_[i].template segment<k>(j).array();
-      }
-      screen.mean.template segment<k>(j) = mean.matrix();
       Block<k> explained = Block<k>::Zero();
       for (size_t i = 0; i < used; ++i) {
-        explained += solved_[i].template segment<k>(j).array().square();
+        explained += Eigen::Map<const Block<k>>(solved(i) + j).square();
       }
-      screen.variance.template segment<k>(j) =
+      screen.variance.template segment<k>(start + j) =
           (kernel.output_scale() - explained).matrix();
     });
+  }
+  if (!keep) {
+    ClearLocked();
+    return screen;
   }
   AccountLocked();
   if (process_bytes.load() > process_budget_bytes.load()) ClearLocked();

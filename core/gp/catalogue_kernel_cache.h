@@ -22,8 +22,9 @@
 //
 // Memory: (n + points) * N doubles plus the scaled catalogue (40 MB at n =
 // 1,000, N = 5,000). All caches of the process together hold at most
-// ProcessBudgetBytes(); a cache whose update would exceed it is emptied
-// after the call (the next call recomputes, with the same results).
+// ProcessBudgetBytes(); a call whose values could exceed it keeps nothing
+// and computes its columns a chunk of rows at a time, without n x N
+// temporaries (the next call recomputes, with the same results).
 //
 // Thread-safe: calls on one cache are serialised.
 #ifndef METAOPT_CORE_GP_CATALOGUE_KERNEL_CACHE_H_

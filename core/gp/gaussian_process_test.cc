@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -566,6 +567,39 @@ TEST(GpPosteriorTest, CatalogueScreenFromTheCacheEqualsAFreshOneBitForBit) {
   }
   EXPECT_GT(running.bytes(), 90 * 301 * 8);
   EXPECT_GE(CatalogueKernelCache::ProcessBytes(), running.bytes());
+}
+
+// Without the budget for them, the columns live a chunk of catalogue rows at
+// a time: the screen is still bit for bit the cached one, over a catalogue
+// of several chunks (the last one partial and odd).
+TEST(GpPosteriorTest, CatalogueScreenWithoutBudgetEqualsTheCachedOneBitForBit) {
+  std::mt19937_64 rng(11);
+  const Eigen::MatrixXd catalogue = RandomMatrix(1301, 4, rng);
+  const Eigen::MatrixXd X_all = RandomMatrix(41, 4, rng);
+  const Eigen::VectorXd y_all = X_all.col(0) - X_all.col(2).cwiseAbs2();
+  std::vector<int> rows(catalogue.rows());
+  std::iota(rows.begin(), rows.end(), 0);
+  GaussianProcess gp =
+      std::move(GaussianProcess::Create("matern52", 4)).value();
+  const int64_t budget = CatalogueKernelCache::ProcessBudgetBytes();
+  CatalogueKernelCache running;
+  for (int n = 40; n <= 41; ++n) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        GpPosterior post, Condition(gp, X_all.topRows(n), y_all.head(n)));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Prediction cached,
+        post.PredictWithVarianceBound(catalogue, rows, n / 4, running));
+    EXPECT_GT(running.bytes(), 0);
+    CatalogueKernelCache::SetProcessBudgetBytes(0);
+    CatalogueKernelCache unkept;
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Prediction chunked,
+        post.PredictWithVarianceBound(catalogue, rows, n / 4, unkept));
+    CatalogueKernelCache::SetProcessBudgetBytes(budget);
+    EXPECT_EQ(unkept.bytes(), 0);
+    EXPECT_EQ(cached.mean, chunked.mean) << "n = " << n;
+    EXPECT_EQ(cached.variance, chunked.variance) << "n = " << n;
+  }
 }
 
 TEST(GpPosteriorTest, CatalogueKernelCacheKeepsNothingBeyondTheBudget) {
