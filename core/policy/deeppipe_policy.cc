@@ -90,8 +90,6 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
       !positive_rate(o.network_learning_rate) || o.ranking.samples < 1 ||
       !(o.ranking.dilution_quantile >= 0.0 &&
         o.ranking.dilution_quantile <= 1.0) ||
-      !(o.untried_pair_variance_share >= 0.0 &&
-        o.untried_pair_variance_share <= 1.0) ||
       !(o.kernel_fine_tune_growth >= 0.0) ||
       !std::isfinite(o.kernel_fine_tune_growth) ||
       o.kernel_fine_tune_from < 1 ||
@@ -100,8 +98,7 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
     return absl::InvalidArgumentError(
         "DeepPipe policy options: need non-negative trial, step and "
         "fit-point counts, positive finite learning rates, ranking samples "
-        ">= 1 with a dilution quantile in [0, 1], an untried pair variance "
-        "share in [0, 1], a finite non-negative "
+        ">= 1 with a dilution quantile in [0, 1], a finite non-negative "
         "kernel_fine_tune_growth, kernel_fine_tune_from >= 1 and positive "
         "budgets");
   }
@@ -227,7 +224,7 @@ absl::StatusOr<PlainGpEnsembleFit> EnsembleWithPlainGp(
         deep,
         surrogate::UntriedAlgorithmSurrogate::Create(
             std::move(deep), model.encoder().layout().stages, prior_variance,
-            options.untried_pair_variance_share * prior_variance, data.X));
+            data.X));
   }
   PlainGpEnsembleFit out;
   out.plain_gp_weight = weights[1];

@@ -93,11 +93,6 @@ struct DeepPipePolicyOptions {
   // an algorithm the study has not tried is at least its prior variance
   // (surrogate::UntriedAlgorithmSurrogate), so EI explores it.
   bool explore_untried_algorithms = true;
-  // With explore_untried_algorithms: at a configuration choosing only tried
-  // algorithms but, in two stages, a pair of them the study has not tried
-  // together, the deep kernel's variance is at least this share (in [0, 1];
-  // 0: off) of its prior variance.
-  double untried_pair_variance_share = 0.0;
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
   acquisition::SearchOptions search;

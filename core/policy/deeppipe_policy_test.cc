@@ -344,12 +344,6 @@ TEST(DeepPipePolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
            [](DeepPipePolicyOptions& o) { o.kernel_learning_rate = 0; },
            [](DeepPipePolicyOptions& o) { o.ranking.samples = 0; },
            [](DeepPipePolicyOptions& o) { o.ranking.dilution_quantile = 2; },
-           [](DeepPipePolicyOptions& o) {
-             o.untried_pair_variance_share = 1.5;
-           },
-           [](DeepPipePolicyOptions& o) {
-             o.untried_pair_variance_share = -0.1;
-           },
            [](DeepPipePolicyOptions& o) { o.plain_gp.refit_growth = -1; },
            [](DeepPipePolicyOptions& o) {
              o.suggest_budget = absl::ZeroDuration();

@@ -204,30 +204,24 @@ RankingEnsembleSurrogate::PredictScreening(const Eigen::MatrixXd& X) const {
 absl::StatusOr<std::unique_ptr<const UntriedAlgorithmSurrogate>>
 UntriedAlgorithmSurrogate::Create(std::shared_ptr<const Surrogate> inner,
                                   std::vector<space::StageLayout> stages,
-                                  double prior_variance, double pair_variance,
+                                  double prior_variance,
                                   const Eigen::MatrixXd& observed) {
   Eigen::Index width = 0;
   for (const space::StageLayout& s : stages) {
     width = std::max<Eigen::Index>(width, s.offset + s.size);
   }
   if (inner == nullptr || !std::isfinite(prior_variance) ||
-      !(pair_variance >= 0.0 && pair_variance <= prior_variance) ||
+      !(prior_variance >= 0.0) ||
       (observed.rows() > 0 && observed.cols() < width)) {
     return absl::InvalidArgumentError(
-        "UntriedAlgorithmSurrogate: needs a model, finite variances with 0 <= "
-        "pair_variance <= prior_variance and observed rows as wide as the "
-        "stage layout");
+        "UntriedAlgorithmSurrogate: needs a model, a finite non-negative prior "
+        "variance and observed rows as wide as the stage layout");
   }
   Tried tried;
-  for (size_t s = 0; s < stages.size(); ++s) {
-    tried.algorithms.emplace_back(stages[s].size, false);
-    for (size_t t = s + 1; t < stages.size(); ++t) {
-      tried.pairs.emplace_back(stages[s].size * stages[t].size, false);
-    }
-  }
+  for (const space::StageLayout& s : stages) tried.emplace_back(s.size, false);
   auto out = std::unique_ptr<UntriedAlgorithmSurrogate>(
       new UntriedAlgorithmSurrogate(std::move(inner), std::move(stages),
-                                    prior_variance, pair_variance, Tried()));
+                                    prior_variance, Tried()));
   out->MarkTried(observed, &tried);
   out->tried_ = std::move(tried);
   return std::unique_ptr<const UntriedAlgorithmSurrogate>(std::move(out));
@@ -240,26 +234,11 @@ int UntriedAlgorithmSurrogate::Chosen(const Eigen::MatrixXd& X,
   return static_cast<int>(a);
 }
 
-size_t UntriedAlgorithmSurrogate::PairIndex(size_t s, size_t t) const {
-  // Pairs (0, 1), ..., (0, S-1), (1, 2), ...: s * S - s (s + 1) / 2 before
-  // the pairs of s.
-  const size_t S = stages_.size();
-  return s * S - s * (s + 1) / 2 + (t - s - 1);
-}
-
 void UntriedAlgorithmSurrogate::MarkTried(const Eigen::MatrixXd& X,
                                           Tried* tried) const {
-  std::vector<int> chosen(stages_.size());
   for (Eigen::Index i = 0; i < X.rows(); ++i) {
     for (size_t s = 0; s < stages_.size(); ++s) {
-      chosen[s] = Chosen(X, i, s);
-      tried->algorithms[s][chosen[s]] = true;
-    }
-    for (size_t s = 0; s < stages_.size(); ++s) {
-      for (size_t t = s + 1; t < stages_.size(); ++t) {
-        tried->pairs[PairIndex(s, t)][chosen[s] * stages_[t].size + chosen[t]] =
-            true;
-      }
+      (*tried)[s][Chosen(X, i, s)] = true;
     }
   }
 }
@@ -267,21 +246,7 @@ void UntriedAlgorithmSurrogate::MarkTried(const Eigen::MatrixXd& X,
 bool UntriedAlgorithmSurrogate::ChoosesUntried(const Eigen::MatrixXd& X,
                                                Eigen::Index row) const {
   for (size_t s = 0; s < stages_.size(); ++s) {
-    if (!tried_.algorithms[s][Chosen(X, row, s)]) return true;
-  }
-  return false;
-}
-
-bool UntriedAlgorithmSurrogate::ChoosesUntriedPair(const Eigen::MatrixXd& X,
-                                                   Eigen::Index row) const {
-  for (size_t s = 0; s < stages_.size(); ++s) {
-    const int a = Chosen(X, row, s);
-    for (size_t t = s + 1; t < stages_.size(); ++t) {
-      if (!tried_.pairs[PairIndex(s, t)]
-                       [a * stages_[t].size + Chosen(X, row, t)]) {
-        return true;
-      }
-    }
+    if (!tried_[s][Chosen(X, row, s)]) return true;
   }
   return false;
 }
@@ -291,8 +256,6 @@ void UntriedAlgorithmSurrogate::RaiseUntried(const Eigen::MatrixXd& X,
   for (Eigen::Index i = 0; i < X.rows(); ++i) {
     if (ChoosesUntried(X, i)) {
       p->variance[i] = std::max(p->variance[i], prior_variance_);
-    } else if (pair_variance_ > 0.0 && ChoosesUntriedPair(X, i)) {
-      p->variance[i] = std::max(p->variance[i], pair_variance_);
     }
   }
 }
@@ -312,7 +275,7 @@ UntriedAlgorithmSurrogate::WithFantasies(const Eigen::MatrixXd& X) const {
   MarkTried(X, &tried);
   return std::unique_ptr<const Surrogate>(
       new UntriedAlgorithmSurrogate(std::move(inner), stages_, prior_variance_,
-                                    pair_variance_, std::move(tried)));
+                                    std::move(tried)));
 }
 
 absl::StatusOr<std::optional<gp::Prediction>>

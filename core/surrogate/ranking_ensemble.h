@@ -95,28 +95,20 @@ class RankingEnsembleSurrogate final : public Surrogate {
 // A meta-learned model's belief about an algorithm the study has never tried
 // comes only from how algorithms' scores moved together on other tasks; on a
 // task that contradicts them it is confidently wrong, and EI never tries the
-// algorithm. The same holds one level down for a combination across stages:
-// a pipeline pairing two tried algorithms that no observation paired (a
-// reducer with an estimator, say) is predicted from how that pair behaved on
-// other tasks, and the study's own data says nothing about it. This wrapper
-// keeps `inner`'s mean and raises its variance to at least `prior_variance`
-// (objective units) at every row that chooses, in some stage, an algorithm no
-// row of `observed` chose, and to at least `pair_variance` (at most
-// `prior_variance`; 0 turns this off) at every other row that chooses, in two
-// stages, a pair of algorithms no row of `observed` chose together: an untried
-// choice is as uncertain as the prior says (a pair: that share of it) until
-// the study tries it. Fantasies count as tried. Rows are encoded by an encoder
-// with `layout` (each stage's one-hot of its chosen algorithm). Immutable and
-// thread-safe (as `inner`).
+// algorithm. This wrapper keeps `inner`'s mean and raises its variance to at
+// least `prior_variance` (objective units) at every row that chooses, in some
+// stage, an algorithm no row of `observed` chose: an untried algorithm is as
+// uncertain as the prior says until the study tries it. Fantasies count as
+// tried. Rows are encoded by an encoder with `layout` (each stage's one-hot of
+// its chosen algorithm). Immutable and thread-safe (as `inner`).
 class UntriedAlgorithmSurrogate final : public Surrogate {
  public:
-  // INVALID_ARGUMENT for a null model, variances not ordered as
-  // 0 <= pair_variance <= prior_variance < infinity, or rows of `observed`
-  // narrower than the layout.
+  // INVALID_ARGUMENT for a null model, a prior variance that is negative or
+  // not finite, or rows of `observed` narrower than the layout.
   static absl::StatusOr<std::unique_ptr<const UntriedAlgorithmSurrogate>>
   Create(std::shared_ptr<const Surrogate> inner,
          std::vector<space::StageLayout> stages, double prior_variance,
-         double pair_variance, const Eigen::MatrixXd& observed);
+         const Eigen::MatrixXd& observed);
 
   absl::StatusOr<gp::Prediction> Predict(
       const Eigen::MatrixXd& X) const override;
@@ -127,32 +119,21 @@ class UntriedAlgorithmSurrogate final : public Surrogate {
 
   // Whether row `row` of X chooses an algorithm no observed row chose.
   bool ChoosesUntried(const Eigen::MatrixXd& X, Eigen::Index row) const;
-  // Whether row `row` of X chooses, in two stages, algorithms no observed row
-  // chose together (true too when it chooses an untried algorithm).
-  bool ChoosesUntriedPair(const Eigen::MatrixXd& X, Eigen::Index row) const;
 
  private:
-  // What has been tried: each stage's algorithms, and for each pair of stages
-  // s < t each pair of their algorithms (row-major, a * |t| + b).
-  struct Tried {
-    std::vector<std::vector<bool>> algorithms;  // [stage][algorithm]
-    std::vector<std::vector<bool>> pairs;       // [PairIndex(s, t)][a, b]
-  };
+  // Each stage's algorithms that have been tried: [stage][algorithm].
+  using Tried = std::vector<std::vector<bool>>;
 
   UntriedAlgorithmSurrogate(std::shared_ptr<const Surrogate> inner,
                             std::vector<space::StageLayout> stages,
-                            double prior_variance, double pair_variance,
-                            Tried tried)
+                            double prior_variance, Tried tried)
       : inner_(std::move(inner)),
         stages_(std::move(stages)),
         prior_variance_(prior_variance),
-        pair_variance_(pair_variance),
         tried_(std::move(tried)) {}
 
   // The chosen algorithm of stage `s` in row `row` (the one-hot's argmax).
   int Chosen(const Eigen::MatrixXd& X, Eigen::Index row, size_t s) const;
-  // The index of stage pair s < t in Tried::pairs.
-  size_t PairIndex(size_t s, size_t t) const;
   // Marks every row of X as tried in `tried`.
   void MarkTried(const Eigen::MatrixXd& X, Tried* tried) const;
   void RaiseUntried(const Eigen::MatrixXd& X, gp::Prediction* p) const;
@@ -160,7 +141,6 @@ class UntriedAlgorithmSurrogate final : public Surrogate {
   std::shared_ptr<const Surrogate> inner_;
   std::vector<space::StageLayout> stages_;
   double prior_variance_;
-  double pair_variance_;
   Tried tried_;
 };
 

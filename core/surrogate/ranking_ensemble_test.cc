@@ -269,7 +269,7 @@ TEST(UntriedAlgorithmSurrogateTest, RaisesTheVarianceOfUntriedAlgorithms) {
   const double prior = 50.0;  // above any posterior variance here
   METAOPT_ASSERT_OK_AND_ASSIGN(
       auto wrapped,
-      UntriedAlgorithmSurrogate::Create(inner, stages, prior, 0.0, observed));
+      UntriedAlgorithmSurrogate::Create(inner, stages, prior, observed));
   Eigen::MatrixXd Q(4, 5);
   Q << Choice(0, 0), Choice(0, 1), Choice(1, 0), Choice(0, 2);
   METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction p, wrapped->Predict(Q));
@@ -292,111 +292,13 @@ TEST(UntriedAlgorithmSurrogateTest, RaisesTheVarianceOfUntriedAlgorithms) {
   EXPECT_EQ(f.variance, g.variance);
 
   EXPECT_THAT(
-      UntriedAlgorithmSurrogate::Create(nullptr, stages, 1, 0, observed),
+      UntriedAlgorithmSurrogate::Create(nullptr, stages, 1, observed),
       StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
-  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, -1, 0, observed),
+  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, -1, observed),
               StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
-  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, 1, 0,
+  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, 1,
                                                 Eigen::MatrixXd::Zero(1, 3)),
               StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
-}
-
-// A pair of tried algorithms that no observation chose together keeps at
-// least the pair variance; an untried algorithm still the prior variance;
-// a tried pair the inner model's variance. A fantasy tries its pairs.
-TEST(UntriedAlgorithmSurrogateTest, RaisesTheVarianceOfUntriedPairs) {
-  const std::vector<space::StageLayout> stages = {{0, 0, 2}, {1, 2, 3}};
-  Eigen::MatrixXd observed(2, 5);
-  observed << Choice(0, 0), Choice(1, 1);
-  METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const GpSurrogate> inner,
-                               ObservedGp(observed));
-  const double prior = 50.0;  // above any posterior variance here
-  const double pair = 20.0;
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      auto wrapped,
-      UntriedAlgorithmSurrogate::Create(inner, stages, prior, pair, observed));
-  Eigen::MatrixXd Q(5, 5);
-  Q << Choice(0, 0), Choice(1, 1), Choice(0, 1), Choice(1, 0), Choice(1, 2);
-  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction p, wrapped->Predict(Q));
-  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction q, inner->Predict(Q));
-  EXPECT_EQ(p.mean, q.mean);
-  EXPECT_EQ(p.variance[0], q.variance[0]);  // observed
-  EXPECT_EQ(p.variance[1], q.variance[1]);
-  EXPECT_EQ(p.variance[2], pair);  // both tried, never together
-  EXPECT_EQ(p.variance[3], pair);
-  EXPECT_EQ(p.variance[4], prior);  // stage 1's third algorithm
-  EXPECT_FALSE(wrapped->ChoosesUntriedPair(Q, 0));
-  EXPECT_TRUE(wrapped->ChoosesUntriedPair(Q, 2));
-  EXPECT_FALSE(wrapped->ChoosesUntried(Q, 2));
-
-  // Pending (0, 1) tries that pair only.
-  METAOPT_ASSERT_OK_AND_ASSIGN(auto fantasised,
-                               wrapped->WithFantasies(Choice(0, 1)));
-  METAOPT_ASSERT_OK_AND_ASSIGN(auto inner_fantasised,
-                               inner->WithFantasies(Choice(0, 1)));
-  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction f, fantasised->Predict(Q));
-  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction g, inner_fantasised->Predict(Q));
-  EXPECT_EQ(f.variance[2], g.variance[2]);
-  EXPECT_EQ(f.variance[3], pair);
-
-  // Share 0: untried pairs keep the inner model's variance.
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      auto off,
-      UntriedAlgorithmSurrogate::Create(inner, stages, prior, 0.0, observed));
-  METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction o, off->Predict(Q));
-  EXPECT_EQ(o.variance[2], q.variance[2]);
-  EXPECT_EQ(o.variance[4], prior);
-
-  // The pair variance lies in [0, prior].
-  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, prior, prior + 1,
-                                                observed),
-              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
-  EXPECT_THAT(
-      UntriedAlgorithmSurrogate::Create(inner, stages, prior, -1, observed),
-      StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
-}
-
-// With three stages every pair of stages is tracked on its own: (0, 2) and
-// (1, 2) tried in different rows do not make the pair across all three tried,
-// and a pair of stages 0 and 2 is told apart from one of stages 1 and 2.
-TEST(UntriedAlgorithmSurrogateTest, TracksEveryPairOfStages) {
-  const std::vector<space::StageLayout> stages = {
-      {0, 0, 2}, {1, 2, 2}, {2, 4, 2}};
-  auto row = [](int a, int b, int c) {
-    Eigen::RowVectorXd x = Eigen::RowVectorXd::Zero(6);
-    x[a] = 1.0;
-    x[2 + b] = 1.0;
-    x[4 + c] = 1.0;
-    return x;
-  };
-  Eigen::MatrixXd observed(2, 6);
-  observed << row(0, 0, 0), row(1, 1, 1);
-  METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const GpSurrogate> inner,
-                               ObservedGp(observed));
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      auto wrapped,
-      UntriedAlgorithmSurrogate::Create(inner, stages, 50.0, 20.0, observed));
-  Eigen::MatrixXd Q(4, 6);
-  // (0, 0, 1): stages 0-1 choose the tried (0, 0), stages 0-2 and 1-2 the
-  // untried (0, 1). (1, 1, 0): stages 0-1 tried, 0-2 and 1-2 not. The last
-  // two are observed.
-  Q << row(0, 0, 1), row(1, 1, 0), row(0, 0, 0), row(1, 1, 1);
-  EXPECT_TRUE(wrapped->ChoosesUntriedPair(Q, 0));
-  EXPECT_TRUE(wrapped->ChoosesUntriedPair(Q, 1));
-  EXPECT_FALSE(wrapped->ChoosesUntriedPair(Q, 2));
-  EXPECT_FALSE(wrapped->ChoosesUntriedPair(Q, 3));
-  // Trying (0, 1, 1) covers stage pairs 0-1 (0, 1), 0-2 (0, 1), 1-2 (1, 1):
-  // (0, 0, 1) still pairs stage 1's 0 with stage 2's 1 untried, and (0, 1, 0)
-  // stage 1's 1 with stage 2's 0.
-  METAOPT_ASSERT_OK_AND_ASSIGN(auto fantasised,
-                               wrapped->WithFantasies(row(0, 1, 1)));
-  const auto* f =
-      static_cast<const UntriedAlgorithmSurrogate*>(fantasised.get());
-  EXPECT_TRUE(f->ChoosesUntriedPair(Q, 0));
-  Eigen::MatrixXd R(2, 6);
-  R << row(0, 1, 1), row(0, 1, 0);
-  EXPECT_FALSE(f->ChoosesUntriedPair(R, 0));
-  EXPECT_TRUE(f->ChoosesUntriedPair(R, 1));
 }
 
 }  // namespace
