@@ -1,13 +1,18 @@
 // Speed of the GP core: hyperparameter fitting, one NLL+gradient evaluation,
-// and batch prediction, at d = 10 inputs in [0, 1].
+// and batch prediction, at d = 10 inputs in [0, 1]; and the deep-kernel GP
+// fit of a DeepPipe study bound partially to its model (new encoders).
 //
 //   cmake --build build --target gp_benchmark && build/bench/gp_benchmark
 #include <cmath>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "Eigen/Core"
 #include "benchmark/benchmark.h"
 #include "core/gp/gaussian_process.h"
+#include "core/space/search_space.h"
+#include "core/surrogate/deeppipe_model.h"
 
 namespace metaopt::gp {
 namespace {
@@ -136,6 +141,71 @@ BENCHMARK(BM_GpConditionOnPending)
     ->Arg(50)
     ->Arg(200)
     ->Arg(1000)
+    ->Unit(benchmark::kMillisecond);
+
+// A space shaped like sklearn-pipelines' (stages of 3, 4, 3 and 8 algorithms
+// with these numbers of float parameters), without its last estimator unless
+// `with_last`.
+v1::SearchSpace PipelineSpace(bool with_last) {
+  const std::vector<std::vector<int>> stages = {
+      {0, 0, 0}, {0, 0, 0, 0}, {0, 1, 1}, {1, 2, 2, 3, 3, 3, 0, 3}};
+  v1::SearchSpace space;
+  for (size_t s = 0; s < stages.size(); ++s) {
+    v1::Stage* stage = space.add_stages();
+    stage->set_name("stage" + std::to_string(s));
+    const bool last_stage = s + 1 == stages.size();
+    for (size_t a = 0; a < stages[s].size(); ++a) {
+      if (last_stage && a + 1 == stages[s].size() && !with_last) break;
+      v1::Algorithm* algorithm = stage->add_algorithms();
+      algorithm->set_name("algorithm" + std::to_string(a));
+      for (int p = 0; p < stages[s][a]; ++p) {
+        v1::Parameter* parameter = algorithm->add_parameters();
+        parameter->set_name("p" + std::to_string(p));
+        parameter->mutable_float_domain()->set_low(0.0);
+        parameter->mutable_float_domain()->set_high(1.0);
+      }
+    }
+  }
+  return space;
+}
+
+// DeepPipe's fine-tune at a Suggest of a study with a new algorithm
+// (FineTuneScope::kNewEncoders, the policy's 100 Adam steps at 1e-2): the
+// model shaped as sklearn-pipelines-deeppipe-newalg (one encoder layer,
+// hidden 128, embedding 20), n observations.
+void BM_DeepPipeNewEncoderFineTune(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  surrogate::DeepPipeArchitecture architecture;
+  architecture.encoder_layers = 1;
+  architecture.hidden = 128;
+  auto meta = surrogate::DeepPipeModel::Create(PipelineSpace(false),
+                                               architecture, /*seed=*/1);
+  if (!meta.ok()) return state.SkipWithError("Create failed");
+  auto model = meta->ForStudySpace(PipelineSpace(true), /*seed=*/2);
+  auto space = space::SearchSpace::Create(PipelineSpace(true));
+  if (!model.ok() || !space.ok()) return state.SkipWithError("bind failed");
+  space::Rng rng(3);
+  std::vector<v1::Configuration> configs;
+  for (int i = 0; i < n; ++i) configs.push_back(space->Sample(rng));
+  const Eigen::MatrixXd X = model->encoder().EncodeBatch(configs);
+  Eigen::VectorXd y(n);
+  for (int i = 0; i < n; ++i) y[i] = std::sin(3.0 * X.row(i).sum());
+  surrogate::DeepPipeFineTuneOptions options;
+  options.scope = surrogate::FineTuneScope::kNewEncoders;
+  options.max_steps = 100;
+  options.learning_rate = 1e-2;
+  int steps = 0;
+  for (auto _ : state) {
+    auto tuned = model->FineTune(X, y, options);
+    if (!tuned.ok()) return state.SkipWithError("FineTune failed");
+    steps = tuned->steps_run;
+    benchmark::DoNotOptimize(tuned);
+  }
+  state.counters["steps"] = steps;
+}
+BENCHMARK(BM_DeepPipeNewEncoderFineTune)
+    ->Arg(25)
+    ->Arg(100)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

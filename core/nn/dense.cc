@@ -70,15 +70,22 @@ typename BasicDense<Scalar>::Matrix BasicDense<Scalar>::Forward(
 }
 
 template <typename Scalar>
-void BasicDense<Scalar>::Backward(const Eigen::Ref<const Matrix>& X,
-                                  const Eigen::Ref<const Matrix>& Y,
-                                  const Eigen::Ref<const Matrix>& dY,
-                                  Eigen::Ref<Vector> grad, Matrix* dX) const {
-  // dA = dL/d(pre-activation).
+typename BasicDense<Scalar>::Matrix BasicDense<Scalar>::PreActivationGradient(
+    const Eigen::Ref<const Matrix>& Y,
+    const Eigen::Ref<const Matrix>& dY) const {
   Matrix dA = dY;
   if (activation_ == Activation::kRelu) {
     dA = (Y.array() > Scalar(0)).select(dA, Scalar(0));
   }
+  return dA;
+}
+
+template <typename Scalar>
+void BasicDense<Scalar>::Backward(const Eigen::Ref<const Matrix>& X,
+                                  const Eigen::Ref<const Matrix>& Y,
+                                  const Eigen::Ref<const Matrix>& dY,
+                                  Eigen::Ref<Vector> grad, Matrix* dX) const {
+  const Matrix dA = PreActivationGradient(Y, dY);
   const Eigen::Index in = input_dim();
   const Eigen::Index out = output_dim();
   if (in > 0) {
@@ -93,6 +100,15 @@ void BasicDense<Scalar>::Backward(const Eigen::Ref<const Matrix>& X,
       *dX = Matrix(X.rows(), 0);
     }
   }
+}
+
+template <typename Scalar>
+typename BasicDense<Scalar>::Matrix BasicDense<Scalar>::InputGradient(
+    const Eigen::Ref<const Matrix>& Y,
+    const Eigen::Ref<const Matrix>& dY) const {
+  if (input_dim() == 0) return Matrix(Y.rows(), 0);
+  const Matrix dA = PreActivationGradient(Y, dY);
+  return dA * weight_.transpose();
 }
 
 template <typename Scalar>

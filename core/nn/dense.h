@@ -81,12 +81,20 @@ class BasicDense {
                 const Eigen::Ref<const Matrix>& Y,
                 const Eigen::Ref<const Matrix>& dY, Eigen::Ref<Vector> grad,
                 Matrix* dX) const;
+  // Backward's dL/dX alone (the same arithmetic, no parameter gradients), for
+  // a frozen layer that gradients pass through.
+  Matrix InputGradient(const Eigen::Ref<const Matrix>& Y,
+                       const Eigen::Ref<const Matrix>& dY) const;
 
   // Flat parameters (num_parameters() entries, layout above).
   void GetParameters(Eigen::Ref<Vector> out) const;
   void SetParameters(const Eigen::Ref<const Vector>& params);
 
  private:
+  // dL/d(pre-activation) given the output Y and dL/dY.
+  Matrix PreActivationGradient(const Eigen::Ref<const Matrix>& Y,
+                               const Eigen::Ref<const Matrix>& dY) const;
+
   Matrix weight_;
   Vector bias_;
   Activation activation_;

@@ -85,6 +85,16 @@ void BasicMlp<Scalar>::Backward(const Trace& trace,
 }
 
 template <typename Scalar>
+typename BasicMlp<Scalar>::Matrix BasicMlp<Scalar>::InputGradient(
+    const Trace& trace, const Eigen::Ref<const Matrix>& dY) const {
+  Matrix delta = dY;
+  for (int k = num_layers() - 1; k >= 0; --k) {
+    delta = layers_[k].InputGradient(trace.outputs[k + 1], delta);
+  }
+  return delta;
+}
+
+template <typename Scalar>
 void BasicMlp<Scalar>::GetParameters(Eigen::Ref<Vector> out) const {
   int offset = 0;
   for (const Layer& layer : layers_) {

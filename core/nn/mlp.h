@@ -88,6 +88,10 @@ class BasicMlp {
   // of the forward pass and dL/d(output); sets *dX = dL/dX if dX is not null.
   void Backward(const Trace& trace, const Eigen::Ref<const Matrix>& dY,
                 Eigen::Ref<Vector> grad, Matrix* dX) const;
+  // Backward's dL/dX alone (the same arithmetic, no parameter gradients), for
+  // a frozen network that gradients pass through.
+  Matrix InputGradient(const Trace& trace,
+                       const Eigen::Ref<const Matrix>& dY) const;
 
   void GetParameters(Eigen::Ref<Vector> out) const;
   // `params` must have num_parameters() entries (checked by the caller).

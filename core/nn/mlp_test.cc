@@ -137,6 +137,34 @@ TEST(MlpTest, BackwardAccumulatesIntoGradient) {
   EXPECT_TRUE(twice.isApprox(2.0 * once));
 }
 
+// InputGradient is Backward's dX, bit for bit, in both scalars and for
+// shapes large enough for Eigen's blocked products.
+TEST(MlpTest, InputGradientIsBackwardsInputGradient) {
+  space::Rng rng(5);
+  for (bool relu_on_output : {false, true}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(Mlp mlp,
+                                 Mlp::Create(40, {64, 64, 20}, relu_on_output));
+    mlp.Initialize(InitScheme::kTorchDefault, rng);
+    const Eigen::MatrixXd X = RandomMatrix(27, 40, rng);
+    const Eigen::MatrixXd dY = RandomMatrix(27, 20, rng);
+    Mlp::Trace trace;
+    mlp.Forward(X, &trace);
+    Eigen::VectorXd grad = Eigen::VectorXd::Zero(mlp.num_parameters());
+    Eigen::MatrixXd dX;
+    mlp.Backward(trace, dY, grad, &dX);
+    EXPECT_EQ(mlp.InputGradient(trace, dY), dX);
+    EXPECT_GT(dX.norm(), 0.0);
+
+    const MlpF single = mlp.Cast<float>();
+    MlpF::Trace trace_f;
+    single.Forward(X.cast<float>(), &trace_f);
+    Eigen::VectorXf grad_f = Eigen::VectorXf::Zero(mlp.num_parameters());
+    Eigen::MatrixXf dX_f;
+    single.Backward(trace_f, dY.cast<float>(), grad_f, &dX_f);
+    EXPECT_EQ(single.InputGradient(trace_f, dY.cast<float>()), dX_f);
+  }
+}
+
 TEST(MlpTest, NoLayersIsTheIdentity) {
   METAOPT_ASSERT_OK_AND_ASSIGN(Mlp mlp, Mlp::Create(3, {}));
   EXPECT_EQ(mlp.output_dim(), 3);

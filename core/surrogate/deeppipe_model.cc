@@ -280,6 +280,106 @@ std::vector<Eigen::Index> DeepPipeModel::NewEncoderParameterIndices() const {
   return indices;
 }
 
+std::function<absl::StatusOr<DeepPipeLoss>(const Eigen::VectorXd&)>
+DeepPipeModel::NewEncoderObjective(const Eigen::MatrixXd& X,
+                                   const Eigen::VectorXd& y) const {
+  // Fixed within a fit, and taken from one Loss-style forward pass so that
+  // every value is Loss's: the rows per block, the new encoders' inputs and
+  // the aggregator input (its frozen encoders' slots; a new algorithm's rows
+  // are overwritten per call); the embeddings too if no row chooses a new
+  // algorithm.
+  struct State {
+    DeepPipeModel work;
+    Eigen::VectorXd y;
+    std::vector<int> new_blocks;
+    bool embeddings_move = false;
+    EmbedTrace<double> trace;
+    Eigen::MatrixXd aggregator_input;
+    Eigen::MatrixXd fixed_embeddings;
+  };
+  auto state = std::make_shared<State>(State{*this, y, {}, false, {}, {}, {}});
+  state->fixed_embeddings = EmbedImpl(X, &state->trace);
+  state->aggregator_input = state->trace.aggregator_trace.outputs[0];
+  for (size_t b = 0; b < new_encoders_.size(); ++b) {
+    if (!new_encoders_[b]) continue;
+    state->new_blocks.push_back(static_cast<int>(b));
+    state->embeddings_move |= !state->trace.rows[b].empty();
+  }
+  return [state](const Eigen::VectorXd& q) -> absl::StatusOr<DeepPipeLoss> {
+    DeepPipeModel& work = state->work;
+    EmbedTrace<double>& trace = state->trace;
+    const space::EncodingLayout& layout = work.structure_->encoder.layout();
+    const int kp = work.num_kernel_parameters();
+    if (!q.allFinite()) {
+      return absl::InvalidArgumentError(
+          "DeepPipe parameters: non-finite entries");
+    }
+    METAOPT_RETURN_IF_ERROR(work.gp_.set_hyperparameters(q.tail(kp)));
+    Eigen::Index offset = 0;
+    for (int b : state->new_blocks) {
+      nn::Mlp& encoder = work.encoders_[b];
+      encoder.SetParameters(q.segment(offset, encoder.num_parameters()));
+      offset += encoder.num_parameters();
+    }
+    // Forward as EmbedWith, the frozen encoders' outputs reused.
+    Eigen::MatrixXd Z;
+    if (state->embeddings_move) {
+      Eigen::MatrixXd& A = state->aggregator_input;
+      for (int b : state->new_blocks) {
+        if (trace.rows[b].empty()) continue;
+        const int stage = layout.blocks[b].stage;
+        nn::Mlp::Trace& encoder_trace = trace.encoder_traces[b];
+        // Forward refills the trace, starting with its input.
+        const Eigen::MatrixXd input = std::move(encoder_trace.outputs[0]);
+        const Eigen::MatrixXd out =
+            work.encoders_[b].Forward(input, &encoder_trace);
+        A(trace.rows[b], Eigen::seqN(work.slot_offsets_[stage],
+                                     work.slot_widths_[stage])) = out;
+      }
+      Z = work.aggregator_.Forward(A, &trace.aggregator_trace);
+    }
+    const Eigen::MatrixXd& embeddings =
+        state->embeddings_move ? Z : state->fixed_embeddings;
+    // The GP part as Loss (mean_loss_weight 0).
+    const Eigen::VectorXd m = work.MeanOfEmbeddings(embeddings);
+    METAOPT_ASSIGN_OR_RETURN(gp::NllResult nll,
+                             work.gp_.NegativeLogMarginalLikelihood(
+                                 embeddings, state->y - m,
+                                 /*with_input_gradient=*/state->embeddings_move,
+                                 /*float_inverse=*/false));
+    const double inv_n = 1.0 / static_cast<double>(embeddings.rows());
+    DeepPipeLoss loss;
+    loss.value = nll.value * inv_n;
+    loss.loo = nll.loo_nll * inv_n;
+    loss.gradient = Eigen::VectorXd::Zero(q.size());
+    loss.gradient.tail(kp) = nll.grad_hyper * inv_n;
+    if (!state->embeddings_move) return loss;
+    Eigen::MatrixXd dZ = nll.grad_inputs * inv_n;
+    if (work.conditioned()) {
+      const Eigen::VectorXd dm = -nll.grad_targets * inv_n;
+      dZ.noalias() += dm * work.mean_weights_.transpose();
+    }
+    // Backward as BackwardNetwork, through the frozen aggregator into the new
+    // encoders only.
+    const Eigen::MatrixXd dA =
+        work.aggregator_.InputGradient(trace.aggregator_trace, dZ);
+    offset = 0;
+    for (int b : state->new_blocks) {
+      const nn::Mlp& encoder = work.encoders_[b];
+      const int np = encoder.num_parameters();
+      offset += np;
+      if (trace.rows[b].empty()) continue;
+      const int stage = layout.blocks[b].stage;
+      const Eigen::MatrixXd dOut =
+          dA(trace.rows[b],
+             Eigen::seqN(work.slot_offsets_[stage], work.slot_widths_[stage]));
+      encoder.Backward(trace.encoder_traces[b], dOut,
+                       loss.gradient.segment(offset - np, np), nullptr);
+    }
+    return loss;
+  };
+}
+
 int DeepPipeModel::num_network_parameters() const {
   int n = aggregator_.num_parameters() + static_cast<int>(mean_weights_.size());
   for (const nn::Mlp& mlp : encoders_) n += mlp.num_parameters();
@@ -655,7 +755,7 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
   const Eigen::VectorXd ys = gp::Standardization::FromTargets(y).Apply(y);
   const bool full = options.scope == FineTuneScope::kFull;
   // The new encoders and the kernel: a subset of parameters() trained
-  // through the whole network's loss.
+  // through the whole network's loss (NewEncoderObjective).
   const bool subset =
       options.scope == FineTuneScope::kNewEncoders && num_new_encoders() > 0;
   const std::vector<Eigen::Index> trained =
@@ -668,6 +768,9 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
                                : Eigen::VectorXd(all.tail(kp));
   DeepPipeModel work = *this;
   std::optional<DeepPipeKernelObjective> kernel_objective;
+  std::function<absl::StatusOr<DeepPipeLoss>(const Eigen::VectorXd&)>
+      new_encoder_objective;
+  if (subset) new_encoder_objective = NewEncoderObjective(X, ys);
   if (!full && !subset) {
     const Eigen::MatrixXd Z_fixed = EmbedImpl(X, nullptr);
     METAOPT_ASSIGN_OR_RETURN(kernel_objective,
@@ -682,14 +785,7 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
       METAOPT_RETURN_IF_ERROR(work.set_parameters(q));
       return work.Loss(X, ys);
     }
-    if (subset) {
-      Eigen::VectorXd w = all;
-      w(trained) = q;
-      METAOPT_RETURN_IF_ERROR(work.set_parameters(w));
-      METAOPT_ASSIGN_OR_RETURN(DeepPipeLoss loss, work.Loss(X, ys));
-      loss.gradient = Eigen::VectorXd(loss.gradient(trained));
-      return loss;
-    }
+    if (subset) return new_encoder_objective(q);
     return kernel_objective->Evaluate(q);
   };
 

@@ -51,6 +51,7 @@
 #define METAOPT_CORE_SURROGATE_DEEPPIPE_MODEL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -282,6 +283,14 @@ class DeepPipeModel {
       const std::vector<int>* slot_widths = nullptr);
   // The indices into parameters() that FineTuneScope::kNewEncoders trains.
   std::vector<Eigen::Index> NewEncoderParameterIndices() const;
+  // FineTuneScope::kNewEncoders' objective on validated (X, y): at q (the
+  // entries NewEncoderParameterIndices() lists), Loss(X, y) with those entries
+  // of parameters() set to q and its gradient restricted to them, bit for bit.
+  // Skips what cannot change them: the frozen encoders' outputs are computed
+  // once, the frozen networks get no parameter gradients. The function is not
+  // thread-safe (it reuses a copy of the model between calls).
+  std::function<absl::StatusOr<DeepPipeLoss>(const Eigen::VectorXd& q)>
+  NewEncoderObjective(const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const;
   absl::Status ValidateInputs(const Eigen::MatrixXd& X, const char* what) const;
   Eigen::MatrixXd EmbedImpl(const Eigen::MatrixXd& X,
                             EmbedTrace<double>* trace) const;
@@ -301,6 +310,8 @@ class DeepPipeModel {
                        const MatrixT<Scalar>& dZ,
                        Eigen::Ref<VectorT<Scalar>> grad) const;
   std::string EncoderPrefix(int block) const;
+
+  friend class DeepPipeModelTestAccess;
 
   // The search space, its encoder and names: immutable, shared by copies.
   std::shared_ptr<const Structure> structure_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -832,6 +833,125 @@ TEST(DeepPipePartialBindingTest, NewEncoderFineTuneFreezesTheMetaLearnedPart) {
   EXPECT_NE(before.tail(model.num_kernel_parameters()),
             after.tail(model.num_kernel_parameters()));
 }
+
+}  // namespace
+}  // namespace metaopt::surrogate
+
+namespace metaopt::surrogate {
+
+// Reaches the new-encoder fine-tuning objective (a private detail).
+class DeepPipeModelTestAccess {
+ public:
+  static std::vector<Eigen::Index> TrainedIndices(const DeepPipeModel& model) {
+    return model.NewEncoderParameterIndices();
+  }
+  static std::function<absl::StatusOr<DeepPipeLoss>(const Eigen::VectorXd&)>
+  NewEncoderObjective(const DeepPipeModel& model, const Eigen::MatrixXd& X,
+                      const Eigen::VectorXd& y) {
+    return model.NewEncoderObjective(X, y);
+  }
+};
+
+namespace {
+
+class DeepPipeNewEncoderObjectiveTest
+    : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+// FineTuneScope::kNewEncoders' objective is the whole network's Loss with its
+// gradient restricted to the trained entries, bit for bit: at the start,
+// after moves of the new encoders and the kernel, back at the start (nothing
+// leaks between calls), and with a new algorithm that no row chooses; for a
+// small network and one wide enough for Eigen's blocked products.
+TEST_P(DeepPipeNewEncoderObjectiveTest, EqualsTheWholeNetworksLossExactly) {
+  const auto [conditioned, wide] = GetParam();
+  DeepPipeArchitecture architecture = SmallArchitecture(1);
+  if (wide) {
+    architecture.width_factor = 8;
+    architecture.hidden = 128;
+    architecture.embedding = 20;
+  }
+  const int f = architecture.width_factor;
+  DeepPipeModel meta =
+      DeepPipeModel::Create(TestSpace(), architecture, 3,
+                            conditioned ? TwoFeatures() : FeatureScaler())
+          .value();
+  Eigen::VectorXd meta_params = meta.parameters();
+  space::Rng rng(41);
+  for (int i = 0; i < meta.num_network_parameters(); ++i) {
+    meta_params[i] += 0.1 * space::StandardNormal(rng);
+  }
+  METAOPT_ASSERT_OK(meta.set_parameters(meta_params));
+  if (conditioned) METAOPT_ASSERT_OK(meta.set_task(Eigen::Vector2d(0.7, -1.2)));
+  // New algorithms in both stages: SVM (two inputs) and a parameterless
+  // preprocessor (the dummy column).
+  v1::SearchSpace study = StudySpaceWithNewAlgorithm();
+  study.mutable_stages(0)->add_algorithms()->set_name("scaler");
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
+                               meta.ForStudySpace(study, /*seed=*/5));
+  ASSERT_EQ(model.num_new_encoders(), 2);
+  const std::vector<Eigen::Index> trained =
+      DeepPipeModelTestAccess::TrainedIndices(model);
+  const Eigen::VectorXd all = model.parameters();
+  const Eigen::VectorXd start = all(trained);
+  Eigen::VectorXd moved = start;
+  for (Eigen::Index i = 0; i < moved.size(); ++i) {
+    moved[i] += 0.2 * space::StandardNormal(rng);
+  }
+  const Eigen::VectorXd further = moved + 0.3 * (moved - start);
+
+  const Data data = Sample(model, 40, 13);
+  // Three row sets: all rows; those without "scaler" (stage 0, appended as
+  // algorithm 2); those without either new algorithm (SVM: stage 1,
+  // algorithm 2), where no embedding moves.
+  const space::EncodingLayout& layout = model.encoder().layout();
+  const int scaler = layout.stages[0].offset + 2;
+  const int svm = layout.stages[1].offset + 2;
+  std::vector<std::vector<Eigen::Index>> row_sets(3);
+  for (Eigen::Index r = 0; r < data.X.rows(); ++r) {
+    row_sets[0].push_back(r);
+    if (data.X(r, scaler) == 1.0) continue;
+    row_sets[1].push_back(r);
+    if (data.X(r, svm) != 1.0) row_sets[2].push_back(r);
+  }
+  ASSERT_LT(row_sets[1].size(), row_sets[0].size());
+  ASSERT_LT(row_sets[2].size(), row_sets[1].size());
+  ASSERT_GT(row_sets[2].size(), 1u);
+
+  for (int set = 0; set < 3; ++set) {
+    SCOPED_TRACE(::testing::Message() << "row set " << set);
+    const Eigen::MatrixXd X = data.X(row_sets[set], Eigen::all);
+    const Eigen::VectorXd y = data.y(row_sets[set]);
+    auto objective = DeepPipeModelTestAccess::NewEncoderObjective(model, X, y);
+    for (const Eigen::VectorXd& q : {start, moved, further, start}) {
+      Eigen::VectorXd w = all;
+      w(trained) = q;
+      DeepPipeModel reference = model;
+      METAOPT_ASSERT_OK(reference.set_parameters(w));
+      METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss expected, reference.Loss(X, y));
+      METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeLoss fast, objective(q));
+      EXPECT_EQ(fast.value, expected.value);
+      EXPECT_EQ(fast.loo, expected.loo);
+      ASSERT_EQ(fast.gradient.size(), q.size());
+      EXPECT_EQ(fast.gradient, Eigen::VectorXd(expected.gradient(trained)));
+      // Trained: scaler's encoder (1 input -> F * L_0 = F), SVM's (2 inputs
+      // -> F * L_1 = 3 F), the kernel; an encoder learns only from its rows.
+      ASSERT_EQ(q.size(),
+                (1 + 1) * f + (2 + 1) * 3 * f + model.num_kernel_parameters());
+      EXPECT_EQ(fast.gradient.head(2 * f).norm() > 0.0, set == 0);
+      EXPECT_EQ(fast.gradient.segment(2 * f, 9 * f).norm() > 0.0, set < 2);
+      EXPECT_GT(fast.gradient.tail(model.num_kernel_parameters()).norm(), 0.0);
+    }
+    Eigen::VectorXd broken = start;
+    broken[0] = std::nan("");
+    EXPECT_THAT(
+        objective(broken).status(),
+        StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("non-finite")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ConditioningAndWidth, DeepPipeNewEncoderObjectiveTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Bool()));
 
 }  // namespace
 }  // namespace metaopt::surrogate
