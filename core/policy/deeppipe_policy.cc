@@ -221,10 +221,9 @@ absl::StatusOr<PlainGpEnsembleFit> EnsembleWithPlainGp(
     const double prior_variance =
         model.gp().kernel().output_scale() * scale * scale;
     METAOPT_ASSIGN_OR_RETURN(
-        deep,
-        surrogate::UntriedAlgorithmSurrogate::Create(
-            std::move(deep), model.encoder().layout().stages, prior_variance,
-            data.X));
+        deep, surrogate::UntriedAlgorithmSurrogate::Create(
+                  std::move(deep), model.encoder().layout().stages,
+                  prior_variance, data.X));
   }
   PlainGpEnsembleFit out;
   out.plain_gp_weight = weights[1];

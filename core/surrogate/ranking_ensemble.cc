@@ -219,9 +219,9 @@ UntriedAlgorithmSurrogate::Create(std::shared_ptr<const Surrogate> inner,
   }
   Tried tried;
   for (const space::StageLayout& s : stages) tried.emplace_back(s.size, false);
-  auto out = std::unique_ptr<UntriedAlgorithmSurrogate>(
-      new UntriedAlgorithmSurrogate(std::move(inner), std::move(stages),
-                                    prior_variance, Tried()));
+  auto out =
+      std::unique_ptr<UntriedAlgorithmSurrogate>(new UntriedAlgorithmSurrogate(
+          std::move(inner), std::move(stages), prior_variance, Tried()));
   out->MarkTried(observed, &tried);
   out->tried_ = std::move(tried);
   return std::unique_ptr<const UntriedAlgorithmSurrogate>(std::move(out));
@@ -273,9 +273,8 @@ UntriedAlgorithmSurrogate::WithFantasies(const Eigen::MatrixXd& X) const {
                            inner_->WithFantasies(X));
   Tried tried = tried_;
   MarkTried(X, &tried);
-  return std::unique_ptr<const Surrogate>(
-      new UntriedAlgorithmSurrogate(std::move(inner), stages_, prior_variance_,
-                                    std::move(tried)));
+  return std::unique_ptr<const Surrogate>(new UntriedAlgorithmSurrogate(
+      std::move(inner), stages_, prior_variance_, std::move(tried)));
 }
 
 absl::StatusOr<std::optional<gp::Prediction>>

@@ -291,9 +291,8 @@ TEST(UntriedAlgorithmSurrogateTest, RaisesTheVarianceOfUntriedAlgorithms) {
   METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction g, inner_fantasised->Predict(Q));
   EXPECT_EQ(f.variance, g.variance);
 
-  EXPECT_THAT(
-      UntriedAlgorithmSurrogate::Create(nullptr, stages, 1, observed),
-      StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
+  EXPECT_THAT(UntriedAlgorithmSurrogate::Create(nullptr, stages, 1, observed),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
   EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, -1, observed),
               StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
   EXPECT_THAT(UntriedAlgorithmSurrogate::Create(inner, stages, 1,
