@@ -1069,6 +1069,12 @@ TEST_F(BenchRunTest, KeptStudiesTeachTheServerAModel) {
     if (learned.empty()) absl::SleepFor(absl::Milliseconds(100));
   }
   ASSERT_THAT(learned, ::testing::StartsWith("history-")) << server.Log();
+  // The learner serves its models before it logs the result: wait for both.
+  for (int i = 0; i < 300 && !absl::StrContains(server.Log(),
+                                                "learned from history");
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
   EXPECT_THAT(server.Log(), HasSubstr("learned from history"));
 
   // A new DeepPipe study over the space binds to it, and the bench runs.
