@@ -336,6 +336,9 @@ struct BenchResult {
   std::string curves_path;
   int curve_length = 0;
   int64_t budget = 0;
+  // Pooled from per_task.csv files (PoolPerTaskCsvs): the runs hold regrets
+  // only (no traces, no timings); `pooled_from` names the files.
+  std::vector<std::string> pooled_from;
   // runs[RunIndex(m, t, s)].
   std::vector<RunResult> runs;
   absl::Duration wall_time;
@@ -356,6 +359,18 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options);
 
 // ---------------------------------------------------------------------------
 // Aggregation and outputs
+
+// One result from metaopt-bench per_task.csv files (`method,task,seed,trial,
+// regret`): the union of their methods and tasks (in order of first
+// appearance), for pooling the folds of a cross-validation
+// (bench/cross_validate.sh) or runs of different methods over the same tasks
+// into one summary, report and set of plots (WriteOutputs writes no trials.csv
+// or timing.csv for it). INVALID_ARGUMENT, naming the file and line or the
+// run, for a file that is not a per_task.csv, a run whose trials are not 1, 2,
+// ... once each in one file, a (method, task, seed 0..S-1) without a run, or
+// runs of different lengths; the reader's errors for unreadable files.
+absl::StatusOr<BenchResult> PoolPerTaskCsvs(
+    const std::vector<std::string>& paths);
 
 // One row of summary.csv (plus the rank's standard error, for the plot band).
 struct SummaryRow {

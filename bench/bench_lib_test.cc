@@ -441,6 +441,79 @@ TEST_F(BenchRunTest, IdenticalMethodsTieAtRankOneAndAHalf) {
   EXPECT_EQ(rows[3].regret_mean, rows[13].regret_mean);
 }
 
+// Pooling the per-task regrets of runs split by task (as the folds of a
+// cross-validation) gives the summary of the whole run: means, standard
+// errors and ranks over the union of tasks; the report and plots are written,
+// without trials.csv or timing.csv.
+TEST_F(BenchRunTest, PoolingPerTaskFilesEqualsTheWholeRun) {
+  BenchOptions options = Options();
+  options.methods = {"random", "gp"};
+  absl::StatusOr<BenchResult> whole = RunBenchmark(options);
+  ASSERT_THAT(whole, IsOk());
+  ASSERT_GE(whole->task_ids.size(), 2u);
+  // Two files: the first task's rows, and all the others.
+  const std::vector<std::string> lines =
+      absl::StrSplit(PerTaskCsv(*whole), '\n', absl::SkipEmpty());
+  std::string first = lines[0] + "\n", rest = lines[0] + "\n";
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const bool in_first =
+        absl::StrContains(lines[i], absl::StrCat(",", whole->task_ids[0], ","));
+    absl::StrAppend(in_first ? &first : &rest, lines[i], "\n");
+  }
+  const std::string a = dir_.File("a.csv"), b = dir_.File("b.csv");
+  const std::string w = dir_.File("whole.csv");
+  std::ofstream(a) << first;
+  std::ofstream(b) << rest;
+  std::ofstream(w) << PerTaskCsv(*whole);
+  absl::StatusOr<BenchResult> pooled = PoolPerTaskCsvs({a, b});
+  ASSERT_THAT(pooled, IsOk());
+  EXPECT_EQ(pooled->trials, whole->trials);
+  EXPECT_EQ(pooled->seeds, whole->seeds);
+  EXPECT_EQ(pooled->task_ids, whole->task_ids);
+  ASSERT_EQ(pooled->runs.size(), whole->runs.size());
+  // per_task.csv keeps 8 significant digits.
+  for (size_t i = 0; i < whole->runs.size(); ++i) {
+    for (int k = 0; k < whole->trials; ++k) {
+      EXPECT_NEAR(pooled->runs[i].regret[k], whole->runs[i].regret[k], 1e-8);
+    }
+  }
+  absl::StatusOr<BenchResult> unsplit = PoolPerTaskCsvs({w});
+  ASSERT_THAT(unsplit, IsOk());
+  EXPECT_EQ(SummaryCsv(Summarize(*pooled)), SummaryCsv(Summarize(*unsplit)));
+
+  ReportInfo info;
+  info.command_line = "metaopt-bench --pool a.csv,b.csv";
+  const std::string out = dir_.File("pooled");
+  ASSERT_THAT(WriteOutputs(*pooled, info, out), IsOk());
+  EXPECT_EQ(ReadFile(out + "/summary.csv"), SummaryCsv(Summarize(*unsplit)));
+  EXPECT_THAT(ReadFile(out + "/report.md"), HasSubstr("pooled from"));
+  EXPECT_THAT(ReadFile(out + "/regret_vs_trials.svg"), HasSubstr("<svg"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/trials.csv"));
+  EXPECT_FALSE(std::filesystem::exists(out + "/timing.csv"));
+
+  // A run missing from the pool, a repeated trial, another file.
+  EXPECT_THAT(PoolPerTaskCsvs({a}), IsOk());  // fewer tasks: fine
+  const std::string gap = dir_.File("gap.csv");
+  std::ofstream(gap) << lines[0] << "\nrandom,t1,0,1,0.5\nrandom,t1,1,1,0.5\n"
+                     << "gp,t1,0,1,0.5\n";
+  EXPECT_THAT(PoolPerTaskCsvs({gap}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no run of gp on t1 seed 1")));
+  const std::string twice = dir_.File("twice.csv");
+  std::ofstream(twice) << lines[0]
+                       << "\nrandom,t1,0,1,0.5\nrandom,t1,0,1,0.4\n";
+  EXPECT_THAT(PoolPerTaskCsvs({twice}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("twice.csv:3: column \"trial\"")));
+  const std::string other = dir_.File("other.csv");
+  std::ofstream(other) << "method,trials,regret_mean\n";
+  EXPECT_THAT(PoolPerTaskCsvs({other}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("a metaopt-bench per_task.csv")));
+  EXPECT_THAT(PoolPerTaskCsvs({}), StatusIs(absl::StatusCode::kInvalidArgument,
+                                            HasSubstr("no per_task.csv")));
+}
+
 TEST_F(BenchRunTest, WritesAllOutputs) {
   absl::StatusOr<BenchResult> result = RunBenchmark(Options());
   ASSERT_THAT(result, IsOk());

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # K-fold cross-validation of a meta-learned method over a meta-dataset's train and valid tasks
-# (docs/benchmarks.md, "Cross-validated choice"). A meta-dataset ships a handful of valid tasks,
+# (docs/benchmarks.md, "Choosing settings by cross-validation"). A meta-dataset ships a handful of valid tasks,
 # too few to choose between variants whose differences are a few tasks' worth; here every train or
 # valid task is held out once. Fold k: a copy of the data (symlinks, only tasks.csv rewritten)
 # whose valid split is every K-th of the train and valid tasks in name order (offset k), the rest
 # its train split; the test split is left as it is and never read. A model is meta-trained on the
 # fold's train split (its valid split picks the epoch, as the bundled recipe does), then
 # metaopt-bench replays the fold's valid tasks. The folds' per-task regrets are pooled into one
-# summary (mean and standard error over all tasks x seeds, as metaopt-bench's own).
+# summary, report and plots (metaopt-bench --pool: mean and standard error over all tasks x seeds,
+# as metaopt-bench's own).
 #
 #   bench/cross_validate.sh [DATA_DIR] [OUT_DIR]
 #
@@ -18,7 +19,8 @@
 # REUSE_MODELS (1: keep a fold's trained model when OUT_DIR already has it, so that policy
 # variants built into another metaopt-bench are compared on the same models), BENCH_DIR (bench:
 # the name of each fold's and the pooled report folder, one per variant). Writes
-# OUT_DIR/fold-K/{DATA,registry,BENCH_DIR}/ and OUT_DIR/BENCH_DIR/{per_task.csv,summary.csv}.
+# OUT_DIR/fold-K/{DATA,registry,BENCH_DIR}/ and OUT_DIR/BENCH_DIR/ (summary.csv, per_task.csv,
+# report.md, SVG plots).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -98,24 +100,10 @@ for ((k = 0; k < folds; ++k)); do
     --out "$out/fold-$k/$bench_dir"
 done
 
-# Pooled: per_task.csv of every fold, then mean and standard error over tasks x seeds per trial.
-mkdir -p "$out/$bench_dir"
-{
-  head -1 "$out/fold-0/$bench_dir/per_task.csv"
-  for ((k = 0; k < folds; ++k)); do tail -n +2 "$out/fold-$k/$bench_dir/per_task.csv"; done
-} >"$out/$bench_dir/per_task.csv"
-awk -F, -v OFS=, '
-  NR == 1 { next }
-  { key = $1 OFS $4; n[key]++; s[key] += $5; q[key] += $5 * $5; if (!(key in seen)) { seen[key] = 1; keys[m++] = key } }
-  END {
-    for (i = 0; i < m; ++i) {
-      key = keys[i]; mean = s[key] / n[key]
-      var = n[key] > 1 ? (q[key] - n[key] * mean * mean) / (n[key] - 1) : 0
-      if (var < 0) var = 0
-      printf "%s,%.6f,%.6f,%d\n", key, mean, sqrt(var / n[key]), n[key]
-    }
-  }' "$out/$bench_dir/per_task.csv" | sort -t, -k1,1 -k2,2n >"$out/$bench_dir/summary.body"
-{ echo "method,trials,regret_mean,regret_sem,runs"; cat "$out/$bench_dir/summary.body"; } >"$out/$bench_dir/summary.csv"
-rm "$out/$bench_dir/summary.body"
-echo "wrote $out/$bench_dir/summary.csv" >&2
+# Pooled: every fold's per_task.csv into one summary, report and plots.
+pooled=()
+for ((k = 0; k < folds; ++k)); do pooled+=("$out/fold-$k/$bench_dir"); done
+"$bench_bin" --pool "$(IFS=,; echo "${pooled[*]}")" --out "$out/$bench_dir" --quiet \
+  --pool-name "$name, $folds-fold cross-validation over the train and valid tasks"
+echo "wrote $out/$bench_dir/report.md" >&2
 awk -F, '$2 == 5 || $2 == 10 || $2 == 25 || $2 == 50' "$out/$bench_dir/summary.csv" >&2

@@ -10,6 +10,7 @@
 //       --early-stopping none,median,asha --trials 128 --budget 810 \
 //       --out /tmp/bench-es
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -54,9 +55,21 @@ int main(int argc, char** argv) {
   CLI::App app{
       "metaopt-bench: replay a meta-dataset through the metaopt study engine "
       "and report normalised regret, average ranks and Suggest latency"};
-  app.add_option("--data", options.data_dir,
-                 "meta-dataset folder (space.json, evaluations.csv, tasks.csv)")
-      ->required();
+  std::vector<std::string> pool;
+  std::string pool_name = "pooled runs";
+  app.add_option(
+      "--data", options.data_dir,
+      "meta-dataset folder (space.json, evaluations.csv, tasks.csv)");
+  app.add_option("--pool", pool,
+                 "instead of running: pool these metaopt-bench outputs (their "
+                 "per_task.csv: files or the folders holding them, e.g. the "
+                 "folds of bench/cross_validate.sh) into one summary, report "
+                 "and plots in --out")
+      ->delimiter(',')
+      ->excludes("--data");
+  app.add_option("--pool-name", pool_name,
+                 "with --pool: the title of the report and plots")
+      ->capture_default_str();
   app.add_option("--split", options.split, "tasks to replay")
       ->capture_default_str()
       ->check(CLI::IsMember({"train", "valid", "test", "holdout", "all"}));
@@ -113,6 +126,10 @@ int main(int argc, char** argv) {
                  "export_samples.py)");
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
+  if (options.data_dir.empty() && pool.empty()) {
+    std::fprintf(stderr, "metaopt-bench: --data or --pool is required\n");
+    return 2;
+  }
 
   // The engine logs every created and deleted study at info level.
   metaopt::SetMinLogSeverity(metaopt::LogSeverity::kWarning);
@@ -126,8 +143,13 @@ int main(int argc, char** argv) {
   info.version = METAOPT_BENCH_VERSION;
   info.compiler = CompilerName();
 
+  for (std::string& path : pool) {
+    if (std::filesystem::is_directory(path)) path += "/per_task.csv";
+  }
   absl::StatusOr<metaopt::bench::BenchResult> result =
-      metaopt::bench::RunBenchmark(options);
+      pool.empty() ? metaopt::bench::RunBenchmark(options)
+                   : metaopt::bench::PoolPerTaskCsvs(pool);
+  if (result.ok() && !pool.empty()) result->dataset_name = pool_name;
   if (!result.ok()) {
     std::fprintf(stderr, "metaopt-bench: %s\n",
                  std::string(result.status().ToString()).c_str());

@@ -179,13 +179,22 @@ std::string ReportMarkdown(const BenchResult& result,
     method_names.push_back(m.name);
 
   std::string md;
-  absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, " (",
-                  result.split, " split)\n\n");
+  if (result.pooled_from.empty()) {
+    absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, " (",
+                    result.split, " split)\n\n");
+  } else {
+    absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, "\n\n");
+  }
   absl::StrAppend(&md, "| | |\n|---|---|\n");
-  absl::StrAppend(&md, "| data | `", result.dataset_name, "` (folder `",
-                  result.data_dir, "`), split `", result.split, "` |\n");
-  absl::StrAppend(&md, "| objective | `", result.objective_name, "` (",
-                  GoalName(result.goal), ") |\n");
+  if (!result.pooled_from.empty()) {
+    absl::StrAppend(&md, "| data | pooled from `",
+                    absl::StrJoin(result.pooled_from, "`, `"), "` |\n");
+  } else {
+    absl::StrAppend(&md, "| data | `", result.dataset_name, "` (folder `",
+                    result.data_dir, "`), split `", result.split, "` |\n");
+    absl::StrAppend(&md, "| objective | `", result.objective_name, "` (",
+                    GoalName(result.goal), ") |\n");
+  }
   std::string skipped = result.skipped_tasks.empty()
                             ? "none"
                             : absl::StrJoin(result.skipped_tasks, ", ");
@@ -213,22 +222,28 @@ std::string ReportMarkdown(const BenchResult& result,
                   result.seeds,
                   " (study seed = FNV-1a-64(task id) + seed, seeds 0..",
                   result.seeds - 1, ") |\n");
-  absl::StrAppend(&md, "| engine | ", result.backend, ", ", result.jobs,
-                  result.jobs == 1 ? " job" : " jobs", " |\n");
-  absl::StrAppend(
-      &md, "| registry models | ",
-      result.models.empty() ? "none" : absl::StrJoin(result.models, ", "),
-      " |\n");
+  if (result.pooled_from.empty()) {
+    absl::StrAppend(&md, "| engine | ", result.backend, ", ", result.jobs,
+                    result.jobs == 1 ? " job" : " jobs", " |\n");
+    absl::StrAppend(
+        &md, "| registry models | ",
+        result.models.empty() ? "none" : absl::StrJoin(result.models, ", "),
+        " |\n");
+  }
   absl::StrAppend(&md, "| metaopt | ", info.version, " |\n");
   absl::StrAppend(&md, "| compiler | ", info.compiler, " |\n");
   absl::StrAppend(&md, "| date | ",
                   absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", info.start_time,
                                    absl::UTCTimeZone()),
                   " |\n");
-  absl::StrAppend(
-      &md, "| wall time | ",
-      absl::StrFormat("%.1f s", absl::ToDoubleSeconds(result.wall_time)),
-      " |\n\n");
+  if (result.pooled_from.empty()) {
+    absl::StrAppend(
+        &md, "| wall time | ",
+        absl::StrFormat("%.1f s", absl::ToDoubleSeconds(result.wall_time)),
+        " |\n\n");
+  } else {
+    absl::StrAppend(&md, "\n");
+  }
   absl::StrAppend(&md, "Command:\n\n```sh\n", info.command_line, "\n```\n\n");
 
   auto header = [&](const char* first) {
@@ -268,12 +283,18 @@ std::string ReportMarkdown(const BenchResult& result,
     }
     absl::StrAppend(&md, "\n");
   }
-  absl::StrAppend(&md,
-                  "\n## Suggest latency\n\nWall time of one Suggest(count=1) "
-                  "call as the bench sees it (",
-                  result.backend,
-                  ").\n\n| method | calls | mean (ms) | p50 (ms) | p95 (ms) "
-                  "|\n|---|---|---|---|---|\n");
+  if (!result.pooled_from.empty()) {
+    absl::StrAppend(&md,
+                    "\n## Suggest latency\n\nNot pooled: see each "
+                    "file's own report.\n");
+  } else {
+    absl::StrAppend(&md,
+                    "\n## Suggest latency\n\nWall time of one Suggest(count=1) "
+                    "call as the bench sees it (",
+                    result.backend,
+                    ").\n\n| method | calls | mean (ms) | p50 (ms) | p95 (ms) "
+                    "|\n|---|---|---|---|---|\n");
+  }
   for (const TimingRow& row : timing) {
     absl::StrAppend(
         &md, absl::StrFormat("| %s | %d | %.3f | %.3f | %.3f |\n", row.method,
@@ -420,16 +441,20 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
         absl::StrCat("--out: cannot create ", out_dir, ": ", error.message()));
   }
   const std::vector<SummaryRow> summary = Summarize(result);
-  const std::vector<TimingRow> timing = SummarizeTiming(result);
+  const std::vector<TimingRow> timing = result.pooled_from.empty()
+                                            ? SummarizeTiming(result)
+                                            : std::vector<TimingRow>();
   const std::string dir = absl::StrCat(out_dir, "/");
   METAOPT_RETURN_IF_ERROR(
       WriteTextFile(absl::StrCat(dir, "summary.csv"), SummaryCsv(summary)));
   METAOPT_RETURN_IF_ERROR(
       WriteTextFile(absl::StrCat(dir, "per_task.csv"), PerTaskCsv(result)));
-  METAOPT_RETURN_IF_ERROR(
-      WriteTextFile(absl::StrCat(dir, "trials.csv"), TrialsCsv(result)));
-  METAOPT_RETURN_IF_ERROR(
-      WriteTextFile(absl::StrCat(dir, "timing.csv"), TimingCsv(timing)));
+  if (result.pooled_from.empty()) {
+    METAOPT_RETURN_IF_ERROR(
+        WriteTextFile(absl::StrCat(dir, "trials.csv"), TrialsCsv(result)));
+    METAOPT_RETURN_IF_ERROR(
+        WriteTextFile(absl::StrCat(dir, "timing.csv"), TimingCsv(timing)));
+  }
   std::string report = ReportMarkdown(result, summary, timing, info);
   if (result.early_stopping) {
     const std::vector<CostSummaryRow> cost = SummarizeCost(result);
@@ -446,7 +471,9 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
 
   // Plots: one series per method over trials 1..T.
   const std::string where =
-      absl::StrCat(result.dataset_name, " (", result.split, " split)");
+      result.pooled_from.empty()
+          ? absl::StrCat(result.dataset_name, " (", result.split, " split)")
+          : result.dataset_name;
   const std::string sample = absl::StrCat(
       result.task_ids.size(),
       result.task_ids.size() == 1 ? " task x " : " tasks x ", result.seeds,
