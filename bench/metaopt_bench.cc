@@ -9,6 +9,11 @@
 //   metaopt-bench --data bench/data/learning-curves --split test \
 //       --early-stopping none,median,asha --trials 128 --budget 810 \
 //       --out /tmp/bench-es
+//
+// Pooling earlier runs' per_task.csv (the folds of bench/cross_validate.sh):
+//
+//   metaopt-bench --pool /tmp/cv/fold-0/bench,/tmp/cv/fold-1/bench \
+//       --pool-name "4-fold cross-validation" --out /tmp/cv/pooled
 #include <cstdio>
 #include <filesystem>
 #include <string>

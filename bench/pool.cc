@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -22,13 +23,18 @@ namespace {
 
 constexpr char kPerTaskHeader[] = "method,task,seed,trial,regret";
 
-// Appends to `first_seen` the values of `key` not in it yet, in file order.
-void Remember(const std::string& key, std::vector<std::string>* first_seen) {
-  for (const std::string& k : *first_seen) {
-    if (k == key) return;
+// Names in order of first appearance.
+class FirstSeen {
+ public:
+  void Add(const std::string& name) {
+    if (seen_.insert(name).second) order_.push_back(name);
   }
-  first_seen->push_back(key);
-}
+  const std::vector<std::string>& order() const { return order_; }
+
+ private:
+  absl::flat_hash_set<std::string> seen_;
+  std::vector<std::string> order_;
+};
 
 }  // namespace
 
@@ -37,11 +43,10 @@ absl::StatusOr<BenchResult> PoolPerTaskCsvs(
   if (paths.empty()) {
     return absl::InvalidArgumentError("--pool: no per_task.csv files given");
   }
-  // (method, task, seed) -> regret by trial (1-based; 0 unused).
+  // (method, task, seed) -> the regret after trials 1, 2, ...
   std::map<std::tuple<std::string, std::string, int64_t>, std::vector<double>>
       curves;
-  std::vector<std::string> methods;
-  std::vector<std::string> tasks;
+  FirstSeen method_names, task_names;
   int64_t seeds = 0;
   for (const std::string& path : paths) {
     METAOPT_ASSIGN_OR_RETURN(std::string text,
@@ -73,8 +78,8 @@ absl::StatusOr<BenchResult> PoolPerTaskCsvs(
       }
       const std::string method(fields[0]);
       const std::string task(fields[1]);
-      Remember(method, &methods);
-      Remember(task, &tasks);
+      method_names.Add(method);
+      task_names.Add(task);
       seeds = std::max(seeds, seed + 1);
       std::vector<double>& curve = curves[{method, task, seed}];
       if (trial != static_cast<int64_t>(curve.size()) + 1) {
@@ -87,6 +92,8 @@ absl::StatusOr<BenchResult> PoolPerTaskCsvs(
       curve.push_back(regret);
     }
   }
+  const std::vector<std::string>& methods = method_names.order();
+  const std::vector<std::string>& tasks = task_names.order();
   BenchResult result;
   result.split = "pooled";
   result.backend = absl::StrCat("pooled from ", paths.size(),
