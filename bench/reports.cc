@@ -178,15 +178,16 @@ std::string ReportMarkdown(const BenchResult& result,
   for (const MethodDefinition& m : result.methods)
     method_names.push_back(m.name);
 
+  const bool pooled = !result.pooled_from.empty();
   std::string md;
-  if (result.pooled_from.empty()) {
+  if (!pooled) {
     absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, " (",
                     result.split, " split)\n\n");
   } else {
     absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, "\n\n");
   }
   absl::StrAppend(&md, "| | |\n|---|---|\n");
-  if (!result.pooled_from.empty()) {
+  if (pooled) {
     absl::StrAppend(&md, "| data | pooled from `",
                     absl::StrJoin(result.pooled_from, "`, `"), "` |\n");
   } else {
@@ -222,7 +223,7 @@ std::string ReportMarkdown(const BenchResult& result,
                   result.seeds,
                   " (study seed = FNV-1a-64(task id) + seed, seeds 0..",
                   result.seeds - 1, ") |\n");
-  if (result.pooled_from.empty()) {
+  if (!pooled) {
     absl::StrAppend(&md, "| engine | ", result.backend, ", ", result.jobs,
                     result.jobs == 1 ? " job" : " jobs", " |\n");
     absl::StrAppend(
@@ -236,7 +237,7 @@ std::string ReportMarkdown(const BenchResult& result,
                   absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", info.start_time,
                                    absl::UTCTimeZone()),
                   " |\n");
-  if (result.pooled_from.empty()) {
+  if (!pooled) {
     absl::StrAppend(
         &md, "| wall time | ",
         absl::StrFormat("%.1f s", absl::ToDoubleSeconds(result.wall_time)),
@@ -283,7 +284,7 @@ std::string ReportMarkdown(const BenchResult& result,
     }
     absl::StrAppend(&md, "\n");
   }
-  if (!result.pooled_from.empty()) {
+  if (pooled) {
     absl::StrAppend(&md,
                     "\n## Suggest latency\n\nNot pooled: see each "
                     "file's own report.\n");
@@ -440,16 +441,17 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
     return absl::PermissionDeniedError(
         absl::StrCat("--out: cannot create ", out_dir, ": ", error.message()));
   }
+  // A pooled result has regrets only: no traces, no timings.
+  const bool pooled = !result.pooled_from.empty();
   const std::vector<SummaryRow> summary = Summarize(result);
-  const std::vector<TimingRow> timing = result.pooled_from.empty()
-                                            ? SummarizeTiming(result)
-                                            : std::vector<TimingRow>();
+  const std::vector<TimingRow> timing =
+      pooled ? std::vector<TimingRow>() : SummarizeTiming(result);
   const std::string dir = absl::StrCat(out_dir, "/");
   METAOPT_RETURN_IF_ERROR(
       WriteTextFile(absl::StrCat(dir, "summary.csv"), SummaryCsv(summary)));
   METAOPT_RETURN_IF_ERROR(
       WriteTextFile(absl::StrCat(dir, "per_task.csv"), PerTaskCsv(result)));
-  if (result.pooled_from.empty()) {
+  if (!pooled) {
     METAOPT_RETURN_IF_ERROR(
         WriteTextFile(absl::StrCat(dir, "trials.csv"), TrialsCsv(result)));
     METAOPT_RETURN_IF_ERROR(
@@ -471,9 +473,8 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
 
   // Plots: one series per method over trials 1..T.
   const std::string where =
-      result.pooled_from.empty()
-          ? absl::StrCat(result.dataset_name, " (", result.split, " split)")
-          : result.dataset_name;
+      pooled ? result.dataset_name
+             : absl::StrCat(result.dataset_name, " (", result.split, " split)");
   const std::string sample = absl::StrCat(
       result.task_ids.size(),
       result.task_ids.size() == 1 ? " task x " : " tasks x ", result.seeds,
