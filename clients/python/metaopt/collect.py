@@ -248,24 +248,34 @@ def open_study(client: Client, table: Table, catalogue: Catalogue, prefix: str) 
 
 
 class Progress:
-    """One line per event on stderr: the dataset, its trials done out of the catalogue, the
-    rate and the estimated time left. Thread-safe."""
+    """One line per 25 observations on stderr: the dataset, its observed trials (of all this
+    process's workers) out of the catalogue, the rate. Thread-safe."""
 
     def __init__(self, n_tasks: int, n_configs: int) -> None:
         self.n_tasks = n_tasks
         self.n_configs = n_configs
         self.started = time.monotonic()
         self.evaluated = 0
+        self._observed: Dict[str, int] = {}
+        self._failed: Dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def evaluated_one(self, position: int, task: str, done: int, failed: int) -> None:
+    def start_task(self, task: str, observed: int, failed: int) -> None:
+        """Records what the study held when a worker joined it (the larger count wins)."""
+        with self._lock:
+            self._observed[task] = max(self._observed.get(task, 0), observed)
+            self._failed[task] = max(self._failed.get(task, 0), failed)
+
+    def evaluated_one(self, position: int, task: str, failed: bool) -> None:
         with self._lock:
             self.evaluated += 1
+            done = self._observed[task] = self._observed.get(task, 0) + 1
+            bad = self._failed[task] = self._failed.get(task, 0) + int(failed)
             elapsed = time.monotonic() - self.started
             if self.evaluated % 25 == 0 or done == self.n_configs:
                 rate = self.evaluated / max(elapsed, 1e-9)
                 print(f"collect: [{position}/{self.n_tasks}] {task}: {done}/{self.n_configs} "
-                      f"observed ({failed} failed); {self.evaluated} this run in "
+                      f"observed ({bad} failed); {self.evaluated} this run in "
                       f"{elapsed / 60:.1f} min ({rate:.2f}/s)", file=sys.stderr, flush=True)
 
     def say(self, message: str) -> None:
@@ -285,8 +295,9 @@ def collect_task(client: Client, table: Table, catalogue: Catalogue, *, worker_i
     Other workers may still hold leased trials of it when this returns.
     """
     study = open_study(client, table, catalogue, prefix)
-    observed = sum(1 for t in study.trials() if _observed(t))
-    failed = sum(1 for t in study.trials() if t.state == TrialState.FAILED)
+    trials = list(study.trials())
+    progress.start_task(table.task, sum(1 for t in trials if _observed(t)),
+                        sum(1 for t in trials if t.state == TrialState.FAILED))
     data = pipelines._prepare(evaluation_view(table), table.labels, table.categorical, None)
     evaluator = pipelines.Evaluator._of(data, fit_time_limit)
     try:
@@ -304,11 +315,9 @@ def collect_task(client: Client, table: Table, catalogue: Catalogue, *, worker_i
                        "wall_seconds": evaluation.wall_seconds, "cv_folds": 0.0}
             if evaluation.value is None:
                 study.observe(trial, failed=evaluation.failure, metrics=metrics)
-                failed += 1
             else:
                 study.observe(trial, evaluation.value, metrics=metrics)
-            observed += 1
-            progress.evaluated_one(position, table.task, observed, failed)
+            progress.evaluated_one(position, table.task, evaluation.value is None)
     finally:
         evaluator.close()
 
