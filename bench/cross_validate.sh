@@ -18,7 +18,11 @@
 # (gp,deeppipe-newalg), TRIALS (25), SEEDS (5), JOBS (2), TRAIN_JOBS (2 folds trained at once),
 # REUSE_MODELS (1: keep a fold's trained model when OUT_DIR already has it, so that policy
 # variants built into another metaopt-bench are compared on the same models), BENCH_DIR (bench:
-# the name of each fold's and the pooled report folder, one per variant). Writes
+# the name of each fold's and the pooled report folder, one per variant), DESIGN_ARGS (empty;
+# metaopt-train flags that add a task design to each fold's trained model, e.g. `--kind metabu
+# --design nearest --neighbours 5 --blend interleave`: run on a copy of the fold's registry,
+# registry-BENCH_DIR, which that variant's bench reads, so that design variants share one trained
+# model per fold). Writes
 # OUT_DIR/fold-K/{DATA,registry,BENCH_DIR}/ and OUT_DIR/BENCH_DIR/ (summary.csv, per_task.csv,
 # report.md, SVG plots).
 set -euo pipefail
@@ -38,6 +42,7 @@ jobs="${JOBS:-2}"
 train_jobs="${TRAIN_JOBS:-2}"
 reuse="${REUSE_MODELS:-1}"
 bench_dir="${BENCH_DIR:-bench}"
+design_args="${DESIGN_ARGS:-}"
 train_bin="$build/core/meta/train/metaopt-train"
 bench_bin="$build/bench/metaopt-bench"
 
@@ -94,9 +99,29 @@ done
 for pid in "${pids[@]}"; do wait "$pid"; done
 
 for ((k = 0; k < folds; ++k)); do
+  registry="$out/fold-$k/registry"
+  if [[ -n "$design_args" ]]; then
+    # The variant's registry: the fold's trained model plus the design, as a new version. A
+    # design archives every train and valid task it reads, so it reads a copy of the fold whose
+    # held-out tasks are marked test: a held-out task must not find itself.
+    registry="$out/fold-$k/registry-$bench_dir"
+    rm -rf "$registry"
+    cp -r "$out/fold-$k/registry" "$registry"
+    design_data="$out/fold-$k/design/$name"
+    mkdir -p "$design_data"
+    for f in "$data"/*; do
+      [[ "$(basename "$f")" == tasks.csv ]] || ln -sfn "$f" "$design_data/$(basename "$f")"
+    done
+    awk -F, -v OFS=, 'FNR > 1 && $3 == "valid" { $3 = "test" } { print }' \
+      "$out/fold-$k/$name/tasks.csv" >"$design_data/tasks.csv"
+    # shellcheck disable=SC2086  # DESIGN_ARGS is a flag list
+    "$train_bin" $design_args --data "$design_data" --registry "$registry" --name "$model" \
+      --quiet >"$out/fold-$k/design-$bench_dir.log" 2>&1 ||
+      { echo "fold $k: the design failed:" >&2; cat "$out/fold-$k/design-$bench_dir.log" >&2; exit 1; }
+  fi
   echo "fold $k: metaopt-bench $methods" >&2
   "$bench_bin" --data "$out/fold-$k/$name" --split valid --methods "$methods" --trials "$trials" \
-    --seeds "$seeds" --registry "$out/fold-$k/registry" --jobs "$jobs" --quiet \
+    --seeds "$seeds" --registry "$registry" --jobs "$jobs" --quiet \
     --out "$out/fold-$k/$bench_dir"
 done
 

@@ -276,6 +276,26 @@ TEST(MetabuTrainerKindTest, AddsADesignToAnExistingModel) {
                              out2, err2),
             1);
   EXPECT_THAT(err2.str(), HasSubstr("--name"));
+
+  // --design portfolio: the next version drops the design again (the fixed
+  // portfolio chosen), keeping everything else of the newest version.
+  const char* drop[] = {"metaopt-train", "--kind",       "metabu",
+                        "--data",        data.c_str(),   "--registry",
+                        models.c_str(),  "--name",       "data-portfolio",
+                        "--design",      "portfolio",    "--quiet"};
+  std::ostringstream out3, err3;
+  ASSERT_EQ(
+      MetaoptTrainMain(static_cast<int>(std::size(drop)), drop, out3, err3), 0)
+      << err3.str();
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const registry::LoadedModel> dropped,
+      registry::ReadModelVersion(models, "data-portfolio", 3));
+  EXPECT_FALSE(dropped->artifact.has_task_design());
+  EXPECT_EQ(dropped->artifact.portfolio_size(), 4);
+  EXPECT_EQ(
+      dropped->artifact.provenance().validation_metrics().at(
+          "metabu/portfolio_only"),
+      1);
 }
 
 }  // namespace

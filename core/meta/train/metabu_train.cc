@@ -253,6 +253,17 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
                      "space than ",
                      options.data_dir, "'s"));
   }
+  if (flags.design == "portfolio") {
+    // The choice to keep the fixed portfolio, published as a version so that
+    // a study binding the newest version gets it: the base without a design.
+    v1::ModelArtifact artifact = base->artifact;
+    artifact.clear_task_design();
+    (*artifact.mutable_provenance()
+          ->mutable_validation_metrics())["metabu/portfolio_only"] = 1;
+    progress.Log(absl::StrCat("metabu: ", base->reference(),
+                              " without a task design (the fixed portfolio)"));
+    return artifact;
+  }
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(data.dataset.space));
   const space::Encoder encoder(space);
@@ -408,10 +419,11 @@ TrainerKind MetabuTrainerKind() {
         ->check(CLI::Range(0, 1000));
     flags
         .add_option("--design", state->design,
-                    "metabu, nearest (standardized meta-features, no map) or "
-                    "auto (the lower validation regret)")
+                    "metabu, nearest (standardized meta-features, no map), "
+                    "auto (the lower validation regret) or portfolio (no "
+                    "design: the next version keeps the fixed portfolio)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "metabu", "nearest"}));
+        ->check(CLI::IsMember({"auto", "metabu", "nearest", "portfolio"}));
     flags
         .add_option("--blend", state->blend,
                     "none (the neighbours' configurations only), interleave "
