@@ -21,7 +21,8 @@
 // configuration, 1: its worst), so the zero-shot design is the arg-min top K
 // of psi (the paper's Algorithm 2).
 //
-// Losses of one inner step (task t, another task q, Eqs. 3, 5-8):
+// Losses of one inner step (task t, another task q; the paper's Eq. 3
+// regression, Eq. 7 consistency, Eqs. 5-6 identification, Eq. 8 the total):
 //   O = mean_i (psi(x_i, phi_t) - y_i)^2                      regression
 //   R = w_tq mean_i (psi(x_i, phi_t) - psi(x_i, phi_q))^2     consistency
 //   P = (-log s(phi_t, phi_t') - log(1 - s(phi_t, phi_q))) / 2  identification
@@ -29,7 +30,7 @@
 // probabilities clipped to [1e-7, 1 - 1e-7] (zero gradient when clipped). R is
 // weighted by the similarity w_tq = exp(-|phi_t - phi_q|), with gradients
 // through the weight, as in the authors' public code for "Hyperparameter
-// Optimization with Differentiable Metafeatures" (the paper's Eq. 8 writes the
+// Optimization with Differentiable Metafeatures" (the paper's Eq. 7 writes the
 // distance, which would penalise disagreement most between dissimilar
 // datasets). phi_t' is a second view of task t: the paper uses two batches of
 // the same dataset; here it is z_t with features dropped (imputed) at random

@@ -113,7 +113,12 @@ TEST(GrosiModelTest, IdentificationLossGradient) {
   ExpectGradientMatches(Weights(0.0, 0.0, 1.0), 3);
 }
 
-TEST(GrosiModelTest, TotalLossGradient) {}
+// The trained objective O + alpha R + delta P (Eq. 8) with the default
+// weights (alpha = 0.5, delta = 1) and with uneven ones.
+TEST(GrosiModelTest, TotalLossGradient) {
+  ExpectGradientMatches(GrosiLossWeights(), 4);
+  ExpectGradientMatches(Weights(0.7, 1.3, 0.4), 5);
+}
 
 TEST(GrosiModelTest, RegressionLossOnlyMatchesLossWithoutPairTerms) {
   GrosiModel model = SmallModel();
