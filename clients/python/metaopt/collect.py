@@ -443,9 +443,12 @@ def write(args: argparse.Namespace) -> int:
                               str(n_features), str(len(set(table.labels))),
                               f"R {task.split('_', 1)[0]}"])
             feature_rows[task] = dict(study.spec.dataset_features)
-    if incomplete:
-        print("collect: not written, studies not complete yet: " + ", ".join(incomplete),
-              file=sys.stderr)
+    if incomplete and not args.complete_only:
+        print("collect: not written, studies not complete yet: " + ", ".join(incomplete)
+              + " (--complete-only writes the complete ones)", file=sys.stderr)
+        return 1
+    if not task_rows:
+        print("collect: not written: no study is complete", file=sys.stderr)
         return 1
     out = args.out
     partial = out.rstrip("/") + ".partial"
@@ -467,7 +470,7 @@ def write(args: argparse.Namespace) -> int:
         for task, values in feature_rows.items():
             writer.writerow([task, *(repr(values[n]) if n in values else "" for n in names)])
     with open(os.path.join(partial, "README.md"), "w") as file:
-        file.write(_readme(task_rows, failures, skipped, len(catalogue.ids), args))
+        file.write(_readme(task_rows, failures, skipped, incomplete, len(catalogue.ids), args))
     if os.path.isdir(out):
         for name in os.listdir(out):
             os.remove(os.path.join(out, name))
@@ -480,7 +483,8 @@ def write(args: argparse.Namespace) -> int:
 
 
 def _readme(task_rows: List[List[str]], failures: Dict[str, List[Tuple[int, str]]],
-            skipped: Dict[str, str], n_configs: int, args: argparse.Namespace) -> str:
+            skipped: Dict[str, str], incomplete: List[str], n_configs: int,
+            args: argparse.Namespace) -> str:
     lines = [
         "# A meta-dataset collected through metaopt",
         "",
@@ -524,6 +528,13 @@ def _readme(task_rows: List[List[str]], failures: Dict[str, List[Tuple[int, str]
         lines.append(f"- {task}: {reason}")
     if not skipped:
         lines.append("None.")
+    if incomplete:
+        lines.append("")
+        lines.append("## Not collected yet")
+        lines.append("")
+        lines.append("Written with `--complete-only`; these studies were not complete:")
+        lines.append("")
+        lines.extend(f"- {entry}" for entry in incomplete)
     lines.append("")
     return "\n".join(lines)
 
@@ -561,7 +572,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                  help="also write the folder here when done")
         else:
             command.add_argument("--out", required=True, help="the folder to write")
+            command.add_argument("--complete-only", action="store_true",
+                                 help="write the complete studies and list the others as not "
+                                      "collected yet (default: refuse until all are complete)")
     args = parser.parse_args(argv)
+    args.complete_only = getattr(args, "complete_only", False)
     args.only = [t for t in args.only.split(",") if t]
     if args.command == "run" and not 1 <= args.workers <= 64:
         parser.error(f"--workers: {args.workers} must be in 1..64")

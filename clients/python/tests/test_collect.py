@@ -145,6 +145,13 @@ class CollectTest(unittest.TestCase):
         out = os.path.join(self.directory.name, "out")
         self.assertEqual(collect.main(self.args("write", "--out", out)), 1)
         self.assertFalse(os.path.exists(out))
+        # One dataset collected: --complete-only writes it and lists the other.
+        self.assertEqual(collect.main(self.args("run", "--only", "sklearn_iris")), 0)
+        self.assertEqual(collect.main(self.args("write", "--out", out)), 1)
+        self.assertEqual(collect.main(self.args("write", "--out", out, "--complete-only")), 0)
+        self.assertEqual({task for task, _ in read_folder(out)}, {"sklearn_iris"})
+        with open(os.path.join(out, "README.md")) as file:
+            self.assertIn("sklearn_wine (no study)", file.read())
 
     def test_resumes_after_kill(self) -> None:
         env = dict(os.environ)
