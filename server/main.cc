@@ -153,6 +153,34 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(
           CLI::Range(1, metaopt::study::EngineOptions::kHardMaxModelDimension));
+  app.add_option("--max-dataset-features", engine.max_dataset_features,
+                 "largest number of spec.dataset_features of a study")
+      ->capture_default_str()
+      ->check(CLI::Range(
+          1, metaopt::study::EngineOptions::kHardMaxDatasetFeatures));
+  app.add_option("--max-metrics", engine.max_metrics,
+                 "largest metrics map of one Observe or ReportIntermediate")
+      ->capture_default_str()
+      ->check(CLI::Range(1, metaopt::study::EngineOptions::kHardMaxMetrics));
+  app.add_option("--max-intermediate-values", engine.max_intermediate_values,
+                 "intermediate values (ReportIntermediate steps) one trial "
+                 "keeps")
+      ->capture_default_str()
+      ->check(CLI::Range(
+          1, metaopt::study::EngineOptions::kHardMaxIntermediateValues));
+  app.add_option("--max-trial-intermediate-bytes",
+                 engine.max_trial_intermediate_bytes,
+                 "serialized bytes of one trial's intermediate values with "
+                 "their metrics (at most half of the largest response page, "
+                 "7/8 of --max-message-bytes up to 4 MiB)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  app.add_option("--max-study-intermediate-bytes",
+                 engine.max_study_intermediate_bytes,
+                 "serialized bytes of the intermediate values of all trials "
+                 "of one study (a loaded study keeps them in memory)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--tls-cert", options.tls_cert_file,
                  "PEM certificate chain of the server (enables TLS)");
   app.add_option("--tls-key", options.tls_key_file,
@@ -181,6 +209,33 @@ int main(int argc, char** argv) {
                  "HOST:PORT of the web dashboard and its read-only JSON API "
                  "under /api/v1/ (port 0: any free port; empty: none)")
       ->capture_default_str();
+  app.add_option("--http-threads", options.http_threads,
+                 "dashboard listener: connections served at once (each "
+                 "holds a thread while it sends, waits and reads)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 1024));
+  double http_read_timeout = absl::ToDoubleSeconds(options.http_read_timeout);
+  app.add_option("--http-read-timeout", http_read_timeout,
+                 "dashboard listener: seconds a connection has to send its "
+                 "request (and the longest a write may make no progress)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
+  double http_write_timeout =
+      absl::ToDoubleSeconds(options.http_write_timeout);
+  app.add_option("--http-write-timeout", http_write_timeout,
+                 "dashboard listener: seconds a response may take to be "
+                 "written; slower readers are disconnected")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--http-max-response-bytes", options.http_max_response_bytes,
+                 "dashboard listener: largest response body")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1} << 16, int64_t{1} << 32));
+  app.add_option("--http-allowed-hosts", options.http_allowed_hosts,
+                 "without --tokens: host names the dashboard's Host header "
+                 "may carry besides localhost and IP addresses (against DNS "
+                 "rebinding); '*' allows any")
+      ->delimiter(',');
   app.add_option("--dashboard-dir", options.dashboard_dir,
                  "directory of the built dashboard (default: the one beside "
                  "the binary, <bin>/../dashboard/dist or "
@@ -216,6 +271,8 @@ int main(int argc, char** argv) {
   options.db_retry_budget = absl::Seconds(db_retry_seconds);
   engine.trial_lease = absl::Seconds(trial_lease_seconds);
   engine.deadline_margin = absl::Seconds(deadline_margin_seconds);
+  options.http_read_timeout = absl::Seconds(http_read_timeout);
+  options.http_write_timeout = absl::Seconds(http_write_timeout);
 
   metaopt::SetMinLogSeverity(
       log_level == "debug"     ? metaopt::LogSeverity::kDebug

@@ -80,6 +80,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> BuildCredentials(
   return grpc::SslServerCredentials(ssl);
 }
 
+// The dashboard listener's bounds. Without tokens anyone who reaches the
+// listener reads every study, so a page of another site must not reach it
+// through DNS rebinding: the Host header is checked.
+http::HttpListenerOptions DashboardListenerOptions(
+    const ServerOptions& options) {
+  http::HttpListenerOptions listener;
+  listener.threads = options.http_threads;
+  listener.read_timeout = options.http_read_timeout;
+  listener.write_timeout = options.http_write_timeout;
+  listener.max_response_bytes = options.http_max_response_bytes;
+  if (options.tokens_file.empty()) {
+    listener.allowed_hosts = options.http_allowed_hosts;
+    listener.allowed_hosts.push_back("localhost");
+  }
+  return listener;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
@@ -136,6 +153,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   engine_options.max_page_bytes =
       std::min<int64_t>(engine_options.max_page_bytes,
                         std::max(1, options.max_message_bytes / 8 * 7));
+  // A trial's intermediate values take at most half a response page, so that
+  // a smaller --max-message-bytes lowers them too.
+  engine_options.max_trial_intermediate_bytes =
+      std::min<int64_t>(engine_options.max_trial_intermediate_bytes,
+                        engine_options.max_page_bytes / 2);
   METAOPT_RETURN_IF_ERROR(study::CheckEngineOptions(engine_options));
   server->engine_ = std::make_unique<study::StudyEngine>(
       server->storage_.get(), server->models_.get(), engine_options);
@@ -178,7 +200,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
                                               ? api->Handle(request)
                                               : files->Serve(request);
                                  },
-                                 /*threads=*/4));
+                                 DashboardListenerOptions(options)));
   }
 
   grpc::EnableDefaultHealthCheckService(true);

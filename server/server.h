@@ -3,6 +3,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "absl/status/statusor.h"
@@ -79,6 +80,15 @@ struct ServerOptions {
   std::string http_listen;
   // The built dashboard (index.html and its bundle); see StaticFiles.
   std::string dashboard_dir;
+  // Bounds of the dashboard listener (http::HttpListenerOptions): worker
+  // threads, read and write timeouts, largest response. Without `tokens_file`
+  // the Host header must also name localhost, an IP address or one of
+  // `http_allowed_hosts` ("*": any).
+  int http_threads = 16;
+  absl::Duration http_read_timeout = absl::Seconds(5);
+  absl::Duration http_write_timeout = absl::Seconds(10);
+  int64_t http_max_response_bytes = int64_t{64} << 20;
+  std::vector<std::string> http_allowed_hosts;
 
   // Learning from the server's own history (docs/models.md): when on, a
   // background thread trains and publishes models into `models_dir` from

@@ -4,6 +4,8 @@
 #ifndef METAOPT_CORE_COMMON_STRINGS_H_
 #define METAOPT_CORE_COMMON_STRINGS_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -23,6 +25,19 @@ inline absl::string_view ToAbsl(std::string_view s) {
 // (A std::string_view goes through ToAbsl.)
 inline constexpr size_t kMaxQuotedBytes = 80;
 std::string Quote(absl::string_view text);
+
+// The first character of UTF-8 `text` that is a Unicode control (Cc: the C0
+// and C1 controls and DEL), format character (Cf: soft hyphen, zero-width
+// spaces and joiners, bidirectional marks, BOM, tags, ...) or line or
+// paragraph separator (U+2028, U+2029), as its code point; none if there is
+// none. Bytes that are not UTF-8 are skipped (the caller checks UTF-8).
+std::optional<uint32_t> FindInvisibleCharacter(absl::string_view text);
+
+// `text` with every character FindInvisibleCharacter finds replaced: tab,
+// newline and carriage return by a space, the others by their escape
+// ("\\x1b", "\\u200b"), so that stored free text prints on one line and
+// shows what was sent.
+std::string SanitizeText(absl::string_view text);
 
 // `arg` as one POSIX shell word: unchanged when it is made only of letters,
 // digits and _./=:@%+,- (and not empty), otherwise in single quotes (a quote

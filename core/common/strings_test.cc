@@ -16,6 +16,23 @@ TEST(QuoteTest, EscapesAndCutsLongValues) {
   EXPECT_EQ(Quote(longest + "yz"), "\"" + longest + "...\"");
 }
 
+TEST(FindInvisibleCharacterTest, FindsControlFormatAndSeparatorCharacters) {
+  EXPECT_EQ(FindInvisibleCharacter("plain text, caf\xC3\xA9"), std::nullopt);
+  EXPECT_EQ(FindInvisibleCharacter("a\x1b"), 0x1bu);
+  EXPECT_EQ(FindInvisibleCharacter("a\xC2\x85"), 0x85u);
+  EXPECT_EQ(FindInvisibleCharacter("a\xE2\x80\x8B"), 0x200Bu);
+  EXPECT_EQ(FindInvisibleCharacter("a\xE2\x80\xA9"), 0x2029u);
+  // Bytes that are not UTF-8 are not characters.
+  EXPECT_EQ(FindInvisibleCharacter("a\xFF\xC2"), std::nullopt);
+}
+
+TEST(SanitizeTextTest, ReplacesInvisibleCharactersByEscapes) {
+  EXPECT_EQ(SanitizeText("as is"), "as is");
+  EXPECT_EQ(SanitizeText(std::string("a\0b\x1b[31mc\nd\te", 13)),
+            "a\\x00b\\x1b[31mc d e");
+  EXPECT_EQ(SanitizeText("x\xE2\x80\x8By\xC2\x85z"), "x\\u200by\\u0085z");
+}
+
 TEST(ShellQuoteTest, QuotesOnlyWhatTheShellWouldSplit) {
   EXPECT_EQ(ShellQuote("--data=../shared/data,x@1%+:"), "--data=../shared/data,x@1%+:");
   EXPECT_EQ(ShellQuote(""), "''");

@@ -135,9 +135,25 @@ std::map<std::string, std::string> ModelBinding::Metadata() const {
   return out;
 }
 
+namespace {
+
+// Whose studies a model that serves only one namespace was learned from, for
+// messages.
+std::string LearnedFrom(const LoadedModel& model) {
+  const std::string& owner = model.artifact.provenance().owner();
+  return owner.empty() ? std::string("the studies of the open namespace (a "
+                                     "server without tokens)")
+                       : absl::StrCat("the studies of another owner");
+}
+
+}  // namespace
+
 bool ServesOwner(const LoadedModel& model, std::string_view owner) {
-  const std::string& learned_for = model.artifact.provenance().owner();
-  return learned_for.empty() || learned_for == owner;
+  const v1::TrainingProvenance& provenance = model.artifact.provenance();
+  // Learned from history: only the namespace it was learned in, the open one
+  // ("", no tokens) included, so that turning tokens on hides it.
+  if (provenance.from_history()) return provenance.owner() == owner;
+  return provenance.owner().empty() || provenance.owner() == owner;
 }
 
 absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
@@ -185,8 +201,8 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
   }
   if (!ServesOwner(**model, owner)) {
     return absl::NotFoundError(absl::StrCat(
-        "spec.algorithm.model: ", Quote(named),
-        " was learned from another owner's studies and serves only theirs"));
+        "spec.algorithm.model: ", Quote(named), " was learned from ",
+        LearnedFrom(**model), " and serves only theirs"));
   }
   METAOPT_RETURN_IF_ERROR(
       CheckModelKind(spec.algorithm(), (*model)->artifact.kind()));
@@ -221,6 +237,14 @@ absl::StatusOr<ModelBinding> StoredBinding(ModelManager* models,
         study.bound_model(),
         ", which the registry can no longer load; restore that version or "
         "delete the study"));
+  }
+  // A binding made before learned models were scoped to their namespace may
+  // name another namespace's model: never served.
+  if (!ServesOwner(*model, study.owner())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "study \"", study.study_id(), "\" is bound to model ",
+        study.bound_model(), ", which was learned from ", LearnedFrom(*model),
+        " and does not serve this study's owner; delete the study"));
   }
   // The study was validated against this version when it was created.
   absl::StatusOr<space::SpaceMapping> mapping =

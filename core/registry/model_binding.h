@@ -73,9 +73,13 @@ struct ModelBinding {
 };
 
 // Whether `model` may serve a study of `owner` (or be listed to it): a model
-// learned from one owner's studies (provenance.owner set, metaopt-server
-// --learn-from-history) serves only that owner; every other model serves
-// everyone.
+// learned from history (provenance.from_history, metaopt-server
+// --learn-from-history) serves only the namespace it was learned in,
+// provenance.owner, which is "" for the open namespace of a server without
+// tokens (so such a model serves no token owner once tokens are turned on,
+// and a token owner's model serves no one after they are turned off); another
+// model with provenance.owner set serves only that owner; every other model
+// serves everyone.
 bool ServesOwner(const LoadedModel& model, std::string_view owner);
 
 // The binding of a new study of `owner` with canonical spec `spec`: the model
@@ -93,7 +97,8 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
 
 // The binding of stored study `study`: the model version it was bound to
 // (study.bound_model(); none when empty), even after newer versions were
-// published. FAILED_PRECONDITION if the registry can no longer load it.
+// published. FAILED_PRECONDITION if the registry can no longer load it, or if
+// it does not serve the study's owner (ServesOwner).
 absl::StatusOr<ModelBinding> StoredBinding(ModelManager* models,
                                            const v1::Study& study);
 

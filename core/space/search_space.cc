@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -72,13 +73,15 @@ absl::Status ValidateName(std::string_view name_view,
                               what, Quote(name.substr(0, 32)) + "...",
                               name.size(), kMaxNameLength));
   }
-  for (char c : name) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      return Invalid(
-          path, absl::StrFormat("%s %s contains control character 0x%02x", what,
-                                Quote(name), u));
-    }
+  if (const std::optional<uint32_t> c = FindInvisibleCharacter(name)) {
+    return Invalid(
+        path, *c < 0x80
+                  ? absl::StrFormat("%s %s contains control character 0x%02x",
+                                    what, Quote(name), *c)
+                  : absl::StrFormat(
+                        "%s %s contains character U+%04X (a Unicode control, "
+                        "format or separator character)",
+                        what, Quote(name), *c));
   }
   return absl::OkStatus();
 }
@@ -638,7 +641,9 @@ absl::Status ValidateDatasetSample(const v1::DatasetSample& sample,
     if (kind != v1::COLUMN_KIND_NUMERIC &&
         kind != v1::COLUMN_KIND_CATEGORICAL) {
       return Invalid(absl::StrCat(base, ".column_kinds[", j, "]"),
-                     absl::StrCat(v1::ColumnKind_Name(kind),
+                     absl::StrCat(v1::ColumnKind_IsValid(kind)
+                                      ? v1::ColumnKind_Name(kind)
+                                      : absl::StrCat(static_cast<int>(kind)),
                                   " is not COLUMN_KIND_NUMERIC or "
                                   "COLUMN_KIND_CATEGORICAL"));
     }

@@ -263,11 +263,17 @@ absl::Status PostgresStorage::InTransaction(Access access,
     if (commit_sent) attempt.commit_unknown = true;
     const absl::Time now = absl::Now();
     if (now + backoff > deadline) {
+      // The error reaches clients: it names the backend, not the database's
+      // address or user (libpq's message does); the log has the cause.
+      const std::string over =
+          absl::FormatDuration(options_.retry_budget - (deadline - now));
+      LogWarning(absl::StrCat(what, ": giving up after ", attempts,
+                              " attempt(s) over ", over,
+                              "; last error: ", status.message()));
       return absl::UnavailableError(absl::StrCat(
-          what, ": the database is unavailable (", attempts,
-          " attempt(s) over ",
-          absl::FormatDuration(options_.retry_budget - (deadline - now)),
-          "); last error: ", status.message()));
+          what, ": the PostgreSQL database is unavailable (", attempts,
+          " attempt(s) over ", over,
+          "); the server's log has the cause; retry later"));
     }
     if (attempts == 1) {
       LogWarning(absl::StrCat(what, ": ", status.message(),

@@ -20,8 +20,11 @@ struct EngineOptions {
   // `default_page_size`.
   int max_page_size = 1000;
   int default_page_size = 100;
-  // Largest ListStudies page in serialized bytes (specs can be large): a page
-  // ends before the study that would cross it, but holds at least one study.
+  // Largest ListStudies and ListTrials page in serialized bytes (specs and
+  // trials can be large): a page ends before the study or trial that would
+  // cross it, but holds at least one. It also bounds one trial: an Observe or
+  // ReportIntermediate whose trial would serialize to more is
+  // RESOURCE_EXHAUSTED and not stored, so every stored trial fits a response.
   // The server sets it below its largest message.
   int64_t max_page_bytes = int64_t{4} << 20;
   // Size limits of a study spec at CreateStudy (INVALID_ARGUMENT beyond them).
@@ -47,6 +50,35 @@ struct EngineOptions {
   int max_model_dimension = kDefaultMaxModelDimension;
   static constexpr int kDefaultMaxModelDimension = 2048;
   static constexpr int kHardMaxModelDimension = 65536;
+  // Entries of spec.dataset_features at CreateStudy (INVALID_ARGUMENT beyond
+  // it). Each costs about 200 bytes per study in memory and storage; the
+  // default is far above the meta-feature sets the models read (PyMFE and
+  // Metabu sets hold a few hundred).
+  int max_dataset_features = kDefaultMaxDatasetFeatures;
+  static constexpr int kDefaultMaxDatasetFeatures = 1024;
+  static constexpr int kHardMaxDatasetFeatures = 1 << 20;
+  // Entries of the metrics map of one Observe or ReportIntermediate
+  // (INVALID_ARGUMENT beyond it).
+  int max_metrics = kDefaultMaxMetrics;
+  static constexpr int kDefaultMaxMetrics = 256;
+  static constexpr int kHardMaxMetrics = 4096;
+  // Intermediate values (ReportIntermediate steps) one trial keeps; one more
+  // is RESOURCE_EXHAUSTED and not stored.
+  int max_intermediate_values = kDefaultMaxIntermediateValues;
+  static constexpr int kDefaultMaxIntermediateValues = 10000;
+  static constexpr int kHardMaxIntermediateValues = 1000000;
+  // Serialized bytes of one trial's intermediate values (with their metrics);
+  // a report that would take the trial past it is RESOURCE_EXHAUSTED and not
+  // stored. Every ReportIntermediate rewrites its trial, so this also bounds
+  // the cost of one report.
+  int64_t max_trial_intermediate_bytes = kDefaultMaxTrialIntermediateBytes;
+  static constexpr int64_t kDefaultMaxTrialIntermediateBytes = int64_t{1} << 20;
+  // Serialized bytes of the intermediate values of all trials of one study
+  // (RESOURCE_EXHAUSTED beyond it, nothing stored): a loaded study keeps them
+  // in memory.
+  int64_t max_study_intermediate_bytes = kDefaultMaxStudyIntermediateBytes;
+  static constexpr int64_t kDefaultMaxStudyIntermediateBytes = int64_t{128}
+                                                               << 20;
   // How long an ACTIVE trial stays leased to its client after Suggest handed it
   // out, Heartbeat or the same client_id's next Suggest; then it turns STALE.
   absl::Duration trial_lease = absl::Hours(1);

@@ -4,9 +4,23 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
 #include "core/common/proto_time.h"
 
 namespace metaopt::study {
+
+void OmitIntermediateValues(v1::Trial& trial) {
+  if (trial.intermediate_values().empty()) return;
+  (*trial.mutable_metadata())[kOmittedIntermediateKey] =
+      absl::StrCat(trial.intermediate_values_size());
+  trial.clear_intermediate_values();
+}
+
+void FitForResponse(v1::Trial& trial, int64_t max_bytes) {
+  if (static_cast<int64_t>(trial.ByteSizeLong()) > max_bytes) {
+    OmitIntermediateValues(trial);
+  }
+}
 
 std::optional<StopMark> GetStopMark(const v1::Trial& trial) {
   const auto it = trial.metadata().find(kStopStepKey);
@@ -23,9 +37,27 @@ void SetStopMark(v1::Trial& trial, int64_t step, const std::string& reason) {
   (*trial.mutable_metadata())[kStopReasonKey] = reason;
 }
 
+int64_t IntermediateValueBytes(const v1::IntermediateValue& value) {
+  const size_t size = value.ByteSizeLong();
+  // One tag byte (field 12) and the length prefix.
+  return 1 + static_cast<int64_t>(
+                 google::protobuf::io::CodedOutputStream::VarintSize64(size)) +
+         static_cast<int64_t>(size);
+}
+
+int64_t IntermediateBytes(const v1::Trial& trial) {
+  int64_t bytes = 0;
+  for (const v1::IntermediateValue& value : trial.intermediate_values()) {
+    bytes += IntermediateValueBytes(value);
+  }
+  return bytes;
+}
+
 absl::StatusOr<Recorded> RecordIntermediate(
     const v1::ReportIntermediateRequest& request, absl::Time now,
-    v1::Trial& trial) {
+    const IntermediateLimits& limits, int64_t trial_bytes,
+    int64_t* added_bytes, v1::Trial& trial) {
+  *added_bytes = 0;
   auto* values = trial.mutable_intermediate_values();
   const auto at =
       std::lower_bound(values->begin(), values->end(), request.step(),
@@ -52,18 +84,33 @@ absl::StatusOr<Recorded> RecordIntermediate(
                      "; a step is reported once "
                      "(a retry must repeat its value and metrics)"));
   }
-  if (values->size() >= kMaxIntermediateValues) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("trial ", trial.id(), " already holds ", values->size(),
-                     " intermediate values, the limit; report fewer steps"));
+  if (values->size() >= limits.max_values) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "step: ", request.step(), " not recorded: trial ", trial.id(),
+        " already holds ", values->size(),
+        " intermediate values, the limit (--max-intermediate-values); report "
+        "fewer steps"));
   }
+  v1::IntermediateValue value;
+  value.set_step(request.step());
+  value.set_value(request.value());
+  *value.mutable_metrics() = request.metrics();
+  *value.mutable_report_time() = ToProtoTimestamp(now);
+  const int64_t bytes = IntermediateValueBytes(value);
+  if (trial_bytes + bytes > limits.max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "metrics: the report of step ", request.step(), " (", bytes,
+        " bytes with its ", request.metrics().size(),
+        " metrics) would take the intermediate values of trial ", trial.id(),
+        " to ", trial_bytes + bytes, " bytes, over the limit of ",
+        limits.max_bytes,
+        " (--max-trial-intermediate-bytes); it was not recorded: report "
+        "fewer steps or fewer metrics"));
+  }
+  *added_bytes = bytes;
   const bool extends = at == values->end();
   const int index = static_cast<int>(at - values->begin());
-  v1::IntermediateValue* added = values->Add();
-  added->set_step(request.step());
-  added->set_value(request.value());
-  *added->mutable_metrics() = request.metrics();
-  *added->mutable_report_time() = ToProtoTimestamp(now);
+  *values->Add() = std::move(value);
   // Move the appended value to its place.
   for (int i = values->size() - 1; i > index; --i)
     values->SwapElements(i, i - 1);

@@ -15,13 +15,24 @@
 
 namespace metaopt::study {
 
-// Most intermediate values one trial keeps; one more is RESOURCE_EXHAUSTED.
-inline constexpr int kMaxIntermediateValues = 10000;
-
 // Trial metadata keys of the stop mark: the step whose report the rule
 // stopped the trial at, and the rule's reason.
 inline constexpr char kStopStepKey[] = "stop_step";
 inline constexpr char kStopReasonKey[] = "stop_reason";
+
+// Trial metadata key of a trial in a response that leaves its intermediate
+// values out (the best trial of a Study; a trial stored before the size
+// limits that would not fit a response): how many were left out. GetTrial
+// returns them whenever they fit.
+inline constexpr char kOmittedIntermediateKey[] =
+    "intermediate_values_omitted";
+
+// Clears the trial's intermediate values and, if it had any, notes how many
+// under kOmittedIntermediateKey.
+void OmitIntermediateValues(v1::Trial& trial);
+
+// OmitIntermediateValues when the trial serializes to more than `max_bytes`.
+void FitForResponse(v1::Trial& trial, int64_t max_bytes);
 
 struct StopMark {
   int64_t step = 0;
@@ -42,13 +53,32 @@ enum class Recorded {
   kInserted,
 };
 
+// The bytes `value` takes in its serialized trial (the message and its field
+// framing): what the per-trial and per-study limits of intermediate values
+// count.
+int64_t IntermediateValueBytes(const v1::IntermediateValue& value);
+// The sum of IntermediateValueBytes over the trial's intermediate values.
+int64_t IntermediateBytes(const v1::Trial& trial);
+
+// Bounds of one trial's intermediate values (EngineOptions).
+struct IntermediateLimits {
+  int max_values = 0;
+  int64_t max_bytes = 0;
+};
+
 // Records the report's step, value and metrics in `trial` (keeping
-// intermediate_values by increasing step), stamped `now`. FAILED_PRECONDITION
-// if the step is recorded with another value or metrics; RESOURCE_EXHAUSTED
-// if the trial already holds kMaxIntermediateValues values. Thread-compatible.
+// intermediate_values by increasing step), stamped `now`; `trial_bytes` is
+// IntermediateBytes(trial), which the caller keeps, and `*added_bytes` is set
+// to what the new value adds to it (0 for a repeat). FAILED_PRECONDITION if
+// the step is recorded with another value or metrics; RESOURCE_EXHAUSTED,
+// with `trial` unchanged, if the trial already holds `limits.max_values`
+// values or the new one would take it past `limits.max_bytes`. The cost is
+// that of the new value's metrics, plus moving values for a late step.
+// Thread-compatible.
 absl::StatusOr<Recorded> RecordIntermediate(
     const v1::ReportIntermediateRequest& request, absl::Time now,
-    v1::Trial& trial);
+    const IntermediateLimits& limits, int64_t trial_bytes,
+    int64_t* added_bytes, v1::Trial& trial);
 
 // The trial's curve, for early_stopping::Rule: its reported values, or with a
 // non-empty `metric` (EarlyStoppingSpec.metric) that metric of each report

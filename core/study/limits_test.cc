@@ -2,6 +2,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/storage/storage.h"
@@ -277,6 +278,233 @@ TEST_F(EngineTest, WideSpacesHaveParameterAndDimensionLimits) {
   EXPECT_THAT(CheckEngineOptions(options),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("max_model_dimension: 0 is outside")));
+}
+
+// A spec's dataset features are counted before anything else reads them, and
+// an oversized dataset sample is refused by its sizes: nothing is stored.
+TEST_F(EngineTest, DatasetFeaturesAndSampleHaveSizeLimits) {
+  EngineOptions options;
+  options.max_dataset_features = 100;
+  Restart(options);
+  v1::StudySpec spec = PipelineSpec();
+  for (int i = 0; i < 101; ++i) {
+    (*spec.mutable_dataset_features())[absl::StrCat("f", i)] = i;
+  }
+  EXPECT_THAT(
+      Create("features", spec),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("spec.dataset_features: 101 dataset features "
+                         "(--max-dataset-features) exceed this server's "
+                         "limit of 100")));
+  spec.mutable_dataset_features()->erase("f0");
+  EXPECT_THAT(Create("features", spec), IsOk());
+
+  v1::StudySpec sampled = PipelineSpec();
+  v1::DatasetSample* sample = sampled.mutable_dataset_sample();
+  sample->add_column_kinds(v1::COLUMN_KIND_NUMERIC);
+  sample->set_num_targets(1);
+  for (int i = 0; i < 100000; ++i) sample->add_values(i);
+  EXPECT_THAT(Create("sampled", sampled),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.dataset_sample.values: 100000 values")));
+  v1::GetStudyRequest get;
+  get.set_study_id("sampled");
+  EXPECT_THAT(engine_->GetStudy(get), StatusIs(absl::StatusCode::kNotFound, HasSubstr("sampled")));
+}
+
+class IntermediateLimitsTest : public EngineTest {
+ protected:
+  // Study "s" with one ACTIVE trial (id 1).
+  void CreateWithTrials(int count) {
+    ASSERT_THAT(Create("s", PipelineSpec()), IsOk());
+    ASSERT_THAT(Suggest("s", count), IsOk());
+  }
+
+  absl::StatusOr<v1::ReportIntermediateResponse> Report(int64_t trial,
+                                                        int64_t step,
+                                                        int metrics) {
+    v1::ReportIntermediateRequest request;
+    request.set_study_id("s");
+    request.set_trial_id(trial);
+    request.set_step(step);
+    request.set_value(0.5);
+    for (int m = 0; m < metrics; ++m) {
+      (*request.mutable_metrics())[absl::StrCat(std::string(120, 'n'), m)] = m;
+    }
+    return engine_->ReportIntermediate(request);
+  }
+
+  int StoredSteps(int64_t trial) {
+    auto trials = storage_->LoadTrials({"", "s"});
+    EXPECT_THAT(trials, IsOk());
+    return (*trials)[trial - 1].intermediate_values_size();
+  }
+};
+
+// The per-trial byte limit refuses the report that would cross it, before it
+// is stored; the trial keeps what was acknowledged and can be observed.
+TEST_F(IntermediateLimitsTest, TrialByteLimitRefusesBeforeStoring) {
+  EngineOptions options;
+  options.max_trial_intermediate_bytes = 64 << 10;  // ~8 reports of 64 metrics
+  Restart(options);
+  CreateWithTrials(1);
+  int acknowledged = 0;
+  absl::Status refused;
+  for (int step = 0; step < 100 && refused.ok(); ++step) {
+    auto reported = Report(1, step, 64);
+    if (reported.ok()) {
+      ++acknowledged;
+    } else {
+      refused = reported.status();
+    }
+  }
+  EXPECT_GT(acknowledged, 4);
+  EXPECT_LT(acknowledged, 10);
+  EXPECT_THAT(refused,
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("over the limit of 65536 "
+                                 "(--max-trial-intermediate-bytes)")));
+  EXPECT_EQ(StoredSteps(1), acknowledged);
+  // A small report still fits; the count limit is separate.
+  EXPECT_THAT(Report(1, 1000, 0), IsOk());
+  v1::ObserveRequest observe;
+  observe.set_study_id("s");
+  observe.set_trial_id(1);
+  observe.set_value(0.5);
+  ASSERT_THAT(engine_->Observe(observe), IsOk());
+  EXPECT_EQ(StoredSteps(1), acknowledged + 1);
+}
+
+TEST_F(IntermediateLimitsTest, CountAndStudyByteLimits) {
+  EngineOptions options;
+  options.max_intermediate_values = 3;
+  options.max_trial_intermediate_bytes = 16 << 10;
+  options.max_study_intermediate_bytes = 30 << 10;
+  Restart(options);
+  CreateWithTrials(4);
+  for (int step = 0; step < 3; ++step) ASSERT_THAT(Report(1, step, 0), IsOk());
+  EXPECT_THAT(Report(1, 3, 0),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("already holds 3 intermediate values, the "
+                                 "limit (--max-intermediate-values)")));
+  EXPECT_EQ(StoredSteps(1), 3);
+  // About 5.5 KB per report and two reports per trial (16 KB): the study's
+  // 30 KB are full at the second report of trial 4.
+  absl::Status refused;
+  for (int64_t trial = 2; trial <= 4 && refused.ok(); ++trial) {
+    for (int step = 0; step < 3 && refused.ok(); ++step) {
+      auto reported = Report(trial, step, 40);
+      if (!reported.ok() && absl::IsResourceExhausted(reported.status()) &&
+          absl::StrContains(reported.status().message(),
+                            "--max-trial-intermediate-bytes")) {
+        break;  // this trial is full; the next one
+      }
+      if (!reported.ok()) refused = reported.status();
+    }
+  }
+  EXPECT_THAT(refused,
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("(--max-study-intermediate-bytes)")));
+  // After a restart (the totals are rebuilt from storage) it is still full.
+  Restart(options);
+  EXPECT_THAT(Report(4, 10, 40),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("(--max-study-intermediate-bytes)")));
+}
+
+// Reads stay possible whatever the trials hold: ListTrials pages by bytes,
+// a study's best trial comes without its curve, and a trial stored larger
+// than a response (before the limits) comes without its intermediate values,
+// with a marker.
+TEST_F(IntermediateLimitsTest, ReadsStayWithinTheResponseLimit) {
+  EngineOptions options;
+  options.max_page_bytes = 96 << 10;
+  options.max_trial_intermediate_bytes = 48 << 10;
+  Restart(options);
+  CreateWithTrials(6);
+  for (int64_t trial = 1; trial <= 6; ++trial) {
+    for (int step = 0; step < 5; ++step) {
+      ASSERT_THAT(Report(trial, step, 40), IsOk()) << trial << " " << step;
+    }
+  }
+  int listed = 0;
+  std::string token;
+  do {
+    v1::ListTrialsRequest list;
+    list.set_study_id("s");
+    list.set_page_token(token);
+    auto page = engine_->ListTrials(list);
+    ASSERT_THAT(page, IsOk());
+    EXPECT_LE(static_cast<int64_t>(page->ByteSizeLong()),
+              options.max_page_bytes);
+    EXPECT_GE(page->trials_size(), 1);
+    listed += page->trials_size();
+    token = page->next_page_token();
+  } while (!token.empty());
+  EXPECT_EQ(listed, 6);
+
+  v1::ObserveRequest observe;
+  observe.set_study_id("s");
+  observe.set_trial_id(1);
+  observe.set_value(0.5);
+  ASSERT_THAT(engine_->Observe(observe), IsOk());
+  v1::GetStudyRequest get;
+  get.set_study_id("s");
+  auto study = engine_->GetStudy(get);
+  ASSERT_THAT(study, IsOk());
+  EXPECT_EQ(study->study().best_trial().intermediate_values_size(), 0);
+  EXPECT_EQ(study->study().best_trial().metadata().at(
+                "intermediate_values_omitted"),
+            "5");
+
+  // A trial stored with more than a response holds.
+  auto stored = storage_->LoadTrials({"", "s"});
+  ASSERT_THAT(stored, IsOk());
+  v1::Trial huge = (*stored)[1];
+  for (int step = 5; step < 40; ++step) {
+    *huge.add_intermediate_values() = huge.intermediate_values(0);
+    huge.mutable_intermediate_values()->rbegin()->set_step(step);
+  }
+  ASSERT_GT(static_cast<int64_t>(huge.ByteSizeLong()), options.max_page_bytes);
+  ASSERT_THAT(storage_->PutTrials({"", "s"}, {huge}), IsOk());
+  Restart(options);
+  v1::GetTrialRequest get_trial;
+  get_trial.set_study_id("s");
+  get_trial.set_trial_id(2);
+  auto trial = engine_->GetTrial(get_trial);
+  ASSERT_THAT(trial, IsOk());
+  EXPECT_EQ(trial->trial().intermediate_values_size(), 0);
+  EXPECT_EQ(trial->trial().metadata().at("intermediate_values_omitted"), "40");
+  v1::ListTrialsRequest list;
+  list.set_study_id("s");
+  EXPECT_THAT(engine_->ListTrials(list), IsOk());
+}
+
+// An Observe whose trial would not fit a response is refused before it is
+// stored (the trial stays ACTIVE).
+TEST_F(IntermediateLimitsTest, ObserveOfATrialTooLargeForAResponseIsRefused) {
+  EngineOptions options;
+  options.max_page_bytes = 64 << 10;
+  options.max_trial_intermediate_bytes = 32 << 10;
+  Restart(options);
+  CreateWithTrials(1);
+  int step = 0;
+  while (Report(1, step, 40).ok()) ++step;
+  v1::ObserveRequest observe;
+  observe.set_study_id("s");
+  observe.set_trial_id(1);
+  observe.set_value(0.5);
+  for (int m = 0; m < 256; ++m) {
+    (*observe.mutable_metrics())[absl::StrCat(std::string(120, 'o'), m)] = m;
+  }
+  EXPECT_THAT(engine_->Observe(observe),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("nothing was stored")));
+  auto trials = storage_->LoadTrials({"", "s"});
+  ASSERT_THAT(trials, IsOk());
+  EXPECT_EQ((*trials)[0].state(), v1::TRIAL_STATE_ACTIVE);
+  observe.clear_metrics();
+  EXPECT_THAT(engine_->Observe(observe), IsOk());
 }
 
 TEST_F(EngineTest, CountAndPageSizeLimitsAreConfigurable) {

@@ -8,6 +8,7 @@
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/model_binding.h"
+#include "core/study/intermediate.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -241,7 +242,11 @@ v1::Study DescribeStudy(const LiveStudy& live) {
   // Distinct configurations held (in a catalogue study every trial's
   // configuration is a catalogue entry).
   const size_t held = live.trials.held_keys().size();
-  if (best != 0) *study.mutable_best_trial() = live.trials.Get(best);
+  if (best != 0) {
+    *study.mutable_best_trial() = live.trials.Get(best);
+    // A study's summary: the curve is GetTrial's (it may be large).
+    OmitIntermediateValues(*study.mutable_best_trial());
+  }
   *study.mutable_update_time() = latest;
   study.set_state(!live.candidate_keys.empty() &&
                           held >= live.candidate_keys.size()

@@ -24,7 +24,6 @@ constexpr int kMaxClientStopReasonLength = 1000;
 // sum their squares, which stay finite in double for such values (1.7e308
 // overflowed and every model-based Suggest fell back to random search).
 constexpr double kMaxValueMagnitude = 1e100;
-constexpr int kMaxMetrics = 256;
 constexpr int kMaxFineTuneSteps = 10000;
 constexpr int kMaxHeartbeatTrials = 1000;
 // The proto's documented ranges of SuggestRequest.count and page_size: the
@@ -73,8 +72,27 @@ absl::Status CheckSpecLimits(const v1::StudySpec& spec,
                      parameters, std::numeric_limits<int>::max())),
                  options.max_parameters, "spec.search_space",
                  "parameters in all stages and algorithms"));
-  return CheckLimit(spec.candidates_size(), options.max_candidates,
-                    "spec.candidates", "candidates");
+  METAOPT_RETURN_IF_ERROR(CheckLimit(spec.candidates_size(),
+                                     options.max_candidates, "spec.candidates",
+                                     "candidates"));
+  METAOPT_RETURN_IF_ERROR(CheckLimit(
+      static_cast<int>(spec.dataset_features_size()),
+      options.max_dataset_features, "spec.dataset_features",
+      "dataset features (--max-dataset-features)"));
+  // The sample's shape is checked in full by space::ValidateDatasetSample;
+  // these bounds only refuse an oversized one before anything reads it.
+  const v1::DatasetSample& sample = spec.dataset_sample();
+  METAOPT_RETURN_IF_ERROR(CheckLimit(
+      sample.column_kinds_size(), space::kMaxSampleColumns,
+      "spec.dataset_sample.column_kinds", "columns (the sample format's)"));
+  METAOPT_RETURN_IF_ERROR(CheckLimit(
+      sample.values_size(), space::kMaxSampleRows * space::kMaxSampleColumns,
+      "spec.dataset_sample.values",
+      "values (256 rows x 16 columns, the sample format's)"));
+  return CheckLimit(
+      sample.targets_size(), space::kMaxSampleRows * space::kMaxSampleTargets,
+      "spec.dataset_sample.targets",
+      "targets (256 rows x 3 targets, the sample format's)");
 }
 
 std::string DurationText(absl::Duration d) {
@@ -121,6 +139,11 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
        EngineOptions::kHardMaxParameters},
       {"max_model_dimension", options.max_model_dimension,
        EngineOptions::kHardMaxModelDimension},
+      {"max_dataset_features", options.max_dataset_features,
+       EngineOptions::kHardMaxDatasetFeatures},
+      {"max_metrics", options.max_metrics, EngineOptions::kHardMaxMetrics},
+      {"max_intermediate_values", options.max_intermediate_values,
+       EngineOptions::kHardMaxIntermediateValues},
   };
   for (const Limit& limit : limits) {
     if (limit.value < 1 || limit.value > limit.max) {
@@ -142,6 +165,20 @@ absl::Status CheckEngineOptions(const EngineOptions& options) {
   if (options.max_page_bytes < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_page_bytes: ", options.max_page_bytes, " must be positive"));
+  }
+  if (options.max_trial_intermediate_bytes < 1 ||
+      options.max_trial_intermediate_bytes > options.max_page_bytes / 2) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_trial_intermediate_bytes: ", options.max_trial_intermediate_bytes,
+        " is outside [1, ", options.max_page_bytes / 2,
+        "] (half the largest response page, so that a trial always fits one)"));
+  }
+  if (options.max_study_intermediate_bytes <
+      options.max_trial_intermediate_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_study_intermediate_bytes: ", options.max_study_intermediate_bytes,
+        " is below max_trial_intermediate_bytes (",
+        options.max_trial_intermediate_bytes, ")"));
   }
   if (options.trial_lease <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -203,11 +240,13 @@ absl::Status ValidateStudyId(const std::string& study_id, const char* field) {
 }
 
 absl::Status ValidateMetrics(
-    const google::protobuf::Map<std::string, double>& metrics) {
-  if (metrics.size() > kMaxMetrics) {
+    const google::protobuf::Map<std::string, double>& metrics,
+    int max_metrics) {
+  if (metrics.size() > static_cast<size_t>(max_metrics)) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics: ", metrics.size(),
-                     " entries exceed the limit of ", kMaxMetrics));
+                     " entries exceed the limit of ", max_metrics,
+                     " (--max-metrics)"));
   }
   for (const auto& [name, value] : metrics) {
     METAOPT_RETURN_IF_ERROR(space::ValidateName(name, "metrics"));
@@ -244,7 +283,8 @@ absl::Status ValidateSuggestRequest(const v1::SuggestRequest& request,
   return space::ValidateName(request.client_id(), "client_id", "client id");
 }
 
-absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {
+absl::Status ValidateObserveRequest(const v1::ObserveRequest& request,
+                                    int max_metrics) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.target_case() == v1::ObserveRequest::TARGET_NOT_SET) {
     return absl::InvalidArgumentError(
@@ -276,7 +316,10 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {
       if (request.failure().state() != v1::TRIAL_STATE_FAILED &&
           request.failure().state() != v1::TRIAL_STATE_INFEASIBLE) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "failure.state: ", v1::TrialState_Name(request.failure().state()),
+            "failure.state: ",
+            v1::TrialState_IsValid(request.failure().state())
+                ? v1::TrialState_Name(request.failure().state())
+                : absl::StrCat(static_cast<int>(request.failure().state())),
             " must be TRIAL_STATE_FAILED or TRIAL_STATE_INFEASIBLE"));
       }
       if (request.failure().reason().size() > kMaxFailureReasonLength) {
@@ -286,11 +329,11 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request) {
       }
       break;
   }
-  return ValidateMetrics(request.metrics());
+  return ValidateMetrics(request.metrics(), max_metrics);
 }
 
 absl::Status ValidateReportIntermediateRequest(
-    const v1::ReportIntermediateRequest& request) {
+    const v1::ReportIntermediateRequest& request, int max_metrics) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   if (request.trial_id() <= 0) {
     return absl::InvalidArgumentError(
@@ -315,7 +358,7 @@ absl::Status ValidateReportIntermediateRequest(
         "client_stop_reason: ", request.client_stop_reason().size(),
         " bytes, longer than ", kMaxClientStopReasonLength));
   }
-  return ValidateMetrics(request.metrics());
+  return ValidateMetrics(request.metrics(), max_metrics);
 }
 
 absl::Status ValidateFineTuneRequest(const v1::FineTuneRequest& request) {

@@ -39,9 +39,10 @@ absl::Status CheckSpecLimits(const v1::StudySpec& spec,
 absl::Status CheckModelDimension(const v1::StudySpec& spec,
                                  const EngineOptions& options);
 
-// At most 256 metrics, names of 1..128 characters, finite values.
+// At most `max_metrics` metrics, names as space::ValidateName, finite values.
 absl::Status ValidateMetrics(
-    const google::protobuf::Map<std::string, double>& metrics);
+    const google::protobuf::Map<std::string, double>& metrics,
+    int max_metrics = EngineOptions::kDefaultMaxMetrics);
 
 // The checks of each RPC's request that need no study: the study id first,
 // then the fields in the order the messages document them.
@@ -49,12 +50,15 @@ absl::Status ValidateCreateStudyRequest(const v1::CreateStudyRequest& request,
                                         const EngineOptions& options);
 absl::Status ValidateSuggestRequest(const v1::SuggestRequest& request,
                                     const EngineOptions& options);
-absl::Status ValidateObserveRequest(const v1::ObserveRequest& request);
+absl::Status ValidateObserveRequest(
+    const v1::ObserveRequest& request,
+    int max_metrics = EngineOptions::kDefaultMaxMetrics);
 absl::Status ValidateFineTuneRequest(const v1::FineTuneRequest& request);
 absl::Status ValidateGetTrialRequest(const v1::GetTrialRequest& request);
 absl::Status ValidateHeartbeatRequest(const v1::HeartbeatRequest& request);
 absl::Status ValidateReportIntermediateRequest(
-    const v1::ReportIntermediateRequest& request);
+    const v1::ReportIntermediateRequest& request,
+    int max_metrics = EngineOptions::kDefaultMaxMetrics);
 
 // "1.5s", "20ms": durations in messages and trial metadata.
 std::string DurationText(absl::Duration d);

@@ -22,6 +22,7 @@ using ::metaopt::testing::IsOk;
 using ::metaopt::testing::PipelineAccuracy;
 using ::metaopt::testing::PipelineSpec;
 using ::metaopt::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
@@ -44,6 +45,39 @@ TEST(RequestValidationTest, ClientIdFollowsTheNameRules) {
   EXPECT_THAT(ValidateSuggestRequest(request, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("more than the limit of 128")));
+}
+
+// Invisible Unicode characters (C1 controls, zero-width and bidirectional
+// format characters, line and paragraph separators) are refused like ASCII
+// controls, naming the code point and the quoted value.
+TEST(RequestValidationTest, NamesRefuseUnicodeControlAndFormatCharacters) {
+  v1::SuggestRequest request;
+  request.set_study_id("s");
+  struct Case {
+    std::string name;
+    const char* code_point;
+  };
+  for (const Case& c : std::vector<Case>{{"w\xC2\x85", "U+0085"},
+                                         {"w\xE2\x80\x8B", "U+200B"},
+                                         {"w\xE2\x80\xAE", "U+202E"},
+                                         {"w\xE2\x80\xA8", "U+2028"},
+                                         {"w\xE2\x80\xA9", "U+2029"},
+                                         {"\xEF\xBB\xBFw", "U+FEFF"},
+                                         {"w\xC2\xAD", "U+00AD"},
+                                         {"w\xF3\xA0\x80\x81", "U+E0001"}}) {
+    request.set_client_id(c.name);
+    EXPECT_THAT(ValidateSuggestRequest(request, {}),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("client_id: client id \""),
+                               HasSubstr(c.code_point))))
+        << c.code_point;
+  }
+  // Other non-ASCII letters and symbols are names like any other.
+  for (const char* name : {"caf\xC3\xA9", "\xE6\x97\xA5\xE6\x9C\xAC",
+                           "w\xF0\x9F\x98\x80", "a\xC2\xA0" "b"}) {
+    request.set_client_id(name);
+    EXPECT_THAT(ValidateSuggestRequest(request, {}), IsOk()) << name;
+  }
 }
 
 TEST(RequestValidationTest, MetricNamesFollowTheNameRules) {
@@ -108,6 +142,62 @@ class EngineRequestTest : public ::testing::Test {
 
 // docs/api.md: an unspecified scope is FINE_TUNE_SCOPE_KERNEL, like the
 // other unspecified fields that mean a default.
+// Free text that is stored (a client's stop reason, a failure reason) keeps
+// no control characters: they are replaced by escapes (a newline by a space).
+TEST_F(EngineRequestTest, StoredReasonsAreSanitized) {
+  ASSERT_THAT(Create("s", PipelineSpec()), IsOk());
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("s");
+  suggest.set_count(2);
+  auto suggested = engine_->Suggest(suggest);
+  ASSERT_THAT(suggested, IsOk());
+  v1::ReportIntermediateRequest report;
+  report.set_study_id("s");
+  report.set_trial_id(1);
+  report.set_step(1);
+  report.set_value(0.5);
+  report.set_client_stop_reason(std::string("nan\0loss\x1b[2J\nstop", 17));
+  auto reported = engine_->ReportIntermediate(report);
+  ASSERT_THAT(reported, IsOk());
+  EXPECT_TRUE(reported->should_stop());
+  EXPECT_EQ(reported->reason(), "client: nan\\x00loss\\x1b[2J stop");
+  v1::ObserveRequest observe;
+  observe.set_study_id("s");
+  observe.set_trial_id(2);
+  observe.mutable_failure()->set_state(v1::TRIAL_STATE_FAILED);
+  observe.mutable_failure()->set_reason("Traceback:\n  line 1\xE2\x80\xAE");
+  auto observed = engine_->Observe(observe);
+  ASSERT_THAT(observed, IsOk());
+  EXPECT_EQ(observed->trial().failure_reason(),
+            "Traceback:   line 1\\u202e");
+  auto stored = storage_->LoadTrials({"", "s"});
+  ASSERT_THAT(stored, IsOk());
+  EXPECT_EQ((*stored)[1].failure_reason(), "Traceback:   line 1\\u202e");
+}
+
+// An enum value the proto does not define is named by its number.
+TEST_F(EngineRequestTest, UnknownEnumValuesAreNamedByNumber) {
+  v1::StudySpec spec = PipelineSpec();
+  v1::DatasetSample* sample = spec.mutable_dataset_sample();
+  sample->add_column_kinds(static_cast<v1::ColumnKind>(77));
+  sample->set_num_targets(1);
+  sample->add_values(1);
+  sample->add_values(2);
+  sample->add_targets(0);
+  sample->add_targets(1);
+  EXPECT_THAT(Create("s", spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.dataset_sample.column_kinds[0]: 77 is "
+                                 "not COLUMN_KIND_NUMERIC")));
+  v1::ObserveRequest observe;
+  observe.set_study_id("s");
+  observe.set_trial_id(1);
+  observe.mutable_failure()->set_state(static_cast<v1::TrialState>(42));
+  EXPECT_THAT(ValidateObserveRequest(observe),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("failure.state: 42 must be")));
+}
+
 TEST_F(EngineRequestTest, FineTuneWithoutScopeTunesTheKernel) {
   for (const char* id : {"kernel", "unspecified"}) {
     ASSERT_THAT(Create(id, PipelineSpec(v1::ALGORITHM_KIND_GP)), IsOk());

@@ -13,6 +13,7 @@
 #include "core/common/memory.h"
 #include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 #include "core/policy/policy_factory.h"
 #include "core/policy/random_policy.h"
 #include "core/registry/model_binding.h"
@@ -29,6 +30,10 @@ namespace {
 // ABORTED conditional write) are redone on the refreshed study at most this
 // many times; then the call is UNAVAILABLE.
 constexpr int kMaxWriteConflicts = 16;
+
+// A list response's bytes for one entry beyond the entry's own: its field tag
+// and length.
+constexpr int64_t kEntryOverhead = 1 + 5;
 
 // A fresh Study.incarnation: random and nonzero, so that a study created again
 // under a deleted one's id (by this or another process) tells their trials
@@ -73,6 +78,20 @@ void LogExpired(const LiveStudy& study, const std::vector<v1::Trial>& expired) {
                        "\": ", expired.size(),
                        " trial(s) turned STALE (lease expired), first id ",
                        expired.front().id()));
+}
+
+// RESOURCE_EXHAUSTED when `trial` would not fit a response (see
+// EngineOptions::max_page_bytes): checked before a change is stored.
+absl::Status CheckTrialFits(const v1::Trial& trial, const std::string& study_id,
+                            const EngineOptions& options) {
+  const int64_t bytes = static_cast<int64_t>(trial.ByteSizeLong());
+  if (bytes <= options.max_page_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "trial ", trial.id(), " of study \"", study_id, "\" would serialize to ",
+      bytes, " bytes, over this server's largest response of ",
+      options.max_page_bytes,
+      " bytes (--max-message-bytes); nothing was stored: send fewer or "
+      "shorter metrics"));
 }
 
 FitPreparer::Options PreparerOptions(const EngineOptions& engine) {
@@ -416,7 +435,6 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
   bool more = static_cast<int>(stored.size()) > page_size;
   if (more) stored.resize(page_size);
   // The page's serialized size: each study plus its field tag and length.
-  constexpr int64_t kEntryOverhead = 1 + 5;
   int64_t page_bytes = 0;
   std::string last_listed;
   for (const v1::Study& study : stored) {
@@ -774,7 +792,8 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
 
 absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
     const v1::ObserveRequest& request, const CallContext& context) {
-  METAOPT_RETURN_IF_ERROR(ValidateObserveRequest(request));
+  METAOPT_RETURN_IF_ERROR(
+      ValidateObserveRequest(request, options_.max_metrics));
   v1::ObserveResponse response;
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       {context.owner, request.study_id()},
@@ -834,13 +853,18 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
           trial.set_value(request.value());
         } else {
           trial.set_state(request.failure().state());
-          trial.set_failure_reason(request.failure().reason());
+          trial.set_failure_reason(SanitizeText(request.failure().reason()));
         }
         *trial.mutable_metrics() = request.metrics();
         *trial.mutable_complete_time() = ToProtoTimestamp(options_.clock());
+        METAOPT_RETURN_IF_ERROR(
+            CheckTrialFits(trial, request.study_id(), options_));
         METAOPT_RETURN_IF_ERROR(Store(study, {trial}, std::nullopt));
         ++study.version;
-        study.trials.Put(trial);
+        study.trials.Put(trial, external.has_value()
+                                    ? 0
+                                    : study.trials.intermediate_bytes(
+                                          trial.id()));
         if (options_.on_observed) {
           options_.on_observed(study.key, study.trials.completed_count());
         }
@@ -929,6 +953,7 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
                            request.trial_id()));
         }
         *response.mutable_trial() = study.trials.Get(request.trial_id());
+        FitForResponse(*response.mutable_trial(), options_.max_page_bytes);
         return absl::OkStatus();
       }));
   return response;
@@ -957,6 +982,7 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        int64_t page_bytes = 0;
         // Trial i + 1 is at index i; the states come from the summaries,
         // so that only the trials of the page are parsed.
         for (int64_t i = after; i < study.trials.size(); ++i) {
@@ -969,7 +995,19 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
                 EncodePageToken("trial", absl::StrCat(i)));
             break;
           }
-          *response.add_trials() = study.trials.Get(i + 1);
+          v1::Trial trial = study.trials.Get(i + 1);
+          FitForResponse(trial, options_.max_page_bytes);
+          // The page's serialized size: each trial plus its tag and length.
+          const int64_t bytes =
+              static_cast<int64_t>(trial.ByteSizeLong()) + kEntryOverhead;
+          if (response.trials_size() > 0 &&
+              page_bytes + bytes > options_.max_page_bytes) {
+            response.set_next_page_token(
+                EncodePageToken("trial", absl::StrCat(i)));
+            break;
+          }
+          page_bytes += bytes;
+          *response.add_trials() = std::move(trial);
         }
         return absl::OkStatus();
       }));
@@ -1025,7 +1063,8 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
 
 absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
     const v1::ReportIntermediateRequest& request, const CallContext& context) {
-  METAOPT_RETURN_IF_ERROR(ValidateReportIntermediateRequest(request));
+  METAOPT_RETURN_IF_ERROR(
+      ValidateReportIntermediateRequest(request, options_.max_metrics));
   v1::ReportIntermediateResponse response;
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
       {context.owner, request.study_id()},
@@ -1059,17 +1098,34 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
               "\" stops trials by that metric (spec.early_stopping.metric), "
               "so every report must carry it"));
         }
-        METAOPT_ASSIGN_OR_RETURN(const Recorded recorded,
-                                 RecordIntermediate(request, now, trial));
+        const int64_t trial_bytes = study.trials.intermediate_bytes(id);
+        int64_t added_bytes = 0;
+        METAOPT_ASSIGN_OR_RETURN(
+            const Recorded recorded,
+            RecordIntermediate(request, now,
+                               {options_.max_intermediate_values,
+                                options_.max_trial_intermediate_bytes},
+                               trial_bytes, &added_bytes, trial));
+        const int64_t study_bytes =
+            study.trials.total_intermediate_bytes() + added_bytes;
+        if (study_bytes > options_.max_study_intermediate_bytes) {
+          return absl::ResourceExhaustedError(absl::StrCat(
+              "step: ", request.step(), " not recorded: its ", added_bytes,
+              " bytes would take the intermediate values of study \"",
+              request.study_id(), "\" to ", study_bytes,
+              " bytes, over the limit of ",
+              options_.max_study_intermediate_bytes,
+              " (--max-study-intermediate-bytes)"));
+        }
         if (!request.client_stop_reason().empty() &&
             !GetStopMark(trial).has_value()) {
           // The client's own rule stops the trial (docs/api.md).
-          SetStopMark(trial, request.step(),
-                      absl::StrCat("client: ", request.client_stop_reason()));
+          const std::string reason =
+              absl::StrCat("client: ", SanitizeText(request.client_stop_reason()));
+          SetStopMark(trial, request.step(), reason);
           LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ", id,
                                " stopped by its client at step ",
-                               request.step(), ": ",
-                               request.client_stop_reason()));
+                               request.step(), ": ", reason));
         } else if (recorded == Recorded::kExtends &&
                    study.stopping_rule != nullptr &&
                    !GetStopMark(trial).has_value()) {
@@ -1093,13 +1149,15 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
         }
         *trial.mutable_lease_expire_time() =
             ToProtoTimestamp(now + options_.trial_lease);
+        METAOPT_RETURN_IF_ERROR(
+            CheckTrialFits(trial, request.study_id(), options_));
         METAOPT_RETURN_IF_ERROR(Store(study, {trial}, std::nullopt));
         const std::optional<StopMark> mark = GetStopMark(trial);
         response.set_should_stop(mark.has_value() &&
                                  request.step() >= mark->step);
         response.set_reason(response.should_stop() ? mark->reason : "");
         *response.mutable_trial() = trial;
-        study.trials.Put(std::move(trial));
+        study.trials.Put(std::move(trial), trial_bytes + added_bytes);
         return absl::OkStatus();
       }));
   return response;

@@ -90,8 +90,9 @@ class StudyEngine {
   // report of a step >= the mark's answers should_stop too, so a retry gets
   // the same answer. INVALID_ARGUMENT for a bad request, NOT_FOUND for an
   // unknown trial, FAILED_PRECONDITION for a trial that is not ACTIVE or a
-  // step recorded with another value, RESOURCE_EXHAUSTED past
-  // kMaxIntermediateValues.
+  // step recorded with another value, RESOURCE_EXHAUSTED (nothing stored)
+  // past EngineOptions::max_intermediate_values, max_trial_intermediate_bytes
+  // or max_study_intermediate_bytes.
   absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
       const v1::ReportIntermediateRequest& request,
       const CallContext& context = {});

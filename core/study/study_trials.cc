@@ -9,6 +9,7 @@
 #include "core/common/logging.h"
 #include "core/common/proto_time.h"
 #include "core/space/search_space.h"
+#include "core/study/intermediate.h"
 
 namespace metaopt::study {
 namespace {
@@ -143,7 +144,8 @@ v1::Trial StudyTrials::Get(int64_t id) const {
   return trial;
 }
 
-void StudyTrials::Put(v1::Trial trial) {
+void StudyTrials::Put(v1::Trial trial,
+                      std::optional<int64_t> intermediate_bytes) {
   const int64_t id = trial.id();
   const bool append = id == size() + 1;
   const v1::TrialState before =
@@ -175,6 +177,11 @@ void StudyTrials::Put(v1::Trial trial) {
   if (append) slots_.emplace_back();
   Slot& slot = slots_[id - 1];
   slot.summary = SummaryOf(trial);
+  intermediate_bytes_ -= slot.intermediate_bytes;
+  slot.intermediate_bytes = intermediate_bytes.has_value()
+                                ? *intermediate_bytes
+                                : IntermediateBytes(trial);
+  intermediate_bytes_ += slot.intermediate_bytes;
   if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
     std::string().swap(slot.compact);
     slot.policy_bytes = 0;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,7 +96,17 @@ class StudyTrials {
   // Replaces the trial with id trial.id(), or appends it when that id is
   // size() + 1. REQUIRES: 1 <= trial.id() <= size() + 1; a replaced trial keeps
   // its configuration (only its state, lease and outcome change).
-  void Put(v1::Trial trial);
+  // `intermediate_bytes`, when the caller knows it, is
+  // IntermediateBytes(trial) (saves a pass over its intermediate values).
+  void Put(v1::Trial trial,
+           std::optional<int64_t> intermediate_bytes = std::nullopt);
+
+  // IntermediateBytes (core/study/intermediate.h) of trial `id`, and of all
+  // trials together. REQUIRES: 1 <= id <= size().
+  int64_t intermediate_bytes(int64_t id) const {
+    return slots_[id - 1].intermediate_bytes;
+  }
+  int64_t total_intermediate_bytes() const { return intermediate_bytes_; }
 
   // The ACTIVE trials whose lease (see LeaseEnd) ended by `now`, as the STALE
   // trials they turn into, with lease_expire_time set to that end; by
@@ -115,6 +126,7 @@ class StudyTrials {
     // The trial when it is ACTIVE; null otherwise.
     std::unique_ptr<v1::Trial> active;
     TrialSummary summary;
+    int64_t intermediate_bytes = 0;
   };
 
   std::vector<Slot> slots_;
@@ -124,6 +136,8 @@ class StudyTrials {
   policy::HeldKeys held_keys_;
   std::set<int64_t> active_ids_;
   int64_t completed_ = 0;
+  // The sum of the slots' intermediate_bytes.
+  int64_t intermediate_bytes_ = 0;
   // No ACTIVE trial's lease ends before this (a lower bound, lowered by Put
   // and raised by a pass of ExpiredLeases that found nothing expired).
   absl::Time next_lease_end_ = absl::InfiniteFuture();

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
@@ -175,8 +176,12 @@ int HttpStatusOf(absl::StatusCode code) {
 }
 
 HttpResponse ErrorResponse(const absl::Status& status) {
+  return ErrorResponse(status, HttpStatusOf(status.code()));
+}
+
+HttpResponse ErrorResponse(const absl::Status& status, int http_status) {
   HttpResponse response;
-  response.status = HttpStatusOf(status.code());
+  response.status = http_status;
   response.content_type = kJson;
   response.headers.emplace_back("Cache-Control", "no-store");
   if (status.code() == absl::StatusCode::kUnauthenticated) {
@@ -197,15 +202,22 @@ HttpResponse ErrorResponse(const absl::Status& status) {
 
 HttpResponse JsonApi::Handle(const HttpRequest& request) const {
   if (request.method != "GET" && request.method != "HEAD") {
-    HttpResponse response = ErrorResponse(absl::InvalidArgumentError(
-        absl::StrCat("method ", request.method.substr(0, 16),
-                     " not allowed: the API is read-only (GET)")));
-    response.status = 405;
+    HttpResponse response = ErrorResponse(
+        absl::UnimplementedError(
+            absl::StrCat("method ", Quote(request.method.substr(0, 16)),
+                         " not allowed: the API is read-only (GET, HEAD)")),
+        405);
     response.headers.emplace_back("Allow", "GET, HEAD");
     return response;
   }
   study::CallContext context;
   context.deadline = absl::Now() + kCallDeadline;
+  if (auth_ != nullptr && request.authorization_headers > 1) {
+    // Which token would count is ambiguous: refuse, as the gRPC service does.
+    return ErrorResponse(absl::UnauthenticatedError(absl::StrCat(
+        "authorization: sent ", request.authorization_headers,
+        " times; send one 'Authorization: Bearer <token>' header")));
+  }
   if (auth_ != nullptr) {
     absl::StatusOr<std::string> owner = auth_->Authenticate(
         request.authorization.has_value()

@@ -42,8 +42,11 @@ class JsonApi {
 // INVALID_ARGUMENT 400, UNAUTHENTICATED 401, NOT_FOUND 404, ...).
 int HttpStatusOf(absl::StatusCode code);
 
-// The JSON error response for a non-OK `status`.
+// The JSON error response for a non-OK `status`, with the HTTP code of
+// HttpStatusOf or `http_status` (405 for a method the API does not serve, a
+// code no status maps to).
 HttpResponse ErrorResponse(const absl::Status& status);
+HttpResponse ErrorResponse(const absl::Status& status, int http_status);
 
 }  // namespace metaopt::http
 

@@ -1,12 +1,22 @@
 // The dashboard's JSON API (/api/v1/) of the real server on 127.0.0.1: the
 // same data as the gRPC API, in proto3 JSON; paging, the state filter, bad
 // parameters, bearer tokens and owner namespaces; the page's static files.
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -29,10 +39,48 @@ std::string Bearer(const std::string& token) {
   return absl::StrCat("Authorization: Bearer ", token, "\r\n");
 }
 
+// A socket connected to 127.0.0.1:`port`, or -1; with `receive_buffer` > 0 its
+// receive buffer is set that small first (a client that reads slowly).
+int ConnectTo(int port, int receive_buffer = 0) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  if (receive_buffer > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+               sizeof(receive_buffer));
+  }
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
+      0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Seconds until the server closes `fd` (reading and dropping what it sends),
+// or a negative value if it is still open after `limit` seconds.
+double SecondsUntilClosed(int fd, double limit) {
+  const absl::Time start = absl::Now();
+  char buffer[4096];
+  while (absl::ToDoubleSeconds(absl::Now() - start) < limit) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) > 0) {
+      const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) return absl::ToDoubleSeconds(absl::Now() - start);
+    }
+  }
+  return -1;
+}
+
 class DashboardApiTest : public ::testing::Test {
  protected:
   // A server with the dashboard listener; with `tokens`, alice and bob.
-  std::unique_ptr<TestServer> StartServer(bool tokens) {
+  std::unique_ptr<TestServer> StartServer(
+      bool tokens,
+      const std::function<void(server::ServerOptions&)>& edit = nullptr) {
     server::ServerOptions options;
     options.db_path = dir_.File("metaopt.db");
     options.models_dir = dir_.File("models");
@@ -44,6 +92,7 @@ class DashboardApiTest : public ::testing::Test {
       std::ofstream(options.tokens_file)
           << "alice:" << kAliceToken << "\nbob:" << kBobToken << "\n";
     }
+    if (edit) edit(options);
     return std::make_unique<TestServer>(options);
   }
 
@@ -221,6 +270,68 @@ TEST_F(DashboardApiTest, BadRequestsNameTheParameterValueAndRule) {
   ASSERT_TRUE(post.ok());
   EXPECT_EQ(post->status, 405);
   EXPECT_THAT(post->headers, HasSubstr("Allow: GET, HEAD"));
+  const nlohmann::json not_allowed = Json(*post);
+  EXPECT_EQ(not_allowed["error"]["code"], 405);
+  EXPECT_EQ(not_allowed["error"]["status"], "UNIMPLEMENTED");
+  EXPECT_THAT(not_allowed["error"]["message"].get<std::string>(),
+              HasSubstr("method \"POST\" not allowed"));
+  // Browsers must not sniff JSON (or anything else) into another type.
+  for (const char* path : {"/api/v1/studies", "/api/v1/nothing", "/"}) {
+    EXPECT_THAT(Get(*server, path).headers,
+                HasSubstr("X-Content-Type-Options: nosniff"))
+        << path;
+  }
+}
+
+// Two Authorization headers are ambiguous: refused like the gRPC service
+// refuses them, whichever comes first.
+TEST_F(DashboardApiTest, TwoAuthorizationHeadersAreRefused) {
+  auto server = StartServer(/*tokens=*/true);
+  const HttpResponse twice = Get(*server, "/api/v1/studies",
+                                 Bearer(kAliceToken) + Bearer(kBobToken));
+  EXPECT_EQ(twice.status, 401);
+  EXPECT_EQ(Json(twice)["error"]["status"], "UNAUTHENTICATED");
+  EXPECT_THAT(Json(twice)["error"]["message"].get<std::string>(),
+              HasSubstr("sent 2 times"));
+  EXPECT_EQ(Get(*server, "/api/v1/studies", Bearer(kAliceToken)).status, 200);
+}
+
+// Without tokens the listener answers only requests for localhost, an IP
+// address or a name in --http-allowed-hosts (a DNS-rebinding page sends its
+// own name); with tokens the token is the guard.
+TEST_F(DashboardApiTest, OpenDashboardChecksTheHostHeader) {
+  auto server = StartServer(/*tokens=*/false, [](server::ServerOptions& o) {
+    o.http_allowed_hosts = {"metaopt.lan"};
+  });
+  const int port = server->server().http_port();
+  struct Case {
+    const char* host;
+    int status;
+  };
+  for (const Case& c : std::vector<Case>{{"127.0.0.1", 200},
+                                         {"127.0.0.1:8080", 200},
+                                         {"localhost:8080", 200},
+                                         {"LOCALHOST", 200},
+                                         {"[::1]:8080", 200},
+                                         {"metaopt.lan:8080", 200},
+                                         {"rebind.attacker.example", 403},
+                                         {"rebind.attacker.example:8080", 403},
+                                         {"localhost.attacker.example", 403},
+                                         {"[not-an-address]", 403}}) {
+    auto response = HttpRequest(port, "/api/v1/studies", "GET", "", c.host);
+    ASSERT_TRUE(response.ok()) << response.status();
+    EXPECT_EQ(response->status, c.status) << c.host << ": " << response->body;
+    if (c.status == 403) {
+      EXPECT_THAT(response->body, HasSubstr("--http-allowed-hosts"));
+    }
+  }
+  server.reset();
+  auto guarded = StartServer(/*tokens=*/true);
+  auto response =
+      HttpRequest(guarded->server().http_port(), "/api/v1/studies", "GET",
+                  Bearer(kAliceToken), "metaopt.example.com");
+  ASSERT_TRUE(response.ok());
+  EXPECT_EQ(response->status, 200);
 }
 
 TEST_F(DashboardApiTest, TokensGateTheApiAndOwnersSeeOnlyTheirStudies) {
@@ -252,6 +363,102 @@ TEST_F(DashboardApiTest, TokensGateTheApiAndOwnersSeeOnlyTheirStudies) {
   EXPECT_EQ(bob["trials"].size(), 3u);
   // The page's files need no token (they hold no data).
   EXPECT_NE(Get(*server, "/").status, 401);
+}
+
+// Clients that connect and send nothing, send their request slowly, or never
+// read a large response hold a worker each for a bounded time and keep no
+// one else waiting: with fewer of them than threads, every other request is
+// answered within a second; the server closes them after its timeouts.
+TEST_F(DashboardApiTest, SlowClientsDoNotKeepOthersWaiting) {
+  auto server = StartServer(/*tokens=*/false, [](server::ServerOptions& o) {
+    o.http_threads = 8;
+    o.http_read_timeout = absl::Seconds(2);
+    o.http_write_timeout = absl::Seconds(3);
+  });
+  // A study whose trials page is several MB of JSON.
+  RunStudy(*server, "big", 0);
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("big");
+  suggest.set_count(4);
+  v1::SuggestResponse suggested;
+  ASSERT_TRUE(server->stub()
+                  .Suggest(ContextWithDeadline().get(), suggest, &suggested)
+                  .ok());
+  for (const v1::Trial& trial : suggested.trials()) {
+    for (int step = 0; step < 25; ++step) {
+      v1::ReportIntermediateRequest report;
+      report.set_study_id("big");
+      report.set_trial_id(trial.id());
+      report.set_step(step);
+      report.set_value(0.5);
+      for (int m = 0; m < 256; ++m) {
+        (*report.mutable_metrics())[absl::StrCat(std::string(120, 'm'), m)] =
+            m;
+      }
+      v1::ReportIntermediateResponse reported;
+      ASSERT_TRUE(server->stub()
+                      .ReportIntermediate(ContextWithDeadline().get(), report,
+                                          &reported)
+                      .ok());
+    }
+  }
+  const int port = server->server().http_port();
+  std::vector<int> idle;
+  for (int i = 0; i < 3; ++i) idle.push_back(ConnectTo(port));
+  std::vector<int> slow_readers;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = ConnectTo(port, /*receive_buffer=*/4096);
+    const std::string request =
+        "GET /api/v1/studies/big/trials HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    slow_readers.push_back(fd);
+  }
+  // Two clients send a header line every 200 ms and never finish.
+  std::vector<double> writer_closed(2, -1);
+  std::vector<std::thread> slow_writers;
+  for (int i = 0; i < 2; ++i) {
+    slow_writers.emplace_back([port, &closed = writer_closed[i]] {
+      const int fd = ConnectTo(port);
+      const absl::Time start = absl::Now();
+      std::string line = "GET /api/v1/studies HTTP/1.0\r\n";
+      while (absl::Now() - start < absl::Seconds(8)) {
+        if (send(fd, line.data(), line.size(), MSG_NOSIGNAL) < 0) break;
+        line = "X-Slow: yes\r\n";
+        pollfd p{fd, POLLIN, 0};
+        if (poll(&p, 1, 200) > 0) {
+          char buffer[256];
+          if (recv(fd, buffer, sizeof(buffer), 0) <= 0) break;
+        }
+      }
+      closed = absl::ToDoubleSeconds(absl::Now() - start);
+      close(fd);
+    });
+  }
+  absl::SleepFor(absl::Milliseconds(300));
+  double slowest = 0;
+  for (int i = 0; i < 10; ++i) {
+    const absl::Time start = absl::Now();
+    const HttpResponse response = Get(*server, "/api/v1/studies");
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    EXPECT_EQ(response.status, 200);
+    slowest = std::max(slowest, seconds);
+  }
+  EXPECT_LT(slowest, 1.0);
+  std::cout << "slowest of 10 requests beside 7 slow clients: " << slowest
+            << " s\n";
+  // The server closes idle connections after its read timeout.
+  for (int fd : idle) {
+    const double closed = SecondsUntilClosed(fd, 6);
+    EXPECT_GE(closed, 0) << "an idle connection is still open";
+    EXPECT_LT(closed, 4);
+    close(fd);
+  }
+  for (std::thread& writer : slow_writers) writer.join();
+  for (double closed : writer_closed) {
+    EXPECT_LT(closed, 5) << "a slow writer was not cut off";
+  }
+  for (int fd : slow_readers) close(fd);
 }
 
 TEST_F(DashboardApiTest, ServesThePageFiles) {

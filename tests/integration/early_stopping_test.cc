@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "clients/cpp/metaopt_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -133,6 +134,76 @@ TEST_F(EarlyStoppingServiceTest, AshaStopsWorseTrialsThroughTheClient) {
   auto completed = Observe(3, 0.95);
   ASSERT_TRUE(completed.ok()) << completed.status();
   EXPECT_EQ(completed->trial().state(), v1::TRIAL_STATE_COMPLETED);
+}
+
+// Reports with many long metric names on one trial, under a small
+// --max-message-bytes: each is either stored and acknowledged, or refused
+// RESOURCE_EXHAUSTED (naming the limit) and not stored; the trial, its study
+// and their lists stay readable and the trial can still be observed.
+TEST_F(EarlyStoppingServiceTest, OversizedReportsAreRefusedAndNeverStored) {
+  server_.reset();
+  server::ServerOptions options;
+  options.db_path = dir_.File("small.db");
+  options.models_dir = dir_.File("models");
+  options.max_message_bytes = 1 << 16;
+  server_ = std::make_unique<TestServer>(options);
+  Connect();
+  v1::CreateStudyRequest create;
+  create.set_study_id("asha");
+  *create.mutable_spec() = PipelineSpec();
+  ASSERT_TRUE(client_->CreateStudy(create).ok());
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("asha");
+  suggest.set_count(1);
+  ASSERT_TRUE(client_->Suggest(suggest).ok());
+
+  int acknowledged = 0;
+  absl::Status refused;
+  for (int step = 0; step < 40 && refused.ok(); ++step) {
+    v1::ReportIntermediateRequest request;
+    request.set_study_id("asha");
+    request.set_trial_id(1);
+    request.set_step(step);
+    request.set_value(0.5);
+    for (int m = 0; m < 64; ++m) {
+      (*request.mutable_metrics())[absl::StrCat(std::string(100, 'm'), m)] = m;
+    }
+    auto reported = client_->ReportIntermediate(request);
+    if (reported.ok()) {
+      ++acknowledged;
+    } else {
+      refused = reported.status();
+    }
+  }
+  ASSERT_GT(acknowledged, 0);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted) << refused;
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("--max-trial-intermediate-bytes"));
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("not recorded"));
+
+  // Exactly the acknowledged reports are stored, also after a restart.
+  for (int pass = 0; pass < 2; ++pass) {
+    v1::GetTrialRequest get;
+    get.set_study_id("asha");
+    get.set_trial_id(1);
+    auto trial = client_->GetTrial(get);
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    EXPECT_EQ(trial->trial().intermediate_values_size(), acknowledged);
+    v1::ListTrialsRequest list;
+    list.set_study_id("asha");
+    list.set_page_size(1);
+    auto listed = client_->ListTrials(list);
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    v1::GetStudyRequest get_study;
+    get_study.set_study_id("asha");
+    EXPECT_TRUE(client_->GetStudy(get_study).ok());
+    EXPECT_TRUE(client_->ListStudies({}).ok());
+    server_->Restart();
+    Connect();
+  }
+  auto observed = Observe(1, 0.5);
+  ASSERT_TRUE(observed.ok()) << observed.status();
+  EXPECT_EQ(observed->trial().intermediate_values_size(), acknowledged);
 }
 
 }  // namespace

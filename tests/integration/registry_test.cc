@@ -1,5 +1,6 @@
 // The model registry seen through the service: ListModels, study <-> model
 // binding, zero-shot portfolios and hot reload of new versions.
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -227,6 +228,89 @@ TEST_F(RegistryServiceTest, PartialBindingRecordsTheMapping) {
             "GBT");
 }
 
+// A model learned from history in the open namespace (no tokens) belongs to
+// it: after a restart with tokens on the same database and registry no owner
+// is listed it, binds to it by default or by name; back in open mode it
+// serves again, and the open study bound to it loads.
+TEST(RegistryOwnerScopeTest, ModelLearnedInOpenModeNeverServesTokenOwners) {
+  ScopedTempDir dir;
+  v1::ModelArtifact learned = registry::testing::TestArtifact(1.0);
+  learned.mutable_provenance()->set_from_history(true);
+  learned.mutable_provenance()->set_owner("");
+  ASSERT_TRUE(
+      registry::WriteModelVersion(dir.File("models"), "history-open", learned)
+          .ok());
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = dir.File("models");
+  options.models_poll_interval = absl::ZeroDuration();
+  const auto create = [](TestServer& server, const std::string& token,
+                         const std::string& id, const std::string& model,
+                         v1::CreateStudyResponse* response) {
+    v1::CreateStudyRequest request;
+    request.set_study_id(id);
+    *request.mutable_spec()->mutable_search_space() =
+        registry::testing::TestSearchSpace();
+    request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+    request.mutable_spec()->mutable_algorithm()->set_kind(
+        v1::ALGORITHM_KIND_GP);
+    request.mutable_spec()->mutable_algorithm()->set_model(model);
+    auto context = ContextWithDeadline();
+    if (!token.empty()) {
+      context->AddMetadata("authorization", "Bearer " + token);
+    }
+    return server.stub().CreateStudy(context.get(), request, response);
+  };
+  const auto listed = [](TestServer& server, const std::string& token) {
+    auto context = ContextWithDeadline();
+    if (!token.empty()) {
+      context->AddMetadata("authorization", "Bearer " + token);
+    }
+    v1::ListModelsResponse response;
+    EXPECT_TRUE(
+        server.stub().ListModels(context.get(), {}, &response).ok());
+    return response.models_size();
+  };
+  {
+    TestServer open(options);
+    EXPECT_EQ(listed(open, ""), 1);
+    v1::CreateStudyResponse created;
+    ASSERT_TRUE(create(open, "", "open-study", "", &created).ok());
+    EXPECT_EQ(created.study().bound_model(), "history-open@1");
+  }
+  const std::string token = "alice-token-0123456789abcdef";
+  options.tokens_file = dir.File("tokens");
+  std::ofstream(options.tokens_file) << "alice:" << token << "\n";
+  {
+    TestServer tokens(options);
+    EXPECT_EQ(listed(tokens, token), 0);
+    v1::CreateStudyResponse created;
+    ASSERT_TRUE(create(tokens, token, "alice-study", "", &created).ok());
+    EXPECT_EQ(created.study().bound_model(), "");
+    grpc::Status named =
+        create(tokens, token, "alice-named", "history-open", &created);
+    EXPECT_EQ(named.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_THAT(named.error_message(), HasSubstr("serves only theirs"));
+  }
+  options.tokens_file.clear();
+  {
+    TestServer open(options);
+    EXPECT_EQ(listed(open, ""), 1);
+    v1::GetStudyRequest get;
+    get.set_study_id("open-study");
+    v1::GetStudyResponse got;
+    ASSERT_TRUE(
+        open.stub().GetStudy(ContextWithDeadline().get(), get, &got).ok());
+    EXPECT_EQ(got.study().bound_model(), "history-open@1");
+    v1::SuggestRequest suggest;
+    suggest.set_study_id("open-study");
+    v1::SuggestResponse suggested;
+    EXPECT_TRUE(open.stub()
+                    .Suggest(ContextWithDeadline().get(), suggest, &suggested)
+                    .ok());
+  }
+}
+
 }  // namespace
 }  // namespace metaopt::testing
 
@@ -280,6 +364,89 @@ TEST_F(RegistryServiceTest, DatasetFeaturesChooseTheTaskAwareDesign) {
   EXPECT_EQ(trial.metadata().at("policy"), "gp/portfolio");
   EXPECT_EQ(fixed.study().metadata().at("zero_shot_design"), "portfolio");
   EXPECT_FALSE(fixed.study().metadata().contains("imputed_features"));
+}
+
+// A model learned from history in the open namespace (no tokens) belongs to
+// it: after a restart with tokens on the same database and registry no owner
+// is listed it, binds to it by default or by name; back in open mode it
+// serves again, and the open study bound to it loads.
+TEST(RegistryOwnerScopeTest, ModelLearnedInOpenModeNeverServesTokenOwners) {
+  ScopedTempDir dir;
+  v1::ModelArtifact learned = registry::testing::TestArtifact(1.0);
+  learned.mutable_provenance()->set_from_history(true);
+  learned.mutable_provenance()->set_owner("");
+  ASSERT_TRUE(
+      registry::WriteModelVersion(dir.File("models"), "history-open", learned)
+          .ok());
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = dir.File("models");
+  options.models_poll_interval = absl::ZeroDuration();
+  const auto create = [](TestServer& server, const std::string& token,
+                         const std::string& id, const std::string& model,
+                         v1::CreateStudyResponse* response) {
+    v1::CreateStudyRequest request;
+    request.set_study_id(id);
+    *request.mutable_spec()->mutable_search_space() =
+        registry::testing::TestSearchSpace();
+    request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+    request.mutable_spec()->mutable_algorithm()->set_kind(
+        v1::ALGORITHM_KIND_GP);
+    request.mutable_spec()->mutable_algorithm()->set_model(model);
+    auto context = ContextWithDeadline();
+    if (!token.empty()) {
+      context->AddMetadata("authorization", "Bearer " + token);
+    }
+    return server.stub().CreateStudy(context.get(), request, response);
+  };
+  const auto listed = [](TestServer& server, const std::string& token) {
+    auto context = ContextWithDeadline();
+    if (!token.empty()) {
+      context->AddMetadata("authorization", "Bearer " + token);
+    }
+    v1::ListModelsResponse response;
+    EXPECT_TRUE(
+        server.stub().ListModels(context.get(), {}, &response).ok());
+    return response.models_size();
+  };
+  {
+    TestServer open(options);
+    EXPECT_EQ(listed(open, ""), 1);
+    v1::CreateStudyResponse created;
+    ASSERT_TRUE(create(open, "", "open-study", "", &created).ok());
+    EXPECT_EQ(created.study().bound_model(), "history-open@1");
+  }
+  const std::string token = "alice-token-0123456789abcdef";
+  options.tokens_file = dir.File("tokens");
+  std::ofstream(options.tokens_file) << "alice:" << token << "\n";
+  {
+    TestServer tokens(options);
+    EXPECT_EQ(listed(tokens, token), 0);
+    v1::CreateStudyResponse created;
+    ASSERT_TRUE(create(tokens, token, "alice-study", "", &created).ok());
+    EXPECT_EQ(created.study().bound_model(), "");
+    grpc::Status named =
+        create(tokens, token, "alice-named", "history-open", &created);
+    EXPECT_EQ(named.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_THAT(named.error_message(), HasSubstr("serves only theirs"));
+  }
+  options.tokens_file.clear();
+  {
+    TestServer open(options);
+    EXPECT_EQ(listed(open, ""), 1);
+    v1::GetStudyRequest get;
+    get.set_study_id("open-study");
+    v1::GetStudyResponse got;
+    ASSERT_TRUE(
+        open.stub().GetStudy(ContextWithDeadline().get(), get, &got).ok());
+    EXPECT_EQ(got.study().bound_model(), "history-open@1");
+    v1::SuggestRequest suggest;
+    suggest.set_study_id("open-study");
+    v1::SuggestResponse suggested;
+    EXPECT_TRUE(open.stub()
+                    .Suggest(ContextWithDeadline().get(), suggest, &suggested)
+                    .ok());
+  }
 }
 
 }  // namespace

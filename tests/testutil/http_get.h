@@ -24,12 +24,13 @@ struct HttpResponse {
 };
 
 // Sends `method` `path` to 127.0.0.1:`port` with `extra_headers` (complete
-// "Name: value\r\n" lines) and reads the whole response (the server closes
-// the connection after an HTTP/1.0 request). Socket operations time out after
-// 10 s. Thread-compatible.
+// "Name: value\r\n" lines) and a Host header naming `host`, and reads the
+// whole response (the server closes the connection after an HTTP/1.0
+// request). Socket operations time out after 10 s. Thread-compatible.
 inline absl::StatusOr<HttpResponse> HttpRequest(
     int port, const std::string& path, const std::string& method,
-    const std::string& extra_headers = "") {
+    const std::string& extra_headers = "",
+    const std::string& host = "127.0.0.1") {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) return absl::InternalError("socket() failed");
   timeval timeout{10, 0};
@@ -45,7 +46,7 @@ inline absl::StatusOr<HttpResponse> HttpRequest(
     return absl::UnavailableError(absl::StrCat("cannot connect to ", port));
   }
   const std::string request =
-      absl::StrCat(method, " ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n",
+      absl::StrCat(method, " ", path, " HTTP/1.0\r\nHost: ", host, "\r\n",
                    extra_headers, "\r\n");
   if (send(fd, request.data(), request.size(), 0) !=
       static_cast<ssize_t>(request.size())) {
