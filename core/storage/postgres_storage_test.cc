@@ -341,9 +341,10 @@ TEST_F(PostgresStorageTest, DownLongerThanTheBudgetIsUnavailableNotInternal) {
   // Clients see the backend, not where it is or who connects: no part of
   // the URI (user, host, port, database).
   const std::string authority = uri_.substr(uri_.find("://") + 3);
-  for (const std::string& part :
+  for (const absl::string_view part :
        absl::StrSplit(authority, absl::ByAnyChar("@:/?"), absl::SkipEmpty())) {
-    EXPECT_THAT(std::string(down.message()), Not(HasSubstr(part))) << uri_;
+    EXPECT_THAT(std::string(down.message()), Not(HasSubstr(std::string(part))))
+        << uri_;
   }
   EXPECT_THAT(storage->LoadTrials(Key("s")),
               StatusIs(absl::StatusCode::kUnavailable, _));

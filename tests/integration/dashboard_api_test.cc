@@ -39,27 +39,6 @@ std::string Bearer(const std::string& token) {
   return absl::StrCat("Authorization: Bearer ", token, "\r\n");
 }
 
-// A socket connected to 127.0.0.1:`port`, or -1; with `receive_buffer` > 0 its
-// receive buffer is set that small first (a client that reads slowly).
-int ConnectTo(int port, int receive_buffer = 0) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  if (receive_buffer > 0) {
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
-               sizeof(receive_buffer));
-  }
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
-      0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // Seconds until the server closes `fd` (reading and dropping what it sends),
 // or a negative value if it is still open after `limit` seconds.
 double SecondsUntilClosed(int fd, double limit) {
@@ -404,10 +383,10 @@ TEST_F(DashboardApiTest, SlowClientsDoNotKeepOthersWaiting) {
   }
   const int port = server->server().http_port();
   std::vector<int> idle;
-  for (int i = 0; i < 3; ++i) idle.push_back(ConnectTo(port));
+  for (int i = 0; i < 3; ++i) idle.push_back(ConnectLoopback(port));
   std::vector<int> slow_readers;
   for (int i = 0; i < 2; ++i) {
-    const int fd = ConnectTo(port, /*receive_buffer=*/4096);
+    const int fd = ConnectLoopback(port, /*receive_buffer=*/4096);
     const std::string request =
         "GET /api/v1/studies/big/trials HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
     ASSERT_EQ(send(fd, request.data(), request.size(), MSG_NOSIGNAL),
@@ -419,7 +398,7 @@ TEST_F(DashboardApiTest, SlowClientsDoNotKeepOthersWaiting) {
   std::vector<std::thread> slow_writers;
   for (int i = 0; i < 2; ++i) {
     slow_writers.emplace_back([port, &closed = writer_closed[i]] {
-      const int fd = ConnectTo(port);
+      const int fd = ConnectLoopback(port);
       const absl::Time start = absl::Now();
       std::string line = "GET /api/v1/studies HTTP/1.0\r\n";
       while (absl::Now() - start < absl::Seconds(8)) {

@@ -17,6 +17,20 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// CreateStudy of a GP study `id` over TestArtifact's space that names
+// `model` (empty: none).
+v1::CreateStudyRequest GpStudyRequest(const std::string& id,
+                                      const std::string& model) {
+  v1::CreateStudyRequest request;
+  request.set_study_id(id);
+  *request.mutable_spec()->mutable_search_space() =
+      registry::testing::TestSearchSpace();
+  request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+  request.mutable_spec()->mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
+  request.mutable_spec()->mutable_algorithm()->set_model(model);
+  return request;
+}
+
 class RegistryServiceTest : public ::testing::Test {
  protected:
   RegistryServiceTest()
@@ -50,17 +64,10 @@ class RegistryServiceTest : public ::testing::Test {
       const std::string& id, const std::string& model,
       v1::CreateStudyResponse* response,
       const std::map<std::string, double>& dataset_features = {}) {
-    v1::CreateStudyRequest request;
+    v1::CreateStudyRequest request = GpStudyRequest(id, model);
     for (const auto& [name, value] : dataset_features) {
       (*request.mutable_spec()->mutable_dataset_features())[name] = value;
     }
-    request.set_study_id(id);
-    *request.mutable_spec()->mutable_search_space() =
-        registry::testing::TestSearchSpace();
-    request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
-    request.mutable_spec()->mutable_algorithm()->set_kind(
-        v1::ALGORITHM_KIND_GP);
-    request.mutable_spec()->mutable_algorithm()->set_model(model);
     return server_.stub().CreateStudy(ContextWithDeadline().get(), request,
                                       response);
   }
@@ -247,19 +254,12 @@ TEST(RegistryOwnerScopeTest, ModelLearnedInOpenModeNeverServesTokenOwners) {
   const auto create = [](TestServer& server, const std::string& token,
                          const std::string& id, const std::string& model,
                          v1::CreateStudyResponse* response) {
-    v1::CreateStudyRequest request;
-    request.set_study_id(id);
-    *request.mutable_spec()->mutable_search_space() =
-        registry::testing::TestSearchSpace();
-    request.mutable_spec()->mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
-    request.mutable_spec()->mutable_algorithm()->set_kind(
-        v1::ALGORITHM_KIND_GP);
-    request.mutable_spec()->mutable_algorithm()->set_model(model);
     auto context = ContextWithDeadline();
     if (!token.empty()) {
       context->AddMetadata("authorization", "Bearer " + token);
     }
-    return server.stub().CreateStudy(context.get(), request, response);
+    return server.stub().CreateStudy(context.get(), GpStudyRequest(id, model),
+                                     response);
   };
   const auto listed = [](TestServer& server, const std::string& token) {
     auto context = ContextWithDeadline();

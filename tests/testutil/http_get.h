@@ -23,6 +23,27 @@ struct HttpResponse {
   std::string body;
 };
 
+// A TCP socket connected to 127.0.0.1:`port`, or -1; with `receive_buffer` >
+// 0 its receive buffer is set that small first (a client that reads slowly).
+inline int ConnectLoopback(int port, int receive_buffer = 0) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  if (receive_buffer > 0) {
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+               sizeof(receive_buffer));
+  }
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
+      0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // Sends `method` `path` to 127.0.0.1:`port` with `extra_headers` (complete
 // "Name: value\r\n" lines) and a Host header naming `host`, and reads the
 // whole response (the server closes the connection after an HTTP/1.0
@@ -31,20 +52,13 @@ inline absl::StatusOr<HttpResponse> HttpRequest(
     int port, const std::string& path, const std::string& method,
     const std::string& extra_headers = "",
     const std::string& host = "127.0.0.1") {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return absl::InternalError("socket() failed");
+  const int fd = ConnectLoopback(port);
+  if (fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", port));
+  }
   timeval timeout{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
-      0) {
-    close(fd);
-    return absl::UnavailableError(absl::StrCat("cannot connect to ", port));
-  }
   const std::string request =
       absl::StrCat(method, " ", path, " HTTP/1.0\r\nHost: ", host, "\r\n",
                    extra_headers, "\r\n");
