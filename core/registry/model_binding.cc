@@ -143,7 +143,7 @@ std::string LearnedFrom(const LoadedModel& model) {
   const std::string& owner = model.artifact.provenance().owner();
   return owner.empty() ? std::string("the studies of the open namespace (a "
                                      "server without tokens)")
-                       : absl::StrCat("the studies of another owner");
+                       : std::string("another owner's studies");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 #include "core/early_stopping/rule.h"
 #include "core/space/encoding.h"
 #include "core/space/search_space.h"
@@ -323,9 +324,10 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request,
             " must be TRIAL_STATE_FAILED or TRIAL_STATE_INFEASIBLE"));
       }
       if (request.failure().reason().size() > kMaxFailureReasonLength) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("failure.reason: longer than ",
-                         kMaxFailureReasonLength, " characters"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "failure.reason: ", Quote(request.failure().reason()), " has ",
+            request.failure().reason().size(), " bytes, more than the limit of ",
+            kMaxFailureReasonLength));
       }
       break;
   }
@@ -355,8 +357,9 @@ absl::Status ValidateReportIntermediateRequest(
   }
   if (request.client_stop_reason().size() > kMaxClientStopReasonLength) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "client_stop_reason: ", request.client_stop_reason().size(),
-        " bytes, longer than ", kMaxClientStopReasonLength));
+        "client_stop_reason: ", Quote(request.client_stop_reason()), " has ",
+        request.client_stop_reason().size(), " bytes, more than the limit of ",
+        kMaxClientStopReasonLength));
   }
   return ValidateMetrics(request.metrics(), max_metrics);
 }
