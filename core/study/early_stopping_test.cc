@@ -391,7 +391,8 @@ TEST_F(EarlyStoppingTest, RejectsAnOversizeClientStopReason) {
   request.set_client_stop_reason(std::string(1001, 'x'));
   EXPECT_THAT(engine_->ReportIntermediate(request),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("client_stop_reason: 1001 bytes")));
+                       HasSubstr("has 1001 bytes, more than the limit of "
+                                 "1000")));
 }
 
 TEST_F(EarlyStoppingTest, ValuesAndStopMarkSurviveARestart) {
