@@ -11,9 +11,9 @@
 
 The names and definitions are auto-sklearn's (Feurer et al., "Efficient and Robust Automated
 Machine Learning", NeurIPS 2015, supplement: the meta-features), the ones the bundled meta-datasets
-record: the simple features of sklearn-pipelines' ``metafeatures.csv`` and the landmarkers of
-oboe's (PMF's) ``metafeatures.csv``. docs/metafeatures.md lists each definition and the agreement
-with those files.
+record: every feature of sklearn-pipelines' and of oboe's (PMF's) ``metafeatures.csv``.
+docs/metafeatures.md lists each definition, the agreement with those files, and which features each
+bundled model reads.
 
 Needs numpy, scipy and scikit-learn; pandas only if ``X`` is a DataFrame. Stateless: ``compute``
 may run in several threads at once.
@@ -37,6 +37,15 @@ SIMPLE_FEATURES: Tuple[str, ...] = (
     "NumberOfInstancesWithMissingValues", "NumberOfMissingValues", "NumberOfNumericFeatures",
     "PercentageOfFeaturesWithMissingValues", "PercentageOfInstancesWithMissingValues",
     "PercentageOfMissingValues", "RatioNominalToNumerical", "RatioNumericalToNominal",
+    "SymbolsMax", "SymbolsMean", "SymbolsMin", "SymbolsSTD", "SymbolsSum",
+)
+
+# The shape of the encoded data's distribution (the landmarkers' encoding, below): skewness and
+# kurtosis of each column, and a principal component analysis. Always computed.
+DISTRIBUTION_FEATURES: Tuple[str, ...] = (
+    "KurtosisMax", "KurtosisMean", "KurtosisMin", "KurtosisSTD",
+    "PCAFractionOfComponentsFor95PercentVariance", "PCAKurtosisFirstPC", "PCASkewnessFirstPC",
+    "SkewnessMax", "SkewnessMean", "SkewnessMin", "SkewnessSTD",
 )
 
 # Cross-validated accuracies of simple learners (Pfahringer et al., "Meta-Learning by
@@ -67,10 +76,11 @@ def compute(X: Any, y: Any, categorical: Any = None, *,
             whose cost grows faster than the data's size).
 
     Returns:
-        Every name of :data:`SIMPLE_FEATURES`, and of :data:`LANDMARKERS` when ``landmarkers``
-        is set and the data allow ten stratified folds (at least two classes, the largest with
-        at least ten rows). A landmarker whose learner fails on the data (LDA on collinear
-        features) is left out; no value is NaN or infinite.
+        Every name of :data:`SIMPLE_FEATURES` and :data:`DISTRIBUTION_FEATURES`, and of
+        :data:`LANDMARKERS` when ``landmarkers`` is set and the data allow ten stratified folds
+        (at least two classes, the largest with at least ten rows). The three ``PCA*`` features
+        are left out when every column is constant, and a landmarker whose learner fails on the
+        data (LDA on collinear features); no value is NaN or infinite.
 
     Raises:
         ValueError: an argument is malformed; the message names it, its value and the rule.
@@ -87,9 +97,10 @@ def compute(X: Any, y: Any, categorical: Any = None, *,
                for j in range(len(columns)) if is_categorical[j]}
 
     features = _simple_features(labels, missing, is_categorical, symbols)
+    encoded = _encoded(numeric, symbols, columns, missing, n_rows)
+    features.update(_distribution_features(encoded))
     if landmarkers:
-        features.update(_landmarkers(_encoded(numeric, symbols, columns, missing, n_rows),
-                                     labels))
+        features.update(_landmarkers(encoded, labels))
     return {name: features[name] for name in sorted(features)}
 
 
@@ -272,7 +283,73 @@ def _simple_features(labels: np.ndarray, missing: np.ndarray, is_categorical: Se
         # auto-sklearn's convention: 0 when the denominator is 0.
         "RatioNominalToNumerical": n_categorical / n_numeric if n_numeric else 0.0,
         "RatioNumericalToNominal": n_numeric / n_categorical if n_categorical else 0.0,
+        **_symbol_features([len(values) for values in symbols.values()]),
     }
+
+
+def _symbol_features(counts: List[int]) -> Dict[str, float]:
+    """Of the numbers of distinct values (symbols) of the categorical columns, missing values not
+    counted. As auto-sklearn: the sum and maximum over all of them, the minimum, mean and
+    population standard deviation over those with a symbol; each 0 without such a column."""
+    present = [count for count in counts if count > 0]
+    return {
+        "SymbolsMax": float(max(counts, default=0)),
+        "SymbolsMean": float(np.mean(present)) if present else 0.0,
+        "SymbolsMin": float(min(present, default=0)),
+        "SymbolsSTD": float(np.std(present)) if present else 0.0,
+        "SymbolsSum": float(sum(counts)),
+    }
+
+
+def _moments(values: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Skewness m3 / m2^1.5 and excess kurtosis m4 / m2^2 - 3 of each column (biased central
+    moments), as the scipy.stats.skew and kurtosis of auto-sklearn's recorded features computed
+    them: a constant column has skewness 0 and kurtosis -3."""
+    centered = values - values.mean(axis=0)
+    m2 = (centered ** 2).mean(axis=0)
+    m3 = (centered ** 3).mean(axis=0)
+    m4 = (centered ** 4).mean(axis=0)
+    varying = m2 > 0
+    safe = np.where(varying, m2, 1.0)
+    skewness = np.where(varying, m3 / safe ** 1.5, 0.0)
+    kurtosis = np.where(varying, m4 / safe ** 2, 0.0) - 3.0
+    return skewness, kurtosis
+
+
+def _distribution_features(encoded: np.ndarray) -> Dict[str, float]:
+    """Skewness and kurtosis of the encoded columns (their maximum, mean, minimum and population
+    standard deviation) and of the first principal component, and the fraction of the components
+    that explain 95 % of the variance. The PCA* features are left out when every column is
+    constant (no component has a direction)."""
+    skewness, kurtosis = _moments(encoded)
+    features = {}
+    for prefix, values in (("Skewness", skewness), ("Kurtosis", kurtosis)):
+        features[f"{prefix}Max"] = float(values.max())
+        features[f"{prefix}Mean"] = float(values.mean())
+        features[f"{prefix}Min"] = float(values.min())
+        features[f"{prefix}STD"] = float(values.std())
+    centered = encoded - encoded.mean(axis=0)
+    try:
+        _, singular, directions = np.linalg.svd(centered, full_matrices=False)
+    except np.linalg.LinAlgError:
+        return features
+    variance = singular ** 2
+    if not variance.sum() > 0:
+        return features
+    # The fewest leading components whose variance ratios add up to at least 0.95, as a
+    # fraction of the encoded columns.
+    cumulative = np.cumsum(variance / variance.sum())
+    components = min(int(np.searchsorted(cumulative, 0.95)) + 1, len(variance))
+    features["PCAFractionOfComponentsFor95PercentVariance"] = components / encoded.shape[1]
+    # A component's sign is arbitrary; scikit-learn's PCA (auto-sklearn's) puts the row that lies
+    # farthest from the mean along it on the positive side.
+    first = centered @ directions[0]
+    if first[np.argmax(np.abs(first))] < 0:
+        first = -first
+    first_skewness, first_kurtosis = _moments(first[:, None])
+    features["PCASkewnessFirstPC"] = float(first_skewness[0])
+    features["PCAKurtosisFirstPC"] = float(first_kurtosis[0])
+    return features
 
 
 def _encoded(numeric: Dict[int, np.ndarray], symbols: Dict[int, List[Any]],

@@ -24,6 +24,9 @@ SIMPLE_TOLERANCE = 1e-9
 # Landmarkers are cross-validated accuracies; the recorded ones came from OpenML's copies of the
 # data (row order and values may differ slightly) and another scikit-learn version.
 LANDMARK_TOLERANCE = 0.01
+# The distribution features are closed forms too, but oboe's file records them in single
+# precision.
+DISTRIBUTION_TOLERANCE = 1e-5
 
 # scikit-learn loader -> (sklearn-pipelines task, OpenML dataset id in oboe or None).
 SKLEARN_DATASETS = {
@@ -49,6 +52,15 @@ def read_metafeatures(folder: str) -> Optional[Dict[str, Dict[str, float]]]:
     with open(path, newline="") as file:
         return {row.pop("task"): {name: float(value) for name, value in row.items() if value}
                 for row in csv.DictReader(file)}
+
+
+def openml_iris():
+    """Iris as OpenML (dataset 61) and the UCI file have it: scikit-learn's copy corrects two
+    rows (35 and 38) after Fisher's paper."""
+    X, y = sklearn.datasets.load_iris(return_X_y=True)
+    X = X.copy()
+    X[34] = X[37] = [4.9, 3.1, 1.5, 0.1]
+    return X, y
 
 
 def hand_made():
@@ -84,15 +96,74 @@ class KnownCasesTest(unittest.TestCase):
             "PercentageOfInstancesWithMissingValues": 3 / 5,
             "PercentageOfMissingValues": 3 / 15,
             "RatioNominalToNumerical": 2.0, "RatioNumericalToNominal": 0.5,
+            # Distinct values (a, b, c) and (x, y), missing ones not counted.
+            "SymbolsMax": 3, "SymbolsMean": 2.5, "SymbolsMin": 2, "SymbolsSTD": 0.5,
+            "SymbolsSum": 5,
         }
         for categorical in (None, [1, 2], [False, True, True], np.array([False, True, True])):
             with self.subTest(categorical=categorical):
                 # Five rows allow no ten folds: no landmarkers.
                 features = metafeatures.compute(X, y, categorical)
-                self.assertEqual(sorted(features), sorted(expected))
+                self.assertEqual(sorted(features),
+                                 sorted([*expected, *metafeatures.DISTRIBUTION_FEATURES]))
                 for name, value in expected.items():
                     self.assertAlmostEqual(features[name], value, places=12, msg=name)
                     self.assertIsInstance(features[name], float)
+
+    def test_symbols_skip_columns_without_a_value_but_count_in_the_sum_and_maximum(self) -> None:
+        X = np.array([[None, "a", 1.0], [None, "b", 2.0], [None, "c", 3.0], [None, "d", 4.0]],
+                     dtype=object)
+        features = metafeatures.compute(X, [0, 1, 0, 1], categorical=[0, 1])
+        self.assertEqual([features[f"Symbols{s}"] for s in ("Max", "Mean", "Min", "STD", "Sum")],
+                         [4.0, 4.0, 4.0, 0.0, 4.0])
+        numeric = metafeatures.compute(np.arange(8.0).reshape(4, 2), [0, 1, 0, 1])
+        self.assertEqual([numeric[f"Symbols{s}"] for s in ("Max", "Mean", "Min", "STD", "Sum")],
+                         [0.0] * 5)
+
+    def test_skewness_and_kurtosis_of_a_binary_and_a_constant_column(self) -> None:
+        # Column 0 is Bernoulli(1/4): skewness (1 - 2p) / sqrt(p q) = 2 / sqrt(3), excess
+        # kurtosis (1 - 6 p q) / (p q) = -2/3. Column 1 is constant: skewness 0, kurtosis -3.
+        X = np.array([[0.0, 5.0], [0.0, 5.0], [0.0, 5.0], [1.0, 5.0]])
+        features = metafeatures.compute(X, [0, 1, 0, 1])
+        skew = 2 / math.sqrt(3)
+        expected = {
+            "SkewnessMax": skew, "SkewnessMin": 0.0, "SkewnessMean": skew / 2,
+            "SkewnessSTD": skew / 2,
+            "KurtosisMax": -2 / 3, "KurtosisMin": -3.0, "KurtosisMean": -11 / 6,
+            "KurtosisSTD": 7 / 6,
+            # One column varies: one component of two explains all the variance. It is
+            # column 0, oriented so that the farthest row (the 1) is positive.
+            "PCAFractionOfComponentsFor95PercentVariance": 0.5,
+            "PCASkewnessFirstPC": skew, "PCAKurtosisFirstPC": -2 / 3,
+        }
+        for name, value in expected.items():
+            self.assertAlmostEqual(features[name], value, places=12, msg=name)
+        # The sign convention orients the component, whatever the rows' order or the column's
+        # direction.
+        for variant in (X[::-1], 1.0 - X, (1.0 - X)[::-1]):
+            self.assertAlmostEqual(
+                metafeatures.compute(variant, [0, 1, 0, 1])["PCASkewnessFirstPC"], skew,
+                places=12)
+
+    def test_pca_counts_the_components_for_95_percent_of_the_variance(self) -> None:
+        # Standardized, columns 0 and 1 are the same z = (-1, -1, 1, 1) and column 2 is
+        # w = (-1, 1, -1, 1), uncorrelated with z: the components z + z and w explain 2/3 and
+        # 1/3 of the variance, so both are needed (2 of the 3 columns). The first projects
+        # the rows to +-1: skewness 0, kurtosis 1 - 3.
+        X = np.array([[1.0, 10.0, 1.0], [1.0, 10.0, 3.0], [3.0, 30.0, 1.0], [3.0, 30.0, 3.0]])
+        features = metafeatures.compute(X, [0, 1, 0, 1])
+        self.assertAlmostEqual(features["PCAFractionOfComponentsFor95PercentVariance"], 2 / 3,
+                               places=12)
+        self.assertAlmostEqual(features["PCASkewnessFirstPC"], 0.0, places=12)
+        self.assertAlmostEqual(features["PCAKurtosisFirstPC"], -2.0, places=12)
+        # Without column 2, one component of the two suffices.
+        self.assertEqual(metafeatures.compute(X[:, :2], [0, 1, 0, 1])[
+            "PCAFractionOfComponentsFor95PercentVariance"], 0.5)
+
+    def test_constant_data_has_no_principal_components(self) -> None:
+        features = metafeatures.compute(np.ones((4, 3)), [0, 1, 0, 1])
+        self.assertFalse({name for name in features if name.startswith("PCA")})
+        self.assertEqual((features["KurtosisMax"], features["SkewnessMax"]), (-3.0, 0.0))
 
     def test_numeric_codes_marked_categorical(self) -> None:
         X = np.array([[1.0, 0.5], [2.0, 0.7], [1.0, math.nan], [3.0, 0.1]])
@@ -180,6 +251,7 @@ class SharedMetaDatasetsTest(unittest.TestCase):
         cls.computed = {name: metafeatures.compute(
             *getattr(sklearn.datasets, f"load_{name}")(return_X_y=True))
             for name in SKLEARN_DATASETS}
+        cls.computed["openml_iris"] = metafeatures.compute(*openml_iris())
 
     def test_simple_features_equal_sklearn_pipelines_rows(self) -> None:
         for dataset, (task, _) in SKLEARN_DATASETS.items():
@@ -203,6 +275,24 @@ class SharedMetaDatasetsTest(unittest.TestCase):
                 with self.subTest(openml_id=openml_id, feature=name):
                     self.assertLessEqual(abs(self.computed[dataset][name] - recorded[name]),
                                          tolerance)
+
+    def test_distribution_features_equal_oboe_rows(self) -> None:
+        # Iris as OpenML has it: scikit-learn's corrected rows move the kurtoses by up to 0.06.
+        for dataset, openml_id in (("openml_iris", "61"), ("wine", "187"),
+                                   ("breast_cancer", "1510")):
+            recorded = self.oboe[openml_id]
+            self.assertEqual(set(recorded) - set(self.computed[dataset]), set(), openml_id)
+            for name in metafeatures.DISTRIBUTION_FEATURES:
+                computed = self.computed[dataset][name]
+                if name == "PCASkewnessFirstPC":
+                    # A component's sign is arbitrary, and the recorded ones follow no rule
+                    # (breast cancer's is the opposite of scikit-learn's convention).
+                    computed, recorded_value = abs(computed), abs(recorded[name])
+                else:
+                    recorded_value = recorded[name]
+                with self.subTest(openml_id=openml_id, feature=name):
+                    self.assertLessEqual(abs(computed - recorded_value),
+                                         DISTRIBUTION_TOLERANCE * max(1.0, abs(recorded_value)))
 
 
 if __name__ == "__main__":
