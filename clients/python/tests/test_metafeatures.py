@@ -8,6 +8,7 @@ The meta-datasets are read from ``$METAOPT_DATA`` (or ``$METAOPT_SHARED_DATA``),
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 import os
 import unittest
@@ -293,6 +294,24 @@ class SharedMetaDatasetsTest(unittest.TestCase):
                 with self.subTest(openml_id=openml_id, feature=name):
                     self.assertLessEqual(abs(computed - recorded_value),
                                          DISTRIBUTION_TOLERANCE * max(1.0, abs(recorded_value)))
+
+
+class CoverageTableTest(unittest.TestCase):
+    """docs/metafeatures.md's table of the features each bundled model reads is the one that
+    scripts/metafeature_coverage.py computes from the artifacts."""
+
+    def test_docs_table_matches_the_bundled_models(self) -> None:
+        root = Path(__file__).resolve().parents[3]
+        script = root / "scripts" / "metafeature_coverage.py"
+        spec = importlib.util.spec_from_file_location("metafeature_coverage", script)
+        coverage = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(coverage)
+        table = coverage.coverage_table(root / "models")
+        self.assertIn("| `oboe-pmf@2` | PMF nearest training tasks (46); task-aware design (40) "
+                      "| 46 | 46 | none |", table)
+        self.assertIn(table, (root / "docs" / "metafeatures.md").read_text(),
+                      "docs/metafeatures.md's coverage table is stale; regenerate it with "
+                      "scripts/metafeature_coverage.py")
 
 
 if __name__ == "__main__":
