@@ -333,6 +333,119 @@ bool IsUnavailableMethod(const absl::Status& status) {
   }
 }
 
+// Calls work(0), work(1), ... work(total - 1) on `jobs` threads (the
+// caller's among them), handing out indices in increasing order; once a call
+// returns false no further index is handed out (calls under way finish).
+void ForEachIndex(int jobs, size_t total,
+                  const std::function<bool(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> stop{false};
+  auto worker = [&] {
+    while (!stop.load()) {
+      const size_t i = next.fetch_add(1);
+      if (i >= total) return;
+      if (!work(i)) stop.store(true);
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t threads_wanted =
+      std::min<size_t>(static_cast<size_t>(std::max(jobs, 1)), total);
+  for (size_t j = 1; j < threads_wanted; ++j) threads.emplace_back(worker);
+  worker();
+  for (std::thread& thread : threads) thread.join();
+}
+
+// Which (method, task) pairs cannot run: reasons[m][t] is the engine's answer
+// to CreateStudy (Status::ToString) when method m cannot run on task t, empty
+// when it can; `unavailable` counts the non-empty ones.
+struct ProbeOutcome {
+  std::vector<std::vector<std::string>> reasons;
+  size_t unavailable = 0;
+};
+
+// Creates and deletes the study of seed 0 of every (method, task) pair on
+// `jobs` threads. An error that does not mean "cannot run here"
+// (IsUnavailableMethod), such as a lost connection, is returned, naming the
+// pair.
+absl::StatusOr<ProbeOutcome> ProbeMethods(
+    StudyBackend& backend, const std::vector<ReplayTask>& tasks,
+    const std::vector<MethodDefinition>& methods, const v1::SearchSpace& space,
+    const v1::Objective& objective, int jobs, const std::string& nonce,
+    const std::string& backend_name) {
+  ProbeOutcome out;
+  out.reasons.assign(methods.size(), std::vector<std::string>(tasks.size()));
+  metaopt::Mutex error_mu;
+  absl::Status error;
+  ForEachIndex(jobs, methods.size() * tasks.size(), [&](size_t i) {
+    const size_t m = i / tasks.size();
+    const size_t t = i % tasks.size();
+    const std::string id = absl::StrCat("bench-", nonce, "-probe-m", m, "-t", t);
+    absl::Status created =
+        backend
+            .CreateStudy(MakeCreateRequest(id, tasks[t], space, objective,
+                                           methods[m],
+                                           StudySeed(tasks[t].id, 0)))
+            .status();
+    if (created.ok()) {
+      v1::DeleteStudyRequest remove;
+      remove.set_study_id(id);
+      created = backend.DeleteStudy(remove).status();
+      if (created.ok()) return true;
+    } else if (IsUnavailableMethod(created)) {
+      out.reasons[m][t] = created.ToString();  // one writer per element
+      return true;
+    }
+    metaopt::MutexLock lock(&error_mu);
+    if (error.ok()) {
+      error = absl::Status(
+          created.code(),
+          absl::StrCat("method ", methods[m].name, ", task \"", tasks[t].id,
+                       "\" on ", backend_name,
+                       ": the probe (CreateStudy, DeleteStudy) failed: ",
+                       created.message()));
+    }
+    return false;
+  });
+  if (!error.ok()) return error;
+  for (const std::vector<std::string>& row : out.reasons) {
+    for (const std::string& reason : row) out.unavailable += !reason.empty();
+  }
+  return out;
+}
+
+// The pairs of `probe` that cannot run, per method and reason: "gp on 2 of 5
+// tasks (t3, t4): <reason>; grosi on every task (5): <reason>".
+std::string DescribeUnavailable(const ProbeOutcome& probe,
+                                const std::vector<MethodDefinition>& methods,
+                                const std::vector<ReplayTask>& tasks) {
+  std::vector<std::string> parts;
+  for (size_t m = 0; m < methods.size(); ++m) {
+    // Reasons in order of first appearance, each with its tasks.
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      const std::string& reason = probe.reasons[m][t];
+      if (reason.empty()) continue;
+      auto it = std::find_if(by_reason.begin(), by_reason.end(),
+                             [&](const auto& r) { return r.first == reason; });
+      if (it == by_reason.end()) {
+        by_reason.push_back({reason, {}});
+        it = by_reason.end() - 1;
+      }
+      it->second.push_back(tasks[t].id);
+    }
+    for (const auto& [reason, ids] : by_reason) {
+      parts.push_back(
+          ids.size() == tasks.size()
+              ? absl::StrCat(methods[m].name, " on every task (", ids.size(),
+                             "): ", reason)
+              : absl::StrCat(methods[m].name, " on ", ids.size(), " of ",
+                             tasks.size(), " tasks (", absl::StrJoin(ids, ", "),
+                             "): ", reason));
+    }
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -580,12 +693,6 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
       }
       result.curve_length = length;
     }
-    result.duplicate_rows += replay.duplicate_rows;
-    if (static_cast<int>(replay.catalogue.size()) < options.trials) {
-      result.short_tasks.emplace_back(
-          replay.id, static_cast<int>(replay.catalogue.size()));
-    }
-    result.task_ids.push_back(replay.id);
     tasks.push_back(std::move(replay));
   }
   data.tasks.clear();  // the replay copies are all we need now
@@ -605,7 +712,9 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
 
   std::unique_ptr<StudyBackend> backend;
   std::string nonce = "run";
-  if (options.server.empty()) {
+  if (options.open_backend) {
+    METAOPT_ASSIGN_OR_RETURN(backend, options.open_backend());
+  } else if (options.server.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
         backend,
         OpenInProcessBackend(options.registry_dir, options.registry_opener));
@@ -628,50 +737,67 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
     }
   }
 
-  // Probe every method once with the first task, so that an unavailable one
-  // is reported before any work is done.
+  // Probe every (method, task) pair, so that whatever cannot run is reported
+  // before any work is done.
+  METAOPT_ASSIGN_OR_RETURN(
+      ProbeOutcome probe,
+      ProbeMethods(*backend, tasks, methods, data.space, data.objective,
+                   options.jobs, nonce, result.backend));
+  if (probe.unavailable > 0 && !options.skip_unavailable) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "some methods cannot run on ", result.backend, ": ",
+        DescribeUnavailable(probe, methods, tasks),
+        ". Leave them out of --methods (or the tasks out of the split, e.g. "
+        "with --tasks-with-features), or pass --skip-unavailable to run the "
+        "rest and list these in report.md"));
+  }
   {
+    // A method that can run on no task is dropped; a task on which some
+    // remaining method cannot run is left out for all of them.
     std::vector<MethodDefinition> available;
+    std::vector<bool> kept_method(methods.size(), true);
     for (size_t m = 0; m < methods.size(); ++m) {
-      const std::string id = absl::StrCat("bench-", nonce, "-probe-m", m);
-      v1::CreateStudyRequest create =
-          MakeCreateRequest(id, tasks.front(), data.space, data.objective,
-                            methods[m], StudySeed(tasks.front().id, 0));
-      absl::Status created = backend->CreateStudy(create).status();
-      if (created.ok()) {
-        v1::DeleteStudyRequest remove;
-        remove.set_study_id(id);
-        METAOPT_RETURN_IF_ERROR(backend->DeleteStudy(remove).status());
-        available.push_back(methods[m]);
-      } else if (IsUnavailableMethod(created)) {
-        result.unavailable_methods.emplace_back(methods[m].name,
-                                                created.ToString());
+      const std::vector<std::string>& reasons = probe.reasons[m];
+      const bool none = std::all_of(reasons.begin(), reasons.end(),
+                                    [](const auto& r) { return !r.empty(); });
+      if (none) {
+        result.unavailable_methods.emplace_back(methods[m].name, reasons[0]);
+        kept_method[m] = false;
       } else {
-        return absl::Status(
-            created.code(),
-            absl::StrCat("method ", methods[m].name, " on ", result.backend,
-                         ": CreateStudy failed: ", created.message()));
+        available.push_back(methods[m]);
       }
     }
-    if (!result.unavailable_methods.empty() && !options.skip_unavailable) {
-      std::vector<std::string> lines;
-      for (const auto& [name, reason] : result.unavailable_methods) {
-        lines.push_back(absl::StrCat(name, ": ", reason));
+    std::vector<ReplayTask> runnable;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      std::vector<std::string> reasons;
+      for (size_t m = 0; m < methods.size(); ++m) {
+        if (kept_method[m] && !probe.reasons[m][t].empty()) {
+          reasons.push_back(
+              absl::StrCat(methods[m].name, ": ", probe.reasons[m][t]));
+        }
       }
-      return absl::FailedPreconditionError(absl::StrCat(
-          "these methods cannot run on ", result.backend, ": ",
-          absl::StrJoin(lines, "; "),
-          ". Leave them out of --methods, or pass --skip-unavailable to run "
-          "the others and list these in report.md"));
+      if (reasons.empty()) {
+        runnable.push_back(std::move(tasks[t]));
+      } else {
+        result.unavailable_tasks.emplace_back(tasks[t].id,
+                                              absl::StrJoin(reasons, "; "));
+      }
     }
     methods = std::move(available);
+    tasks = std::move(runnable);
     if (methods.empty()) {
       return absl::FailedPreconditionError("no method of --methods can run");
     }
+    if (tasks.empty()) {
+      return absl::FailedPreconditionError(
+          "no task is left on which every available method can run");
+    }
   }
   result.methods = methods;
+  for (const ReplayTask& task : tasks) result.task_ids.push_back(task.id);
 
-  // Runs are ordered task, method, seed so that progress advances evenly.
+  // Runs are ordered task, method, seed so that progress advances evenly (and
+  // a failure leaves few tasks unfinished).
   const size_t num_tasks = tasks.size();
   const size_t num_methods = methods.size();
   const size_t num_seeds = static_cast<size_t>(options.seeds);
@@ -679,54 +805,83 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
   result.runs.resize(total);
   ProgressReporter progress(options.progress, static_cast<int64_t>(total));
 
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
   metaopt::Mutex error_mu;
   absl::Status first_error;
-  auto worker = [&] {
-    while (!failed.load()) {
-      const size_t i = next.fetch_add(1);
-      if (i >= total) return;
-      const size_t t = i / (num_methods * num_seeds);
-      const size_t m = (i / num_seeds) % num_methods;
-      const size_t s = i % num_seeds;
-      // Kept studies are a history: their ids say what they were.
-      const std::string id =
-          options.keep_studies
-              ? absl::StrCat("bench-", nonce, "-", IdPart(methods[m].name), "-",
-                             IdPart(tasks[t].id), "-s", s)
-                    .substr(0, 128)
-              : absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
-      v1::CreateStudyRequest create = MakeCreateRequest(
-          id, tasks[t], data.space, data.objective, methods[m],
-          StudySeed(tasks[t].id, static_cast<int>(s)));
-      absl::StatusOr<RunResult> run =
-          ReplayOne(*backend, std::move(create), tasks[t], result.goal,
-                    options.trials, result.budget, options.keep_studies);
-      if (!run.ok()) {
-        metaopt::MutexLock lock(&error_mu);
-        if (first_error.ok()) {
-          first_error = absl::Status(
-              run.status().code(),
-              absl::StrCat("method ", methods[m].name, ", task \"", tasks[t].id,
-                           "\", seed ", s, ": ", run.status().message()));
-        }
-        failed.store(true);
-        return;
+  ForEachIndex(options.jobs, total, [&](size_t i) {
+    const size_t t = i / (num_methods * num_seeds);
+    const size_t m = (i / num_seeds) % num_methods;
+    const size_t s = i % num_seeds;
+    // Kept studies are a history: their ids say what they were.
+    const std::string id =
+        options.keep_studies
+            ? absl::StrCat("bench-", nonce, "-", IdPart(methods[m].name), "-",
+                           IdPart(tasks[t].id), "-s", s)
+                  .substr(0, 128)
+            : absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
+    v1::CreateStudyRequest create = MakeCreateRequest(
+        id, tasks[t], data.space, data.objective, methods[m],
+        StudySeed(tasks[t].id, static_cast<int>(s)));
+    absl::StatusOr<RunResult> run =
+        ReplayOne(*backend, std::move(create), tasks[t], result.goal,
+                  options.trials, result.budget, options.keep_studies);
+    if (!run.ok()) {
+      metaopt::MutexLock lock(&error_mu);
+      if (first_error.ok()) {
+        first_error = absl::Status(
+            run.status().code(),
+            absl::StrCat("method ", methods[m].name, ", task \"", tasks[t].id,
+                         "\", seed ", s, ": ", run.status().message()));
       }
-      result.runs[result.RunIndex(m, t, s)] = *std::move(run);
-      progress.RunDone();
+      return false;
     }
-  };
-  std::vector<std::thread> threads;
-  const int jobs = static_cast<int>(
-      std::min<size_t>(static_cast<size_t>(options.jobs), total));
-  for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (std::thread& thread : threads) thread.join();
-  if (failed.load()) {
-    metaopt::MutexLock lock(&error_mu);
-    return first_error;
+    result.runs[result.RunIndex(m, t, s)] = *std::move(run);
+    progress.RunDone();
+    return true;
+  });
+  if (!first_error.ok()) {
+    // Keep the tasks all of whose runs finished (a finished run has a regret
+    // per trial).
+    std::vector<size_t> finished;
+    for (size_t t = 0; t < num_tasks; ++t) {
+      bool all = true;
+      for (size_t m = 0; m < num_methods && all; ++m) {
+        for (size_t s = 0; s < num_seeds && all; ++s) {
+          all = !result.runs[result.RunIndex(m, t, s)].regret.empty();
+        }
+      }
+      if (all) {
+        finished.push_back(t);
+      } else {
+        result.unfinished_tasks.push_back(tasks[t].id);
+      }
+    }
+    if (finished.empty()) return first_error;
+    std::vector<RunResult> runs(finished.size() * num_methods * num_seeds);
+    std::vector<std::string> ids;
+    std::vector<ReplayTask> kept;
+    for (size_t k = 0; k < finished.size(); ++k) {
+      ids.push_back(tasks[finished[k]].id);
+      kept.push_back(std::move(tasks[finished[k]]));
+    }
+    for (size_t m = 0; m < num_methods; ++m) {
+      for (size_t k = 0; k < finished.size(); ++k) {
+        for (size_t s = 0; s < num_seeds; ++s) {
+          runs[(m * finished.size() + k) * num_seeds + s] =
+              std::move(result.runs[result.RunIndex(m, finished[k], s)]);
+        }
+      }
+    }
+    result.runs = std::move(runs);
+    result.task_ids = std::move(ids);
+    tasks = std::move(kept);
+    result.failure = first_error;
+  }
+  for (const ReplayTask& task : tasks) {
+    result.duplicate_rows += task.duplicate_rows;
+    if (static_cast<int>(task.catalogue.size()) < options.trials) {
+      result.short_tasks.emplace_back(task.id,
+                                      static_cast<int>(task.catalogue.size()));
+    }
   }
   result.wall_time = absl::Now() - start;
   return result;

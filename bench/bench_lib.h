@@ -257,8 +257,13 @@ struct BenchOptions {
   // If > 0, only the first this many tasks of the split with a non-zero y
   // spread.
   int max_tasks = 0;
-  // Methods whose studies cannot be created (UNIMPLEMENTED kinds, missing
-  // models) are dropped and listed instead of failing the whole run.
+  // Every (method, task) pair is probed before the first run (a study is
+  // created and deleted). A pair whose study cannot be created (UNIMPLEMENTED
+  // kinds, missing models, a model that needs meta-features the task lacks)
+  // fails the whole run, naming every such pair, unless this is set: then a
+  // method that can run on no task is dropped, the tasks on which some other
+  // method cannot run are left out for every method (each method still
+  // replays the same tasks), and both are listed.
   bool skip_unavailable = false;
   // Only the tasks with meta-features (a metafeatures.csv row): methods that
   // need them (GROSI) cannot run on the others, and every method then
@@ -286,6 +291,9 @@ struct BenchOptions {
   std::string dataset_samples;
   // Progress line destination (null: none).
   std::FILE* progress = stderr;
+  // Opens the engine instead of `server` and `registry_dir` (empty: those
+  // decide). A test hook, e.g. for a backend that injects failures.
+  std::function<absl::StatusOr<std::unique_ptr<StudyBackend>>()> open_backend;
 };
 
 // One (method, task, seed) replay.
@@ -319,8 +327,12 @@ struct BenchResult {
   int seeds = 0;
   int jobs = 1;
   std::vector<MethodDefinition> methods;  // those that ran
-  // Methods dropped with --skip-unavailable: name -> reason.
+  // Methods dropped with --skip-unavailable (they can run on no task): name
+  // -> reason.
   std::vector<std::pair<std::string, std::string>> unavailable_methods;
+  // Tasks left out with --skip-unavailable because some method cannot run on
+  // them: task id -> "method: reason" of each such method, joined by "; ".
+  std::vector<std::pair<std::string, std::string>> unavailable_tasks;
   std::vector<std::string> task_ids;  // the evaluated tasks, in tasks.csv order
   int split_task_count = 0;           // tasks in the split
   std::vector<std::string> skipped_tasks;  // zero y spread
@@ -342,6 +354,13 @@ struct BenchResult {
   // runs[RunIndex(m, t, s)].
   std::vector<RunResult> runs;
   absl::Duration wall_time;
+  // OK, unless a run failed: then the result is partial. It holds the tasks
+  // all of whose runs had finished (task_ids, runs and every summary cover
+  // those only, so per_task.csv stays poolable), `failure` is the error of
+  // the run that failed, annotated with method, task and seed, and
+  // `unfinished_tasks` lists the other tasks of the replay.
+  absl::Status failure;
+  std::vector<std::string> unfinished_tasks;
 
   size_t RunIndex(size_t method, size_t task, size_t seed) const {
     return (method * task_ids.size() + task) * static_cast<size_t>(seeds) +
@@ -349,12 +368,15 @@ struct BenchResult {
   }
 };
 
-// Reads the data, replays every (task, method, seed) on `options.jobs` threads
-// and collects the regret curves and Suggest timings. Errors: those of the
-// reader; INVALID_ARGUMENT for bad options; FAILED_PRECONDITION when a method
-// cannot run (its study cannot be created: the message names the method and
-// the engine's answer) unless skip_unavailable; else the first error a run
-// hits, annotated with method, task and seed.
+// Reads the data, probes every (method, task) pair, replays every (task,
+// method, seed) on `options.jobs` threads and collects the regret curves and
+// Suggest timings. Errors: those of the reader; INVALID_ARGUMENT for bad
+// options; FAILED_PRECONDITION, before any run, when some method cannot run on
+// some task (its study cannot be created: the message names every such pair
+// with the engine's answer) unless skip_unavailable; any other CreateStudy
+// error of a probe. When a run fails after others have finished, the result is
+// partial (BenchResult::failure is set) rather than an error; the error of
+// that run is returned only when no task was finished.
 absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options);
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 #include "bench/bench_lib.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -17,6 +20,8 @@
 #include "absl/time/clock.h"
 #include "clients/cpp/metaopt_client.h"
 #include "core/common/logging.h"
+#include "core/common/mutex.h"
+#include "core/common/status_macros.h"
 #include "core/meta/meta_dataset.h"
 #include "core/meta/meta_dataset_testutil.h"
 #include "core/space/search_space.h"
@@ -38,6 +43,7 @@ using ::metaopt::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::Pair;
 
 // ---------------------------------------------------------------------------
@@ -569,6 +575,199 @@ TEST_F(BenchRunTest, WritesAllOutputs) {
     EXPECT_TRUE(BalancedXml(svg, "path", &paths));
     EXPECT_EQ(paths, 1);  // one method
   }
+}
+
+// ---------------------------------------------------------------------------
+// Failing methods and runs
+
+// The in-process engine with two faults injected: a GP study without
+// meta-features cannot be created (as a GROSI study cannot), and every
+// Suggest of a study over the task whose meta-feature `entropy` is
+// `failing_entropy` fails UNAVAILABLE from its third call on (as when a
+// server goes away mid-run). Counts the Suggest calls. Thread-safe.
+class FaultyBackend final : public StudyBackend {
+ public:
+  explicit FaultyBackend(std::unique_ptr<StudyBackend> engine,
+                         double failing_entropy, std::atomic<int>* suggests)
+      : engine_(std::move(engine)),
+        failing_entropy_(failing_entropy),
+        suggests_(suggests) {}
+
+  absl::StatusOr<v1::CreateStudyResponse> CreateStudy(
+      const v1::CreateStudyRequest& request) override {
+    const v1::StudySpec& spec = request.spec();
+    if (spec.algorithm().kind() == v1::ALGORITHM_KIND_GP &&
+        spec.dataset_features().empty()) {
+      return absl::FailedPreconditionError("GP here needs meta-features");
+    }
+    auto entropy = spec.dataset_features().find("entropy");
+    if (entropy != spec.dataset_features().end() &&
+        entropy->second == failing_entropy_) {
+      MutexLock lock(&mu_);
+      failing_.insert(request.study_id());
+    }
+    return engine_->CreateStudy(request);
+  }
+  absl::StatusOr<v1::SuggestResponse> Suggest(
+      const v1::SuggestRequest& request) override {
+    ++*suggests_;
+    {
+      MutexLock lock(&mu_);
+      if (failing_.contains(request.study_id()) &&
+          ++calls_[request.study_id()] >= 3) {
+        return absl::UnavailableError("connection lost");
+      }
+    }
+    return engine_->Suggest(request);
+  }
+  absl::StatusOr<v1::ObserveResponse> Observe(
+      const v1::ObserveRequest& request) override {
+    return engine_->Observe(request);
+  }
+  absl::StatusOr<v1::ReportIntermediateResponse> ReportIntermediate(
+      const v1::ReportIntermediateRequest& request) override {
+    return engine_->ReportIntermediate(request);
+  }
+  absl::StatusOr<v1::DeleteStudyResponse> DeleteStudy(
+      const v1::DeleteStudyRequest& request) override {
+    return engine_->DeleteStudy(request);
+  }
+  absl::StatusOr<v1::ListModelsResponse> ListModels() override {
+    return engine_->ListModels();
+  }
+  std::string Describe() const override { return "faulty"; }
+
+ private:
+  const std::unique_ptr<StudyBackend> engine_;
+  const double failing_entropy_;
+  std::atomic<int>* const suggests_;
+  Mutex mu_;
+  absl::flat_hash_set<std::string> failing_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int> calls_ ABSL_GUARDED_BY(mu_);
+};
+
+class FailingRunTest : public BenchRunTest {
+ protected:
+  // Options whose engine is a FaultyBackend failing on the task of entropy
+  // (center) `failing_entropy` (-1: none).
+  BenchOptions FaultyOptions(double failing_entropy) {
+    BenchOptions options = Options();
+    options.open_backend = [this, failing_entropy]()
+        -> absl::StatusOr<std::unique_ptr<StudyBackend>> {
+      METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<StudyBackend> engine,
+                               OpenInProcessBackend("", RegistryOpener()));
+      return std::make_unique<FaultyBackend>(std::move(engine),
+                                             failing_entropy, &suggests_);
+    };
+    return options;
+  }
+
+  // Rewrites the toy data with tasks t2 and t4 (neither the first) without
+  // meta-features.
+  void DropFeaturesOfT2AndT4() {
+    meta::MetaDataset data = MakeDataset();
+    for (meta::Task& task : data.tasks) {
+      if (task.id == "t2" || task.id == "t4") task.metafeatures.clear();
+    }
+    ASSERT_THAT(meta::WriteMetaDataset(data, dir_.File("toy")), IsOk());
+  }
+
+  std::atomic<int> suggests_{0};
+};
+
+TEST_F(FailingRunTest, EveryUnavailablePairIsReportedBeforeTheFirstRun) {
+  DropFeaturesOfT2AndT4();
+  BenchOptions options = FaultyOptions(-1);
+  options.methods = {"random", "gp"};
+  options.jobs = 2;
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  EXPECT_THAT(result,
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("gp on 2 of 5 tasks (t2, t4): "
+                                 "FAILED_PRECONDITION: GP here needs "
+                                 "meta-features")));
+  EXPECT_THAT(result.status().message(), HasSubstr("--skip-unavailable"));
+  EXPECT_THAT(result.status().message(), Not(HasSubstr("random on")));
+  EXPECT_EQ(suggests_.load(), 0);
+}
+
+TEST_F(FailingRunTest, SkipUnavailableLeavesThoseTasksOutForEveryMethod) {
+  DropFeaturesOfT2AndT4();
+  BenchOptions options = FaultyOptions(-1);
+  options.methods = {"random", "gp"};
+  options.skip_unavailable = true;
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  ASSERT_EQ(result->methods.size(), 2u);
+  EXPECT_THAT(result->unavailable_methods, IsEmpty());
+  EXPECT_THAT(result->task_ids, ElementsAre("t1", "small", "t3"));
+  EXPECT_THAT(
+      result->unavailable_tasks,
+      ElementsAre(
+          Pair("t2", "gp: FAILED_PRECONDITION: GP here needs meta-features"),
+          Pair("t4", "gp: FAILED_PRECONDITION: GP here needs meta-features")));
+  EXPECT_EQ(result->runs.size(), 2u * 3u * 2u);
+  for (const RunResult& run : result->runs) EXPECT_EQ(run.regret.size(), 10u);
+  ReportInfo info;
+  EXPECT_THAT(ReportMarkdown(*result, Summarize(*result),
+                             SummarizeTiming(*result), info),
+              HasSubstr("left out because a method cannot run on them "
+                        "(--skip-unavailable): 2: t2, t4 (gp: "
+                        "FAILED_PRECONDITION: GP here needs meta-features)"));
+
+  // A method that can run on no task is dropped, and leaves every task in.
+  meta::MetaDataset data = MakeDataset();
+  for (meta::Task& task : data.tasks) task.metafeatures.clear();
+  data.metafeature_names.clear();
+  ASSERT_THAT(meta::WriteMetaDataset(data, dir_.File("toy")), IsOk());
+  result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  ASSERT_EQ(result->methods.size(), 1u);
+  EXPECT_THAT(result->unavailable_methods,
+              ElementsAre(Pair("gp", HasSubstr("needs meta-features"))));
+  EXPECT_THAT(result->unavailable_tasks, IsEmpty());
+  EXPECT_EQ(result->task_ids.size(), 5u);
+}
+
+// A run fails on the fourth task (t3): the three tasks before it finished and
+// are kept (and written, with a report that says why it is partial), t3 and
+// t4 are not.
+TEST_F(FailingRunTest, AFailedRunKeepsTheTasksThatFinished) {
+  absl::StatusOr<BenchResult> whole = RunBenchmark(Options());
+  ASSERT_THAT(whole, IsOk());
+  ASSERT_THAT(whole->task_ids, ElementsAre("t1", "t2", "small", "t3", "t4"));
+
+  absl::StatusOr<BenchResult> result = RunBenchmark(FaultyOptions(0.9));
+  ASSERT_THAT(result, IsOk());
+  EXPECT_THAT(result->failure,
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("method random, task \"t3\", seed 0: "
+                                 "connection lost")));
+  EXPECT_THAT(result->task_ids, ElementsAre("t1", "t2", "small"));
+  EXPECT_THAT(result->unfinished_tasks, ElementsAre("t3", "t4"));
+  ASSERT_EQ(result->runs.size(), 3u * 2u);
+  // The kept runs are those of the run without the fault.
+  const std::string kept = PerTaskCsv(*result);
+  EXPECT_TRUE(absl::StartsWith(PerTaskCsv(*whole), kept));
+  EXPECT_EQ(std::count(kept.begin(), kept.end(), '\n'), 1 + 3 * 2 * 10);
+  EXPECT_THAT(result->short_tasks, ElementsAre(Pair("small", 6)));
+
+  ReportInfo info;
+  const std::string out = dir_.File("partial");
+  ASSERT_THAT(WriteOutputs(*result, info, out), IsOk());
+  EXPECT_EQ(ReadFile(out + "/per_task.csv"), kept);
+  EXPECT_EQ(ReadFile(out + "/trials.csv"), TrialsCsv(*result));
+  const std::string report = ReadFile(out + "/report.md");
+  EXPECT_THAT(report, HasSubstr("**Partial run.** It stopped at an error: "
+                                "`UNAVAILABLE: method random, task \"t3\""));
+  EXPECT_THAT(report, HasSubstr("not finished: 2 (t3, t4)"));
+  // What was written can be pooled with a rerun of the rest.
+  EXPECT_THAT(PoolPerTaskCsvs({out + "/per_task.csv"}), IsOk());
+
+  // A failure before any task finished leaves nothing to keep.
+  EXPECT_THAT(RunBenchmark(FaultyOptions(0.2)),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("task \"t1\", seed 0: connection lost")));
 }
 
 // ---------------------------------------------------------------------------

@@ -10,6 +10,10 @@
 //       --early-stopping none,median,asha --trials 128 --budget 810 \
 //       --out /tmp/bench-es
 //
+// A run that fails after others have finished writes what finished (the
+// tasks all of whose runs finished; report.md says the run is partial and
+// why) and exits with status 1.
+//
 // Pooling earlier runs' per_task.csv (the folds of bench/cross_validate.sh):
 //
 //   metaopt-bench --pool /tmp/cv/fold-0/bench,/tmp/cv/fold-1/bench \
@@ -101,9 +105,12 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--skip-unavailable", options.skip_unavailable,
-               "drop methods whose studies cannot be created (e.g. algorithm "
-               "kinds not implemented yet) and list them in report.md, "
-               "instead of failing");
+               "every (method, task) pair is probed before the first run; "
+               "instead of failing on those that cannot run (a kind not "
+               "implemented, a missing model, a task without the "
+               "meta-features a model needs), drop the methods that run on "
+               "no task and the tasks on which some other method cannot run, "
+               "and list them in report.md");
   app.add_flag("--tasks-with-features", options.tasks_with_features,
                "replay only the tasks that have meta-features "
                "(metafeatures.csv), as GROSI needs them");
@@ -169,6 +176,19 @@ int main(int argc, char** argv) {
   for (const auto& [name, reason] : result->unavailable_methods) {
     std::fprintf(stderr, "metaopt-bench: skipped method %s: %s\n", name.c_str(),
                  reason.c_str());
+  }
+  for (const auto& [id, reason] : result->unavailable_tasks) {
+    std::fprintf(stderr, "metaopt-bench: skipped task %s: %s\n", id.c_str(),
+                 reason.c_str());
+  }
+  if (!result->failure.ok()) {
+    std::fprintf(stderr,
+                 "metaopt-bench: %s\nmetaopt-bench: partial: wrote the %zu "
+                 "finished tasks (%zu not finished) to %s/report.md\n",
+                 std::string(result->failure.ToString()).c_str(),
+                 result->task_ids.size(), result->unfinished_tasks.size(),
+                 out_dir.c_str());
+    return 1;
   }
   std::fprintf(stderr,
                "metaopt-bench: %zu tasks (%zu skipped) x %zu methods x %d "

@@ -186,6 +186,16 @@ std::string ReportMarkdown(const BenchResult& result,
   } else {
     absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, "\n\n");
   }
+  if (!result.failure.ok()) {
+    absl::StrAppend(
+        &md, "**Partial run.** It stopped at an error: `",
+        result.failure.ToString(), "`. Reported below are the ",
+        result.task_ids.size(),
+        result.task_ids.size() == 1 ? " task" : " tasks",
+        " all of whose runs had finished; not finished: ",
+        result.unfinished_tasks.size(), " (",
+        absl::StrJoin(result.unfinished_tasks, ", "), ").\n\n");
+  }
   absl::StrAppend(&md, "| | |\n|---|---|\n");
   if (pooled) {
     absl::StrAppend(&md, "| data | pooled from `",
@@ -207,6 +217,30 @@ std::string ReportMarkdown(const BenchResult& result,
     absl::StrAppend(&md, "; without meta-features (--tasks-with-features): ",
                     result.featureless_tasks.size(), " (",
                     absl::StrJoin(result.featureless_tasks, ", "), ")");
+  }
+  if (!result.unavailable_tasks.empty()) {
+    // The tasks grouped by reason, reasons in order of first appearance.
+    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+    for (const auto& [id, reason] : result.unavailable_tasks) {
+      auto it = std::find_if(by_reason.begin(), by_reason.end(),
+                             [&](const auto& r) { return r.first == reason; });
+      if (it == by_reason.end()) {
+        by_reason.push_back({reason, {}});
+        it = by_reason.end() - 1;
+      }
+      it->second.push_back(id);
+    }
+    std::vector<std::string> parts;
+    for (const auto& [reason, ids] : by_reason) {
+      parts.push_back(absl::StrCat(absl::StrJoin(ids, ", "), " (", reason, ")"));
+    }
+    absl::StrAppend(&md, "; left out because a method cannot run on them (",
+                    "--skip-unavailable): ", result.unavailable_tasks.size(),
+                    ": ", absl::StrJoin(parts, "; "));
+  }
+  if (!result.failure.ok()) {
+    absl::StrAppend(&md, "; not finished (partial run): ",
+                    result.unfinished_tasks.size());
   }
   absl::StrAppend(&md, " |\n");
   absl::StrAppend(&md, "| methods | ", absl::StrJoin(method_names, ", "),
