@@ -3,6 +3,10 @@
 ``metaopt.metafeatures.compute`` computes: the coverage table of docs/metafeatures.md.
 
     PYTHONPATH=build/clients/python python3 scripts/metafeature_coverage.py [--models models]
+    PYTHONPATH=build/clients/python python3 scripts/metafeature_coverage.py --client-names
+
+The second form prints the names the client computes, one per line: the file that
+``metaopt-train --feature-names`` takes to train a model on those only.
 
 Reads the newest version of every model in the registry folder (``<name>/<version>/model.pb``,
 the version a server loads by default). A model reads a feature when its artifact stores the
@@ -86,8 +90,13 @@ def main(argv: List[str]) -> int:
     parser.add_argument("--models", type=pathlib.Path,
                         default=pathlib.Path(__file__).resolve().parents[1] / "models",
                         help="the model registry folder (default: the bundled models)")
+    parser.add_argument("--client-names", action="store_true",
+                        help="print the names the client computes, one per line, instead")
     args = parser.parse_args(argv)
-    sys.stdout.write(coverage_table(args.models))
+    if args.client_names:
+        sys.stdout.write("".join(f"{name}\n" for name in sorted(COMPUTED)))
+    else:
+        sys.stdout.write(coverage_table(args.models))
     return 0
 
 

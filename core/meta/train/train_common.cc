@@ -7,11 +7,16 @@
 #include <numeric>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "core/common/file_util.h"
 #include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
@@ -232,6 +237,55 @@ FeatureStatistics ComputeFeatureStatistics(
   return stats;
 }
 
+absl::StatusOr<std::vector<std::string>> ReadFeatureNames(
+    const std::string& path) {
+  METAOPT_ASSIGN_OR_RETURN(const std::string text,
+                           ReadFileToString(path, "--feature-names"));
+  std::vector<std::string> names;
+  absl::flat_hash_map<std::string, int> line_of;
+  int line = 0;
+  for (absl::string_view raw : absl::StrSplit(text, '\n')) {
+    ++line;
+    const absl::string_view name = absl::StripAsciiWhitespace(raw);
+    if (name.empty() || name[0] == '#') continue;
+    auto [it, inserted] = line_of.emplace(std::string(name), line);
+    if (!inserted) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--feature-names ", path, ":", line, ": ", Quote(name),
+                       " is given twice (first at line ", it->second, ")"));
+    }
+    names.emplace_back(name);
+  }
+  if (names.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--feature-names ", path, ": no meta-feature name (one per line)"));
+  }
+  return names;
+}
+
+absl::Status KeepMetafeatures(const std::vector<std::string>& names,
+                              meta::MetaDataset& dataset) {
+  const absl::flat_hash_set<std::string> wanted(names.begin(), names.end());
+  std::vector<std::string> kept;
+  for (const std::string& name : dataset.metafeature_names) {
+    if (wanted.contains(name)) kept.push_back(name);
+  }
+  if (kept.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--feature-names: none of its ", names.size(),
+        " names is a column of the meta-dataset's metafeatures.csv (",
+        dataset.metafeature_names.size(), " columns)"));
+  }
+  dataset.metafeature_names = std::move(kept);
+  for (meta::Task& task : dataset.tasks) {
+    for (auto it = task.metafeatures.begin(); it != task.metafeatures.end();) {
+      it = wanted.contains(it->first) ? std::next(it)
+                                      : task.metafeatures.erase(it);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TrainingSplits> ReadTrainingSplits(
     const CommonTrainOptions& options) {
   METAOPT_RETURN_IF_ERROR(
@@ -257,6 +311,11 @@ absl::StatusOr<TrainingSplits> ReadTrainingSplits(
       data.dataset, meta::ReadMetaDataset(options.data_dir, read_options));
   METAOPT_RETURN_IF_ERROR(
       ExcludeAlgorithms(options.exclude_algorithms, data.dataset));
+  if (!options.feature_names_file.empty()) {
+    METAOPT_ASSIGN_OR_RETURN(std::vector<std::string> names,
+                             ReadFeatureNames(options.feature_names_file));
+    METAOPT_RETURN_IF_ERROR(KeepMetafeatures(names, data.dataset));
+  }
   METAOPT_ASSIGN_OR_RETURN(data.train,
                            data.dataset.TasksOfSplit(options.split_train));
   if (data.train.empty()) {

@@ -54,6 +54,11 @@ struct CommonTrainOptions {
   // so the model has never seen it (a study that adds it back binds to the
   // model partially, docs/algorithms.md).
   std::vector<std::string> exclude_algorithms;
+  // --feature-names FILE: train on the meta-features of metafeatures.csv that
+  // the file names (ReadFeatureNames, KeepMetafeatures; empty: every column),
+  // e.g. those a client computes, so that the model never relies on a
+  // feature its studies will lack.
+  std::string feature_names_file;
   // The exact command line (JoinCommandLine), recorded in the provenance.
   std::string command_line;
   bool quiet = false;  // --quiet: no progress lines.
@@ -167,9 +172,26 @@ struct FeatureStatistics {
 FeatureStatistics ComputeFeatureStatistics(
     const std::vector<const meta::Task*>& tasks);
 
-// Reads `options.data_dir` (only the train and valid splits). INVALID_ARGUMENT
-// for bad split names, equal splits, or a training split without tasks;
-// reader errors as meta::ReadMetaDataset.
+// The meta-feature names in the file at `path`: one per line, surrounding
+// spaces, empty lines and lines starting with '#' ignored. NOT_FOUND for a
+// missing file; INVALID_ARGUMENT naming path:line for a name given twice, and
+// for a file without names.
+absl::StatusOr<std::vector<std::string>> ReadFeatureNames(
+    const std::string& path);
+
+// Keeps only the meta-features in `names` (in dataset.metafeature_names and
+// every task's metafeatures); names the meta-dataset does not have are
+// ignored, so that one list (all a client computes) serves every
+// meta-dataset. INVALID_ARGUMENT when none of its metafeatures.csv columns is
+// in `names`.
+absl::Status KeepMetafeatures(const std::vector<std::string>& names,
+                              meta::MetaDataset& dataset);
+
+// Reads `options.data_dir` (only the train and valid splits), leaving out
+// the excluded algorithms and the meta-features not in
+// options.feature_names_file. INVALID_ARGUMENT for bad split names, equal
+// splits, or a training split without tasks; the errors of ReadFeatureNames
+// and KeepMetafeatures; reader errors as meta::ReadMetaDataset.
 absl::StatusOr<TrainingSplits> ReadTrainingSplits(
     const CommonTrainOptions& options);
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@ using ::metaopt::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
+using ::testing::Pair;
 
 // A meta-dataset "toy": one stage "model", algorithm "m" with an int "n" in
 // [1, 10] and a categorical "c" in {a, b} (a 20-configuration grid); 12 tasks:
@@ -336,6 +338,51 @@ TEST_F(TrainTest, RunTrainingReportsTrainerErrorsAndWritesNothing) {
 
 namespace metaopt::train {
 namespace {
+
+TEST(FeatureNamesTest, TrainsOnTheNamedMetafeaturesOnly) {
+  meta::MetaDataset data = ToyDataset();
+  data.metafeature_names = {"a", "b", "c"};
+  for (size_t t = 0; t < data.tasks.size(); ++t) {
+    data.tasks[t].metafeatures = {{"a", 1.0 * t}, {"b", 2.0 * t}, {"c", 1.0}};
+  }
+  data.tasks[0].metafeatures.erase("b");  // an empty cell stays empty
+  ScopedTempDir temp;
+  const std::string dir = temp.File("toy");
+  METAOPT_ASSERT_OK(meta::WriteMetaDataset(data, dir));
+  const std::string names = temp.File("names.txt");
+  // Names the meta-dataset does not have ("z") are ignored.
+  std::ofstream(names) << "# computed by the client\n b \n\nz\na\n";
+  CommonTrainOptions options;
+  options.data_dir = dir;
+  options.feature_names_file = names;
+  METAOPT_ASSERT_OK_AND_ASSIGN(TrainingSplits splits,
+                               ReadTrainingSplits(options));
+  EXPECT_THAT(splits.dataset.metafeature_names, ElementsAre("a", "b"));
+  ASSERT_EQ(splits.train.size(), 8u);
+  EXPECT_THAT(splits.train[0]->metafeatures, ElementsAre(Pair("a", 0.0)));
+  EXPECT_THAT(splits.train[3]->metafeatures,
+              ElementsAre(Pair("a", 3.0), Pair("b", 6.0)));
+  for (const meta::Task* task : splits.valid) {
+    EXPECT_EQ(task->metafeatures.count("c"), 0u) << task->id;
+  }
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"z\ny\n",
+       "none of its 2 names is a column of the meta-dataset's "
+       "metafeatures.csv (3 columns)"},
+      {"a\nb\na\n", "names.txt:3: \"a\" is given twice (first at line 1)"},
+      {"# nothing\n\n", "names.txt: no meta-feature name"},
+  };
+  for (const auto& [text, message] : bad) {
+    std::ofstream(names, std::ios::trunc) << text;
+    EXPECT_THAT(ReadTrainingSplits(options),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(message)))
+        << text;
+  }
+  options.feature_names_file = temp.File("missing.txt");
+  EXPECT_THAT(ReadTrainingSplits(options),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.txt")));
+}
 
 TEST(ExcludeAlgorithmTest, RemovesTheAlgorithmAndItsRows) {
   meta::MetaDataset data = ToyDataset();

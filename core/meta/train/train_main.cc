@@ -97,6 +97,10 @@ int MetaoptTrainMain(int argc, const char* const* argv, std::ostream& out,
                  "STAGE/ALGORITHM to leave out of training (repeatable): "
                  "removed from the model's space, its rows dropped")
       ->allow_extra_args(false);
+  app.add_option("--feature-names", options.feature_names_file,
+                 "FILE of meta-feature names, one per line: train on these "
+                 "only (e.g. those metaopt.metafeatures computes: "
+                 "scripts/metafeature_coverage.py --client-names)");
   app.add_flag("--quiet", options.quiet, "no progress lines on stderr");
 
   std::map<std::string, Trainer> trainers;
