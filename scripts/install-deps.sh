@@ -1,20 +1,33 @@
 #!/usr/bin/env bash
-# Installs everything metaopt needs to build and test on Debian 12: the Debian packages below and,
-# in tools/, the npm package @bufbuild/buf (the proto linter). Idempotent and non-interactive; runs
-# as root, or through sudo when available.
+# Installs what metaopt needs on Debian 12, in three sets:
+#   runtime  what the server, metaoptctl, metaopt-train and the Python client need to run
+#   build    what builds them (compilers, -dev packages, protoc; the dashboard's bundler)
+#   test     everything the tests, examples and other clients need: GoogleTest, PostgreSQL,
+#            R, chromium, Go, Node and the npm packages in tools/, clients/node and dashboard/
+# Usage: install-deps.sh [SET...]   (no SET: all three; scripts/serve.sh asks for runtime build).
+# Idempotent and non-interactive; runs as root, or through sudo when available.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
-packages=(
+runtime_packages=(
+  python3 python3-grpcio python3-protobuf  # clients/python
+  python3-numpy python3-sklearn  # metaopt.sklearn and metaopt.metafeatures (the README's tune())
+  ca-certificates
+)
+build_packages=(
   cmake g++ make pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libeigen3-dev libabsl-dev libsqlite3-dev
-  libpq-dev postgresql  # PostgreSQL storage (libpq) and the server its tests start (initdb, postgres)
-  googletest libgtest-dev libgmock-dev libbenchmark-dev
-  nlohmann-json3-dev libcli11-dev libcivetweb-dev prometheus-cpp-dev libssl-dev sqlite3
+  libpq-dev  # PostgreSQL storage (libpq; the server itself comes with the test set)
+  nlohmann-json3-dev libcli11-dev libcivetweb-dev prometheus-cpp-dev libssl-dev
+  esbuild  # bundles the dashboard when Node and dashboard/node_modules are absent (dashboard/build.sh)
+)
+test_packages=(
+  postgresql  # the PostgreSQL server the storage tests start (initdb, postgres)
+  googletest libgtest-dev libgmock-dev libbenchmark-dev sqlite3
   python3-yaml  # tests/deploy (Dockerfile, compose and Kubernetes manifest checks)
-  python3-grpcio python3-protobuf python3-sklearn openssl  # clients/python (its example; TLS test certificates)
+  openssl  # TLS test certificates
   python3-pandas  # clients/python tests: meta-features of a DataFrame (the client needs no pandas)
   r-base-core r-cran-cardata  # clients/python/examples/compare_tuners.py: carData datasets (TPE: python3-optuna)
   r-cran-mlbench  # bench/learning_curves/make_learning_curves.py: mlbench datasets (with carData)
@@ -29,10 +42,26 @@ packages=(
   golang-go protoc-gen-go protoc-gen-go-grpc
   golang-google-grpc-dev golang-google-protobuf-dev golang-github-golang-protobuf-1-5-dev
   chromium  # dashboard/test: the real-browser test (driven by playwright-core, no browser download)
+  jq  # the README's grpcurl example (tests/docs runs it)
 )
-# node and npm only when the machine has none (a newer one from elsewhere is fine).
-if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
-if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+
+sets=("$@")
+((${#sets[@]} > 0)) || sets=(runtime build test)
+packages=()
+with_test=false
+for set in "${sets[@]}"; do
+  case "$set" in
+    runtime) packages+=("${runtime_packages[@]}") ;;
+    build) packages+=("${build_packages[@]}") ;;
+    test) packages+=("${test_packages[@]}"); with_test=true ;;
+    *) echo "install-deps: unknown set '$set' (runtime, build or test)" >&2; exit 2 ;;
+  esac
+done
+if [[ "$with_test" == true ]]; then
+  # node and npm only when the machine has none (a newer one from elsewhere is fine).
+  if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
+  if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+fi
 
 if [[ "$(id -u)" -eq 0 ]]; then
   as_root=()
@@ -61,6 +90,10 @@ if ((${#missing[@]} > 0)); then
     apt-get install -y -q --no-install-recommends "${missing[@]}" </dev/null
 else
   echo "install-deps: Debian packages already installed"
+fi
+
+if [[ "$with_test" != true ]]; then
+  exit 0
 fi
 
 # The buf CLI, pinned by tools/package-lock.json; @bufbuild/buf needs node >= 12.

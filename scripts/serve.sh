@@ -1,24 +1,43 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, and runs the server in the foreground.
-# Defaults: --listen=0.0.0.0:50051 --db=./metaopt.db --models=./models
+# Installs what the server needs (install-deps.sh's runtime and build sets: no R, chromium, Go,
+# Node or PostgreSQL server), builds only the server, its dashboard, metaoptctl, metaopt-train, the
+# C++ example and the Python client, and runs the server in the foreground.
+# Defaults: --listen=127.0.0.1:50051 --db=./metaopt.db --models=./models
 # --http-listen=127.0.0.1:8080 (the dashboard, docs/dashboard.md); arguments override them.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/install-deps.sh"
-# The server, its dashboard and the user-facing tools the README uses (not the tests).
+bash "$root/scripts/install-deps.sh" runtime build
+# Without the test set (GoogleTest, Google Benchmark) configure the build without tests; a build
+# directory that scripts/test.sh configured keeps them.
+installed="$(dpkg-query -W -f='${Status}\n' libgtest-dev libgmock-dev libbenchmark-dev 2>/dev/null |
+  grep -c '^install ok installed$' || true)"
+if [[ "$installed" != 3 ]]; then
+  export METAOPT_CMAKE_ARGS="${METAOPT_CMAKE_ARGS:-} -DMETAOPT_BUILD_TESTS=OFF -DMETAOPT_BUILD_BENCHMARKS=OFF"
+fi
 bash "$root/scripts/build.sh" --target metaopt-server dashboard metaoptctl metaopt-train \
-  metaopt-bench ask_tell_example metaopt_python metaopt-loadgen
+  ask_tell_example metaopt_python
+echo "serve: installed and built in $((SECONDS / 60)) min $((SECONDS % 60)) s"
 
-# The dashboard on 127.0.0.1:8080 unless the arguments say where (--http-listen[=]HOST:PORT).
+# flag_value NAME: the value of --NAME[=]VALUE among the arguments, or "".
 args=("$@")
-http_listen=""
-for ((i = 0; i < ${#args[@]}; i++)); do
-  case "${args[i]}" in
-    --http-listen=*) http_listen="${args[i]#--http-listen=}" ;;
-    --http-listen) http_listen="${args[i + 1]:-}" ;;
-  esac
-done
+flag_value() {
+  local i value=""
+  for ((i = 0; i < ${#args[@]}; i++)); do
+    case "${args[i]}" in
+      "--$1="*) value="${args[i]#--"$1"=}" ;;
+      "--$1") value="${args[i + 1]:-}" ;;
+    esac
+  done
+  echo "$value"
+}
+# gRPC on 127.0.0.1:50051 and the dashboard on 127.0.0.1:8080 unless the arguments say where.
+listen="$(flag_value listen)"
+if [[ -z "$listen" ]]; then
+  listen=127.0.0.1:50051
+  args+=("--listen=$listen")
+fi
+http_listen="$(flag_value http-listen)"
 if [[ -z "$http_listen" ]]; then
   http_listen=127.0.0.1:8080
   args+=("--http-listen=$http_listen")
@@ -30,5 +49,10 @@ if [[ "$port" == 0 ]]; then
   echo "serve: dashboard on a free port: the server logs 'dashboard at http://...' (docs/dashboard.md)"
 else
   echo "serve: dashboard at http://$host:$port/ (docs/dashboard.md)"
+fi
+if [[ -z "$(flag_value tokens)" ]]; then
+  echo "serve: open to this machine only, without authentication; for a team: bash scripts/serve.sh" \
+    "--listen=0.0.0.0:50051 --tls-cert=server.crt --tls-key=server.key --tokens=tokens" \
+    "(docs/security.md)"
 fi
 exec "${METAOPT_BUILD_DIR:-$root/build}/server/metaopt-server" "${args[@]}"
