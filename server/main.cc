@@ -68,8 +68,10 @@ int main(int argc, char** argv) {
   app.add_option("--db", options.db_path,
                  "database: a SQLite file, sqlite:PATH, or a PostgreSQL URI "
                  "postgresql://user:password@host:port/dbname (shared by "
-                 "several servers)")
-      ->capture_default_str();
+                 "several servers); default from the environment variable "
+                 "METAOPT_DB, which keeps a password out of the process list")
+      ->capture_default_str()
+      ->envname("METAOPT_DB");
   app.add_option("--db-pool-size", options.db_pool_size,
                  "PostgreSQL connections per server")
       ->capture_default_str()

@@ -95,7 +95,9 @@ class DockerfileTest(unittest.TestCase):
 
     def test_build_stage_runs_the_ci_scripts(self):
         runs = " ".join(self.docker.find(0, "RUN"))
-        self.assertIn("bash scripts/install-deps.sh", runs)
+        # The sets serve.sh installs: no test dependencies (R, chromium, Go, PostgreSQL, Node).
+        self.assertIn("bash scripts/install-deps.sh runtime build", runs)
+        self.assertIn("scripts/install-deps.sh runtime build", read("scripts/serve.sh"))
         self.assertIn("bash scripts/build.sh", runs)
         for script in ("scripts/install-deps.sh", "scripts/build.sh"):
             self.assertTrue(os.path.isfile(os.path.join(SOURCE_DIR, script)), script)
@@ -114,6 +116,7 @@ class DockerfileTest(unittest.TestCase):
         self.assertIn("--from=build /src/models /opt/metaopt/models", copies)
         self.assertIn("metaopt-server", copies)
         self.assertIn("metaoptctl", copies)
+        self.assertIn("metaopt-train", copies)
         self.assertEqual(exec_form(self.docker.find(1, "VOLUME")[0]), ["/var/lib/metaopt"])
         self.assertEqual(self.docker.find(1, "EXPOSE")[0].split(),
                          [str(GRPC_PORT), str(METRICS_PORT), str(HTTP_PORT)])
@@ -247,7 +250,7 @@ class PostgresOverlayTest(unittest.TestCase):
         self.kustomization = yaml.safe_load(read(os.path.join(self.DIR, "kustomization.yaml")))
         self.objects = []
         for resource in self.kustomization["resources"]:
-            if resource != "../..":
+            if not resource.startswith("../"):
                 self.objects.extend(load_all(os.path.join(self.DIR, resource)))
         self.by_kind = {}
         for obj in self.objects:
@@ -256,18 +259,16 @@ class PostgresOverlayTest(unittest.TestCase):
         self.pod = self.deployment["spec"]["template"]
         self.container = self.pod["spec"]["containers"][0]
 
-    def test_every_file_is_listed_and_the_statefulset_is_replaced(self):
-        listed = set(self.kustomization["resources"]) - {"../.."}
+    def test_every_file_is_listed_on_the_base(self):
+        listed = {r for r in self.kustomization["resources"] if not r.startswith("../")}
         on_disk = {f for f in os.listdir(os.path.join(SOURCE_DIR, self.DIR))
                    if f.endswith(".yaml")} - {"kustomization.yaml"}
         self.assertEqual(listed, on_disk)
-        deleted = [yaml.safe_load(p["patch"]) for p in self.kustomization["patches"]]
-        self.assertIn(("StatefulSet", "metaopt"),
-                      {(d["kind"], d["metadata"]["name"]) for d in deleted})
+        self.assertIn("../../base", self.kustomization["resources"])
 
     def test_replicas_serve_every_port_the_base_service_targets(self):
         ports = {p["name"]: p["containerPort"] for p in self.container["ports"]}
-        base = [s for s in load_all("deploy/k8s/service.yaml")
+        base = [s for s in load_all("deploy/k8s/base/service.yaml")
                 if s["metadata"]["name"] == "metaopt"][0]
         for port in base["spec"]["ports"]:
             self.assertEqual(ports.get(port["targetPort"]), port["port"], port["name"])
@@ -276,7 +277,7 @@ class PostgresOverlayTest(unittest.TestCase):
     def test_replicas_are_selected_by_the_base_service(self):
         self.assertGreaterEqual(self.deployment["spec"]["replicas"], 2)
         labels = self.pod["metadata"]["labels"]
-        base = [s for s in load_all("deploy/k8s/service.yaml")
+        base = [s for s in load_all("deploy/k8s/base/service.yaml")
                 if s["metadata"]["name"] == "metaopt"][0]
         self.assertTrue(base["spec"]["selector"].items() <= labels.items())
         self.assertTrue(self.deployment["spec"]["selector"]["matchLabels"].items()
@@ -290,16 +291,11 @@ class PostgresOverlayTest(unittest.TestCase):
         server_help = help_text(METAOPT_SERVER)
         for flag in flag_names(args):
             self.assertIn(flag, server_help, f"metaopt-server does not accept {flag}")
-        self.assertEqual(arg_value(args, "--db"), "$(METAOPT_DB)")
+        self.assertNotIn("--db", flag_names(args), "the URI holds a password: not in argv")
         env = {e["name"]: e for e in self.container["env"]}
         ref = env["METAOPT_DB"]["valueFrom"]["secretKeyRef"]
-        secrets = {g["name"]: g for g in self.kustomization["secretGenerator"]}
-        literals = dict(l.split("=", 1) for l in secrets[ref["name"]]["literals"])
-        uri = literals[ref["key"]]
-        self.assertTrue(uri.startswith("postgresql://"))
-        service = [s for s in self.by_kind["Service"]][0]
-        self.assertIn(f"@{service['metadata']['name']}:{service['spec']['ports'][0]['port']}/",
-                      uri)
+        self.assertEqual((ref["name"], ref["key"]), ("metaopt-postgres", "uri"))
+        self.assertNotIn("secretGenerator", self.kustomization, "no credentials in the repository")
         self.assertNotIn("volumeClaimTemplates", self.deployment["spec"])
 
     def test_readiness_follows_the_database_and_liveness_does_not(self):
@@ -310,10 +306,14 @@ class PostgresOverlayTest(unittest.TestCase):
 
 class KustomizeTest(unittest.TestCase):
     def setUp(self):
-        self.kustomization = yaml.safe_load(read("deploy/k8s/kustomization.yaml"))
+        self.kustomization = yaml.safe_load(read("deploy/k8s/base/kustomization.yaml"))
+        self.overlay = yaml.safe_load(read("deploy/k8s/overlays/sqlite/kustomization.yaml"))
         self.objects = []
         for resource in self.kustomization["resources"]:
-            self.objects.extend(load_all(os.path.join("deploy/k8s", resource)))
+            self.objects.extend(load_all(os.path.join("deploy/k8s/base", resource)))
+        for resource in self.overlay["resources"]:
+            if not resource.startswith("../"):
+                self.objects.extend(load_all(os.path.join("deploy/k8s/overlays/sqlite", resource)))
         self.by_kind = {}
         for obj in self.objects:
             self.by_kind.setdefault(obj["kind"], []).append(obj)
@@ -323,15 +323,17 @@ class KustomizeTest(unittest.TestCase):
         self.ports = {p["name"]: p["containerPort"] for p in self.container["ports"]}
 
     def test_every_file_is_listed_and_parses(self):
-        directory = os.path.join(SOURCE_DIR, "deploy/k8s")
-        listed = set(self.kustomization["resources"])
-        on_disk = {f for f in os.listdir(directory) if f.endswith(".yaml")}
-        self.assertEqual(listed, on_disk - {"kustomization.yaml"})
+        for directory, kustomization in (("deploy/k8s/base", self.kustomization),
+                                         ("deploy/k8s/overlays/sqlite", self.overlay)):
+            listed = {r for r in kustomization["resources"] if not r.startswith("../")}
+            on_disk = {f for f in os.listdir(os.path.join(SOURCE_DIR, directory))
+                       if f.endswith(".yaml")}
+            self.assertEqual(listed, on_disk - {"kustomization.yaml"})
         for obj in self.objects:
             self.assertIn("apiVersion", obj)
             self.assertIn("name", obj["metadata"])
         self.assertEqual(sorted(self.by_kind),
-                         ["Service", "ServiceAccount", "StatefulSet"])
+                         ["NetworkPolicy", "Service", "ServiceAccount", "StatefulSet"])
 
     def test_statefulset_has_one_replica_and_matching_selectors(self):
         spec = self.sts["spec"]
@@ -427,8 +429,8 @@ class KustomizeTest(unittest.TestCase):
         component = yaml.safe_load(read("deploy/k8s/components/tokens/kustomization.yaml"))
         self.assertEqual(component["kind"], "Component")
         patch = component["patches"][0]
-        self.assertEqual(patch["target"], {"kind": "StatefulSet",
-                                           "name": self.sts["metadata"]["name"]})
+        self.assertEqual(patch["target"], {"kind": "StatefulSet|Deployment",
+                                           "labelSelector": "app.kubernetes.io/component=server"})
         ops = yaml.safe_load(patch["patch"])
         values = {op["path"]: op["value"] for op in ops}
         token_arg = values["/spec/template/spec/containers/0/args/-"]
