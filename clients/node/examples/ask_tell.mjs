@@ -4,12 +4,24 @@
 // configurations (Suggest), evaluates the Branin function on each, tells the server the results
 // (Observe), and prints the best trial. Branin's minimum is 0.397887.
 //
-//   node examples/ask_tell.mjs [--target localhost:50051] [--study-id branin-node] [--trials 20]
+//   node examples/ask_tell.mjs [--server localhost:50051] [--study-id branin-node] [--trials 20]
 //                              [--batch 2] [--algorithm gp|random] [--token TOKEN]
 
 import { parseArgs } from 'node:util';
 
 import { Client, MetaoptError, parameters } from '../src/index.js';
+
+const usage = `usage: node ask_tell.mjs [options]
+Minimizes the Branin function with a metaopt study: ask (Suggest), evaluate, tell (Observe).
+
+  --server HOST:PORT   the metaopt server (default: $METAOPT_SERVER or localhost:50051;
+                       --target is the same)
+  --study-id ID        the study, created or reopened (default: branin-node)
+  --trials N           trials to evaluate (default: 20)
+  --batch N            trials asked for at once (default: 2)
+  --algorithm NAME     gp or random (default: gp)
+  --token TOKEN        bearer token, for a server with --tokens
+  -h, --help           this message`;
 
 function branin(x1, x2) {
   const b = 5.1 / (4 * Math.PI ** 2);
@@ -18,16 +30,29 @@ function branin(x1, x2) {
   return (x2 - b * x1 ** 2 + c * x1 - 6) ** 2 + 10 * (1 - t) * Math.cos(x1) + 10;
 }
 
-const { values: args } = parseArgs({
-  options: {
-    target: { type: 'string', default: process.env.METAOPT_SERVER ?? 'localhost:50051' },
-    'study-id': { type: 'string', default: 'branin-node' },
-    trials: { type: 'string', default: '20' },
-    batch: { type: 'string', default: '2' },
-    algorithm: { type: 'string', default: 'gp' },
-    token: { type: 'string' },
-  },
-});
+let args;
+try {
+  ({ values: args } = parseArgs({
+    options: {
+      server: { type: 'string' },
+      target: { type: 'string' },
+      'study-id': { type: 'string', default: 'branin-node' },
+      trials: { type: 'string', default: '20' },
+      batch: { type: 'string', default: '2' },
+      algorithm: { type: 'string', default: 'gp' },
+      token: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }));
+} catch (err) {
+  console.error(`ask_tell: ${err.message}\n\n${usage}`);
+  process.exit(2);
+}
+if (args.help) {
+  console.log(usage);
+  process.exit(0);
+}
+args.target = args.server ?? args.target ?? process.env.METAOPT_SERVER ?? 'localhost:50051';
 const trials = Number(args.trials);
 const batch = Number(args.batch);
 if (!Number.isInteger(trials) || trials < 1 || !Number.isInteger(batch) || batch < 1) {
