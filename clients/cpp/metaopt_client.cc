@@ -151,6 +151,11 @@ absl::Status MetaoptClient::CheckHealth(const std::string& service) {
     return absl::FailedPreconditionError(
         "health check needs a client made by MetaoptClient::Create");
   }
+  if (absl::Status connected =
+          AwaitFirstConnection(absl::Now() + options_.timeout);
+      !connected.ok()) {
+    return connected;
+  }
   // grpc.health.v1 without its generated code: HealthCheckRequest {string
   // service = 1} and HealthCheckResponse {ServingStatus status = 1} have the
   // wire format of StringValue and Int32Value.
@@ -185,6 +190,11 @@ absl::Status MetaoptClient::ExportMetaDataset(
     const v1::ExportMetaDatasetRequest& request,
     const std::function<absl::Status(const v1::ExportMetaDatasetResponse&)>&
         on_chunk) {
+  if (absl::Status connected =
+          AwaitFirstConnection(absl::Now() + options_.timeout);
+      !connected.ok()) {
+    return connected;
+  }
   grpc::ClientContext context;
   context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
   if (!options_.token.empty()) {
@@ -207,6 +217,50 @@ MetaoptClient::MetaoptClient(
     const Options& options)
     : stub_(std::move(stub)), options_(options) {}
 
+absl::Status MetaoptClient::AwaitFirstConnection(absl::Time deadline) {
+  if (channel_ == nullptr || connected_.load(std::memory_order_acquire)) {
+    return absl::OkStatus();
+  }
+  const absl::Time start = absl::Now();
+  const absl::Time until = std::min(deadline, start + options_.connect_timeout);
+  if (channel_->WaitForConnected(absl::ToChronoTime(until))) {
+    connected_.store(true, std::memory_order_release);
+    return absl::OkStatus();
+  }
+  // Why: a health check that does not wait for the connection fails at once
+  // with gRPC's reason when the last attempt failed (a refused connection, a
+  // name that does not resolve, a TLS handshake), and runs into its short
+  // deadline while a connection attempt gets no answer at all.
+  grpc::TemplatedGenericStub<google::protobuf::StringValue,
+                             google::protobuf::Int32Value>
+      stub(channel_);
+  google::protobuf::StringValue request;
+  google::protobuf::Int32Value response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  grpc::Status status;
+  Notification done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                 &request, &response, [&](grpc::Status result) {
+                   status = std::move(result);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  if (status.ok() || status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    connected_.store(true, std::memory_order_release);  // Connected meanwhile.
+    return absl::OkStatus();
+  }
+  const std::string reason =
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+          ? "no answer (no route to the host, or a firewall drops the "
+            "packets)"
+          : status.error_message();
+  return absl::UnavailableError(absl::StrCat("cannot connect to ",
+                                             options_.address, " within ",
+                                             absl::FormatDuration(until - start),
+                                             ": ", reason));
+}
+
 template <typename Request, typename Response>
 absl::StatusOr<Response> MetaoptClient::Call(Method<Request, Response> method,
                                              const Request& request,
@@ -214,6 +268,14 @@ absl::StatusOr<Response> MetaoptClient::Call(Method<Request, Response> method,
   const absl::Time deadline = absl::Now() + options_.timeout;
   const int attempts = idempotent ? options_.max_attempts : 1;
   if (retried != nullptr) *retried = false;
+  if (absl::Status connected = AwaitFirstConnection(deadline);
+      !connected.ok()) {
+    return connected;
+  }
+  // The last retryable error: when the deadline then ends a retry, the
+  // caller learns the server's reason (for example that its database is
+  // unavailable) rather than only that time ran out.
+  grpc::Status retryable;
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(deadline));
@@ -224,9 +286,18 @@ absl::StatusOr<Response> MetaoptClient::Call(Method<Request, Response> method,
     Response response;
     grpc::Status status = (stub_.get()->*method)(&context, request, &response);
     if (status.ok()) return response;
+    if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+        !retryable.ok()) {
+      return absl::Status(
+          static_cast<absl::StatusCode>(retryable.error_code()),
+          absl::StrCat(retryable.error_message(), " (retried until the ",
+                       absl::FormatDuration(options_.timeout),
+                       " deadline ran out)"));
+    }
     if (!IsRetryable(status.error_code()) || attempt >= attempts) {
       return FromGrpcStatus(status);
     }
+    retryable = status;
     const absl::Duration sleep = BackoffDelay(attempt, options_.initial_backoff,
                                               options_.max_backoff, UnitDraw());
     if (absl::Now() + sleep >= deadline) return FromGrpcStatus(status);

@@ -22,6 +22,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,6 +49,11 @@ class MetaoptClient {
     std::string address = "localhost:50051";
     // Deadline of one call, retries included.
     absl::Duration timeout = absl::Seconds(30);
+    // How long the first call waits for the channel's first connection
+    // (within `timeout`). A server never reached by then fails the call with
+    // UNAVAILABLE naming the address and why ("Connection refused", no
+    // answer). Once connected, calls ride out restarts by retrying instead.
+    absl::Duration connect_timeout = absl::Seconds(5);
     // Attempts of a call that is safe to repeat and keeps failing with
     // UNAVAILABLE or RESOURCE_EXHAUSTED (1: no retry).
     int max_attempts = 5;
@@ -81,7 +87,7 @@ class MetaoptClient {
 
   // Creates a client for `options.address`. The channel connects lazily, so an
   // unreachable server (or a TLS handshake it refuses) shows up as UNAVAILABLE
-  // on the first call, not here. INVALID_ARGUMENT for bad options, NOT_FOUND
+  // on the first call (after at most options.connect_timeout), not here. INVALID_ARGUMENT for bad options, NOT_FOUND
   // for a TLS file that cannot be read.
   static absl::StatusOr<std::unique_ptr<MetaoptClient>> Create(
       const Options& options);
@@ -165,10 +171,17 @@ class MetaoptClient {
                                 const Request& request, bool idempotent,
                                 bool* retried = nullptr);
 
+  // Until the channel has connected once: waits for it up to
+  // options_.connect_timeout (and `deadline`); UNAVAILABLE naming the address
+  // and the reason if it does not connect. OK at once afterwards, and for a
+  // client that wraps a stub.
+  absl::Status AwaitFirstConnection(absl::Time deadline);
+
   std::unique_ptr<v1::OptimizerService::StubInterface> stub_;
   const Options options_;
   // Set by Create(); null when the client wraps a stub.
   std::shared_ptr<grpc::ChannelInterface> channel_;
+  std::atomic<bool> connected_{false};
 };
 
 // grpc::Status -> absl::Status with the same code and message.

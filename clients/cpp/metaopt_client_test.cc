@@ -22,6 +22,7 @@ namespace {
 
 using ::metaopt::testing::IsOk;
 using ::metaopt::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 // Fails the first `unavailable_before_success` calls of each method with
@@ -31,16 +32,22 @@ class FakeOptimizerService final : public v1::OptimizerService::Service {
   std::atomic<int> unavailable_before_success{0};
   std::atomic<int> calls{0};
   std::atomic<grpc::StatusCode> failure{grpc::StatusCode::UNAVAILABLE};
+  // GetStudy, after its failures: answers only when the call is cancelled (a
+  // server stuck behind an unreachable database).
+  std::atomic<bool> hang_after_failures{false};
   // Observe: the first attempt fails with `failure` as if its answer were
   // lost after the trial was stored as `observed`; later attempts find the
   // trial observed (FAILED_PRECONDITION), and GetTrial returns it. Unset
   // (id 0): every Observe fails with `failure`, GetTrial is NOT_FOUND.
   v1::Trial observed;
 
-  grpc::Status GetStudy(grpc::ServerContext*,
+  grpc::Status GetStudy(grpc::ServerContext* context,
                         const v1::GetStudyRequest* request,
                         v1::GetStudyResponse* response) override {
     if (calls++ < unavailable_before_success) return Unavailable();
+    while (hang_after_failures && !context->IsCancelled()) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
     response->mutable_study()->set_study_id(request->study_id());
     return grpc::Status::OK;
   }
@@ -303,6 +310,41 @@ TEST(MetaoptClientCreateTest, RejectsBadOptions) {
   EXPECT_THAT(
       MetaoptClient::Create(options),
       StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_attempts")));
+}
+
+// When the deadline strikes during a retry, the caller gets the server's
+// reason for the failures before it (say, that its database is unavailable),
+// not only that time ran out.
+TEST_F(MetaoptClientTest, ServerReasonOutlivesTheDeadline) {
+  service_.unavailable_before_success = 1;
+  service_.hang_after_failures = true;
+  options_.timeout = absl::Milliseconds(500);
+  auto client = NewClient();
+  EXPECT_THAT(client->GetStudy(v1::GetStudyRequest()),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(HasSubstr("try again"), HasSubstr("deadline"))));
+  EXPECT_EQ(service_.calls, 2);
+}
+
+// A server never reached fails the first call within the connect timeout,
+// not the call's, naming the address and gRPC's reason.
+TEST(MetaoptClientCreateTest, UnreachableServerFailsFastNamingTheAddress) {
+  MetaoptClient::Options options;
+  options.address = "127.0.0.1:1";  // nothing listens on port 1
+  options.timeout = absl::Seconds(60);
+  options.connect_timeout = absl::Seconds(1);
+  absl::StatusOr<std::unique_ptr<MetaoptClient>> client =
+      MetaoptClient::Create(options);
+  ASSERT_THAT(client, IsOk());
+  const absl::Time start = absl::Now();
+  EXPECT_THAT((*client)->GetStudy(v1::GetStudyRequest()),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       AllOf(HasSubstr("cannot connect to 127.0.0.1:1"),
+                             HasSubstr("onnection refused"))));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_THAT((*client)->CheckHealth(),
+              StatusIs(absl::StatusCode::kUnavailable,
+                       HasSubstr("cannot connect to 127.0.0.1:1")));
 }
 
 TEST(MetaoptClientCreateTest, UnreachableServerIsUnavailable) {

@@ -273,7 +273,22 @@ int Run(int argc, char** argv) {
               absl::StrCat("--dataset-sample ", sample.message()));
         }
       }
-      return print(client.CreateStudy(request));
+      absl::StatusOr<v1::CreateStudyResponse> response =
+          client.CreateStudy(request);
+      if (response.ok()) {
+        // A meta-learned algorithm without a model: say so, on stderr.
+        const auto& metadata = response->study().metadata();
+        const auto binding = metadata.find("binding");
+        const auto reason = metadata.find("binding_reason");
+        if (binding != metadata.end() && binding->second == "none") {
+          std::cerr << "metaoptctl: warning: study \"" << study_id
+                    << "\" is bound to no model"
+                    << (reason != metadata.end() ? ": " + reason->second
+                                                 : std::string())
+                    << "\n";
+        }
+      }
+      return print(response);
     };
   });
 

@@ -197,6 +197,32 @@ std::string* MetaoptctlTest::address_ = nullptr;
         << "not JSON: " << ok_result_.out;                              \
   } while (false)
 
+// A DeepPipe study that no served model binds to (this registry is empty)
+// says so in its metadata, and create-study warns on stderr.
+TEST_F(MetaoptctlTest, CreateStudyWarnsWhenAMetaLearnedKindBindsNoModel) {
+  const fs::path spec = *dir_ / "deeppipe_spec.json";
+  {
+    std::ifstream in(Example("study_spec.json"));
+    Json json = Json::parse(in);
+    json["algorithm"] = {{"kind", "ALGORITHM_KIND_DEEPPIPE"}};
+    std::ofstream(spec) << json.dump();
+  }
+  Result created =
+      Ctl({"create-study", "--id", "unbound-deeppipe", "--spec", spec.string()});
+  EXPECT_EQ(created.exit_code, 0) << created.err;
+  const Json& metadata = created.json["study"]["metadata"];
+  EXPECT_EQ(metadata["binding"], "none") << created.out;
+  EXPECT_THAT(metadata["binding_reason"].get<std::string>(),
+              HasSubstr("no model that ALGORITHM_KIND_DEEPPIPE binds to"));
+  EXPECT_THAT(created.err,
+              HasSubstr("warning: study \"unbound-deeppipe\" is bound to no "
+                        "model: the registry serves no model"));
+  // A RANDOM study learns from no model: nothing to warn about.
+  Result random = CreateExampleStudy("random-no-warning");
+  EXPECT_OK_RESULT(random);
+  EXPECT_FALSE(random.json["study"].contains("metadata")) << random.out;
+}
+
 TEST_F(MetaoptctlTest, AskTellRoundTrip) {
   Result created = CreateExampleStudy("roundtrip");
   EXPECT_OK_RESULT(created);

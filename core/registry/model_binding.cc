@@ -20,6 +20,13 @@ int64_t EncoderLayers(const v1::ModelArtifact& artifact) {
   return it == artifact.int_options().end() ? 0 : it->second;
 }
 
+// The algorithms whose point is a meta-learned model.
+bool LearnsFromModel(const v1::AlgorithmSpec& algorithm) {
+  return algorithm.kind() == v1::ALGORITHM_KIND_DEEPPIPE ||
+         algorithm.kind() == v1::ALGORITHM_KIND_PMF ||
+         algorithm.kind() == v1::ALGORITHM_KIND_GROSI;
+}
+
 }  // namespace
 
 absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
@@ -123,7 +130,13 @@ absl::Status CheckPartialBinding(const v1::AlgorithmSpec& algorithm,
 
 std::map<std::string, std::string> ModelBinding::Metadata() const {
   std::map<std::string, std::string> out;
-  if (model == nullptr) return out;
+  if (model == nullptr) {
+    if (!unbound_reason.empty()) {
+      out["binding"] = "none";
+      out["binding_reason"] = unbound_reason;
+    }
+    return out;
+  }
   out["binding"] = mapping.identical() ? "exact" : "partial";
   if (mapping.identical()) return out;
   auto join = [](const std::vector<std::string>& items, const char* sep) {
@@ -167,6 +180,10 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
     // those learned from history first, then by name: the first whose space
     // is the study's, else the first that serves it partially.
     std::optional<ModelBinding> partial;
+    // Why the closest model did not bind: one whose space maps but that
+    // cannot serve the mapping is closer than one whose space does not map.
+    std::string closest;
+    bool closest_maps = false;
     for (const bool from_history : {true, false}) {
       for (auto& model : models->List()) {
         if (model->artifact.provenance().from_history() != from_history ||
@@ -176,15 +193,38 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
         }
         absl::StatusOr<space::SpaceMapping> mapping =
             space::MapStudySpace(model->space.proto(), spec.search_space());
-        if (!mapping.ok() ||
-            !CheckPartialBinding(spec.algorithm(), *model, *mapping).ok()) {
+        if (!mapping.ok()) {
+          if (closest.empty()) {
+            closest = absl::StrCat("model ", Quote(model->reference()),
+                                   " does not match the study's space: ",
+                                   mapping.status().message());
+          }
+          continue;
+        }
+        if (absl::Status serves =
+                CheckPartialBinding(spec.algorithm(), *model, *mapping);
+            !serves.ok()) {
+          if (!closest_maps) closest = std::string(serves.message());
+          closest_maps = true;
           continue;
         }
         if (mapping->identical()) return ModelBinding{model, *mapping};
         if (!partial.has_value()) partial = ModelBinding{model, *mapping};
       }
     }
-    return partial.has_value() ? *std::move(partial) : ModelBinding();
+    if (partial.has_value()) return *std::move(partial);
+    ModelBinding none;
+    if (LearnsFromModel(spec.algorithm())) {
+      none.unbound_reason =
+          closest.empty()
+              ? absl::StrCat("the registry serves no model that ",
+                             v1::AlgorithmKind_Name(spec.algorithm().kind()),
+                             " binds to; the study runs without one")
+              : absl::StrCat("no served model matches the study's space; "
+                             "the closest: ",
+                             closest, "; the study runs without a model");
+    }
+    return none;
   }
   METAOPT_ASSIGN_OR_RETURN(ModelReference reference,
                            ParseModelReference(named));

@@ -62,13 +62,18 @@ struct ModelBinding {
   // Null: the study binds to no model.
   std::shared_ptr<const LoadedModel> model;
   space::SpaceMapping mapping;
+  // Without a model, for an algorithm that learns from a model (DeepPipe,
+  // PMF, GROSI) and names none: why no served model binds, naming the
+  // closest one and why it did not match. Empty otherwise.
+  std::string unbound_reason;
 
   // What the study records in v1::Study.metadata about the mapping:
   // "binding" = "exact" or "partial", and for a partial one
   // "binding_new_algorithms", "binding_masked_algorithms" (comma-separated
   // stage/algorithm, "none") and "binding_narrowed_parameters"
-  // ("; "-separated lines of space::SpaceMapping, "none"). Empty without a
-  // model.
+  // ("; "-separated lines of space::SpaceMapping, "none"). Without a model:
+  // "binding" = "none" and "binding_reason" (unbound_reason) when
+  // unbound_reason is set, else nothing.
   std::map<std::string, std::string> Metadata() const;
 };
 

@@ -163,6 +163,31 @@ TEST_F(ModelBindingTest, UnnamedBindsTheFirstMatchingServedModelByName) {
   EXPECT_EQ(Bound(BindModel(manager_.get(), random)), "none");
 }
 
+// A meta-learned kind that binds to no model records why; a GP study, which
+// needs no model, records nothing.
+TEST_F(ModelBindingTest, UnboundMetaLearnedKindSaysWhy) {
+  Serve("oboe-portfolio");
+  v1::StudySpec deeppipe = Spec(TestSearchSpace());
+  deeppipe.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
+  absl::StatusOr<ModelBinding> unbound = BindModel(manager_.get(), deeppipe);
+  EXPECT_EQ(Bound(unbound), "none");
+  EXPECT_THAT(unbound->unbound_reason,
+              HasSubstr("no model that ALGORITHM_KIND_DEEPPIPE binds to"));
+  const std::map<std::string, std::string> metadata = unbound->Metadata();
+  EXPECT_EQ(metadata.at("binding"), "none");
+  EXPECT_EQ(metadata.at("binding_reason"), unbound->unbound_reason);
+
+  v1::SearchSpace other = TestSearchSpace();
+  other.mutable_stages()->RemoveLast();
+  absl::StatusOr<ModelBinding> gp = BindModel(manager_.get(), Spec(other));
+  EXPECT_EQ(Bound(gp), "none");
+  EXPECT_EQ(gp->unbound_reason, "");
+  EXPECT_TRUE(gp->Metadata().empty());
+  // Named "none": the user chose no model.
+  deeppipe.mutable_algorithm()->set_model("none");
+  EXPECT_TRUE(BindModel(manager_.get(), deeppipe)->Metadata().empty());
+}
+
 TEST_F(ModelBindingTest, NamedModelMustExistAndMatch) {
   Serve("m");
   EXPECT_EQ(Bound(BindModel(manager_.get(), Spec(TestSearchSpace(), "m@1"))),

@@ -338,9 +338,9 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
          policy::StudyMetadata(model->artifact, spec, space)) {
       (*study.mutable_metadata())[key] = std::move(value);
     }
-    for (auto& [key, value] : binding.Metadata()) {
-      (*study.mutable_metadata())[key] = std::move(value);
-    }
+  }
+  for (auto& [key, value] : binding.Metadata()) {
+    (*study.mutable_metadata())[key] = std::move(value);
   }
   *study.mutable_create_time() = ToProtoTimestamp(options_.clock());
   study.set_incarnation(NewIncarnation());

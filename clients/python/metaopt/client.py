@@ -35,13 +35,14 @@ import random
 import socket
 import time
 import uuid
+import warnings
 from typing import (Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence,
                     Tuple, Union)
 
 import grpc
 
 from metaopt import spec as spec_lib
-from metaopt.errors import MetaoptError, from_rpc_error
+from metaopt.errors import MetaoptError, error_for, from_rpc_error
 from metaopt.trial import Pruned, Trial, TrialState
 from metaopt.v1 import model_pb2, optimizer_service_pb2 as pb, optimizer_service_pb2_grpc
 from metaopt.v1 import study_pb2
@@ -82,6 +83,10 @@ class Client:
             (mutual TLS).
         server_name: the name to check the server's certificate against, if not the target's host.
         timeout: deadline of each attempt of a call, in seconds.
+        connect_timeout: how long the first call waits for the first connection, in seconds. A
+            server not reached by then fails it with :class:`UnavailableError` naming the
+            target and why (``Connection refused``, no answer). Once connected, calls ride out
+            server restarts by retrying instead.
         max_attempts: attempts of a retryable call (1: no retries).
         initial_backoff, max_backoff: seconds to wait before the second attempt, doubled for each
             further one up to ``max_backoff``; the actual wait is drawn from [backoff / 2, backoff].
@@ -101,6 +106,7 @@ class Client:
         private_key: Optional[PathOrBytes] = None,
         server_name: Optional[str] = None,
         timeout: float = 30.0,
+        connect_timeout: float = 5.0,
         max_attempts: int = 5,
         initial_backoff: float = 0.2,
         max_backoff: float = 5.0,
@@ -112,6 +118,8 @@ class Client:
             raise ValueError("target: empty; give host:port")
         if not timeout > 0:
             raise ValueError(f"timeout: {timeout!r} must be > 0 seconds")
+        if not connect_timeout > 0:
+            raise ValueError(f"connect_timeout: {connect_timeout!r} must be > 0 seconds")
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
             raise ValueError(f"max_attempts: {max_attempts!r} must be an integer >= 1")
         if not 0 <= initial_backoff <= max_backoff:
@@ -126,6 +134,8 @@ class Client:
 
         self.target = target
         self.timeout = float(timeout)
+        self.connect_timeout = float(connect_timeout)
+        self._connected = False
         self.max_attempts = max_attempts
         self.initial_backoff = float(initial_backoff)
         self.max_backoff = float(max_backoff)
@@ -165,6 +175,38 @@ class Client:
 
     # -- calls ------------------------------------------------------------------------------
 
+    def _await_first_connection(self, method: str) -> None:
+        """Until the channel has connected once, waits for it up to ``connect_timeout``; raises
+        :class:`UnavailableError` naming the target and the reason if it does not connect."""
+        if self._connected:
+            return
+        try:
+            grpc.channel_ready_future(self._raw_channel).result(timeout=self.connect_timeout)
+            self._connected = True
+            return
+        except grpc.FutureTimeoutError:
+            pass
+        # Why: a health check that does not wait for the connection fails at once with gRPC's
+        # reason after a failed attempt (refused, unresolvable name, TLS handshake), and runs
+        # into its short deadline while a connection attempt gets no answer at all.
+        check = self._raw_channel.unary_unary("/grpc.health.v1.Health/Check",
+                                              request_serializer=bytes,
+                                              response_deserializer=bytes)
+        try:
+            check(b"", timeout=1.0)
+            self._connected = True
+            return
+        except grpc.RpcError as rpc_error:
+            if rpc_error.code() == grpc.StatusCode.UNIMPLEMENTED:
+                self._connected = True
+                return
+            reason = ("no answer (no route to the host, or a firewall drops the packets)"
+                      if rpc_error.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+                      else rpc_error.details())
+        raise error_for(grpc.StatusCode.UNAVAILABLE,
+                        f"cannot connect to {self.target} within {self.connect_timeout:g} s: "
+                        f"{reason}", method)
+
     def call(
         self,
         method: str,
@@ -180,8 +222,12 @@ class Client:
         (used to recognise that a lost attempt had succeeded). Raises :class:`MetaoptError`.
         """
         rpc = getattr(self.stub, method)
+        self._await_first_connection(method)
         backoff = self.initial_backoff
         retried = False
+        # The last retryable error other than a deadline: when retries end in DEADLINE_EXCEEDED,
+        # the server's reason (say, that its database is unavailable) is what the caller needs.
+        server_error: Optional[MetaoptError] = None
         for attempt in range(1, self.max_attempts + 1):
             try:
                 # A retry waits (within its deadline) for the channel to reconnect: without a
@@ -190,6 +236,12 @@ class Client:
                            wait_for_ready=True if retried else None)
             except grpc.RpcError as rpc_error:
                 error = from_rpc_error(rpc_error, method)
+            if error.code == grpc.StatusCode.DEADLINE_EXCEEDED and server_error is not None:
+                error = error_for(server_error.code,
+                                  f"{server_error.message} (then attempt {attempt} ran out of "
+                                  f"its {self.timeout:g} s deadline)", method)
+            elif error.code in retry_on and error.code != grpc.StatusCode.DEADLINE_EXCEEDED:
+                server_error = error
             if retried and recover is not None:
                 recovered = recover(error)
                 if recovered is not None:
@@ -219,6 +271,9 @@ class Client:
         :func:`metaopt.dataset_sample.draw` (for models that read the raw data: GROSI with
         Dataset2Vec).
 
+        A study of a meta-learned kind (DeepPipe, PMF, GROSI) that binds to no model warns
+        (``UserWarning``) with the server's reason (``study.metadata["binding_reason"]``).
+
         Raises:
             AlreadyExistsError: the id is taken by a study with another spec.
             InvalidArgumentError: the spec is invalid (the message names the field).
@@ -239,6 +294,11 @@ class Client:
 
             spec.dataset_sample.CopyFrom(dataset_sample.draw(*dataset))
         response = self.call("CreateStudy", pb.CreateStudyRequest(study_id=study_id, spec=spec))
+        metadata = response.study.metadata
+        if metadata.get("binding") == "none":
+            # A meta-learned algorithm without its model: worth knowing before evaluating.
+            warnings.warn(f"study {study_id!r} is bound to no model: "
+                          f"{metadata.get('binding_reason', 'no reason given')}", stacklevel=2)
         return Study(self, response.study, created=response.created)
 
     def get_study(self, study_id: str) -> "Study":

@@ -9,6 +9,7 @@ import subprocess
 import threading
 import time
 import unittest
+import warnings
 from typing import List, Optional, Tuple
 
 import grpc
@@ -133,6 +134,15 @@ class AskTellTest(ServerTest):
         # A complete spec works as well as keywords.
         spec = metaopt.study_spec(quadratic_space(), algorithm="random")
         self.assertFalse(client.create_study("create-or-get", spec=spec).created)
+
+    def test_a_deeppipe_study_that_binds_no_model_warns_why(self):
+        with self.assertWarnsRegex(UserWarning, "'unbound' is bound to no model: .*model"):
+            study = self.client().create_study("unbound", quadratic_space(),
+                                               algorithm="deeppipe")
+        self.assertEqual(study.proto.metadata["binding"], "none")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a GP study needs no model: no warning
+            self.client().create_study("gp-no-warning", quadratic_space(), algorithm="gp")
 
     def test_create_study_with_a_dataset_stores_its_meta_features(self):
         from sklearn.datasets import load_iris
@@ -321,19 +331,34 @@ class ErrorTest(ServerTest):
         with self.assertRaises(metaopt.FailedPreconditionError):
             study.fine_tune(steps=10)
 
-    def test_a_server_that_never_answers_is_deadline_exceeded_after_retries(self):
+    def test_a_server_that_never_answers_fails_within_the_connect_timeout(self):
         with socket.socket() as silent:  # accepts connections, never speaks HTTP/2
             silent.bind(("127.0.0.1", 0))
             silent.listen(8)
+            target = f"127.0.0.1:{silent.getsockname()[1]}"
             recorder = LoseResponses("none", times=0)
-            client = metaopt.Client(f"127.0.0.1:{silent.getsockname()[1]}", timeout=0.3,
-                                    max_attempts=2, initial_backoff=0.01,
-                                    interceptors=[recorder])
+            client = metaopt.Client(target, timeout=30, connect_timeout=0.5, max_attempts=2,
+                                    initial_backoff=0.01, interceptors=[recorder])
             self.addCleanup(client.close)
-            with self.assertRaises(metaopt.DeadlineExceededError) as caught:
+            started = time.monotonic()
+            with self.assertRaises(metaopt.UnavailableError) as caught:
                 client.get_study("anything")
-        self.assertEqual(caught.exception.code, grpc.StatusCode.DEADLINE_EXCEEDED)
-        self.assertEqual(recorder.count("GetStudy"), 2)
+        self.assertLess(time.monotonic() - started, 10)
+        self.assertIn(f"cannot connect to {target} within 0.5 s", caught.exception.message)
+        self.assertEqual(recorder.count("GetStudy"), 0)
+
+    def test_an_unreachable_address_fails_fast_naming_it_and_the_reason(self):
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            target = f"127.0.0.1:{closed.getsockname()[1]}"  # nothing listens once closed
+        client = metaopt.Client(target, connect_timeout=1)
+        self.addCleanup(client.close)
+        started = time.monotonic()
+        with self.assertRaises(metaopt.UnavailableError) as caught:
+            client.create_study("x", quadratic_space())
+        self.assertLess(time.monotonic() - started, 10)
+        self.assertIn(f"cannot connect to {target}", str(caught.exception))
+        self.assertIn("connection refused", str(caught.exception).lower())
 
     def test_trial_state_matches_the_proto(self):
         for value in study_pb2.TrialState.values():
@@ -350,6 +375,7 @@ class _SheddingService(optimizer_service_pb2_grpc.OptimizerServiceServicer):
         self.code = code
         self.calls: List[str] = []
         self.lock = threading.Lock()
+        self.hang = 0.0  # seconds each call waits once the failures are over
 
     def _shed(self, method: str, context) -> None:
         with self.lock:
@@ -358,6 +384,9 @@ class _SheddingService(optimizer_service_pb2_grpc.OptimizerServiceServicer):
             self.shed -= 1
         if shedding:
             context.abort(self.code, "server overloaded")
+        deadline = time.monotonic() + self.hang
+        while time.monotonic() < deadline and context.is_active():
+            time.sleep(0.01)
 
     def GetStudy(self, request, context):
         self._shed("GetStudy", context)
@@ -404,6 +433,18 @@ class FakeServerRetryTest(unittest.TestCase):
         with self.assertRaises(metaopt.ResourceExhaustedError):
             client.get_study("s")
         self.assertEqual(service.calls, ["GetStudy"] * 3)
+
+    def test_the_servers_reason_outlives_a_retry_that_runs_out_of_time(self):
+        service, address = self.serve(shed=1, code=grpc.StatusCode.UNAVAILABLE)
+        service.hang = 5.0  # after the failure, GetStudy answers too late
+        client = metaopt.Client(address, timeout=0.5, max_attempts=2, initial_backoff=0.001,
+                                max_backoff=0.002)
+        self.addCleanup(client.close)
+        with self.assertRaises(metaopt.UnavailableError) as caught:
+            client.get_study("s")
+        self.assertIn("server overloaded", caught.exception.message)
+        self.assertIn("deadline", caught.exception.message)
+        self.assertEqual(service.calls, ["GetStudy"] * 2)
 
     def test_unsafe_calls_are_not_retried(self):
         service, address = self.serve(shed=100, code=grpc.StatusCode.RESOURCE_EXHAUSTED)
