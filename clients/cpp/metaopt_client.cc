@@ -68,6 +68,35 @@ bool IsRetryable(grpc::StatusCode code) {
          code == grpc::StatusCode::RESOURCE_EXHAUSTED;
 }
 
+// One grpc.health.v1.Health/Check of `service` ("" is the server as a whole)
+// over `channel`, without waiting for a connection; `*serving_status` gets the
+// answer's ServingStatus. grpc.health.v1 without its generated code:
+// HealthCheckRequest {string service = 1} and HealthCheckResponse
+// {ServingStatus status = 1} have the wire format of StringValue and
+// Int32Value.
+grpc::Status AskHealth(const std::shared_ptr<grpc::ChannelInterface>& channel,
+                       const std::string& service, absl::Time deadline,
+                       int* serving_status) {
+  grpc::TemplatedGenericStub<google::protobuf::StringValue,
+                             google::protobuf::Int32Value>
+      stub(channel);
+  google::protobuf::StringValue request;
+  request.set_value(service);
+  google::protobuf::Int32Value response;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(deadline));
+  grpc::Status status;
+  Notification done;
+  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
+                 &request, &response, [&](grpc::Status result) {
+                   status = std::move(result);
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  *serving_status = response.value();
+  return status;
+}
+
 // Whether `trial` holds the outcome `request` reports (value and metrics, or
 // failure state and reason).
 bool HoldsOutcome(const v1::Trial& trial, const v1::ObserveRequest& request) {
@@ -156,31 +185,14 @@ absl::Status MetaoptClient::CheckHealth(const std::string& service) {
       !connected.ok()) {
     return connected;
   }
-  // grpc.health.v1 without its generated code: HealthCheckRequest {string
-  // service = 1} and HealthCheckResponse {ServingStatus status = 1} have the
-  // wire format of StringValue and Int32Value.
-  grpc::TemplatedGenericStub<google::protobuf::StringValue,
-                             google::protobuf::Int32Value>
-      stub(channel_);
-  google::protobuf::StringValue request;
-  request.set_value(service);
-  google::protobuf::Int32Value response;
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + options_.timeout));
-  grpc::Status status;
-  Notification done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
-                 &request, &response, [&](grpc::Status result) {
-                   status = std::move(result);
-                   done.Notify();
-                 });
-  done.WaitForNotification();
+  int value = 0;
+  const grpc::Status status = AskHealth(
+      channel_, service, absl::Now() + options_.timeout, &value);
   if (!status.ok()) return FromGrpcStatus(status);
   constexpr int kServing = 1;
-  if (response.value() == kServing) return absl::OkStatus();
+  if (value == kServing) return absl::OkStatus();
   const char* names[] = {"UNKNOWN", "SERVING", "NOT_SERVING",
                          "SERVICE_UNKNOWN"};
-  const int value = response.value();
   return absl::UnavailableError(absl::StrCat(
       "health of \"", service,
       "\": ", value >= 0 && value < 4 ? names[value] : absl::StrCat(value)));
@@ -231,21 +243,9 @@ absl::Status MetaoptClient::AwaitFirstConnection(absl::Time deadline) {
   // with gRPC's reason when the last attempt failed (a refused connection, a
   // name that does not resolve, a TLS handshake), and runs into its short
   // deadline while a connection attempt gets no answer at all.
-  grpc::TemplatedGenericStub<google::protobuf::StringValue,
-                             google::protobuf::Int32Value>
-      stub(channel_);
-  google::protobuf::StringValue request;
-  google::protobuf::Int32Value response;
-  grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-  grpc::Status status;
-  Notification done;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(),
-                 &request, &response, [&](grpc::Status result) {
-                   status = std::move(result);
-                   done.Notify();
-                 });
-  done.WaitForNotification();
+  int value = 0;
+  const grpc::Status status =
+      AskHealth(channel_, "", absl::Now() + absl::Seconds(1), &value);
   if (status.ok() || status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
     connected_.store(true, std::memory_order_release);  // Connected meanwhile.
     return absl::OkStatus();

@@ -97,7 +97,7 @@ class DockerfileTest(unittest.TestCase):
         runs = " ".join(self.docker.find(0, "RUN"))
         # The sets serve.sh installs: no test dependencies (R, chromium, Go, PostgreSQL, Node).
         self.assertIn("bash scripts/install-deps.sh runtime build", runs)
-        self.assertIn("scripts/install-deps.sh runtime build", read("scripts/serve.sh"))
+        self.assertRegex(read("scripts/serve.sh"), r'install-deps\.sh"? runtime build\n')
         self.assertIn("bash scripts/build.sh", runs)
         for script in ("scripts/install-deps.sh", "scripts/build.sh"):
             self.assertTrue(os.path.isfile(os.path.join(SOURCE_DIR, script)), script)
@@ -165,6 +165,35 @@ class DockerfileTest(unittest.TestCase):
             self.assertIn(package, installed,
                           f"a program links {path} from {package}, which the runtime stage "
                           "does not install")
+
+
+def package_set(name):
+    """The packages of scripts/install-deps.sh's array NAME (comments dropped)."""
+    text = read("scripts/install-deps.sh")
+    body = re.search(rf"^{name}=\((.*?)^\)", text, re.S | re.M).group(1)
+    return {w for line in body.splitlines() for w in line.split("#", 1)[0].split()}
+
+
+class InstallSetsTest(unittest.TestCase):
+    """serve.sh and the image's build stage install the runtime and build sets only."""
+
+    def test_serving_sets_hold_no_test_tooling(self):
+        serving = package_set("runtime_packages") | package_set("build_packages")
+        for heavy in ("r-base-core", "chromium", "golang-go", "nodejs", "npm", "postgresql",
+                      "clang", "googletest", "libgtest-dev", "libbenchmark-dev"):
+            self.assertNotIn(heavy, serving)
+        self.assertIn("libpq-dev", serving)  # PostgreSQL storage is part of the server
+        self.assertIn("postgresql", package_set("test_packages"))
+        self.assertIn("bash \"$root/scripts/install-deps.sh\" runtime build",
+                      read("scripts/serve.sh"))
+
+    def test_the_build_set_builds_what_the_image_links(self):
+        # Every -dev package of the build set whose runtime library the image installs.
+        runs = " ".join(Dockerfile(read("deploy/Dockerfile")).find(1, "RUN"))
+        for dev, library in (("libpq-dev", "libpq5"), ("libsqlite3-dev", "libsqlite3-0"),
+                             ("libcivetweb-dev", "libcivetweb1")):
+            self.assertIn(dev, package_set("build_packages"))
+            self.assertIn(library, runs)
 
 
 class ComposeTest(unittest.TestCase):

@@ -231,6 +231,8 @@ class OverlaysTest(unittest.TestCase):
 
     def test_team_serves_tls_and_probes_over_it(self):
         ctl_help = help_text(METAOPTCTL)
+        health_help = subprocess.run([METAOPTCTL, "health", "--help"], capture_output=True,
+                                     text=True, timeout=30).stdout
         (deployment,) = server_workloads(Rendered.overlays[f"{K8S}/overlays/team"])
         spec = deployment["spec"]["template"]["spec"]
         container = spec["containers"][0]
@@ -243,8 +245,11 @@ class OverlaysTest(unittest.TestCase):
             self.assertEqual(command[0], "metaoptctl")
             self.assertIn("--tls", command)
             self.assertIn("health", command)
-            for flag in flag_names(command):
+            health = command.index("health")
+            for flag in flag_names(command[:health]):
                 self.assertIn(flag, ctl_help, f"metaoptctl has no {flag}")
+            for flag in flag_names(command[health:]):
+                self.assertIn(flag, health_help, f"metaoptctl health has no {flag}")
             self.assertNotIn("grpc", container[probe], "native gRPC probes speak plaintext")
 
 

@@ -38,10 +38,13 @@ UID = 10001
 
 
 def runtime_stage():
-    """(packages, copies, user, cmd) of the Dockerfile's last stage."""
+    """(packages, copies, user, entrypoint, cmd, healthcheck, volumes, stripped) of the
+    Dockerfile's runtime stage; `stripped`: the build-tree files the build stage strips."""
     with open(os.path.join(SOURCE_DIR, "deploy/Dockerfile"), encoding="utf-8") as f:
         text = re.sub(r"\\\n", " ", f.read())
-    stage = text.split("\nFROM ")[-1]
+    build, stage = text.split("\nFROM ")[-2:]
+    strip = re.search(r"&& strip ([^&\n]*)", build)
+    stripped = {"/src/" + p for p in strip.group(1).split()} if strip else set()
     install = re.search(r"apt-get install (.*?)(&&|$)", stage, re.M).group(1)
     packages = [w for w in install.split() if not w.startswith("-")]
     copies = []
@@ -54,7 +57,7 @@ def runtime_stage():
     cmd = json.loads(re.search(r"^CMD (\[.*\])", stage, re.M).group(1))
     health = json.loads(re.search(r"^HEALTHCHECK .*? CMD (\[.*\])", stage, re.M).group(1))
     volume = json.loads(re.search(r"^VOLUME (\[.*\])", stage, re.M).group(1))
-    return packages, copies, user, entrypoint, cmd, health, volume
+    return packages, copies, user, entrypoint, cmd, health, volume, stripped
 
 
 def build_path(image_path):
@@ -105,8 +108,8 @@ class RuntimeRootfsTest(unittest.TestCase):
     def setUpClass(cls):
         if shutil.which("unshare") is None or shutil.which("dpkg") is None:
             raise unittest.SkipTest("needs unshare and dpkg")
-        (packages, copies, user, cls.entrypoint, cls.cmd, cls.health,
-         cls.volume) = runtime_stage()
+        (packages, copies, user, cls.entrypoint, cls.cmd, cls.health, cls.volume,
+         stripped) = runtime_stage()
         cls.root = os.path.join(WORK_DIR, "rootfs")
         shutil.rmtree(cls.root, ignore_errors=True)
         os.makedirs(cls.root)
@@ -126,13 +129,22 @@ class RuntimeRootfsTest(unittest.TestCase):
                 else:
                     os.makedirs(cls.root + target, exist_ok=True)
                     shutil.copy2(local, cls.root + target)
+                    if source in stripped:  # as the build stage does
+                        subprocess.run(["strip", os.path.join(cls.root + target,
+                                                              os.path.basename(local))],
+                                       check=True)
         os.makedirs(os.path.join(cls.root, "etc"), exist_ok=True)
         with open(os.path.join(cls.root, "etc/passwd"), "w") as f:
             f.write(f"root:x:0:0:root:/root:/usr/sbin/nologin\n"
                     f"metaopt:x:{UID}:{UID}::/var/lib/metaopt:/usr/sbin/nologin\n")
         with open(os.path.join(cls.root, "etc/group"), "w") as f:
             f.write(f"root:x:0:\nmetaopt:x:{UID}:\n")
-        for directory in cls.volume + ["/tmp"]:
+        with open(os.path.join(cls.root, "etc/ld.so.conf"), "w") as f:
+            f.write("include /etc/ld.so.conf.d/*.conf\n")
+        if shutil.which("ldconfig") or os.path.exists("/sbin/ldconfig"):
+            subprocess.run([shutil.which("ldconfig") or "/sbin/ldconfig", "-r", cls.root],
+                           check=True)
+        for directory in cls.volume + ["/tmp", "/proc"]:
             os.makedirs(cls.root + directory, exist_ok=True)
         os.chmod(cls.root + "/tmp", 0o1777)
         cls.user = user
@@ -160,10 +172,14 @@ class RuntimeRootfsTest(unittest.TestCase):
     @classmethod
     def in_root(cls, command):
         """command (image paths, PATH of the image) run chrooted into the staged tree."""
+        # Own mount and PID namespaces with /proc mounted, as in a container (the server finds
+        # its dashboard through /proc/self/exe); SIGTERM to unshare reaches the program.
+        prefix = ["unshare", "--mount", "--pid", "--fork", "--kill-child=SIGTERM",
+                  "--mount-proc", f"--root={cls.root}"]
         if os.geteuid() == 0:
-            prefix = ["unshare", f"--root={cls.root}", f"--setuid={UID}", f"--setgid={UID}"]
+            prefix += [f"--setuid={UID}", f"--setgid={UID}"]
         else:
-            prefix = ["unshare", "--user", "--map-root-user", f"--root={cls.root}"]
+            prefix[1:1] = ["--user", "--map-root-user"]
         program = command[0] if "/" in command[0] else f"/usr/local/bin/{command[0]}"
         return prefix + ["--wd=/", program] + command[1:]
 
@@ -208,9 +224,11 @@ class RuntimeRootfsTest(unittest.TestCase):
         self.assertIn("SERVING", self.wait_healthy())
         self.assertEqual(self.user.split(":")[0], str(UID))
         if self.as_image_user:
-            status = open(f"/proc/{self.server.pid}/status").read()
-            # unshare execs the server in its own process: its uid is the image's.
-            self.assertRegex(status, rf"\nUid:\s+{UID}\s")
+            # The server is unshare's child (its PID namespace's first process).
+            with open(f"/proc/{self.server.pid}/task/{self.server.pid}/children") as f:
+                (child,) = f.read().split()
+            with open(f"/proc/{child}/status") as f:
+                self.assertRegex(f.read(), rf"\nUid:\s+{UID}\s")
 
     def test_2_one_study(self):
         self.wait_healthy()
@@ -221,8 +239,8 @@ class RuntimeRootfsTest(unittest.TestCase):
         trial = json.loads(self.ctl("suggest", "rootfs", "--client-id", "w").stdout)
         self.assertEqual(trial["trials"][0]["id"] if "trials" in trial else trial["id"], "1")
         self.ctl("observe", "rootfs", "--trial", "1", "--value", "0.5")
-        study = json.loads(self.ctl("get-study", "rootfs").stdout)
-        self.assertEqual(study["trialCount"], 1, study)
+        study = json.loads(self.ctl("get-study", "rootfs").stdout)["study"]
+        self.assertEqual(study["trialCount"], "1", study)
         models = self.ctl("list-models").stdout
         self.assertIn("deeppipe", models.lower(), "the bundled registry is not served")
         database = [a.split("=", 1)[1] for a in self.cmd if a.startswith("--db=")][0]
