@@ -50,9 +50,14 @@ if [[ "$port" == 0 ]]; then
 else
   echo "serve: dashboard at http://$host:$port/ (docs/dashboard.md)"
 fi
-if [[ -z "$(flag_value tokens)" ]]; then
+if [[ -n "$(flag_value tokens)" ]]; then
+  :
+elif [[ "${listen%:*}" == 127.0.0.1 || "${listen%:*}" == localhost || "${listen%:*}" == "[::1]" ]]; then
   echo "serve: open to this machine only, without authentication; for a team: bash scripts/serve.sh" \
-    "--listen=0.0.0.0:50051 --tls-cert=server.crt --tls-key=server.key --tokens=tokens" \
-    "(docs/security.md)"
+    "--listen=0.0.0.0:50051 --tls-cert=server.pem --tls-key=server.key --tokens=tokens.txt" \
+    "(docs/security.md, \"Running it\")"
+else
+  echo "serve: warning: $listen without --tokens: whoever reaches it reads and changes every" \
+    "study (docs/security.md)"
 fi
 exec "${METAOPT_BUILD_DIR:-$root/build}/server/metaopt-server" "${args[@]}"
