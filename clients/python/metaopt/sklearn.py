@@ -14,8 +14,10 @@
 The search space is the sklearn-pipelines meta-dataset's (:data:`SPACE`): an imputer, a scaler, a
 reducer and one of eight estimators, with their hyperparameters. :func:`tune` creates a DeepPipe
 study over it, bound to the server's bundled ``sklearn-pipelines-deeppipe`` model, with the
-dataset's meta-features (:mod:`metaopt.metafeatures`), so the first suggestions are the best
-pipelines of the meta-dataset's tasks most like this one, and the model's meta-learned kernel
+dataset's meta-features (:mod:`metaopt.metafeatures`). The first suggestions are the model's
+portfolio (pipelines chosen to be good across its training tasks; a model version with a
+task-aware design starts from the best pipelines of the training tasks most like this one
+instead, which cross-validation found worse for this space) and the model's meta-learned kernel
 ranks the rest. Every suggestion is evaluated here, on this machine, with the meta-dataset's
 protocol (a stratified 70/30 holdout split with seed 0, balanced accuracy) or by stratified
 k-fold cross-validation, in worker processes under a per-fit CPU-time limit.
@@ -860,8 +862,9 @@ class TuneResult:
         best_trial_id: its trial id in the study.
         study_id: the study (pass it to tune again to resume).
         bound_model: the registry model the study is bound to (``name@version``).
-        zero_shot_design: how the first suggestions were chosen (``metabu``, ``nearest`` with the
-            dataset's meta-features; ``portfolio`` without).
+        zero_shot_design: how the first suggestions were chosen: ``portfolio`` (the model's
+            fixed portfolio), or ``metabu`` / ``nearest`` for a model version with a task-aware
+            design.
         trials: every trial of the study by id (:class:`TrialRecord`).
         protocol: ``"holdout 70/30"`` or ``"stratified k-fold (k=...)"``.
         wall_seconds: the wall-clock time of this call.
