@@ -28,7 +28,7 @@ import tempfile
 import numpy as np
 
 from google.protobuf import json_format
-from metaopt import dataset_sample
+from metaopt import collect, dataset_sample
 
 # task -> (class column, columns dropped besides it)
 R_TASKS = {
@@ -59,9 +59,6 @@ R_TASKS = {
     "modeldata_stackoverflow": ("Remote", []),
 }
 SKLEARN_TASKS = ("sklearn_breast_cancer", "sklearn_digits", "sklearn_iris", "sklearn_wine")
-MAX_ROWS = 2000
-MIN_CLASS_ROWS = 6
-SUBSAMPLE_SEED = 0
 
 
 def read_r_table(tables, task):
@@ -102,18 +99,8 @@ def read_sklearn(task):
 
 
 def preprocess(X, mask, labels):
-    """The README's subsample: stratified (seed 0) to MAX_ROWS, then small classes dropped."""
-    rows = np.arange(len(labels))
-    if len(rows) > MAX_ROWS:
-        from sklearn.model_selection import train_test_split
-        text = np.array([str(v) for v in labels])
-        rows, _ = train_test_split(rows, train_size=MAX_ROWS, stratify=text,
-                                   random_state=SUBSAMPLE_SEED)
-        rows = np.sort(rows)
-    text = np.array([str(v) for v in labels[rows]])
-    values, counts = np.unique(text, return_counts=True)
-    small = set(values[counts < MIN_CLASS_ROWS])
-    rows = np.array([r for r, t in zip(rows, text) if t not in small])
+    """The README's subsample: stratified (seed 0) to 2,000 rows, then small classes dropped."""
+    rows = collect.protocol_rows(labels)
     return X[rows], mask, labels[rows]
 
 

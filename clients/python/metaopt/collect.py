@@ -197,16 +197,7 @@ def read_table(folder: str, task: str) -> Table:
                     raise ValueError(f"{task}: column {header[j]!r} row {i + 2}: {cell!r} is "
                                      "not a number (the kinds file says numeric)") from None
     n_raw = len(labels)
-    index = np.arange(n_raw)
-    if n_raw > MAX_ROWS:
-        from sklearn.model_selection import train_test_split
-        index, _ = train_test_split(index, train_size=MAX_ROWS, stratify=labels.astype(str),
-                                    random_state=SUBSAMPLE_SEED)
-        index = np.sort(index)
-    text = labels[index].astype(str)
-    classes, counts = np.unique(text, return_counts=True)
-    small = set(classes[counts < MIN_CLASS_ROWS])
-    index = np.array([r for r, t in zip(index, text) if t not in small], dtype=int)
+    index = protocol_rows(labels)
     left = len(set(labels[index].astype(str))) if len(index) else 0
     if left < 2:
         raise ValueError(f"{task}: {left} class(es) with at least {MIN_CLASS_ROWS} rows after "
@@ -216,6 +207,21 @@ def read_table(folder: str, task: str) -> Table:
             if any(not metafeatures._is_missing(v) for v in X[index, j])]
     return Table(task, X[np.ix_(index, keep)], [mask[j] for j in keep],
                  labels[index].astype(str), n_raw)
+
+
+def protocol_rows(labels: np.ndarray) -> np.ndarray:
+    """The rows the meta-dataset protocol keeps, sorted: a stratified subsample (seed 0) to at
+    most MAX_ROWS, then the rows of classes with fewer than MIN_CLASS_ROWS left dropped."""
+    text = np.array([str(v) for v in labels])
+    index = np.arange(len(text))
+    if len(index) > MAX_ROWS:
+        from sklearn.model_selection import train_test_split
+        index, _ = train_test_split(index, train_size=MAX_ROWS, stratify=text,
+                                    random_state=SUBSAMPLE_SEED)
+        index = np.sort(index)
+    classes, counts = np.unique(text[index], return_counts=True)
+    small = set(classes[counts < MIN_CLASS_ROWS])
+    return np.array([r for r in index if text[r] not in small], dtype=int)
 
 
 def evaluation_view(table: Table) -> np.ndarray:
