@@ -139,6 +139,8 @@ class Table:
     categorical: List[bool]
     labels: np.ndarray  # class names (str)
     n_rows_raw: int
+    # Its meta-features, computed once for all of a run's workers (empty until then).
+    features: Dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def list_tables(folder: str, only: Sequence[str] = ()) -> List[str]:
@@ -250,7 +252,7 @@ def open_study(client: Client, table: Table, catalogue: Catalogue, prefix: str) 
         study_id(table.task, prefix), pipelines.search_space_proto(),
         objective=pipelines.OBJECTIVE, goal="maximize", algorithm="random", seed=0,
         candidates=[catalogue.configurations[i] for i in catalogue.ids],
-        dataset_features=features(table))
+        dataset_features=table.features or features(table))
 
 
 class Progress:
@@ -345,7 +347,9 @@ def run(args: argparse.Namespace) -> int:
         with tables_lock:
             if task not in tables:
                 try:
-                    tables[task] = read_table(args.datasets, task)
+                    table = read_table(args.datasets, task)
+                    table.features = features(table)
+                    tables[task] = table
                 except ValueError as error:
                     tables[task] = None
                     skipped[task] = str(error)
