@@ -58,6 +58,8 @@ from metaopt import metafeatures
 from metaopt import sklearn as pipelines
 from metaopt.client import Client
 from metaopt.errors import MetaoptError, NotFoundError
+from metaopt.sklearn.evaluation import _prepare
+from metaopt.sklearn.tune import _Heartbeat
 from metaopt.trial import Trial, TrialState
 
 MAX_ROWS = 2000
@@ -306,7 +308,7 @@ def collect_task(client: Client, table: Table, catalogue: Catalogue, *, worker_i
     trials = list(study.trials())
     progress.start_task(table.task, sum(1 for t in trials if _observed(t)),
                         sum(1 for t in trials if t.state == TrialState.FAILED))
-    data = pipelines._prepare(evaluation_view(table), table.labels, table.categorical, None)
+    data = _prepare(evaluation_view(table), table.labels, table.categorical, None)
     evaluator = pipelines.Evaluator._of(data, fit_time_limit)
     try:
         while not stop.is_set():
@@ -314,7 +316,7 @@ def collect_task(client: Client, table: Table, catalogue: Catalogue, *, worker_i
             if not trials:
                 return
             trial = trials[0]
-            heartbeat = pipelines._Heartbeat(study, trial)
+            heartbeat = _Heartbeat(study, trial)
             evaluation = evaluator.evaluate(pipelines.parse_configuration(trial),
                                             should_stop=stop.is_set, on_tick=heartbeat.tick)
             if evaluation.interrupted:

@@ -35,6 +35,7 @@ import sklearn.datasets
 import metaopt
 from metaopt import metafeatures
 from metaopt import sklearn as mosk
+from metaopt.sklearn import evaluation as mosk_evaluation
 from test_metafeatures import shared_data_dir
 
 EXACT_TOLERANCE = 1e-6
@@ -111,7 +112,7 @@ class FidelityTest(unittest.TestCase):
         X, y = load(name)
         rows = self.rows[TASKS[name]]
         self.assertEqual(len(rows), 24)
-        data = mosk._prepare(X, y, None, None)
+        data = mosk_evaluation._prepare(X, y, None, None)
         ((train, _),) = data.splits
         info = mosk.columns_info(X[train])
         worst_exact, worst_randomized, randomized = 0.0, 0.0, 0
@@ -119,7 +120,7 @@ class FidelityTest(unittest.TestCase):
             config = mosk.parse_configuration(row)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                value, _ = mosk._fit_and_score(config, data, None)
+                value, _ = mosk_evaluation._fit_and_score(config, data, None)
             difference = abs(value - float(row["y"]))
             where = f"{name} config {row['config']} ({mosk.describe(config)})"
             if randomized_pca(config, info):

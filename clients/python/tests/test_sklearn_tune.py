@@ -2,8 +2,8 @@
 
 The server runs on 127.0.0.1 (port 0) with a copy of models/sklearn-pipelines-deeppipe and a
 short trial lease, so that a fit longer than the lease completes only through heartbeats. Slow or
-runaway fits are simulated by replacing ``metaopt.sklearn._fit_and_score`` before tune starts its
-evaluation processes, which receive the function by reference.
+runaway fits are simulated by replacing ``metaopt.sklearn.evaluation._fit_and_score`` before tune
+starts its evaluation processes, which receive the function by reference.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import sklearn.datasets
 
 import metaopt
 from metaopt import sklearn as mosk
+from metaopt.sklearn import evaluation as mosk_evaluation
 from server_process import TempServer
 
 PROJECT = Path(__file__).resolve().parents[3]
@@ -37,9 +38,9 @@ def iris():
     return sklearn.datasets.load_iris(return_X_y=True)
 
 
-# Evaluation functions that stand in for metaopt.sklearn._fit_and_score. tune's worker processes
-# receive the function by reference, so these live at module level.
-_original_fit_and_score = mosk._fit_and_score
+# Evaluation functions that stand in for metaopt.sklearn.evaluation._fit_and_score. tune's worker
+# processes receive the function by reference, so these live at module level.
+_original_fit_and_score = mosk_evaluation._fit_and_score
 
 
 def slower_than_the_lease(config, data, limit):
@@ -48,7 +49,7 @@ def slower_than_the_lease(config, data, limit):
 
 
 def runaway(config, data, limit):
-    mosk._limit_cpu(limit)
+    mosk_evaluation._limit_cpu(limit)
     while True:
         pass
 
@@ -140,12 +141,12 @@ class TuneTest(unittest.TestCase):
 
     def test_cross_validation_heartbeats_and_the_fit_time_limit(self) -> None:
         X, y = iris()
-        mosk._fit_and_score = slower_than_the_lease
+        mosk_evaluation._fit_and_score = slower_than_the_lease
         try:
             result = mosk.tune(X, y, n_trials=2, server=self.server.target, cv=3,
                                study_id="iris-cv", progress=False)
         finally:
-            mosk._fit_and_score = _original_fit_and_score
+            mosk_evaluation._fit_and_score = _original_fit_and_score
         self.assertEqual(result.protocol, "stratified 3-fold CV")
         for trial in self.trials("iris-cv"):
             self.assertEqual(trial.state, metaopt.TrialState.COMPLETED)
@@ -154,13 +155,13 @@ class TuneTest(unittest.TestCase):
             # Observed before the lease ran out, thanks to the heartbeats.
             self.assertNotIn("late", trial.metadata)
 
-        mosk._fit_and_score = runaway
+        mosk_evaluation._fit_and_score = runaway
         try:
             with self.assertRaisesRegex(RuntimeError, "no trial completed.*CPU-time limit of 1 s"):
                 mosk.tune(X, y, n_trials=1, server=self.server.target, study_id="iris-limit",
                           fit_time_limit=1, progress=False)
         finally:
-            mosk._fit_and_score = _original_fit_and_score
+            mosk_evaluation._fit_and_score = _original_fit_and_score
         (trial,) = self.trials("iris-limit")
         self.assertEqual(trial.state, metaopt.TrialState.FAILED)
         self.assertEqual(trial.failure_reason, "fit over the CPU-time limit of 1 s")
@@ -169,8 +170,9 @@ class TuneTest(unittest.TestCase):
         script = textwrap.dedent(f"""
             import sklearn.datasets
             from metaopt import sklearn as mosk
+            from metaopt.sklearn import evaluation
             from test_sklearn_tune import asleep
-            mosk._fit_and_score = asleep
+            evaluation._fit_and_score = asleep
             X, y = sklearn.datasets.load_iris(return_X_y=True)
             mosk.tune(X, y, n_trials=3, server={self.server.target!r}, workers=2,
                       study_id="interrupted")
