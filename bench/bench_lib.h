@@ -3,7 +3,7 @@
 // average ranks and Suggest latency per method (docs/benchmarks.md).
 //
 //   bench::BenchOptions options;
-//   options.data_dir = "../shared/data/oboe";
+//   options.data_dir = "data/oboe";  // a meta-dataset folder (docs/meta_datasets.md)
 //   options.methods = {"random", "gp"};
 //   METAOPT_ASSIGN_OR_RETURN(bench::BenchResult result,
 //                            bench::RunBenchmark(options));

@@ -12,7 +12,8 @@
 #
 #   bench/cross_validate.sh [DATA_DIR] [OUT_DIR]
 #
-# Defaults: ../shared/data/sklearn-pipelines, /tmp/cross-validate. Environment: METAOPT_BUILD_DIR
+# Defaults: $METAOPT_DATA/sklearn-pipelines (METAOPT_DATA: the meta-datasets folder,
+# docs/meta_datasets.md), /tmp/cross-validate. Environment: METAOPT_BUILD_DIR
 # (build), FOLDS (4), MODEL_NAME (the data folder's name + "-deeppipe-newalg"), TRAIN_ARGS (the
 # bundled sklearn-pipelines-deeppipe-newalg recipe, docs/models.md), METHODS
 # (gp,deeppipe-newalg), TRIALS (25), SEEDS (5), JOBS (2), TRAIN_JOBS (2 folds trained at once),
@@ -29,7 +30,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${METAOPT_BUILD_DIR:-$root/build}"
-data="$(cd "${1:-$root/../shared/data/sklearn-pipelines}" && pwd)"
+data="$(cd "${1:-${METAOPT_DATA:-$root/../shared/data}/sklearn-pipelines}" && pwd)"
 out="${2:-/tmp/cross-validate}"
 name="$(basename "$data")"
 folds="${FOLDS:-4}"

@@ -7,7 +7,8 @@
 #
 #   bench/learn_from_history.sh [DATA_DIR] [OUT_DIR]
 #
-# Defaults: ../shared/data/adaboost, /tmp/learn-from-history. Environment: METAOPT_BUILD_DIR
+# Defaults: $METAOPT_DATA/adaboost (METAOPT_DATA: the meta-datasets folder,
+# docs/meta_datasets.md), /tmp/learn-from-history. Environment: METAOPT_BUILD_DIR
 # (build), HISTORY_TRIALS (50) and HISTORY_SEEDS (1) of the history runs, TEST_TRIALS (50),
 # TEST_SEEDS (5), JOBS (2). Writes OUT_DIR/history/ and OUT_DIR/test/ (metaopt-bench reports),
 # OUT_DIR/server.log and OUT_DIR/models.json (ListModels after learning).
@@ -15,7 +16,7 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${METAOPT_BUILD_DIR:-$root/build}"
-data="${1:-$root/../shared/data/adaboost}"
+data="${1:-${METAOPT_DATA:-$root/../shared/data}/adaboost}"
 out="${2:-/tmp/learn-from-history}"
 history_trials="${HISTORY_TRIALS:-50}"
 history_seeds="${HISTORY_SEEDS:-1}"

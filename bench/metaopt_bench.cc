@@ -1,7 +1,7 @@
 // metaopt-bench: replays the tasks of a meta-dataset through the study engine
 // (in-process or over gRPC) and writes regret, rank and timing reports.
 //
-//   metaopt-bench --data ../shared/data/oboe --split test \
+//   metaopt-bench --data $METAOPT_DATA/oboe --split test \
 //       --methods random,gp --trials 50 --seeds 5 --jobs 2 --out /tmp/bench
 //
 // Early stopping on learning curves (docs/benchmarks.md, "Early stopping"):

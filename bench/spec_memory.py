@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Server memory and Suggest cost per search-space size (issue 22 item 2).
+"""Server memory and Suggest cost per search-space size.
 
 Starts metaopt-server on 127.0.0.1:0 with a temporary database, then for each
 space size creates a study (S stages x A algorithms x P float parameters, no

@@ -1,5 +1,5 @@
 // Resident memory of the study engine per loaded study, and with many idle
-// studies (issue 18's memory targets). Fills `--studies` RANDOM studies of
+// studies (the memory targets in docs/performance.md). Fills `--studies` RANDOM studies of
 // `--trials` observed trials each through a StudyEngine over a SQLite database
 // (put it on tmpfs, e.g. /dev/shm, so that filling is not bound by fsync),
 // then starts a fresh engine over the same database (a restart: nothing

@@ -1,11 +1,11 @@
-// Speed of DeepPipe meta-training (issue 18 item 4): one epoch of
+// Speed of DeepPipe meta-training: one epoch of
 // train::TrainDeepPipe (one Adam step per training task on a batch of its
 // evaluations: embedding, GP NLL with input gradient, backpropagation) on the
 // oboe meta-dataset's train split with the authors' architecture, on one
 // thread, without validation (the authors' per-epoch time excludes it too).
 //
-// The data folder is $METAOPT_SHARED_DATA/oboe (default ../shared/data/oboe,
-// relative to the working directory); without it the benchmark reports an
+// The data folder is $METAOPT_SHARED_DATA/oboe (by default the oboe folder of
+// the meta-datasets beside the checkout, relative to the working directory); without it the benchmark reports an
 // error and is skipped. Names:
 // BM_DeepPipeTrainEpoch/batch:<B>/epochs:<E>/precision:<32|64>, precision
 // being the network's arithmetic (DeepPipeTrainOptions::precision); epochs:0

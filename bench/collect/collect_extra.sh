@@ -5,7 +5,7 @@
 #
 #   bench/collect/collect_extra.sh [EXTRA_DIR] [SKLEARN_PIPELINES_DIR]
 #
-# Defaults: ../shared/data/sklearn-pipelines-extra and ../shared/data/sklearn-pipelines (whose 586
+# Defaults: $METAOPT_DATA/sklearn-pipelines-extra and $METAOPT_DATA/sklearn-pipelines (whose 586
 # configurations are the catalogue). Exports the extra R datasets as tables
 # (bench/collect/export_extra_tables.R running the collection's own export_extra.R; the R packages
 # its README names), starts a metaopt-server on 127.0.0.1:$PORT over $WORK/metaopt.db, runs
@@ -17,8 +17,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${METAOPT_BUILD_DIR:-$root/build}"
-extra="$(cd "${1:-$root/../shared/data/sklearn-pipelines-extra}" && pwd)"
-catalogue="$(cd "${2:-$root/../shared/data/sklearn-pipelines}" && pwd)"
+data_root="${METAOPT_DATA:-$root/../shared/data}"
+extra="$(cd "${1:-$data_root/sklearn-pipelines-extra}" && pwd)"
+catalogue="$(cd "${2:-$data_root/sklearn-pipelines}" && pwd)"
 work="${WORK:-$build/collect}"
 port="${PORT:-50071}"
 workers="${WORKERS:-2}"

@@ -2,7 +2,7 @@
 """Writes the Dataset2Vec samples of the sklearn-pipelines tasks, for metaopt-train and metaopt-bench.
 
     PYTHONPATH=build/clients/python /usr/bin/python3 bench/dataset_samples/export_samples.py \\
-        --data ../shared/data/sklearn-pipelines --out build/dataset-samples/sklearn-pipelines
+        --data $METAOPT_DATA/sklearn-pipelines --out build/dataset-samples/sklearn-pipelines
 
 For every task of tasks.csv it rebuilds the evaluated table from its source (the R packages
 MASS, TH.data, kernlab, mlbench and modeldata through bench/dataset_samples/export_r_tables.R,

@@ -287,7 +287,7 @@ TEST_F(EngineRequestTest, OversizedDeepPipeNetworkNamesTheSearchSpace) {
                                   "network: ")));
 }
 
-// Issue 22, item 11: trial ids start at 1 in every study, so a worker of a
+// Trial ids start at 1 in every study, so a worker of a
 // deleted study must not complete the trial with its id in the study created
 // again under the same study_id.
 TEST_F(EngineRequestTest, TrialsOfADeletedStudyAreNotTakenForTheNewOnes) {

@@ -7,7 +7,7 @@ collected y must equal the recorded one within 1e-6 (evaluations.csv keeps six s
 digits; neither dataset runs scikit-learn's randomized PCA). Then a collection killed with
 SIGKILL part-way resumes to the same folder, each configuration exactly once.
 
-Needs ../shared/data (or $METAOPT_DATA): skipped with a message when it is absent.
+Needs the meta-datasets ($METAOPT_DATA, else the data folder beside the checkout): skipped with a message when it is absent.
 """
 
 from __future__ import annotations

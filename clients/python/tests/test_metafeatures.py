@@ -1,8 +1,8 @@
 """Tests of metaopt.metafeatures: hand-computed cases, input validation, and agreement with the
 meta-features the bundled meta-datasets record for the scikit-learn datasets they contain.
 
-The meta-datasets are read from ``$METAOPT_DATA`` (or ``$METAOPT_SHARED_DATA``), else from
-``../shared/data`` next to the project; the tests that need them skip when they are absent.
+The meta-datasets are read from ``$METAOPT_DATA`` (or ``$METAOPT_SHARED_DATA``), else from the
+meta-datasets folder beside the checkout; the tests that need them skip when they are absent.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ The split is the README's stratified 70/30 holdout with seed 0 on the class *nam
 meta-dataset's labels were the loaders' target names; for breast cancer, "benign" < "malignant"
 reverses the order of the numeric classes, and with it the split).
 
-The meta-datasets are read from ``$METAOPT_DATA`` (or ``$METAOPT_SHARED_DATA``), else from
-``../shared/data`` next to the project; the tests that need them skip when they are absent.
+The meta-datasets are read from ``$METAOPT_DATA`` (or ``$METAOPT_SHARED_DATA``), else from the
+meta-datasets folder beside the checkout; the tests that need them skip when they are absent.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A new user's first study: meta-features of a scikit-learn dataset choose its first trials.
 
 Computes iris's meta-features with metaopt.metafeatures, creates a study over the
-sklearn-pipelines space (read from ../shared/data) on a server whose registry holds the bundled
+sklearn-pipelines space (read from the meta-datasets) on a server whose registry holds the bundled
 sklearn-pipelines models, and checks that the study starts from the task-aware design for that
 dataset. Skips when the meta-datasets are absent.
 """

@@ -3,7 +3,7 @@
 // Automated Machine Learning", Fusi et al. 2018;
 // core/surrogate/pmf_model.h for the model).
 //
-//   metaopt-train --kind pmf --data ../shared/data/oboe --registry models
+//   metaopt-train --kind pmf --data $METAOPT_DATA/oboe --registry models
 //       [--name oboe-pmf] [--latent-dim 20] [--epochs 100]
 //       [--batch-datasets 50] [--max-pipelines 1000] [--learning-rate 0.01]
 //       [--portfolio greedy|average-rank] [--size 16] [--seed 0]

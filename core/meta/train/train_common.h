@@ -117,11 +117,11 @@ const std::vector<std::string>& KnownKinds();
 std::vector<TrainerKind> BuiltinTrainerKinds();
 
 // The last component of `data_dir` as an absolute, normalised path ("oboe"
-// for "../shared/data/oboe/").
+// for "data/oboe/" or "../data/oboe").
 std::string DataFolderName(std::string_view data_dir);
 
 // `<DataFolderName(data_dir)>-<kind>`, e.g. "oboe-portfolio" for
-// "../shared/data/oboe/".
+// "data/oboe/".
 std::string DefaultModelName(std::string_view data_dir, std::string_view kind);
 
 // argv joined by spaces, each argument single-quoted for a POSIX shell when it

@@ -1,6 +1,6 @@
 // The metaopt-train command line, as a function so tests can run it in-process.
 //
-//   metaopt-train --kind portfolio --data ../shared/data/oboe --registry models
+//   metaopt-train --kind portfolio --data $METAOPT_DATA/oboe --registry models
 //       [--name oboe-portfolio] [--size 16] [--seed 0]
 //       [--split-train train] [--split-valid valid|none] [--quiet]
 //       [kind flags, e.g. --match auto|exact|nearest]
