@@ -260,9 +260,10 @@ PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit,
   artifact.set_format_version(1);
   *artifact.mutable_search_space() = setup.spec.search_space();
   network->ToArtifact(&artifact);
-  auto model = std::make_shared<const registry::LoadedModel>(
-      "bench", 1, artifact, v1::ModelManifest(), *setup.space,
-      absl::UnixEpoch());
+  auto model =
+      registry::LoadedModel::Create("bench", 1, artifact, v1::ModelManifest(),
+                                    *setup.space, absl::UnixEpoch())
+          .value();
   setup.trials =
       CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
   setup.policy = *CreatePolicy(setup.spec, std::nullopt, model);

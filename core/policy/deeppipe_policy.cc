@@ -246,17 +246,22 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
                            space::SearchSpace::Create(spec.search_space()));
   const bool meta_learned =
       model != nullptr && model->artifact.kind() == v1::MODEL_KIND_DEEPPIPE;
+  if (meta_learned && model->servable.deeppipe == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model ", model->reference(), " carries no decoded DeepPipe network"));
+  }
+  // The study's network: a copy of the registry's decoded one (the study
+  // changes it below), or one built from scratch, sized by the study's space.
   absl::StatusOr<surrogate::DeepPipeModel> network =
       meta_learned
-          ? surrogate::DeepPipeModel::FromArtifact(model->artifact)
+          ? absl::StatusOr<surrogate::DeepPipeModel>(*model->servable.deeppipe)
           : surrogate::DeepPipeModel::Create(
                 spec.search_space(), options.scratch_architecture, spec.seed());
   if (!network.ok()) {
-    // A network built from scratch is sized by the study's search space.
-    return absl::Status(network.status().code(),
-                        absl::StrCat(meta_learned ? "" : "spec.search_space: ",
-                                     "building the DeepPipe network: ",
-                                     network.status().message()));
+    return absl::Status(
+        network.status().code(),
+        absl::StrCat("spec.search_space: building the DeepPipe network: ",
+                     network.status().message()));
   }
   if (meta_learned) {
     // Partial binding: the study's new algorithms get fresh encoders.

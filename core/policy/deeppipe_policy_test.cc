@@ -139,9 +139,9 @@ std::shared_ptr<const registry::LoadedModel> MetaModel(
       *artifact.add_portfolio() = spec.candidates(i);
   }
   auto space = space::SearchSpace::Create(spec.search_space());
-  return std::make_shared<const registry::LoadedModel>(
-      "dp", 1, artifact, v1::ModelManifest(), *std::move(space),
-      absl::UnixEpoch());
+  return registry::LoadedModel::Create("dp", 1, artifact, v1::ModelManifest(),
+                                       *std::move(space), absl::UnixEpoch())
+      .value();
 }
 
 TEST(DeepPipePolicyTest, MetaLearnedStartsFromThePortfolioThenUsesTheModel) {
@@ -380,9 +380,7 @@ TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
   ASSERT_EQ(result.configurations.size(), 1u);
   EXPECT_EQ(result.source, "deeppipe/ei");
 
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      surrogate::DeepPipeModel base,
-      surrogate::DeepPipeModel::FromArtifact(model->artifact));
+  const surrogate::DeepPipeModel& base = *model->servable.deeppipe;
   const TrainingData data = CollectTrainingData(view, base.encoder());
   const TrainingData sample = FitSample(data, options.suggest_fit_points);
   surrogate::DeepPipeFineTuneOptions fit;
@@ -406,9 +404,7 @@ TEST(DeepPipePolicyTest, LargeStudiesFineTuneOnABoundedSample) {
 TEST(DeepPipeEnsembleTest, DeepKernelLooPredictionsLeaveThePointOut) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      surrogate::DeepPipeModel model,
-      surrogate::DeepPipeModel::FromArtifact(MetaModel(spec)->artifact));
+  const surrogate::DeepPipeModel model = *MetaModel(spec)->servable.deeppipe;
   std::vector<v1::Trial> trials;
   for (int i = 0; i < 12; ++i)
     trials.push_back(Completed(i + 1, spec.candidates(i)));
@@ -449,16 +445,17 @@ TEST(DeepPipeEnsembleTest, BlindKernelHandsItsWeightToThePlainGp) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
   auto random_model = MetaModel(spec);
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      surrogate::DeepPipeModel blind,
-      surrogate::DeepPipeModel::FromArtifact(random_model->artifact));
+  // A copy: the registry's decoded model stays as it is.
+  surrogate::DeepPipeModel blind = *random_model->servable.deeppipe;
   Eigen::VectorXd params = blind.parameters();
   params.head(blind.num_network_parameters()).setZero();
   METAOPT_ASSERT_OK(blind.set_parameters(params));
   v1::ModelArtifact artifact = random_model->artifact;
   blind.ToArtifact(&artifact);
-  auto model = std::make_shared<const registry::LoadedModel>(
-      "dp", 1, artifact, v1::ModelManifest(), *space, absl::UnixEpoch());
+  auto model =
+      registry::LoadedModel::Create("dp", 1, artifact, v1::ModelManifest(),
+                                    *space, absl::UnixEpoch())
+          .value();
 
   std::vector<v1::Trial> trials;
   for (int i = 0; i < 15; ++i)
@@ -730,9 +727,7 @@ TEST(DeepPipePartialBindingTest, NewAlgorithmStudyWeighsThePlainGpByDefault) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
   auto without_knn = ModelWithoutKnn();
-  METAOPT_ASSERT_OK_AND_ASSIGN(
-      surrogate::DeepPipeModel blind,
-      surrogate::DeepPipeModel::FromArtifact(without_knn->artifact));
+  surrogate::DeepPipeModel blind = *without_knn->servable.deeppipe;
   Eigen::VectorXd params = blind.parameters();
   params.head(blind.num_network_parameters()).setZero();
   METAOPT_ASSERT_OK(blind.set_parameters(params));
@@ -741,9 +736,10 @@ TEST(DeepPipePartialBindingTest, NewAlgorithmStudyWeighsThePlainGpByDefault) {
   auto model_space =
       space::SearchSpace::Create(without_knn->artifact.search_space());
   ASSERT_TRUE(model_space.ok()) << model_space.status();
-  auto model = std::make_shared<const registry::LoadedModel>(
-      "dp", 1, artifact, v1::ModelManifest(), *std::move(model_space),
-      absl::UnixEpoch());
+  auto model =
+      registry::LoadedModel::Create("dp", 1, artifact, v1::ModelManifest(),
+                                    *std::move(model_space), absl::UnixEpoch())
+          .value();
 
   std::vector<v1::Trial> trials;
   for (int i = 0; i < 15; ++i)

@@ -106,13 +106,11 @@ absl::StatusOr<std::shared_ptr<const GrosiPolicy>> GrosiPolicy::Create(
         model->reference(), " is ", v1::ModelKind_Name(model->artifact.kind()),
         " (name a GROSI model in spec.algorithm.model)"));
   }
-  absl::StatusOr<surrogate::GrosiModel> grosi =
-      surrogate::GrosiModel::FromArtifact(model->artifact);
-  if (!grosi.ok()) {
+  if (model->servable.grosi == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "model ", model->reference(), ": ", grosi.status().message()));
+        "model ", model->reference(), " carries no decoded GROSI model"));
   }
-  const bool reads_sample = grosi->dataset2vec() != nullptr;
+  const bool reads_sample = model->servable.grosi->dataset2vec() != nullptr;
   if (spec.dataset_features().empty() && !reads_sample) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.dataset_features: empty; ALGORITHM_KIND_GROSI conditions its "
@@ -126,8 +124,7 @@ absl::StatusOr<std::shared_ptr<const GrosiPolicy>> GrosiPolicy::Create(
             : ""));
   }
   auto shared = std::make_shared<Shared>();
-  shared->model =
-      std::make_shared<const surrogate::GrosiModel>(*std::move(grosi));
+  shared->model = model->servable.grosi;
   const surrogate::GrosiModel& psi = *shared->model;
   const Eigen::VectorXd engineered =
       psi.Standardize(spec.dataset_features(), &shared->imputed);

@@ -32,9 +32,9 @@ class GrosiPolicyTest : public ::testing::Test {
     auto space = space::SearchSpace::Create(artifact->search_space());
     ASSERT_TRUE(space.ok()) << space.status();
     model_ = new std::shared_ptr<const registry::LoadedModel>(
-        std::make_shared<const registry::LoadedModel>(
-            "two-family-grosi", 1, *artifact, v1::ModelManifest(), *space,
-            absl::Now()));
+        registry::LoadedModel::Create("two-family-grosi", 1, *artifact,
+                                      v1::ModelManifest(), *space, absl::Now())
+            .value());
   }
   static void TearDownTestSuite() { delete model_; }
 
@@ -199,8 +199,10 @@ TEST_F(GrosiPolicyTest, ValidationErrors) {
                        HasSubstr("metaopt-train --kind grosi")));
   v1::ModelArtifact other = (*model_)->artifact;
   other.set_kind(v1::MODEL_KIND_PORTFOLIO);
-  auto portfolio = std::make_shared<const registry::LoadedModel>(
-      "p", 1, other, v1::ModelManifest(), (*model_)->space, absl::Now());
+  auto portfolio =
+      registry::LoadedModel::Create("p", 1, other, v1::ModelManifest(),
+                                    (*model_)->space, absl::Now())
+          .value();
   EXPECT_THAT(GrosiPolicy::Create(Spec(1.0), portfolio).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("MODEL_KIND_PORTFOLIO")));
@@ -226,9 +228,9 @@ class GrosiD2vPolicyTest : public GrosiPolicyTest {
     auto space = space::SearchSpace::Create(artifact->search_space());
     ASSERT_TRUE(space.ok()) << space.status();
     d2v_ = new std::shared_ptr<const registry::LoadedModel>(
-        std::make_shared<const registry::LoadedModel>(
-            "two-family-grosi-d2v", 1, *artifact, v1::ModelManifest(), *space,
-            absl::Now()));
+        registry::LoadedModel::Create("two-family-grosi-d2v", 1, *artifact,
+                                      v1::ModelManifest(), *space, absl::Now())
+            .value());
   }
   static void TearDownTestSuite() {
     delete d2v_;

@@ -65,8 +65,16 @@ absl::StatusOr<std::shared_ptr<const MosaicPolicy>> MosaicPolicy::Create(
       spec.algorithm().mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE) {
     const bool bound =
         model != nullptr && model->artifact.kind() == v1::MODEL_KIND_DEEPPIPE;
+    if (bound && model->servable.deeppipe == nullptr) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model ", model->reference(),
+                       " carries no decoded DeepPipe network"));
+    }
+    // A copy of the registry's decoded network (the study conditions it on
+    // its meta-features), or one built from scratch.
     absl::StatusOr<surrogate::DeepPipeModel> network =
-        bound ? surrogate::DeepPipeModel::FromArtifact(model->artifact)
+        bound ? absl::StatusOr<surrogate::DeepPipeModel>(
+                    *model->servable.deeppipe)
               : surrogate::DeepPipeModel::Create(
                     spec.search_space(), surrogate::DeepPipeArchitecture(),
                     spec.seed());

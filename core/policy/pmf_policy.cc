@@ -35,14 +35,6 @@ struct PmfPolicy::Shared {
 
 namespace {
 
-const v1::Tensor* FindTensor(const v1::ModelArtifact& artifact,
-                             const std::string& name) {
-  for (const v1::Tensor& tensor : artifact.tensors()) {
-    if (tensor.name() == name) return &tensor;
-  }
-  return nullptr;
-}
-
 surrogate::PmfKernelParams FromLog(const Eigen::VectorXd& v) {
   const Eigen::Index q = v.size() - 2;
   return surrogate::PmfKernelParams::FromPositive(
@@ -95,29 +87,19 @@ std::vector<int> NearestTrainingDatasets(
   return nearest;
 }
 
-absl::StatusOr<std::vector<int>> RankOrder(const v1::ModelArtifact& artifact,
-                                           const std::vector<int>& tasks) {
-  const v1::Tensor* top = FindTensor(artifact, "training_top_entries");
-  const v1::Tensor* mean_ranks = FindTensor(artifact, "mean_ranks");
-  const int T = artifact.training_features_size();
-  const int N = artifact.catalogue_size();
-  if (top == nullptr || top->shape_size() != 2 || top->shape(0) != T ||
-      top->shape(1) < 1 || mean_ranks == nullptr ||
-      mean_ranks->values_size() != N) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("PMF artifact: tensors \"training_top_entries\" [", T,
-                     ", depth] and \"mean_ranks\" [", N, "] are required"));
-  }
-  const int64_t M = top->shape(1);
-  // Position of each entry in each task's list (M when absent), averaged.
+std::vector<int> RankOrder(const registry::PmfRanks& ranks,
+                           const std::vector<int>& tasks) {
+  const int T = static_cast<int>(ranks.top_entries.size());
+  const int N = static_cast<int>(ranks.mean_ranks.size());
+  // Position of each entry in each task's list (its length when absent),
+  // averaged.
   std::vector<double> local(N, 0.0);
   for (int t : tasks) {
     if (t < 0 || t >= T) continue;
-    std::vector<double> position(N, static_cast<double>(M));
-    for (int64_t k = 0; k < M; ++k) {
-      const double v = top->values(t * M + k);
-      if (v >= 0 && v < N)
-        position[static_cast<int>(v)] = static_cast<double>(k);
+    const std::vector<int>& top = ranks.top_entries[t];
+    std::vector<double> position(N, static_cast<double>(top.size()));
+    for (size_t k = 0; k < top.size(); ++k) {
+      if (top[k] >= 0) position[top[k]] = static_cast<double>(k);
     }
     for (int n = 0; n < N; ++n) local[n] += position[n];
   }
@@ -125,7 +107,7 @@ absl::StatusOr<std::vector<int>> RankOrder(const v1::ModelArtifact& artifact,
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
     if (local[a] != local[b]) return local[a] < local[b];
-    return mean_ranks->values(a) < mean_ranks->values(b);
+    return ranks.mean_ranks[a] < ranks.mean_ranks[b];
   });
   return order;
 }
@@ -147,17 +129,16 @@ absl::StatusOr<std::shared_ptr<const PmfPolicy>> PmfPolicy::Create(
         ModelName(*model), " is ", v1::ModelKind_Name(artifact.kind()),
         " (name a PMF model in spec.algorithm.model)"));
   }
-  auto pmf = surrogate::PmfModel::FromArtifact(artifact);
-  if (!pmf.ok()) {
+  if (model->servable.pmf == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "model ", ModelName(*model), ": ", pmf.status().message()));
+        "model ", ModelName(*model), " carries no decoded PMF model"));
   }
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
   auto shared = std::make_shared<Shared>();
   shared->goal = spec.objective().goal();
   shared->model = model;
-  shared->trained = std::make_shared<const surrogate::PmfModel>(*pmf);
+  shared->trained = model->servable.pmf;
   shared->options = options;
   shared->initial_trials = spec.algorithm().initial_trials() > 0
                                ? spec.algorithm().initial_trials()
@@ -234,9 +215,8 @@ absl::StatusOr<std::shared_ptr<const PmfPolicy>> PmfPolicy::Create(
       if (it != shared->index_by_key.end()) add(it->second);
     }
   }
-  auto ranked = RankOrder(artifact, nearest);
-  if (ranked.ok()) {
-    for (int n : *ranked) add(n);
+  if (model->servable.pmf_ranks != nullptr) {
+    for (int n : RankOrder(*model->servable.pmf_ranks, nearest)) add(n);
   }
   for (int n : shared->candidates) add(n);  // without ranks: study order
   shared->warm_start = std::move(order);

@@ -50,13 +50,11 @@ std::vector<int> NearestTrainingDatasets(
     const google::protobuf::Map<std::string, double>& features, int k);
 
 // Catalogue indices ordered by their mean position in the best-entry lists of
-// `tasks` (rows of the artifact's "training_top_entries"; an entry missing
-// from a list counts as its length), ties by "mean_ranks" over all training
-// tasks, then by index. With no tasks: the mean-rank order. INVALID_ARGUMENT if
-// the tensors are missing or do not fit the artifact
-// (train::AddPmfWarmStartData writes them).
-absl::StatusOr<std::vector<int>> RankOrder(const v1::ModelArtifact& artifact,
-                                           const std::vector<int>& tasks);
+// `tasks` (rows of the model's ranks; an entry missing from a list counts as
+// its length), ties by mean rank over all training tasks, then by index. With
+// no tasks: the mean-rank order.
+std::vector<int> RankOrder(const registry::PmfRanks& ranks,
+                           const std::vector<int>& tasks);
 
 // Needs a bound MODEL_KIND_PMF registry model over the study's space. The
 // study runs over the model's catalogue: spec.candidates, when given, must be

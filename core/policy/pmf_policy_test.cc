@@ -31,9 +31,9 @@ class PmfPolicyTest : public ::testing::Test {
     auto space = space::SearchSpace::Create(artifact->search_space());
     ASSERT_TRUE(space.ok()) << space.status();
     model_ = new std::shared_ptr<const registry::LoadedModel>(
-        std::make_shared<const registry::LoadedModel>(
-            "synthetic-pmf", 1, *artifact, v1::ModelManifest(), *space,
-            absl::Now()));
+        registry::LoadedModel::Create("synthetic-pmf", 1, *artifact,
+                                      v1::ModelManifest(), *space, absl::Now())
+            .value());
   }
   static void TearDownTestSuite() {
     delete data_;
@@ -128,9 +128,10 @@ TEST_F(PmfPolicyTest, NeedsAPmfModel) {
                        HasSubstr("PMF needs a registry model")));
   v1::ModelArtifact portfolio = artifact();
   portfolio.set_kind(v1::MODEL_KIND_PORTFOLIO);
-  auto other = std::make_shared<const registry::LoadedModel>(
-      "other", 2, portfolio, v1::ModelManifest(), (*model_)->space,
-      absl::Now());
+  auto other =
+      registry::LoadedModel::Create("other", 2, portfolio, v1::ModelManifest(),
+                                    (*model_)->space, absl::Now())
+          .value();
   EXPECT_THAT(PmfPolicy::Create(Spec(), std::nullopt, other).status(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("other@2 is MODEL_KIND_PORTFOLIO")));
@@ -202,8 +203,9 @@ TEST_F(PmfPolicyTest, WarmStartFromTheNearestDatasetsOrThePortfolio) {
   // 5 nearest training datasets.
   const std::vector<int> nearest =
       NearestTrainingDatasets(artifact(), Spec(&test0).dataset_features(), 5);
-  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<int> order,
-                               RankOrder(artifact(), nearest));
+  ASSERT_NE((*model_)->servable.pmf_ranks, nullptr);
+  const std::vector<int> order =
+      RankOrder(*(*model_)->servable.pmf_ranks, nearest);
   EXPECT_EQ(with_features->warm_start()[0], order[0]);
   const v1::Tensor& top = artifact().tensors(artifact().tensors_size() - 2);
   ASSERT_EQ(top.name(), "training_top_entries");

@@ -336,15 +336,27 @@ absl::Status ValidateArtifact(const v1::ModelArtifact& artifact) {
   return ValidateAndCanonicalize(artifact).status();
 }
 
+absl::StatusOr<std::shared_ptr<const LoadedModel>> LoadedModel::Create(
+    std::string name, int64_t version, v1::ModelArtifact artifact,
+    v1::ModelManifest manifest, space::SearchSpace space,
+    absl::Time load_time) {
+  METAOPT_ASSIGN_OR_RETURN(Servable servable, DecodeServable(artifact));
+  return std::make_shared<const LoadedModel>(
+      std::move(name), version, std::move(artifact), std::move(manifest),
+      std::move(space), load_time, std::move(servable));
+}
+
 LoadedModel::LoadedModel(std::string name, int64_t version,
                          v1::ModelArtifact artifact, v1::ModelManifest manifest,
-                         space::SearchSpace space, absl::Time load_time)
+                         space::SearchSpace space, absl::Time load_time,
+                         Servable servable)
     : name(std::move(name)),
       version(version),
       artifact(std::move(artifact)),
       manifest(std::move(manifest)),
       space(std::move(space)),
-      load_time(load_time) {}
+      load_time(load_time),
+      servable(std::move(servable)) {}
 
 std::string LoadedModel::reference() const {
   return absl::StrCat(name, "@", version);
@@ -397,9 +409,14 @@ absl::StatusOr<std::shared_ptr<const LoadedModel>> ReadModelVersion(
                      v1::ModelKind_Name(manifest.kind()), ", the artifact ",
                      v1::ModelKind_Name(artifact.kind())));
   }
-  return std::shared_ptr<const LoadedModel>(std::make_shared<LoadedModel>(
-      std::string(name), version, std::move(validated->second),
-      std::move(manifest), std::move(validated->first), absl::Now()));
+  // Decoded here, so that a version whose model does not decode is broken
+  // like any other: the registry skips it and keeps serving the older one.
+  absl::StatusOr<std::shared_ptr<const LoadedModel>> model =
+      LoadedModel::Create(std::string(name), version,
+                          std::move(validated->second), std::move(manifest),
+                          std::move(validated->first), absl::Now());
+  if (!model.ok()) return Annotate(model.status(), dir);
+  return model;
 }
 
 absl::StatusOr<std::shared_ptr<const LoadedModel>> ReadModelVersion(

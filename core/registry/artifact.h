@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/registry/servable.h"
 #include "core/space/search_space.h"
 #include "metaopt/v1/model.pb.h"
 
@@ -52,13 +53,24 @@ std::optional<int64_t> ParseVersionDirName(std::string_view dir_name);
 // portfolio and catalogue configuration is valid in the search space.
 absl::Status ValidateArtifact(const v1::ModelArtifact& artifact);
 
-// One loaded model version. Immutable once built; shared as
-// std::shared_ptr<const LoadedModel>, so a reader holding one keeps that
-// version alive after a newer one replaces it. Thread-safe (const).
+// One loaded model version, the servable the registry hands out: the
+// validated artifact and, decoded from it once, the typed model its policies
+// use. Immutable once built; shared as std::shared_ptr<const LoadedModel>, so
+// a reader holding one keeps that version alive after a newer one replaces
+// it. Thread-safe (const).
 struct LoadedModel {
+  // Decodes `artifact` (DecodeServable) and builds the model; the decoding
+  // error if it does not decode.
+  static absl::StatusOr<std::shared_ptr<const LoadedModel>> Create(
+      std::string name, int64_t version, v1::ModelArtifact artifact,
+      v1::ModelManifest manifest, space::SearchSpace space,
+      absl::Time load_time);
+
+  // `servable` is DecodeServable(artifact)'s (Create's); a test may leave it
+  // empty for a model that no policy is built from.
   LoadedModel(std::string name, int64_t version, v1::ModelArtifact artifact,
               v1::ModelManifest manifest, space::SearchSpace space,
-              absl::Time load_time);
+              absl::Time load_time, Servable servable);
 
   // "name@version", the form studies are bound to.
   std::string reference() const;
@@ -72,6 +84,8 @@ struct LoadedModel {
   // artifact.search_space, validated.
   const space::SearchSpace space;
   const absl::Time load_time;
+  // The artifact decoded into the model of its kind.
+  const Servable servable;
 };
 
 // Reads and verifies the version directory `<registry_dir>/<name>/<version>`:
@@ -80,10 +94,9 @@ struct LoadedModel {
 //   - DATA_LOSS if MANIFEST does not parse, names no plain file, the artifact
 //   file is missing, its
 //     size or SHA-256 differ from the manifest's, or it does not parse;
-//   - INVALID_ARGUMENT if the artifact fails ValidateArtifact or its kind
-//   differs from the
-//     manifest's, or if `name` / `version` are not a valid model name /
-//     version.
+//   - INVALID_ARGUMENT if the artifact fails ValidateArtifact, does not
+//     decode (DecodeServable) or its kind differs from the manifest's, or if
+//     `name` / `version` are not a valid model name / version.
 // Messages start with the directory path. The artifact's portfolio and
 // catalogue are canonicalized.
 absl::StatusOr<std::shared_ptr<const LoadedModel>> ReadModelVersion(

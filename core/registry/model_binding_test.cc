@@ -297,9 +297,12 @@ std::shared_ptr<const LoadedModel> ModelOfKind(v1::ModelKind kind,
   if (kind == v1::MODEL_KIND_DEEPPIPE) {
     (*artifact.mutable_int_options())["encoder_layers"] = encoder_layers;
   }
+  // Not decoded (its tensors are no model of `kind`): binding reads only the
+  // artifact.
   return std::make_shared<const LoadedModel>(
       "m", 2, artifact, v1::ModelManifest(),
-      space::SearchSpace::Create(TestSearchSpace()).value(), absl::UnixEpoch());
+      space::SearchSpace::Create(TestSearchSpace()).value(), absl::UnixEpoch(),
+      Servable());
 }
 
 TEST(PartialBindingTest, NewAlgorithmsNeedAKindThatLearnsThem) {

@@ -53,8 +53,9 @@ v1::Model Describe(const LoadedModel& model);
 //
 // Polling (PollOnce(), or a background thread every `poll_interval`): for each
 // model directory, the newest version newer than the served one that loads
-// successfully (complete, checksums matching, valid artifact) replaces the
-// served one. A version is loaded fully before the swap, and readers hold
+// successfully (complete, checksums matching, valid artifact that decodes
+// into its typed model, registry::Servable) replaces the served one. A
+// version is loaded and decoded fully before the swap, and readers hold
 // std::shared_ptr<const LoadedModel>, so requests never see a half-loaded model
 // and in-flight requests keep the old version alive. Broken and incomplete
 // versions are logged once per state of their files and skipped (falling back

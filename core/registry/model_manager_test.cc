@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "core/registry/artifact.h"
 #include "core/registry/test_artifacts.h"
+#include "core/surrogate/deeppipe_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -194,6 +195,56 @@ TEST_F(ModelManagerTest, BrokenNewerVersionDoesNotDisplaceServedOne) {
   EXPECT_EQ(Publish("m", 3), 3);
   ASSERT_THAT(manager_->PollOnce(), IsOk());
   EXPECT_EQ(manager_->Get("m")->version, 3);
+}
+
+// A version is decoded into its typed model when it loads, before the swap:
+// one whose model does not decode is broken like any other.
+TEST_F(ModelManagerTest, VersionThatDoesNotDecodeDoesNotDisplaceServedOne) {
+  Publish("m", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  std::shared_ptr<const LoadedModel> served = manager_->Get("m");
+
+  // A valid artifact whose tensors are no DeepPipe network.
+  v1::ModelArtifact undecodable = TestArtifact(2);
+  undecodable.set_kind(v1::MODEL_KIND_DEEPPIPE);
+  ASSERT_THAT(WriteModelVersion(registry_.path(), "m", undecodable), IsOk());
+  ::testing::internal::CaptureStderr();
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("skipping broken version"));
+  EXPECT_EQ(manager_->Get("m"), served);
+  EXPECT_THAT(manager_->Get("m", 2).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(registry_.File("m/2"))));
+}
+
+// Every study bound to a version shares its one decoded model.
+TEST_F(ModelManagerTest, ServesTheDecodedModelOfTheVersion) {
+  absl::StatusOr<surrogate::DeepPipeModel> network =
+      surrogate::DeepPipeModel::Create(TestSearchSpace(),
+                                       surrogate::DeepPipeArchitecture(), 1);
+  ASSERT_THAT(network, IsOk());
+  v1::ModelArtifact artifact;
+  artifact.set_format_version(kCurrentFormatVersion);
+  *artifact.mutable_search_space() = TestSearchSpace();
+  network->ToArtifact(&artifact);
+  ASSERT_THAT(WriteModelVersion(registry_.path(), "dp", artifact), IsOk());
+  Publish("portfolio", 1);
+  ASSERT_THAT(manager_->PollOnce(), IsOk());
+
+  std::shared_ptr<const LoadedModel> model = manager_->Get("dp");
+  ASSERT_THAT(model, NotNull());
+  ASSERT_THAT(model->servable.deeppipe, NotNull());
+  EXPECT_EQ(model->servable.deeppipe->parameters(), network->parameters());
+  EXPECT_THAT(model->servable.pmf, IsNull());
+  EXPECT_THAT(model->servable.grosi, IsNull());
+  EXPECT_EQ(manager_->Get("dp", 1).value()->servable.deeppipe,
+            model->servable.deeppipe);
+  // A portfolio model has nothing to decode.
+  const Servable& portfolio = manager_->Get("portfolio")->servable;
+  EXPECT_THAT(portfolio.deeppipe, IsNull());
+  EXPECT_THAT(portfolio.pmf, IsNull());
+  EXPECT_THAT(portfolio.grosi, IsNull());
 }
 
 TEST_F(ModelManagerTest, BrokenVersionBetweenServedAndNewestIsSkipped) {
