@@ -1,33 +1,17 @@
 // DeepPipe ("Deep Pipeline Embeddings for AutoML", Pineda Arango & Grabocka,
-// KDD 2023): a deep
-// kernel GP over pipeline configurations whose feature network mirrors the
-// pipeline's structure.
-//
-//   x (space::Encoder row) --per stage i, per algorithm j--> encoder MLP
-//   xi_ij over the block of algorithm j (ReLU after every layer, width F*L_i,
-//   L_i = max_j max(1, block size)); only the stage's chosen algorithm's
-//   output is kept (the others are masked to exactly zero, so they get zero
-//   gradient) --concatenate over stages--> aggregator MLP (ReLU hidden
-//   layers of width H = max(F * sum_i L_i, 24), linear output) --> z in R^Z
-//   --> GP with a Matérn-5/2 ARD kernel (Z lengthscales, output scale),
-//   constant mean and Gaussian noise (floor 1e-4, as the authors' code).
-//
-// With 0 encoder layers (the authors' transfer models) there are no encoders:
-// the aggregator reads the whole encoded vector, i.e. the flat hyperparameter
-// blocks of all algorithms (the inactive ones are exactly 0 in space::Encoder)
-// followed by each stage's one-hot of its chosen algorithm. (We keep the
-// one-hot of single-algorithm stages, a constant column the authors drop; it
-// only shifts the first bias.) Depth: encoder_layers + aggregation_layers = 4
-// by default, counting the output projection as an aggregation layer. An
-// algorithm without parameters reads one constant 1 column (the paper's dummy
-// column).
-//
-// Parameters, as one flat vector (parameters(), Loss gradients, FineTune):
-//   [encoder (stage 0, algorithm 0) MLP, encoder (0, 1), ..., aggregator MLP,
-//    mean head w (conditioned models only), GP hyperparameters = log l_1..log
-//    l_Z, log s, log noise excess, mean]
-// (nn::Mlp flat layouts; the GP part is gp::GaussianProcess's). The kernel
-// parameters are the last num_kernel_parameters() entries.
+// KDD 2023): a deep kernel GP over pipeline configurations whose feature
+// network mirrors the pipeline's structure. DeepPipeModel is one value type
+// whose parts live in files named for them:
+//   deeppipe_network.{h,cc}          the architecture, construction, Embed
+//                                    and the network's backward pass;
+//   deeppipe_model.cc                parameters, task vector, accessors;
+//   deeppipe_objective.{h,cc}        Loss, the meta-training objective;
+//   deeppipe_fine_tune.{h,cc}        FineTune and its kernel-scope objective;
+//   deeppipe_partial_binding.cc      ForStudySpace and the new-encoder
+//                                    fine-tuning objective;
+//   deeppipe_artifact.cc             ToArtifact / FromArtifact;
+//   deeppipe_surrogate.{h,cc}        Posterior and the Surrogate it returns.
+// This header declares the whole API (and includes the others).
 //
 // Task conditioning (an extension, not in the DeepPipe paper; the idea of
 // conditioning the surrogate on the dataset's meta-features is that of
@@ -55,6 +39,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "Eigen/Core"
@@ -64,7 +49,12 @@
 #include "core/gp/gaussian_process.h"
 #include "core/nn/mlp.h"
 #include "core/space/encoding.h"
+#include "core/space/search_space.h"
 #include "core/space/space_mapping.h"
+#include "core/surrogate/deeppipe_fine_tune.h"
+#include "core/surrogate/deeppipe_network.h"
+#include "core/surrogate/deeppipe_objective.h"
+#include "core/surrogate/deeppipe_surrogate.h"
 #include "core/surrogate/feature_scaler.h"
 #include "core/surrogate/surrogate.h"
 #include "metaopt/v1/model.pb.h"
@@ -72,69 +62,7 @@
 
 namespace metaopt::surrogate {
 
-// The network shape. Zeros mean "the authors' default"; DeepPipeModel stores
-// the resolved values.
-struct DeepPipeArchitecture {
-  int encoder_layers = 0;  // l_e >= 0.
-  // l_a >= 1, including the linear output layer; 0: max(1, 4 - l_e).
-  int aggregation_layers = 0;
-  int width_factor = 8;  // F >= 1 (the authors' best, App. E).
-  // Aggregator hidden width H >= 1; 0: max(F * sum_i L_i, 24).
-  int hidden = 0;
-  int embedding = 20;  // Z >= 1.
-};
-
-enum class FineTuneScope {
-  kKernel,  // GP hyperparameters only (the authors' transfer setting).
-  kFull,    // Network and GP hyperparameters.
-  // The encoders ForStudySpace added (new algorithms) and the GP
-  // hyperparameters; the meta-learned encoders, the aggregator and the mean
-  // head are frozen (the paper's Experiment 4). Without new encoders: kKernel.
-  kNewEncoders,
-};
-
-// Adam on the per-point NLL of the standardised targets (as the authors'
-// fine-tuning): starts from the model's parameters, stops after
-// max_steps, when the time budget runs out, or when the loss changed by less
-// than `tolerance` for more than `patience` consecutive steps, and returns the
-// lowest-loss parameters seen.
-struct DeepPipeFineTuneOptions {
-  FineTuneScope scope = FineTuneScope::kKernel;
-  int max_steps = 100;
-  double learning_rate = 1e-3;
-  absl::Duration time_budget = absl::InfiniteDuration();
-  int patience = 16;  // 0: no early stopping.
-  double tolerance = 1e-4;
-  double max_gradient_norm = 0.0;  // 0: no clipping.
-};
-
-// The arithmetic of Loss's forward and backward passes. The parameters, the
-// GP's kernel matrix, its Cholesky factorisation, the NLL value and alpha
-// stay double either way.
-enum class NetworkPrecision {
-  kFloat64,
-  // The encoders and the aggregator run in float on a float copy of their
-  // weights (made per call); embeddings are widened to double for the GP and
-  // the embedding gradient rounded to float for backpropagation; the K^-1
-  // that the gradients need comes from a float copy of the Cholesky factor
-  // (gp::GaussianProcess::NegativeLogMarginalLikelihood's float_inverse).
-  // Twice the SIMD width; gradients agree with kFloat64 to about 1e-4
-  // relative (DeepPipeGradientTest checks 1e-3 against finite differences).
-  kFloat32,
-};
-
-class DeepPipeModel;
-class DeepPipeSurrogate;
 struct DeepPipeFineTuneResult;
-
-// Per-point negative log marginal likelihood and its gradient w.r.t.
-// parameters() (same layout).
-struct DeepPipeLoss {
-  double value = 0.0;
-  Eigen::VectorXd gradient;
-  // The leave-one-out predictive NLL divided by n (gp::NllResult::loo_nll).
-  double loo = 0.0;
-};
 
 // A DeepPipe network plus GP hyperparameters. Thread-compatible: const methods
 // may run concurrently (they keep no caches); set_parameters needs external
@@ -261,9 +189,28 @@ class DeepPipeModel {
       const DeepPipeFineTuneOptions& options) const;
 
  private:
+  // The search space, its encoder and the meta-features read: immutable,
+  // shared by copies.
+  struct Structure {
+    Structure(v1::SearchSpace proto_in, const space::SearchSpace& space,
+              FeatureScaler task_features_in)
+        : proto(std::move(proto_in)),
+          encoder(space),
+          task_features(std::move(task_features_in)) {}
+
+    v1::SearchSpace proto;
+    space::Encoder encoder;
+    FeatureScaler task_features;  // Empty: unconditioned.
+  };
+  // A forward pass kept for the backward one.
   template <typename Scalar>
-  struct EmbedTrace;
-  struct Structure;
+  struct EmbedTrace {
+    // Per layout block: the rows whose stage chose that algorithm, and the
+    // trace of its encoder on them.
+    std::vector<std::vector<Eigen::Index>> rows;
+    std::vector<typename nn::BasicMlp<Scalar>::Trace> encoder_traces;
+    typename nn::BasicMlp<Scalar>::Trace aggregator_trace;
+  };
   template <typename Scalar>
   using MatrixT = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
   template <typename Scalar>
@@ -330,43 +277,6 @@ class DeepPipeModel {
   gp::GaussianProcess gp_;
 };
 
-// The kernel-scope fine-tuning loss: the per-point GP negative log marginal
-// likelihood of targets y at fixed embeddings Z as a function of the GP
-// hyperparameters (DeepPipeModel::gp() layout), with its gradient and the
-// leave-one-out NLL, numerically equal to gp::GaussianProcess's Matérn-5/2
-// computation. Built once per fine-tune: the per-dimension squared
-// differences of every pair of embeddings are cached, so a step costs one
-// matrix-vector product for the distances, one Matérn profile over the n(n-1)/2
-// pairs, a Cholesky factorisation and K^-1, instead of recomputing distances
-// and profiles for the kernel and again for its gradient. Immutable;
-// thread-safe.
-class DeepPipeKernelObjective {
- public:
-  // `gp` supplies the kernel (Matérn-5/2 ARD over Z.cols() dimensions) and
-  // the noise floor. INVALID_ARGUMENT for a size mismatch, n = 0, non-finite
-  // data or another kernel.
-  static absl::StatusOr<DeepPipeKernelObjective> Create(
-      const gp::GaussianProcess& gp, const Eigen::MatrixXd& Z,
-      const Eigen::VectorXd& y);
-
-  // Loss at hyperparameters h (value and loo divided by n). INTERNAL if the
-  // Cholesky factorisation fails.
-  absl::StatusOr<DeepPipeLoss> Evaluate(const Eigen::VectorXd& h) const;
-
- private:
-  DeepPipeKernelObjective(Eigen::MatrixXd pair_d2, Eigen::VectorXd y,
-                          double noise_floor)
-      : pair_d2_(std::move(pair_d2)),
-        y_(std::move(y)),
-        noise_floor_(noise_floor) {}
-
-  // Row p = pair (i, j), i > j, in column-major lower-triangle order:
-  // (z_i - z_j)^2 per dimension.
-  Eigen::MatrixXd pair_d2_;
-  Eigen::VectorXd y_;
-  double noise_floor_;
-};
-
 // What DeepPipeModel::FineTune returns.
 struct DeepPipeFineTuneResult {
   DeepPipeModel model;  // With the lowest-loss parameters seen.
@@ -375,74 +285,6 @@ struct DeepPipeFineTuneResult {
   int steps_run = 0;  // Adam steps taken.
   absl::Duration elapsed;
   bool early_stopped = false;
-};
-
-// The Surrogate that DeepPipeModel::Posterior returns: a GP posterior over
-// embeddings plus the network that embeds queries. Immutable; thread-safe.
-class DeepPipeSurrogate final : public Surrogate {
- public:
-  DeepPipeSurrogate(std::shared_ptr<const DeepPipeModel> model,
-                    gp::GpPosterior posterior)
-      : model_(std::move(model)), posterior_(std::move(posterior)) {}
-
-  absl::StatusOr<gp::Prediction> Predict(
-      const Eigen::MatrixXd& X) const override;
-  absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
-      const Eigen::MatrixXd& X) const override;
-
-  // Predict and WithFantasies for rows that are already embeddings
-  // (model().Embed(X)), so a caller can embed a fixed candidate set once per
-  // network.
-  absl::StatusOr<gp::Prediction> PredictEmbedded(
-      const Eigen::MatrixXd& Z) const;
-  // Surrogate::PredictScreening for embedded rows.
-  absl::StatusOr<std::optional<gp::Prediction>> PredictEmbeddedScreening(
-      const Eigen::MatrixXd& Z) const;
-  // Surrogate::PredictCatalogueScreening for an embedded catalogue.
-  absl::StatusOr<std::optional<gp::Prediction>>
-  PredictEmbeddedCatalogueScreening(const Eigen::MatrixXd& catalogue,
-                                    const std::vector<int>& rows,
-                                    gp::CatalogueKernelCache& cache) const;
-  absl::StatusOr<std::shared_ptr<const DeepPipeSurrogate>>
-  WithEmbeddedFantasies(const Eigen::MatrixXd& Z) const;
-
-  const DeepPipeModel& model() const { return *model_; }
-  // The GP over embeddings; for a conditioned model it models the residual
-  // y - m(x) (PredictEmbedded adds the mean head back).
-  const gp::GpPosterior& posterior() const { return posterior_; }
-
- private:
-  std::shared_ptr<const DeepPipeModel> model_;
-  gp::GpPosterior posterior_;
-};
-
-// A DeepPipeSurrogate whose queries are embeddings (DeepPipeModel::Embed
-// rows), for candidate sets embedded once. Immutable; thread-safe.
-class DeepPipeEmbeddedSurrogate final : public Surrogate {
- public:
-  explicit DeepPipeEmbeddedSurrogate(
-      std::shared_ptr<const DeepPipeSurrogate> surrogate)
-      : surrogate_(std::move(surrogate)) {}
-
-  absl::StatusOr<gp::Prediction> Predict(
-      const Eigen::MatrixXd& Z) const override {
-    return surrogate_->PredictEmbedded(Z);
-  }
-  absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
-      const Eigen::MatrixXd& Z) const override;
-  absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
-      const Eigen::MatrixXd& Z) const override {
-    return surrogate_->PredictEmbeddedScreening(Z);
-  }
-  absl::StatusOr<std::optional<gp::Prediction>> PredictCatalogueScreening(
-      const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,
-      gp::CatalogueKernelCache& cache) const override {
-    return surrogate_->PredictEmbeddedCatalogueScreening(catalogue, rows,
-                                                         cache);
-  }
-
- private:
-  std::shared_ptr<const DeepPipeSurrogate> surrogate_;
 };
 
 }  // namespace metaopt::surrogate

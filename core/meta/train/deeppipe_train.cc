@@ -16,6 +16,7 @@
 #include "core/common/status_macros.h"
 #include "core/gp/gaussian_process.h"
 #include "core/meta/train/portfolio.h"
+#include "core/meta/train/training_loop.h"
 #include "core/nn/optimizer.h"
 #include "core/space/random.h"
 
@@ -147,6 +148,141 @@ double MeanValidationNll(const DeepPipeModel& model,
   return sum / static_cast<double>(valid.size());
 }
 
+std::string FormatNll(double v) {
+  return std::isnan(v) ? std::string("-") : absl::StrFormat("%.4f", v);
+}
+
+// Algorithm 1's epochs for the training loop: per epoch, one Adam step per
+// training task in a shuffled order (threads: gradients of consecutive tasks
+// at the same parameters, applied in order); the score is the validation NLL.
+class DeepPipeEpochs final : public EpochTrainer {
+ public:
+  DeepPipeEpochs(DeepPipeModel model, std::vector<TaskData> tasks,
+                 std::vector<ValidTask> valid, double y_min, double y_max,
+                 const DeepPipeTrainOptions& options,
+                 const DeepPipeProgressCallback& progress)
+      : model_(std::move(model)),
+        tasks_(std::move(tasks)),
+        valid_(std::move(valid)),
+        y_min_(y_min),
+        y_max_(y_max),
+        options_(options),
+        progress_(progress),
+        params_(model_.parameters()),
+        result_{model_} {}
+
+  int num_parameters() const { return static_cast<int>(params_.size()); }
+  DeepPipeTrainResult result() && { return std::move(result_); }
+
+  absl::Status RunEpoch(int epoch, TrainingOptimizer& optimizer) override {
+    stats_ = DeepPipeEpochStats();
+    stats_.learning_rate = optimizer.learning_rate();
+    const int num_tasks = static_cast<int>(tasks_.size());
+    const int kp = model_.num_kernel_parameters();
+    std::vector<int> order(num_tasks);
+    std::iota(order.begin(), order.end(), 0);
+    {
+      space::Rng rng(Mix(options_.seed, kOrderStream, epoch));
+      for (int i = num_tasks - 1; i > 0; --i) {
+        std::swap(order[i], order[space::UniformIndex(rng, i + 1)]);
+      }
+    }
+    double train_sum = 0.0;
+    int train_count = 0;
+    std::vector<absl::StatusOr<DeepPipeLoss>> losses(options_.threads);
+    for (int g = 0; g < num_tasks; g += options_.threads) {
+      const int k = std::min(options_.threads, num_tasks - g);
+      ParallelFor(k, k,
+                  [&](int i) { losses[i] = BatchLoss(epoch, order[g + i]); });
+      for (int i = 0; i < k; ++i) {
+        if (!losses[i].ok() || !std::isfinite(losses[i]->value) ||
+            !losses[i]->gradient.allFinite()) {
+          ++stats_.failed_steps;
+          continue;
+        }
+        train_sum += losses[i]->value;
+        ++train_count;
+        Eigen::VectorXd next = params_;
+        optimizer.Step(losses[i]->gradient, next);
+        model_.ClampKernelParameters(next.tail(kp));
+        if (model_.set_parameters(next).ok()) {
+          params_ = std::move(next);
+        } else {
+          ++stats_.failed_steps;
+        }
+      }
+    }
+    if (train_count > 0) stats_.train_nll = train_sum / train_count;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<double>> Score() override {
+    stats_.valid_nll = MeanValidationNll(model_, valid_, options_.threads);
+    if (valid_.empty()) return std::nullopt;
+    return stats_.valid_nll;
+  }
+
+  void KeepBest() override { result_.best = model_; }
+
+  std::string EndEpoch(const EpochRecord& record) override {
+    stats_.epoch = record.epoch;
+    stats_.epochs = record.epochs;
+    if (record.epoch == 0) stats_.learning_rate = record.learning_rate;
+    stats_.best = record.best;
+    stats_.epoch_time = record.epoch_time;
+    stats_.elapsed = record.elapsed;
+    result_.history.push_back(stats_);
+    if (progress_) progress_(stats_);
+    return absl::StrFormat(
+        "train NLL %s  valid NLL %s  lr %.3g%s", FormatNll(stats_.train_nll),
+        FormatNll(stats_.valid_nll), stats_.learning_rate,
+        stats_.failed_steps > 0
+            ? absl::StrCat("  (", stats_.failed_steps, " failed steps)")
+            : std::string());
+  }
+
+ private:
+  // The loss of task t's batch of this epoch at the current parameters.
+  absl::StatusOr<DeepPipeLoss> BatchLoss(int epoch, int t) const {
+    const TaskData& task = tasks_[t];
+    space::Rng rng(Mix(options_.seed, Mix(kBatchStream, epoch), t));
+    const Eigen::Index n = task.y.size();
+    const std::vector<Eigen::Index> rows = SampleWithoutReplacement(
+        n, std::min<Eigen::Index>(options_.batch_size, n), rng);
+    Eigen::VectorXd y = task.y(rows);
+    if (options_.augmentation && y_max_ > y_min_) {
+      double l = y_min_ + (y_max_ - y_min_) * space::Uniform01(rng);
+      double u = y_min_ + (y_max_ - y_min_) * space::Uniform01(rng);
+      if (l > u) std::swap(l, u);
+      if (u > l) y = (y.array() - l) / (u - l);
+    } else {
+      y = gp::Standardization::FromTargets(y).Apply(y);
+    }
+    Eigen::VectorXd features = task.task;
+    if (options_.feature_dropout > 0.0) {
+      for (Eigen::Index f = 0; f < features.size(); ++f) {
+        if (space::Uniform01(rng) < options_.feature_dropout) features[f] = 0;
+      }
+    }
+    return WithTask(model_, features, [&](const DeepPipeModel& m) {
+      return m.Loss(task.X(rows, Eigen::all), y,
+                    m.conditioned() ? options_.mean_loss_weight : 0.0,
+                    options_.precision);
+    });
+  }
+
+  DeepPipeModel model_;
+  const std::vector<TaskData> tasks_;
+  const std::vector<ValidTask> valid_;
+  const double y_min_;
+  const double y_max_;
+  const DeepPipeTrainOptions& options_;
+  const DeepPipeProgressCallback& progress_;
+  Eigen::VectorXd params_;
+  DeepPipeTrainResult result_;
+  DeepPipeEpochStats stats_;  // Of the epoch running.
+};
+
 // The meta-features with a positive spread over the training tasks, with
 // their statistics. INVALID_ARGUMENT if there are none.
 absl::StatusOr<surrogate::FeatureScaler> TaskFeatureScaler(
@@ -197,7 +333,7 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
     const meta::MetaDataset& data, const std::vector<const meta::Task*>& train,
     const std::vector<const meta::Task*>& valid,
     const DeepPipeTrainOptions& options,
-    const DeepPipeProgressCallback& progress) {
+    const DeepPipeProgressCallback& progress, Progress* progress_lines) {
   const absl::Time start = absl::Now();
   METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
   if (train.empty()) {
@@ -247,108 +383,25 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
     valid_tasks.push_back(std::move(v));
   }
 
-  DeepPipeTrainResult result{model};
-  const int kp = model.num_kernel_parameters();
-  Eigen::VectorXd params = model.parameters();
-  nn::Adam adam(static_cast<int>(params.size()));
-
-  DeepPipeEpochStats initial;
-  initial.epochs = options.epochs;
-  initial.valid_nll = MeanValidationNll(model, valid_tasks, options.threads);
-  initial.learning_rate = options.lr;
-  initial.best = true;
-  initial.elapsed = absl::Now() - start;
-  double best_valid = std::isnan(initial.valid_nll)
-                          ? std::numeric_limits<double>::infinity()
-                          : initial.valid_nll;
-  result.history.push_back(initial);
-  if (progress) progress(initial);
-
-  const int num_tasks = static_cast<int>(tasks.size());
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const absl::Time epoch_start = absl::Now();
-    DeepPipeEpochStats stats;
-    stats.epoch = epoch;
-    stats.epochs = options.epochs;
-    stats.learning_rate = nn::CosineLearningRate(options.lr, options.min_lr,
-                                                 epoch - 1, options.epochs);
-    std::vector<int> order(num_tasks);
-    std::iota(order.begin(), order.end(), 0);
-    {
-      space::Rng rng(Mix(options.seed, kOrderStream, epoch));
-      for (int i = num_tasks - 1; i > 0; --i) {
-        std::swap(order[i], order[space::UniformIndex(rng, i + 1)]);
-      }
-    }
-    double train_sum = 0.0;
-    int train_count = 0;
-    std::vector<absl::StatusOr<DeepPipeLoss>> losses(options.threads);
-    for (int g = 0; g < num_tasks; g += options.threads) {
-      const int k = std::min(options.threads, num_tasks - g);
-      ParallelFor(k, k, [&](int i) {
-        const int t = order[g + i];
-        const TaskData& task = tasks[t];
-        space::Rng rng(Mix(options.seed, Mix(kBatchStream, epoch), t));
-        const Eigen::Index n = task.y.size();
-        const std::vector<Eigen::Index> rows = SampleWithoutReplacement(
-            n, std::min<Eigen::Index>(options.batch_size, n), rng);
-        Eigen::VectorXd y = task.y(rows);
-        if (options.augmentation && y_max > y_min) {
-          double l = y_min + (y_max - y_min) * space::Uniform01(rng);
-          double u = y_min + (y_max - y_min) * space::Uniform01(rng);
-          if (l > u) std::swap(l, u);
-          if (u > l) y = (y.array() - l) / (u - l);
-        } else {
-          y = gp::Standardization::FromTargets(y).Apply(y);
-        }
-        Eigen::VectorXd features = task.task;
-        if (options.feature_dropout > 0.0) {
-          for (Eigen::Index f = 0; f < features.size(); ++f) {
-            if (space::Uniform01(rng) < options.feature_dropout)
-              features[f] = 0;
-          }
-        }
-        losses[i] = WithTask(model, features, [&](const DeepPipeModel& m) {
-          return m.Loss(task.X(rows, Eigen::all), y,
-                        m.conditioned() ? options.mean_loss_weight : 0.0,
-                        options.precision);
-        });
-      });
-      for (int i = 0; i < k; ++i) {
-        if (!losses[i].ok() || !std::isfinite(losses[i]->value) ||
-            !losses[i]->gradient.allFinite()) {
-          ++stats.failed_steps;
-          continue;
-        }
-        train_sum += losses[i]->value;
-        ++train_count;
-        nn::ClipGradientNorm(losses[i]->gradient, options.max_gradient_norm);
-        Eigen::VectorXd next = params;
-        adam.Step(losses[i]->gradient, stats.learning_rate, next);
-        model.ClampKernelParameters(next.tail(kp));
-        if (model.set_parameters(next).ok()) {
-          params = std::move(next);
-        } else {
-          ++stats.failed_steps;
-        }
-      }
-    }
-    if (train_count > 0) stats.train_nll = train_sum / train_count;
-    stats.valid_nll = MeanValidationNll(model, valid_tasks, options.threads);
-    if (valid_tasks.empty() || stats.valid_nll < best_valid) {
-      if (!valid_tasks.empty()) best_valid = stats.valid_nll;
-      stats.best = true;
-      result.best = model;
-      result.best_epoch = epoch;
-    }
-    const absl::Time now = absl::Now();
-    stats.epoch_time = now - epoch_start;
-    stats.elapsed = now - start;
-    result.history.push_back(stats);
-    if (progress) progress(stats);
-    if (stats.elapsed >= options.time_budget) break;
-    if (options.should_stop && options.should_stop()) break;
-  }
+  DeepPipeEpochs epochs(std::move(model), std::move(tasks),
+                        std::move(valid_tasks), y_min, y_max, options,
+                        progress);
+  TrainingLoopOptions loop;
+  loop.epochs = options.epochs;
+  loop.learning_rate.decay = LearningRateSchedule::Decay::kCosinePerEpoch;
+  loop.learning_rate.initial = options.lr;
+  loop.learning_rate.final = options.min_lr;
+  loop.max_gradient_norm = options.max_gradient_norm;
+  loop.start = start;
+  loop.time_budget = options.time_budget;
+  loop.should_stop = options.should_stop;
+  loop.progress = progress_lines;
+  METAOPT_ASSIGN_OR_RETURN(
+      TrainingLoopResult trained,
+      RunTrainingLoop(loop, epochs.num_parameters(), epochs));
+  DeepPipeTrainResult result = std::move(epochs).result();
+  result.best_epoch = trained.best_epoch;
+  result.loop = trained;
   result.wall_time = absl::Now() - start;
   return result;
 }
@@ -362,10 +415,6 @@ struct DeepPipeFlags {
   DeepPipeTrainOptions train;
   double max_minutes = 0.0;
 };
-
-std::string FormatNll(double v) {
-  return std::isnan(v) ? std::string("-") : absl::StrFormat("%.4f", v);
-}
 
 }  // namespace
 
@@ -386,25 +435,13 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
       train.condition_on_features ? ", conditioned on meta-features" : ""));
   METAOPT_ASSIGN_OR_RETURN(
       DeepPipeTrainResult trained,
-      TrainDeepPipe(
-          data.dataset, data.train, data.valid, train,
-          [&](const DeepPipeEpochStats& s) {
-            progress.Log(absl::StrFormat(
-                "epoch %d/%d  train NLL %s  valid NLL %s%s  lr %.3g  %.2fs%s",
-                s.epoch, s.epochs, FormatNll(s.train_nll),
-                FormatNll(s.valid_nll), s.best ? " *" : "", s.learning_rate,
-                absl::ToDoubleSeconds(s.epoch_time),
-                s.failed_steps > 0
-                    ? absl::StrCat("  (", s.failed_steps, " failed steps)")
-                    : std::string()));
-          }));
+      TrainDeepPipe(data.dataset, data.train, data.valid, train,
+                    /*progress=*/nullptr, &progress));
   const DeepPipeEpochStats& best = trained.history[trained.best_epoch];
-  const int epochs_run = static_cast<int>(trained.history.size()) - 1;
-  const double epoch_seconds = MeanEpochSeconds(trained.history);
   progress.Log(absl::StrFormat(
       "deeppipe: best epoch %d (valid NLL %s), %d parameters, %.2fs/epoch",
       trained.best_epoch, FormatNll(best.valid_nll),
-      trained.best.num_parameters(), epoch_seconds));
+      trained.best.num_parameters(), trained.loop.seconds_per_epoch));
 
   v1::ModelArtifact artifact;
   trained.best.ToArtifact(&artifact);
@@ -428,9 +465,7 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   if (!std::isnan(trained.history[0].valid_nll)) {
     (*metrics)["initial_valid_nll"] = trained.history[0].valid_nll;
   }
-  (*metrics)["best_epoch"] = trained.best_epoch;
-  (*metrics)["epochs_run"] = epochs_run;
-  (*metrics)["seconds_per_epoch"] = epoch_seconds;
+  AddTrainingLoopMetrics(trained.loop, metrics);
   AddCurveMetrics("valid_regret", portfolio.valid_regret, metrics);
   return artifact;
 }

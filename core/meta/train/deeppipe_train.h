@@ -49,6 +49,7 @@
 #include "absl/time/time.h"
 #include "core/meta/meta_dataset.h"
 #include "core/meta/train/train_common.h"
+#include "core/meta/train/training_loop.h"
 #include "core/surrogate/deeppipe_model.h"
 
 namespace metaopt::train {
@@ -109,6 +110,7 @@ struct DeepPipeTrainResult {
   surrogate::DeepPipeModel best;
   int best_epoch = 0;
   std::vector<DeepPipeEpochStats> history;  // history[0] is epoch 0.
+  TrainingLoopResult loop;  // Epochs run, steps, seconds per epoch.
   absl::Duration wall_time;
 };
 
@@ -118,12 +120,16 @@ using DeepPipeProgressCallback = std::function<void(const DeepPipeEpochStats&)>;
 // the checkpoint on `valid` (may be empty); tasks must belong to `data`.
 // INVALID_ARGUMENT for bad options (epochs < 0, batch_size < 2, lr <= 0,
 // threads < 1, ...), an invalid architecture or a task with fewer than 2
-// evaluations (validation tasks need 3). Thread-safe (no shared state).
+// evaluations (validation tasks need 3). Runs RunTrainingLoop (cosine
+// learning rate per epoch); `progress` sees every epoch's numbers, and
+// `progress_lines` (may be null) gets the loop's progress lines.
+// Thread-safe (no shared state).
 absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
     const meta::MetaDataset& data, const std::vector<const meta::Task*>& train,
     const std::vector<const meta::Task*>& valid,
     const DeepPipeTrainOptions& options,
-    const DeepPipeProgressCallback& progress = nullptr);
+    const DeepPipeProgressCallback& progress = nullptr,
+    Progress* progress_lines = nullptr);
 
 // The artifact metaopt-train --kind deeppipe writes, from `train` (its seed
 // replaced by options.seed): the best checkpoint of TrainDeepPipe on

@@ -15,6 +15,7 @@
 #include "core/common/status_macros.h"
 #include "core/meta/dataset_samples.h"
 #include "core/meta/train/portfolio.h"
+#include "core/meta/train/training_loop.h"
 #include "core/nn/optimizer.h"
 #include "core/space/random.h"
 
@@ -156,6 +157,147 @@ void MakeStep(const std::vector<TaskData>& tasks, int ti, int qi, int configs,
   }
 }
 
+std::string Format(double v) {
+  return std::isnan(v) ? std::string("-") : absl::StrFormat("%.4f", v);
+}
+
+std::string CurveAt(const std::vector<double>& curve, int k) {
+  return k <= static_cast<int>(curve.size()) ? Format(curve[k - 1])
+                                             : std::string("-");
+}
+
+// Algorithm 1's epochs for the training loop: per meta-batch of tasks,
+// `inner_steps` SGD steps from beta per task, and the mean of beta - beta'
+// as the outer gradient; the score is the zero-shot validation regret.
+class GrosiEpochs final : public EpochTrainer {
+ public:
+  GrosiEpochs(GrosiModel model, std::vector<TaskData> tasks,
+              std::vector<ValidData> valid, const GrosiTrainOptions& options)
+      : model_(std::move(model)),
+        tasks_(std::move(tasks)),
+        valid_(std::move(valid)),
+        options_(options),
+        beta_(model_.parameters()),
+        inner_(model_),
+        rng_(options.seed ^ 0x67726f7369ULL),  // "grosi"
+        result_{model_} {}
+
+  int num_parameters() const { return static_cast<int>(beta_.size()); }
+  const std::vector<TaskData>& tasks() const { return tasks_; }
+  size_t valid_size() const { return valid_.size(); }
+  GrosiTrainResult& result() { return result_; }
+
+  // Dataset identification alone (P), one Adam step per task, before
+  // Algorithm 1 (Dataset2Vec only); outside the selection.
+  absl::Status Prepare() override {
+    if (!options_.architecture.dataset2vec ||
+        options_.d2v_pretrain_epochs <= 0) {
+      return absl::OkStatus();
+    }
+    surrogate::GrosiLossWeights identification;
+    identification.regression = 0.0;
+    identification.alpha = 0.0;
+    identification.delta = 1.0;
+    nn::Adam pretrain(static_cast<int>(beta_.size()));
+    space::Rng pretrain_rng(options_.seed ^ 0x64327670ULL);  // "d2vp"
+    const int T = static_cast<int>(tasks_.size());
+    for (int epoch = 0; epoch < options_.d2v_pretrain_epochs; ++epoch) {
+      for (int t = 0; t < T; ++t) {
+        int q = static_cast<int>(space::UniformIndex(pretrain_rng, T - 1));
+        if (q >= t) ++q;
+        MakeStep(tasks_, t, q, /*configs=*/1, options_, pretrain_rng, &step_);
+        const surrogate::GrosiLoss loss =
+            model_.Loss(step_.batch, identification);
+        if (!std::isfinite(loss.value) || !loss.gradient.allFinite()) continue;
+        pretrain.Step(loss.gradient, options_.lr, beta_);
+        METAOPT_RETURN_IF_ERROR(model_.set_parameters(beta_));
+      }
+    }
+    return inner_.set_parameters(beta_);
+  }
+
+  absl::Status RunEpoch(int epoch, TrainingOptimizer& optimizer) override {
+    stats_ = GrosiEpochStats();
+    const int T = static_cast<int>(tasks_.size());
+    std::vector<int> order(T);
+    std::iota(order.begin(), order.end(), 0);
+    for (int i = T - 1; i > 0; --i) {
+      std::swap(order[i], order[space::UniformIndex(rng_, i + 1)]);
+    }
+    double sums[3] = {0, 0, 0};
+    int steps = 0;
+    for (int g = 0; g < T; g += options_.meta_batch) {
+      const int k = std::min(options_.meta_batch, T - g);
+      Eigen::VectorXd direction = Eigen::VectorXd::Zero(beta_.size());
+      for (int i = 0; i < k; ++i) {
+        Eigen::VectorXd beta_inner = beta_;
+        METAOPT_RETURN_IF_ERROR(inner_.set_parameters(beta_inner));
+        for (int v = 0; v < options_.inner_steps; ++v) {
+          int q = static_cast<int>(space::UniformIndex(rng_, T - 1));
+          if (q >= order[g + i]) ++q;
+          MakeStep(tasks_, order[g + i], q, options_.batch_configs, options_,
+                   rng_, &step_);
+          const surrogate::GrosiLoss loss =
+              inner_.Loss(step_.batch, options_.weights);
+          if (!std::isfinite(loss.value) || !loss.gradient.allFinite()) {
+            continue;
+          }
+          sums[0] += loss.regression;
+          sums[1] += loss.consistency;
+          sums[2] += loss.identification;
+          ++steps;
+          beta_inner -= options_.inner_lr * loss.gradient;
+          METAOPT_RETURN_IF_ERROR(inner_.set_parameters(beta_inner));
+        }
+        direction += beta_ - beta_inner;
+      }
+      direction /= static_cast<double>(k);
+      optimizer.Step(direction, beta_);
+      METAOPT_RETURN_IF_ERROR(model_.set_parameters(beta_));
+    }
+    if (steps > 0) {
+      stats_.regression = sums[0] / steps;
+      stats_.consistency = sums[1] / steps;
+      stats_.identification = sums[2] / steps;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<double>> Score() override {
+    Validate(model_, valid_, options_, &stats_);
+    if (valid_.empty()) return std::nullopt;
+    return stats_.valid_score;
+  }
+
+  void KeepBest() override { result_.best = model_; }
+
+  std::string EndEpoch(const EpochRecord& record) override {
+    stats_.epoch = record.epoch;
+    stats_.epochs = record.epochs;
+    stats_.best = record.best;
+    stats_.epoch_time = record.epoch_time;
+    result_.history.push_back(stats_);
+    return absl::StrFormat(
+        "O %s  R %s  P %s  valid regret@1/5/10 %s/%s/%s  MSE %s",
+        Format(stats_.regression), Format(stats_.consistency),
+        Format(stats_.identification), CurveAt(stats_.valid_regret, 1),
+        CurveAt(stats_.valid_regret, 5), CurveAt(stats_.valid_regret, 10),
+        Format(stats_.valid_mse));
+  }
+
+ private:
+  GrosiModel model_;
+  const std::vector<TaskData> tasks_;
+  const std::vector<ValidData> valid_;
+  const GrosiTrainOptions& options_;
+  Eigen::VectorXd beta_;
+  GrosiModel inner_;
+  space::Rng rng_;
+  StepData step_;
+  GrosiTrainResult result_;
+  GrosiEpochStats stats_;  // Of the epoch running.
+};
+
 }  // namespace
 
 std::vector<double> GrosiZeroShotRegret(const GrosiModel& model,
@@ -188,8 +330,7 @@ absl::StatusOr<std::map<std::string, RawSample>> ReadDatasetSamples(
 absl::StatusOr<GrosiTrainResult> TrainGrosi(
     const meta::MetaDataset& data, const std::vector<const meta::Task*>& train,
     const std::vector<const meta::Task*>& valid,
-    const GrosiTrainOptions& options,
-    const std::function<void(const GrosiEpochStats&)>& progress) {
+    const GrosiTrainOptions& options, Progress* progress) {
   METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
   const v1::Goal goal = data.objective.goal();
   const bool d2v = options.architecture.dataset2vec;
@@ -252,120 +393,36 @@ absl::StatusOr<GrosiTrainResult> TrainGrosi(
          model.encoder().EncodeBatch(task->configurations), *y});
   }
 
-  GrosiTrainResult result{model};
-  for (const TaskData& t : tasks) result.train_tasks.push_back(t.id);
+  GrosiEpochs epochs(std::move(model), std::move(tasks), std::move(valid_data),
+                     options);
+  GrosiTrainResult& result = epochs.result();
+  for (const TaskData& t : epochs.tasks()) result.train_tasks.push_back(t.id);
   result.skipped_train_tasks = skipped;
-  result.valid_tasks = static_cast<int>(valid_data.size());
+  result.valid_tasks = static_cast<int>(epochs.valid_size());
   result.skipped_valid_tasks = skipped_valid;
-
-  GrosiEpochStats initial;
-  initial.epochs = options.epochs;
-  Validate(model, valid_data, options, &initial);
-  initial.best = true;
-  double best_score = std::isnan(initial.valid_score)
-                          ? std::numeric_limits<double>::infinity()
-                          : initial.valid_score;
-  result.history.push_back(initial);
-  if (progress) progress(initial);
-
-  Eigen::VectorXd beta = model.parameters();
-  nn::Adam adam(static_cast<int>(beta.size()));
-  GrosiModel inner = model;
-  space::Rng rng(options.seed ^ 0x67726f7369ULL);  // "grosi"
-  const int T = static_cast<int>(tasks.size());
-  const absl::Time start = absl::Now();
-  StepData step;
-  if (d2v && options.d2v_pretrain_epochs > 0) {
-    // Dataset identification alone (P), one Adam step per task.
-    surrogate::GrosiLossWeights identification;
-    identification.regression = 0.0;
-    identification.alpha = 0.0;
-    identification.delta = 1.0;
-    nn::Adam pretrain(static_cast<int>(beta.size()));
-    space::Rng pretrain_rng(options.seed ^ 0x64327670ULL);  // "d2vp"
-    for (int epoch = 0; epoch < options.d2v_pretrain_epochs; ++epoch) {
-      for (int t = 0; t < T; ++t) {
-        int q = static_cast<int>(space::UniformIndex(pretrain_rng, T - 1));
-        if (q >= t) ++q;
-        MakeStep(tasks, t, q, /*configs=*/1, options, pretrain_rng, &step);
-        const surrogate::GrosiLoss loss =
-            model.Loss(step.batch, identification);
-        if (!std::isfinite(loss.value) || !loss.gradient.allFinite()) continue;
-        pretrain.Step(loss.gradient, options.lr, beta);
-        METAOPT_RETURN_IF_ERROR(model.set_parameters(beta));
-      }
-    }
-    METAOPT_RETURN_IF_ERROR(inner.set_parameters(beta));
-  }
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    const absl::Time epoch_start = absl::Now();
-    GrosiEpochStats stats;
-    stats.epoch = epoch;
-    stats.epochs = options.epochs;
-    std::vector<int> order(T);
-    std::iota(order.begin(), order.end(), 0);
-    for (int i = T - 1; i > 0; --i) {
-      std::swap(order[i], order[space::UniformIndex(rng, i + 1)]);
-    }
-    double sums[3] = {0, 0, 0};
-    int steps = 0;
-    for (int g = 0; g < T; g += options.meta_batch) {
-      const int k = std::min(options.meta_batch, T - g);
-      Eigen::VectorXd direction = Eigen::VectorXd::Zero(beta.size());
-      for (int i = 0; i < k; ++i) {
-        Eigen::VectorXd beta_inner = beta;
-        METAOPT_RETURN_IF_ERROR(inner.set_parameters(beta_inner));
-        for (int v = 0; v < options.inner_steps; ++v) {
-          int q = static_cast<int>(space::UniformIndex(rng, T - 1));
-          if (q >= order[g + i]) ++q;
-          MakeStep(tasks, order[g + i], q, options.batch_configs, options, rng,
-                   &step);
-          const surrogate::GrosiLoss loss =
-              inner.Loss(step.batch, options.weights);
-          if (!std::isfinite(loss.value) || !loss.gradient.allFinite()) {
-            continue;
-          }
-          sums[0] += loss.regression;
-          sums[1] += loss.consistency;
-          sums[2] += loss.identification;
-          ++steps;
-          beta_inner -= options.inner_lr * loss.gradient;
-          METAOPT_RETURN_IF_ERROR(inner.set_parameters(beta_inner));
-        }
-        direction += beta - beta_inner;
-      }
-      direction /= static_cast<double>(k);
-      adam.Step(direction, options.lr, beta);
-      METAOPT_RETURN_IF_ERROR(model.set_parameters(beta));
-    }
-    if (steps > 0) {
-      stats.regression = sums[0] / steps;
-      stats.consistency = sums[1] / steps;
-      stats.identification = sums[2] / steps;
-    }
-    Validate(model, valid_data, options, &stats);
-    if (valid_data.empty() || stats.valid_score < best_score) {
-      if (!valid_data.empty()) best_score = stats.valid_score;
-      stats.best = true;
-      result.best = model;
-      result.best_epoch = epoch;
-    }
-    stats.epoch_time = absl::Now() - epoch_start;
-    result.history.push_back(stats);
-    if (progress) progress(stats);
-    if (absl::Now() - start >= options.time_budget) break;
-  }
+  TrainingLoopOptions loop;
+  loop.epochs = options.epochs;
+  loop.learning_rate.initial = options.lr;
+  loop.time_budget = options.time_budget;
+  loop.progress = progress;
+  METAOPT_ASSIGN_OR_RETURN(
+      TrainingLoopResult trained,
+      RunTrainingLoop(loop, epochs.num_parameters(), epochs));
+  result.best_epoch = trained.best_epoch;
+  result.loop = trained;
+  const std::vector<TaskData>& tasks_used = epochs.tasks();
+  const int T = static_cast<int>(tasks_used.size());
   if (d2v) {
     // The stand-in for studies without a sample: the mean training D2V.
     Eigen::VectorXd mean =
         Eigen::VectorXd::Zero(result.best.dataset2vec()->output());
-    for (const TaskData& t : tasks) {
+    for (const TaskData& t : tasks_used) {
       mean += result.best.dataset2vec()->Forward(*t.sample);
     }
     METAOPT_RETURN_IF_ERROR(
         result.best.set_dataset2vec_mean(mean / static_cast<double>(T)));
   }
-  return result;
+  return std::move(result);
 }
 
 // ---------------------------------------------------------------------------
@@ -380,15 +437,6 @@ struct GrosiFlags {
   bool d2v_only = false;
   int d2v_width = 32;
 };
-
-std::string Format(double v) {
-  return std::isnan(v) ? std::string("-") : absl::StrFormat("%.4f", v);
-}
-
-std::string CurveAt(const std::vector<double>& curve, int k) {
-  return k <= static_cast<int>(curve.size()) ? Format(curve[k - 1])
-                                             : std::string("-");
-}
 
 absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
     const GrosiFlags& flags, const CommonTrainOptions& options,
@@ -430,21 +478,8 @@ absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
       a.tower_width, a.head_layers, a.head_width));
   METAOPT_ASSIGN_OR_RETURN(
       GrosiTrainResult trained,
-      TrainGrosi(data.dataset, data.train, data.valid, train,
-                 [&](const GrosiEpochStats& s) {
-                   progress.Log(absl::StrFormat(
-                       "epoch %d/%d  O %s  R %s  P %s  valid regret@1/5/10 "
-                       "%s/%s/%s  MSE %s%s  %.2fs",
-                       s.epoch, s.epochs, Format(s.regression),
-                       Format(s.consistency), Format(s.identification),
-                       CurveAt(s.valid_regret, 1), CurveAt(s.valid_regret, 5),
-                       CurveAt(s.valid_regret, 10), Format(s.valid_mse),
-                       s.best ? " *" : "",
-                       absl::ToDoubleSeconds(s.epoch_time)));
-                 }));
+      TrainGrosi(data.dataset, data.train, data.valid, train, &progress));
   const GrosiEpochStats& best = trained.history[trained.best_epoch];
-  const int epochs_run = static_cast<int>(trained.history.size()) - 1;
-  const double epoch_seconds = MeanEpochSeconds(trained.history);
   progress.Log(absl::StrFormat(
       "grosi: %d training tasks used (%d without meta-features or y spread "
       "left out), %d validation tasks (%d left out); best epoch %d (valid "
@@ -453,7 +488,7 @@ absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
       trained.valid_tasks, trained.skipped_valid_tasks, trained.best_epoch,
       CurveAt(best.valid_regret, 1), CurveAt(best.valid_regret, 5),
       CurveAt(best.valid_regret, 10), trained.best.num_parameters(),
-      epoch_seconds));
+      trained.loop.seconds_per_epoch));
 
   v1::ModelArtifact artifact;
   trained.best.ToArtifact(&artifact);
@@ -485,9 +520,7 @@ absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
   if (!std::isnan(best.regression)) {
     (*metrics)["train_regression_loss"] = best.regression;
   }
-  (*metrics)["best_epoch"] = trained.best_epoch;
-  (*metrics)["epochs_run"] = epochs_run;
-  (*metrics)["seconds_per_epoch"] = epoch_seconds;
+  AddTrainingLoopMetrics(trained.loop, metrics);
   (*metrics)["train_tasks"] = static_cast<double>(trained.train_tasks.size());
   (*metrics)["valid_tasks"] = trained.valid_tasks;
   (*metrics)["alpha"] = train.weights.alpha;

@@ -59,6 +59,7 @@
 #include "absl/time/time.h"
 #include "core/meta/meta_dataset.h"
 #include "core/meta/train/train_common.h"
+#include "core/meta/train/training_loop.h"
 #include "core/surrogate/grosi_model.h"
 
 namespace metaopt::train {
@@ -106,6 +107,7 @@ struct GrosiTrainResult {
   surrogate::GrosiModel best;
   int best_epoch = 0;
   std::vector<GrosiEpochStats> history;  // history[0]: epoch 0
+  TrainingLoopResult loop;  // Epochs run, steps, seconds per epoch.
   // Training tasks used (with meta-features and a y spread) and left out.
   std::vector<std::string> train_tasks;
   int skipped_train_tasks = 0;
@@ -113,14 +115,15 @@ struct GrosiTrainResult {
   int skipped_valid_tasks = 0;
 };
 
-// Trains on `train` and selects on `valid` (tasks of `data`). INVALID_ARGUMENT
+// Trains on `train` and selects on `valid` (tasks of `data`) with
+// RunTrainingLoop (constant outer learning rate; progress lines to
+// `progress`, which may be null). INVALID_ARGUMENT
 // for bad options or when fewer than 2 training tasks have meta-features and a
 // y spread.
 absl::StatusOr<GrosiTrainResult> TrainGrosi(
     const meta::MetaDataset& data, const std::vector<const meta::Task*>& train,
     const std::vector<const meta::Task*>& valid,
-    const GrosiTrainOptions& options,
-    const std::function<void(const GrosiEpochStats&)>& progress = nullptr);
+    const GrosiTrainOptions& options, Progress* progress = nullptr);
 
 // Zero-shot regret@1..k of `model` on `task` (its evaluated configurations
 // ranked by the predicted normalised regret, ties by row order) given the

@@ -10,8 +10,10 @@
 #include "Eigen/Eigenvalues"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/common/status_macros.h"
 #include "core/meta/train/optimal_transport.h"
-#include "core/nn/optimizer.h"
+#include "core/meta/train/training_loop.h"
 
 namespace metaopt::train {
 
@@ -137,10 +139,10 @@ absl::Status CheckTasks(const std::vector<MetabuTask>& tasks,
 
 }  // namespace
 
-absl::StatusOr<MetabuFit> FitMetabu(
-    const std::vector<MetabuTask>& train, const std::vector<MetabuTask>& valid,
-    const MetabuOptions& options,
-    const std::function<void(int, double, double)>& progress) {
+absl::StatusOr<MetabuFit> FitMetabu(const std::vector<MetabuTask>& train,
+                                    const std::vector<MetabuTask>& valid,
+                                    const MetabuOptions& options,
+                                    Progress* progress) {
   if (train.size() < 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         "Metabu needs at least 3 training tasks, got ", train.size()));
@@ -204,44 +206,98 @@ absl::StatusOr<MetabuFit> FitMetabu(
   std::uniform_real_distribution<double> init(-bound, bound);
   Eigen::VectorXd params(fit.dimension * num_features);
   for (Eigen::Index i = 0; i < params.size(); ++i) params(i) = init(rng);
-  auto as_matrix = [&](const Eigen::VectorXd& p) {
-    return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic,
-                                          Eigen::Dynamic, Eigen::RowMajor>>(
-        p.data(), fit.dimension, num_features);
-  };
   const Eigen::MatrixXd correspondence =
       Eigen::MatrixXd::Identity(n, n) / static_cast<double>(n);
   FgwOptions fgw;
   fgw.alpha = options.alpha;
-  nn::Adam adam(static_cast<int>(params.size()));
 
-  Eigen::MatrixXd best = as_matrix(params);
-  fit.ndcg = criterion(best);
-  int since_best = 0;
-  for (int step = 1; step <= options.max_steps; ++step) {
-    const Eigen::MatrixXd psi = as_matrix(params);
-    const FgwResult result =
-        FusedGromovWasserstein(x * psi.transpose(), u, correspondence, fgw);
-    const double loss = result.value + options.l1 * psi.cwiseAbs().sum();
-    Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>
-        grad = result.gradient.transpose() * x +
-               options.l1 * psi.unaryExpr([](double w) {
-                 return static_cast<double>((w > 0) - (w < 0));
-               });
-    adam.Step(Eigen::Map<const Eigen::VectorXd>(grad.data(), grad.size()),
-              options.learning_rate, params);
-    fit.steps = step;
-    const double ndcg = criterion(as_matrix(params));
-    if (progress) progress(step, loss, ndcg);
-    if (ndcg > fit.ndcg) {
-      fit.ndcg = ndcg;
-      fit.best_step = step;
-      best = as_matrix(params);
-      since_best = 0;
-    } else if (++since_best > options.patience) {
-      break;
+  // Step 3's Adam steps as epochs of the training loop, the criterion
+  // negated as its score.
+  class MetabuSteps final : public EpochTrainer {
+   public:
+    MetabuSteps(const Eigen::MatrixXd& x, const Eigen::MatrixXd& u,
+                const Eigen::MatrixXd& correspondence, const FgwOptions& fgw,
+                double l1, Eigen::VectorXd params, int rows, int cols,
+                std::function<double(const Eigen::MatrixXd&)> criterion,
+                int ndcg_k)
+        : x_(x),
+          u_(u),
+          correspondence_(correspondence),
+          fgw_(fgw),
+          l1_(l1),
+          params_(std::move(params)),
+          rows_(rows),
+          cols_(cols),
+          criterion_(std::move(criterion)),
+          ndcg_k_(ndcg_k) {}
+
+    absl::Status RunEpoch(int, TrainingOptimizer& optimizer) override {
+      const Eigen::MatrixXd psi = AsMatrix();
+      const FgwResult result = FusedGromovWasserstein(x_ * psi.transpose(), u_,
+                                                      correspondence_, fgw_);
+      loss_ = result.value + l1_ * psi.cwiseAbs().sum();
+      Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>
+          grad = result.gradient.transpose() * x_ +
+                 l1_ * psi.unaryExpr([](double w) {
+                   return static_cast<double>((w > 0) - (w < 0));
+                 });
+      optimizer.Step(Eigen::Map<Eigen::VectorXd>(grad.data(), grad.size()),
+                     params_);
+      return absl::OkStatus();
     }
-  }
+    absl::StatusOr<std::optional<double>> Score() override {
+      ndcg_ = criterion_(AsMatrix());
+      return -ndcg_;
+    }
+    void KeepBest() override {
+      best_ = AsMatrix();
+      best_ndcg_ = ndcg_;
+    }
+    std::string EndEpoch(const EpochRecord& record) override {
+      if (record.epoch == 0)
+        return absl::StrFormat("NDCG@%d %.3f", ndcg_k_, ndcg_);
+      return absl::StrFormat("loss %.4f  NDCG@%d %.3f", loss_, ndcg_k_, ndcg_);
+    }
+
+    Eigen::MatrixXd AsMatrix() const {
+      return Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic,
+                                            Eigen::Dynamic, Eigen::RowMajor>>(
+          params_.data(), rows_, cols_);
+    }
+    Eigen::MatrixXd best_;
+    double best_ndcg_ = 0;
+
+   private:
+    const Eigen::MatrixXd& x_;
+    const Eigen::MatrixXd& u_;
+    const Eigen::MatrixXd& correspondence_;
+    const FgwOptions& fgw_;
+    const double l1_;
+    Eigen::VectorXd params_;
+    const int rows_, cols_;
+    const std::function<double(const Eigen::MatrixXd&)> criterion_;
+    const int ndcg_k_;
+    double loss_ = 0;
+    double ndcg_ = 0;
+  };
+  MetabuSteps steps(x, u, correspondence, fgw, options.l1, std::move(params),
+                    fit.dimension, static_cast<int>(num_features), criterion,
+                    options.ndcg_k);
+  TrainingLoopOptions loop;
+  loop.epochs = options.max_steps;
+  loop.learning_rate.initial = options.learning_rate;
+  loop.patience = options.patience;
+  loop.progress = progress;
+  loop.log_every = 0;
+  loop.unit = "metabu step";
+  METAOPT_ASSIGN_OR_RETURN(
+      TrainingLoopResult trained,
+      RunTrainingLoop(loop, static_cast<int>(fit.dimension * num_features),
+                      steps));
+  fit.steps = trained.epochs_run;
+  fit.best_step = trained.best_epoch;
+  fit.ndcg = steps.best_ndcg_;
+  Eigen::MatrixXd best = std::move(steps.best_);
   fit.projection = std::move(best);
   return fit;
 }

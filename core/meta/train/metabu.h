@@ -27,6 +27,7 @@
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
+#include "core/meta/train/train_common.h"
 
 namespace metaopt::train {
 
@@ -88,12 +89,13 @@ Eigen::MatrixXd TargetDistances(const std::vector<MetabuTask>& rows,
 
 // Fits psi on `train` (at least 3 tasks, equal feature and top sizes);
 // `valid` (may be empty) gives the early-stopping criterion, otherwise the
-// training tasks' own NDCG does. `progress` (may be empty) receives
-// (step, loss, ndcg). INVALID_ARGUMENT for inconsistent inputs.
-absl::StatusOr<MetabuFit> FitMetabu(
-    const std::vector<MetabuTask>& train, const std::vector<MetabuTask>& valid,
-    const MetabuOptions& options,
-    const std::function<void(int, double, double)>& progress = {});
+// training tasks' own NDCG does. The Adam steps run as the epochs of
+// RunTrainingLoop (patience: options.patience); `progress` (may be null)
+// gets its lines. INVALID_ARGUMENT for inconsistent inputs.
+absl::StatusOr<MetabuFit> FitMetabu(const std::vector<MetabuTask>& train,
+                                    const std::vector<MetabuTask>& valid,
+                                    const MetabuOptions& options,
+                                    Progress* progress = nullptr);
 
 }  // namespace metaopt::train
 

@@ -295,15 +295,8 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
   for (const ArchiveTask& t : valid) valid_tasks.push_back(t.metabu);
   MetabuOptions fit_options = flags.fit;
   fit_options.seed = options.seed;
-  METAOPT_ASSIGN_OR_RETURN(
-      MetabuFit fit,
-      FitMetabu(train_tasks, valid_tasks, fit_options,
-                [&](int step, double loss, double ndcg) {
-                  progress.Step(absl::StrFormat("metabu step (loss %.4f, "
-                                                "NDCG@%d %.3f)",
-                                                loss, fit_options.ndcg_k, ndcg),
-                                step, fit_options.max_steps);
-                }));
+  METAOPT_ASSIGN_OR_RETURN(MetabuFit fit, FitMetabu(train_tasks, valid_tasks,
+                                                    fit_options, &progress));
   progress.Log(absl::StrFormat(
       "metabu: d = %d, best NDCG@%d %.3f (%s) at step %d of %d", fit.dimension,
       fit_options.ndcg_k, fit.ndcg, fit.criterion_on_valid ? "valid" : "train",

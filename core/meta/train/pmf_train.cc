@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
 #include "core/meta/train/portfolio.h"
+#include "core/meta/train/training_loop.h"
 #include "core/nn/optimizer.h"
 #include "core/space/random.h"
 #include "core/space/search_space.h"
@@ -92,6 +93,136 @@ std::vector<double> NormalisedRanks(const Eigen::VectorXd& losses) {
   return ranks;
 }
 
+// The model at theta = [latents (row-major N x Q), raw kernel parameters
+// (Q + 2)].
+absl::StatusOr<surrogate::PmfModel> PmfModelOf(const PmfProblem& problem, int Q,
+                                               const Eigen::VectorXd& theta) {
+  const int N = static_cast<int>(problem.catalogue.size());
+  return surrogate::PmfModel::Create(
+      Eigen::Map<const RowMajorMatrix>(theta.data(), N, Q),
+      surrogate::PmfKernelParams::FromRaw(theta.tail(Q + 2)), problem.y_mean,
+      problem.y_std);
+}
+
+// PMF's epochs for the training loop: per step a batch of datasets, each with
+// at most max_pipelines of its entries, and the exact marginal likelihood's
+// gradient per observation; the score is the validation NLL per observation
+// (without validation tasks: the epoch's mean training NLL).
+class PmfEpochs final : public EpochTrainer {
+ public:
+  PmfEpochs(const PmfProblem& problem, const PmfTrainOptions& options,
+            Eigen::VectorXd theta, uint64_t eval_seed, PmfTrainReport* report)
+      : problem_(problem),
+        options_(options),
+        N_(static_cast<int>(problem.catalogue.size())),
+        Q_(options.latent_dim),
+        D_(static_cast<int>(problem.train.size())),
+        theta_(std::move(theta)),
+        best_theta_(theta_),
+        eval_seed_(eval_seed),
+        report_(report),
+        rng_(options.seed),
+        datasets_(D_, rng_),
+        batch_(std::min(options.batch_datasets, D_)),
+        steps_per_epoch_((D_ + batch_ - 1) / batch_) {
+    pipelines_.reserve(D_);
+    for (int d = 0; d < D_; ++d) {
+      pipelines_.emplace_back(static_cast<int>(problem.train[d].entries.size()),
+                              rng_);
+    }
+  }
+
+  int num_parameters() const { return static_cast<int>(theta_.size()); }
+  int steps_per_epoch() const { return steps_per_epoch_; }
+  const Eigen::VectorXd& best_theta() const { return best_theta_; }
+
+  absl::Status RunEpoch(int epoch, TrainingOptimizer& optimizer) override {
+    const int N = N_, Q = Q_;
+    double epoch_nll = 0.0;
+    int64_t epoch_obs = 0;
+    for (int s = 0; s < steps_per_epoch_; ++s) {
+      const surrogate::PmfKernelParams params =
+          surrogate::PmfKernelParams::FromRaw(theta_.tail(Q + 2));
+      const Eigen::Map<const RowMajorMatrix> X(theta_.data(), N, Q);
+      Eigen::VectorXd grad = Eigen::VectorXd::Zero(theta_.size());
+      Eigen::Map<RowMajorMatrix> grad_X(grad.data(), N, Q);
+      Eigen::VectorXd grad_log = Eigen::VectorXd::Zero(Q + 2);
+      int64_t obs = 0;
+      double nll_sum = 0.0;
+      for (int d : datasets_.Next(batch_, rng_)) {
+        const PmfColumn& column = problem_.train[d];
+        if (column.entries.empty()) continue;
+        const std::vector<int> subset =
+            pipelines_[d].Next(options_.max_pipelines, rng_);
+        Gather(X, column, subset, &Xd_, &td_);
+        METAOPT_ASSIGN_OR_RETURN(
+            surrogate::PmfNll nll,
+            surrogate::PmfNegativeLogLikelihood(Xd_, td_, params, true));
+        nll_sum += nll.value;
+        obs += td_.size();
+        grad_log += nll.grad_log_params;
+        for (size_t i = 0; i < subset.size(); ++i) {
+          grad_X.row(column.entries[subset[i]]) += nll.grad_latents.row(i);
+        }
+      }
+      if (obs == 0) continue;
+      grad.tail(Q + 2) = surrogate::RawGradient(grad_log, params);
+      grad /= static_cast<double>(obs);
+      if (!grad.allFinite()) {
+        return absl::InternalError(absl::StrCat(
+            "PMF: non-finite gradient at epoch ", epoch, " step ", s));
+      }
+      optimizer.Step(grad, theta_);
+      epoch_nll += nll_sum;
+      epoch_obs += obs;
+    }
+    train_nll_ =
+        epoch_obs > 0 ? epoch_nll / static_cast<double>(epoch_obs) : 0.0;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::optional<double>> Score() override {
+    if (first_score_) {
+      // The initial model, as TrainPmfModel scored it.
+      first_score_ = false;
+      train_nll_ = report_->initial_train_nll;
+      return problem_.valid.empty() ? report_->initial_train_nll
+                                    : report_->initial_valid_nll;
+    }
+    METAOPT_ASSIGN_OR_RETURN(surrogate::PmfModel model,
+                             PmfModelOf(problem_, Q_, theta_));
+    if (problem_.valid.empty()) return train_nll_;
+    return PmfMeanNll(model, problem_.valid, options_.max_pipelines,
+                      eval_seed_);
+  }
+
+  void KeepBest() override { best_theta_ = theta_; }
+
+  std::string EndEpoch(const EpochRecord& record) override {
+    report_->criterion_curve.push_back(*record.score);
+    return absl::StrFormat("train NLL/obs %.4f  %s %.4f", train_nll_,
+                           problem_.valid.empty() ? "criterion" : "valid",
+                           *record.score);
+  }
+
+ private:
+  const PmfProblem& problem_;
+  const PmfTrainOptions& options_;
+  const int N_, Q_, D_;
+  Eigen::VectorXd theta_;
+  Eigen::VectorXd best_theta_;
+  const uint64_t eval_seed_;
+  PmfTrainReport* report_;
+  space::Rng rng_;
+  PermutationCycle datasets_;
+  std::vector<PermutationCycle> pipelines_;
+  const int batch_;
+  const int steps_per_epoch_;
+  double train_nll_ = 0.0;  // Of the last epoch.
+  bool first_score_ = true;
+  Eigen::MatrixXd Xd_;
+  Eigen::VectorXd td_;
+};
 }  // namespace
 
 absl::StatusOr<PmfProblem> BuildPmfProblem(
@@ -236,20 +367,9 @@ absl::StatusOr<surrogate::PmfModel> TrainPmfModel(
   theta.head(nx) =
       Eigen::Map<const Eigen::VectorXd>(RowMajorMatrix(X0).data(), nx);
   theta.tail(Q + 2) = init_params.Raw();
-  auto model_of = [&](const Eigen::VectorXd& th) {
-    return surrogate::PmfModel::Create(
-        Eigen::Map<const RowMajorMatrix>(th.data(), N, Q),
-        surrogate::PmfKernelParams::FromRaw(th.tail(Q + 2)), problem.y_mean,
-        problem.y_std);
-  };
   const uint64_t eval_seed = options.seed ^ 0x706d66ull;
-  auto criterion_of = [&](const surrogate::PmfModel& model,
-                          double epoch_train_nll) -> absl::StatusOr<double> {
-    if (problem.valid.empty()) return epoch_train_nll;
-    return PmfMeanNll(model, problem.valid, options.max_pipelines, eval_seed);
-  };
-
-  METAOPT_ASSIGN_OR_RETURN(surrogate::PmfModel initial, model_of(theta));
+  METAOPT_ASSIGN_OR_RETURN(surrogate::PmfModel initial,
+                           PmfModelOf(problem, Q, theta));
   METAOPT_ASSIGN_OR_RETURN(
       report->initial_train_nll,
       PmfMeanNll(initial, problem.train, options.max_pipelines, eval_seed));
@@ -257,97 +377,31 @@ absl::StatusOr<surrogate::PmfModel> TrainPmfModel(
       problem.valid.empty() ? std::numeric_limits<double>::quiet_NaN()
                             : *PmfMeanNll(initial, problem.valid,
                                           options.max_pipelines, eval_seed);
-  METAOPT_ASSIGN_OR_RETURN(double best,
-                           criterion_of(initial, report->initial_train_nll));
-  Eigen::VectorXd best_theta = theta;
-  report->criterion_curve.push_back(best);
   log(absl::StrFormat(
       "pmf: %d entries x %d tasks (%d validation), Q = %d, initial "
       "lengthscale %.3g; initial NLL/obs train %.4f, valid %.4f",
       N, D, problem.valid.size(), Q, l0, report->initial_train_nll,
       report->initial_valid_nll));
 
-  space::Rng rng(options.seed);
-  PermutationCycle datasets(D, rng);
-  std::vector<PermutationCycle> pipelines;
-  pipelines.reserve(D);
-  for (int d = 0; d < D; ++d) {
-    pipelines.emplace_back(static_cast<int>(problem.train[d].entries.size()),
-                           rng);
-  }
-  const int batch = std::min(options.batch_datasets, D);
-  const int steps_per_epoch = (D + batch - 1) / batch;
-  const int64_t total_steps =
-      static_cast<int64_t>(steps_per_epoch) * options.epochs;
-  nn::Adam adam(static_cast<int>(theta.size()));
-  const int log_every = std::max(1, options.epochs / 20);
-  Eigen::MatrixXd Xd;
-  Eigen::VectorXd td;
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    double epoch_nll = 0.0;
-    int64_t epoch_obs = 0;
-    for (int s = 0; s < steps_per_epoch; ++s) {
-      const surrogate::PmfKernelParams params =
-          surrogate::PmfKernelParams::FromRaw(theta.tail(Q + 2));
-      const Eigen::Map<const RowMajorMatrix> X(theta.data(), N, Q);
-      Eigen::VectorXd grad = Eigen::VectorXd::Zero(theta.size());
-      Eigen::Map<RowMajorMatrix> grad_X(grad.data(), N, Q);
-      Eigen::VectorXd grad_log = Eigen::VectorXd::Zero(Q + 2);
-      int64_t obs = 0;
-      double nll_sum = 0.0;
-      for (int d : datasets.Next(batch, rng)) {
-        const PmfColumn& column = problem.train[d];
-        if (column.entries.empty()) continue;
-        const std::vector<int> subset =
-            pipelines[d].Next(options.max_pipelines, rng);
-        Gather(X, column, subset, &Xd, &td);
-        METAOPT_ASSIGN_OR_RETURN(
-            surrogate::PmfNll nll,
-            surrogate::PmfNegativeLogLikelihood(Xd, td, params, true));
-        nll_sum += nll.value;
-        obs += td.size();
-        grad_log += nll.grad_log_params;
-        for (size_t i = 0; i < subset.size(); ++i) {
-          grad_X.row(column.entries[subset[i]]) += nll.grad_latents.row(i);
-        }
-      }
-      if (obs == 0) continue;
-      grad.tail(Q + 2) = surrogate::RawGradient(grad_log, params);
-      grad /= static_cast<double>(obs);
-      if (!grad.allFinite()) {
-        return absl::InternalError(absl::StrCat(
-            "PMF: non-finite gradient at epoch ", epoch, " step ", s));
-      }
-      adam.Step(grad,
-                nn::CosineLearningRate(options.learning_rate,
-                                       0.1 * options.learning_rate,
-                                       report->steps, total_steps),
-                theta);
-      ++report->steps;
-      epoch_nll += nll_sum;
-      epoch_obs += obs;
-    }
-    report->epochs_run = epoch;
-    METAOPT_ASSIGN_OR_RETURN(surrogate::PmfModel model, model_of(theta));
-    const double epoch_train =
-        epoch_obs > 0 ? epoch_nll / static_cast<double>(epoch_obs) : 0.0;
-    METAOPT_ASSIGN_OR_RETURN(double criterion,
-                             criterion_of(model, epoch_train));
-    report->criterion_curve.push_back(criterion);
-    const bool improved = criterion < best;
-    if (improved) {
-      best = criterion;
-      best_theta = theta;
-      report->best_epoch = epoch;
-    }
-    if (epoch % log_every == 0 || epoch == options.epochs) {
-      log(absl::StrFormat("pmf: epoch %d/%d: train NLL/obs %.4f, %s %.4f%s",
-                          epoch, options.epochs, epoch_train,
-                          problem.valid.empty() ? "criterion" : "valid",
-                          criterion, improved ? " (best)" : ""));
-    }
-  }
-  METAOPT_ASSIGN_OR_RETURN(surrogate::PmfModel trained, model_of(best_theta));
+  PmfEpochs epochs(problem, options, std::move(theta), eval_seed, report);
+  TrainingLoopOptions loop;
+  loop.epochs = options.epochs;
+  loop.learning_rate.decay = LearningRateSchedule::Decay::kCosinePerStep;
+  loop.learning_rate.initial = options.learning_rate;
+  loop.learning_rate.final = 0.1 * options.learning_rate;
+  loop.learning_rate.total_steps =
+      static_cast<int64_t>(epochs.steps_per_epoch()) * options.epochs;
+  loop.progress = progress;
+  loop.log_every = std::max(1, options.epochs / 20);
+  METAOPT_ASSIGN_OR_RETURN(
+      TrainingLoopResult trained_loop,
+      RunTrainingLoop(loop, epochs.num_parameters(), epochs));
+  report->epochs_run = trained_loop.epochs_run;
+  report->steps = trained_loop.steps;
+  report->best_epoch = trained_loop.best_epoch;
+  const Eigen::VectorXd& best_theta = epochs.best_theta();
+  METAOPT_ASSIGN_OR_RETURN(surrogate::PmfModel trained,
+                           PmfModelOf(problem, Q, best_theta));
   METAOPT_ASSIGN_OR_RETURN(
       report->train_nll,
       PmfMeanNll(trained, problem.train, options.max_pipelines, eval_seed));

@@ -140,18 +140,6 @@ std::vector<Eigen::Index> SampleWithoutReplacement(Eigen::Index n,
 void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
                      google::protobuf::Map<std::string, double>* metrics);
 
-// The mean wall time of the epochs after epoch 0 (history[0] is the untrained
-// evaluation) in seconds; 0 when none ran. EpochStats has `epoch_time`.
-template <typename EpochStats>
-double MeanEpochSeconds(const std::vector<EpochStats>& history) {
-  if (history.size() < 2) return 0.0;
-  double seconds = 0.0;
-  for (size_t e = 1; e < history.size(); ++e) {
-    seconds += absl::ToDoubleSeconds(history[e].epoch_time);
-  }
-  return seconds / static_cast<double>(history.size() - 1);
-}
-
 // The warm-start portfolio a model kind carries beside its network:
 // BuildPortfolio over data's train and valid tasks with options.portfolio_size
 // and options.seed, logged to `progress` and appended to artifact->portfolio.

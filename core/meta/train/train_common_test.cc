@@ -125,18 +125,6 @@ TEST(TrainCommonTest, AddCurveMetricsNumbersFromOne) {
   EXPECT_DOUBLE_EQ(provenance.validation_metrics().at("valid_regret@2"), 0.25);
 }
 
-TEST(TrainCommonTest, MeanEpochSecondsSkipsEpochZero) {
-  struct Stats {
-    absl::Duration epoch_time;
-  };
-  EXPECT_EQ(MeanEpochSeconds(std::vector<Stats>{}), 0.0);
-  EXPECT_EQ(MeanEpochSeconds(std::vector<Stats>{{absl::Seconds(5)}}), 0.0);
-  EXPECT_DOUBLE_EQ(
-      MeanEpochSeconds(std::vector<Stats>{
-          {absl::Seconds(5)}, {absl::Seconds(1)}, {absl::Seconds(3)}}),
-      2.0);
-}
-
 TEST(TrainCommonTest, MetaoptVersionIsSet) {
   EXPECT_THAT(MetaoptVersion(), HasSubstr("git"));
 }
