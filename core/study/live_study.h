@@ -65,7 +65,7 @@ struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
   // the study afresh instead of using this copy (it may have been created
   // again, by another process).
   std::atomic<bool> dropped{false};
-  // When a call last found the study (StudyEngine's use counter), for
+  // When a call last found the study (StudyCache's use counter), for
   // dropping the least recently used idle studies from memory.
   std::atomic<int64_t> last_use{0};
 

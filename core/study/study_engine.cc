@@ -10,7 +10,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/logging.h"
-#include "core/common/memory.h"
 #include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
@@ -110,105 +109,16 @@ StudyEngine::StudyEngine(storage::Storage* storage,
     : storage_(storage),
       models_(models),
       options_(std::move(options)),
+      studies_(storage_, models_, options_.max_loaded_studies),
       preparer_(PreparerOptions(options_)) {}
 
 StudyEngine::~StudyEngine() = default;
-
-absl::StatusOr<std::shared_ptr<LiveStudy>> StudyEngine::FindStudy(
-    const storage::StudyKey& key) {
-  {
-    std::shared_ptr<LiveStudy> found;
-    std::vector<std::shared_ptr<LiveStudy>> cooled;
-    {
-      MutexLock lock(&map_mu_);
-      auto it = studies_.find(key);
-      if (it != studies_.end() && !it->second->dropped) {
-        found = it->second;
-        found->last_use = Tick(cooled);
-      }
-    }
-    ReleaseParsedTrials(cooled);
-    if (found != nullptr) return found;
-  }
-  // Load outside the map lock; if two threads race, the first insert wins.
-  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> loaded,
-                           LoadStudy(*storage_, models_, key));
-  std::shared_ptr<LiveStudy> found;
-  std::vector<std::shared_ptr<LiveStudy>> unloaded;
-  std::vector<std::shared_ptr<LiveStudy>> cooled;
-  {
-    MutexLock lock(&map_mu_);
-    std::shared_ptr<LiveStudy>& slot = studies_[key];
-    if (slot == nullptr || slot->dropped) slot = std::move(loaded);
-    slot->last_use = Tick(cooled);
-    found = slot;  // held: never unloaded below
-    if (options_.max_loaded_studies > 0 &&
-        studies_.size() > static_cast<size_t>(options_.max_loaded_studies)) {
-      unloaded = UnloadIdleStudies();
-    }
-  }
-  ReleaseParsedTrials(cooled);
-  if (!unloaded.empty()) {
-    unloaded.clear();  // freed outside the map lock
-    ReleaseFreedMemory();
-  }
-  return found;
-}
-
-int64_t StudyEngine::Tick(std::vector<std::shared_ptr<LiveStudy>>& cooled) {
-  const int64_t now = ++use_clock_;
-  if (now % kParsedTrialsIdleUses != 0) return now;
-  // Each sweep takes the studies last used in the period before the last
-  // one, so that every use is looked at by exactly one sweep.
-  for (const auto& [key, entry] : studies_) {
-    const int64_t used = entry->last_use.load();
-    if (used >= now - 2 * kParsedTrialsIdleUses &&
-        used < now - kParsedTrialsIdleUses) {
-      cooled.push_back(entry);
-    }
-  }
-  return now;
-}
-
-void StudyEngine::ReleaseParsedTrials(
-    const std::vector<std::shared_ptr<LiveStudy>>& cooled) {
-  for (const std::shared_ptr<LiveStudy>& study : cooled) {
-    MutexLock lock(&study->mu);
-    study->trials.ReleaseParsed();
-  }
-}
-
-std::vector<std::shared_ptr<LiveStudy>> StudyEngine::UnloadIdleStudies() {
-  // Everything a study holds in memory is also in storage (every change is
-  // written before it is applied), so an idle study can go and load again.
-  // Only the map holds an idle study: a call in progress holds a reference.
-  std::vector<std::pair<int64_t, storage::StudyKey>> idle;
-  for (const auto& [key, entry] : studies_) {
-    if (entry.use_count() == 1) idle.emplace_back(entry->last_use.load(), key);
-  }
-  const size_t target =
-      static_cast<size_t>(options_.max_loaded_studies) / 8 * 7;
-  const size_t excess = studies_.size() - std::min(target, studies_.size());
-  const size_t count = std::min(excess, idle.size());
-  std::nth_element(
-      idle.begin(), idle.begin() + count, idle.end(),
-      [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::shared_ptr<LiveStudy>> unloaded;
-  unloaded.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    auto it = studies_.find(idle[i].second);
-    unloaded.push_back(std::move(it->second));
-    studies_.erase(it);
-  }
-  unloaded_studies_ += static_cast<int64_t>(count);
-  return unloaded;
-}
 
 absl::Status StudyEngine::WithLiveStudy(
     const storage::StudyKey& key,
     absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn) {
   for (bool reloaded = false;; reloaded = true) {
-    METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> study, FindStudy(key));
+    METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> study, studies_.Find(key));
     const absl::Status status = WithLiveStudy(*study, fn);
     // Deleted by another process since it was loaded: it may exist again.
     if (!absl::IsNotFound(status) || !study->dropped || reloaded) return status;
@@ -371,7 +281,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   v1::CreateStudyResponse response;
   if (absl::IsAlreadyExists(created)) {
     METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                             FindStudy({context.owner, request.study_id()}));
+                             studies_.Find({context.owner, request.study_id()}));
     if (!google::protobuf::util::MessageDifferencer::Equals(
             entry->stored.spec(), spec)) {
       return absl::AlreadyExistsError(
@@ -393,7 +303,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        v1::AlgorithmKind_Name(spec.algorithm().kind()), ", ",
                        spec.candidates_size(), " candidates)"));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                           FindStudy({context.owner, request.study_id()}));
+                           studies_.Find({context.owner, request.study_id()}));
   std::shared_ptr<storage::PendingWrite> pending;
   {
     MutexLock lock(&entry->mu);
@@ -478,7 +388,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
     const v1::DeleteStudyRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   const storage::StudyKey key{context.owner, request.study_id()};
-  absl::StatusOr<std::shared_ptr<LiveStudy>> found = FindStudy(key);
+  absl::StatusOr<std::shared_ptr<LiveStudy>> found = studies_.Find(key);
   if (absl::IsDataLoss(found.status())) {
     // A study whose records do not parse never loads; it can still go.
     METAOPT_RETURN_IF_ERROR(storage_->DeleteStudy(key));
@@ -502,11 +412,7 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
     entry->dropped = true;
     ++entry->version;
   }
-  {
-    MutexLock lock(&map_mu_);
-    auto it = studies_.find(entry->key);
-    if (it != studies_.end() && it->second == entry) studies_.erase(it);
-  }
+  studies_.Remove(entry);
   LogInfo(absl::StrCat("deleted study \"", request.study_id(), "\""));
   return v1::DeleteStudyResponse();
 }
@@ -565,7 +471,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
   METAOPT_RETURN_IF_ERROR(ValidateSuggestRequest(request, options_));
   for (bool reloaded = false;; reloaded = true) {
     METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                             FindStudy({context.owner, request.study_id()}));
+                             studies_.Find({context.owner, request.study_id()}));
     absl::StatusOr<v1::SuggestResponse> response;
     for (int conflicts = 0;; ++conflicts) {
       std::shared_ptr<storage::PendingWrite> pending;
@@ -881,7 +787,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
     const v1::FineTuneRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateFineTuneRequest(request));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                           FindStudy({context.owner, request.study_id()}));
+                           studies_.Find({context.owner, request.study_id()}));
   std::vector<v1::Trial> snapshot;
   std::shared_ptr<const policy::Policy> policy;
   METAOPT_RETURN_IF_ERROR(WithLiveStudy(
@@ -1176,26 +1082,6 @@ absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
   return response;
 }
 
-StudyEngine::LoadedStats StudyEngine::Stats() {
-  std::vector<std::shared_ptr<LiveStudy>> entries;
-  LoadedStats stats;
-  {
-    MutexLock lock(&map_mu_);
-    for (const auto& [key, entry] : studies_) entries.push_back(entry);
-    stats.unloaded_studies = unloaded_studies_;
-  }
-  stats.trials_by_state.assign(v1::TrialState_ARRAYSIZE, 0);
-  for (const auto& entry : entries) {
-    MutexLock lock(&entry->mu);
-    if (entry->deleted) continue;
-    ++stats.studies;
-    for (int64_t id = 1; id <= entry->trials.size(); ++id) {
-      ++stats.trials_by_state[entry->trials.summary(id).state];
-    }
-  }
-  return stats;
-}
-
 absl::StatusOr<std::unique_ptr<history::HistoryExporter>>
 StudyEngine::ExportMetaDataset(const v1::ExportMetaDatasetRequest& request,
                                const CallContext& context) {
@@ -1238,11 +1124,11 @@ StudyEngine::ExportMetaDataset(const v1::ExportMetaDatasetRequest& request,
 
 v1::AlgorithmKind StudyEngine::LoadedAlgorithmKind(const std::string& study_id,
                                                    const CallContext& context) {
-  MutexLock lock(&map_mu_);
-  auto it = studies_.find(storage::StudyKey{context.owner, study_id});
-  if (it == studies_.end()) return v1::ALGORITHM_KIND_UNSPECIFIED;
+  const std::shared_ptr<LiveStudy> study =
+      studies_.FindLoaded(storage::StudyKey{context.owner, study_id});
+  if (study == nullptr) return v1::ALGORITHM_KIND_UNSPECIFIED;
   // `stored` is immutable after load.
-  return it->second->stored.spec().algorithm().kind();
+  return study->stored.spec().algorithm().kind();
 }
 
 }  // namespace metaopt::study

@@ -28,13 +28,13 @@
 #include "core/study/fit_preparer.h"
 #include "core/study/live_study.h"
 #include "core/study/request_validation.h"
+#include "core/study/study_cache.h"
 #include "core/study/study_trials.h"
 #include "metaopt/v1/optimizer_service.pb.h"
 
 namespace metaopt::study {
 
-// Thread-safe. One mutex guards the map of loaded studies (held only for
-// lookups and inserts, never across I/O); one mutex per study serializes that
+// Thread-safe. The loaded studies are a StudyCache; one mutex per study serializes that
 // study's changes in this process. Several processes may share one database
 // (server replicas on PostgreSQL): every call checks the study's storage
 // version and refreshes the loaded copy when another process changed it, and
@@ -108,29 +108,16 @@ class StudyEngine {
       const CallContext& context = {});
 
   // What the engine holds in memory now, for monitoring. Never does I/O.
-  struct LoadedStats {
-    int64_t studies = 0;
-    // Studies dropped from memory as least recently used since the start
-    // (EngineOptions::max_loaded_studies).
-    int64_t unloaded_studies = 0;
-    // Trials of the loaded studies, indexed by v1::TrialState.
-    std::vector<int64_t> trials_by_state;
-  };
-  LoadedStats Stats() ABSL_LOCKS_EXCLUDED(map_mu_);
+  using LoadedStats = StudyCache::Stats;
+  LoadedStats Stats() { return studies_.stats(); }
   // Background fits and Suggests' use of prepared fits since the start.
   FitPreparer::Stats PrepareStats() const { return preparer_.stats(); }
   // The algorithm kind of the caller's study `study_id` if it is loaded, else
   // ALGORITHM_KIND_UNSPECIFIED. Never does I/O.
   v1::AlgorithmKind LoadedAlgorithmKind(const std::string& study_id,
-                                        const CallContext& context = {})
-      ABSL_LOCKS_EXCLUDED(map_mu_);
+                                        const CallContext& context = {});
 
  private:
-  // The loaded study `key` (the caller's owner and a study id), reading it from
-  // storage on first use. NOT_FOUND if absent, also when the id exists under
-  // another owner.
-  absl::StatusOr<std::shared_ptr<LiveStudy>> FindStudy(
-      const storage::StudyKey& key) ABSL_LOCKS_EXCLUDED(map_mu_);
   // The preamble of the RPCs that read or change one study: finds it, takes
   // its lock, answers NOT_FOUND if it was deleted meanwhile, refreshes it
   // from storage if another process changed it, expires its leases, then runs
@@ -139,8 +126,7 @@ class StudyEngine {
   // run again on the refreshed study; `fn` must be repeatable.
   absl::Status WithLiveStudy(
       const storage::StudyKey& key,
-      absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn)
-      ABSL_LOCKS_EXCLUDED(map_mu_);
+      absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn);
   // As above, for a study already found.
   absl::Status WithLiveStudy(
       LiveStudy& study,
@@ -196,32 +182,7 @@ class StudyEngine {
   registry::ModelManager* const models_;
   const EngineOptions options_;
 
-  // Drops least recently used studies that no call holds from studies_ until
-  // at most 7/8 of options_.max_loaded_studies remain (or none is idle), and
-  // returns them, for the caller to free after releasing map_mu_.
-  std::vector<std::shared_ptr<LiveStudy>> UnloadIdleStudies()
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
-
-  // A study's parsed trials (StudyTrials::all) are dropped once it has not
-  // been used for this many uses of the engine (FindStudy calls); it then
-  // holds only the compact form until early stopping reads them again.
-  static constexpr int64_t kParsedTrialsIdleUses = 1024;
-  // Advances use_clock_ and returns it; every kParsedTrialsIdleUses ticks,
-  // adds to `cooled` the studies whose last use became that old since the
-  // previous sweep.
-  int64_t Tick(std::vector<std::shared_ptr<LiveStudy>>& cooled)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(map_mu_);
-  // Drops the parsed trials of `cooled` (each under its lock).
-  void ReleaseParsedTrials(
-      const std::vector<std::shared_ptr<LiveStudy>>& cooled)
-      ABSL_LOCKS_EXCLUDED(map_mu_);
-
-  Mutex map_mu_;
-  absl::flat_hash_map<storage::StudyKey, std::shared_ptr<LiveStudy>> studies_
-      ABSL_GUARDED_BY(map_mu_);
-  // Ticks once per FindStudy (LiveStudy::last_use).
-  int64_t use_clock_ ABSL_GUARDED_BY(map_mu_) = 0;
-  int64_t unloaded_studies_ ABSL_GUARDED_BY(map_mu_) = 0;
+  StudyCache studies_;
   // Last member: destroyed (its threads joined) first.
   FitPreparer preparer_;
 };
