@@ -13,6 +13,7 @@
 #include "core/common/proto_time.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
+#include "core/policy/catalogue.h"
 #include "core/policy/policy_factory.h"
 #include "core/policy/random_policy.h"
 #include "core/registry/model_binding.h"
@@ -219,18 +220,9 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
                            registry::BindModel(models_, spec, context.owner));
   const std::shared_ptr<const registry::LoadedModel>& model = binding.model;
-  // A PMF study without candidates runs over its model's whole catalogue:
-  // storing it as the study's catalogue keeps exhaustion, duplicate checks and
-  // external observations exact.
-  if (spec.algorithm().kind() == v1::ALGORITHM_KIND_PMF &&
-      spec.candidates().empty() && model != nullptr) {
-    METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
-                             space::SearchSpace::Create(spec.search_space()));
-    for (const v1::Configuration& entry : model->artifact.catalogue()) {
-      auto canonical = space.Canonicalize(entry, "catalogue");
-      if (canonical.ok()) *spec.add_candidates() = *std::move(canonical);
-    }
-  }
+  // An algorithm that runs over its model's catalogue stores it as the
+  // study's candidates.
+  METAOPT_RETURN_IF_ERROR(policy::AddModelCatalogue(model.get(), spec));
   // Build the policy once so that a spec it cannot serve fails here, with
   // nothing stored.
   METAOPT_RETURN_IF_ERROR(
