@@ -88,7 +88,7 @@ struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
   // pending (storage::Storage::StartWriteStudy); null once it was seen
   // stored. `trials`, `policy` and `stored_version` already include it: a
   // call that reads them answers only once it is stored, and if it fails the
-  // study is read again (StudyEngine::Refresh). Writes of one study form a
+  // study is read again (StudyAccess::Refresh). Writes of one study form a
   // chain: each names the previous pending one, and fails if that one did.
   std::shared_ptr<storage::PendingWrite> last_write ABSL_GUARDED_BY(mu);
   // Recent wall time of one policy Suggest (see NextSuggestCost), once one

@@ -26,11 +26,6 @@
 namespace metaopt::study {
 namespace {
 
-// Writes of one call that found the study changed by another process (an
-// ABORTED conditional write) are redone on the refreshed study at most this
-// many times; then the call is UNAVAILABLE.
-constexpr int kMaxWriteConflicts = 16;
-
 // A list response's bytes for one entry beyond the entry's own: its field tag
 // and length.
 constexpr int64_t kEntryOverhead = 1 + 5;
@@ -46,39 +41,6 @@ uint64_t NewIncarnation() {
 // A study keeps its most recent FineTune runs, so that its record stays small
 // however often it is fine-tuned (v1::Study::fine_tune_runs).
 constexpr int kMaxFineTuneRuns = 20;
-
-absl::Status TooManyConflicts(const LiveStudy& study,
-                              const absl::Status& last) {
-  return absl::UnavailableError(absl::StrCat(
-      "study \"", study.key.study_id,
-      "\" is being changed by other servers "
-      "faster than this one could apply its change (",
-      kMaxWriteConflicts, " attempts; last: ", last.message(), "); retry"));
-}
-
-// Sets `*last_write` to the study's last write when destroyed, with the
-// study's lock held: what a call saw, to be stored before it answers.
-class TakeLastWrite {
- public:
-  TakeLastWrite(LiveStudy& study,
-                std::shared_ptr<storage::PendingWrite>& last_write)
-      : study_(study), last_write_(last_write) {}
-  ~TakeLastWrite() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    study_.mu.AssertHeld();
-    last_write_ = study_.last_write;
-  }
-
- private:
-  LiveStudy& study_;
-  std::shared_ptr<storage::PendingWrite>& last_write_;
-};
-
-void LogExpired(const LiveStudy& study, const std::vector<v1::Trial>& expired) {
-  LogInfo(absl::StrCat("study \"", study.stored.study_id(),
-                       "\": ", expired.size(),
-                       " trial(s) turned STALE (lease expired), first id ",
-                       expired.front().id()));
-}
 
 // RESOURCE_EXHAUSTED when `trial` would not fit a response (see
 // EngineOptions::max_page_bytes): checked before a change is stored.
@@ -111,103 +73,10 @@ StudyEngine::StudyEngine(storage::Storage* storage,
       models_(models),
       options_(std::move(options)),
       studies_(storage_, models_, options_.max_loaded_studies),
+      access_(storage_, models_, &studies_, options_),
       preparer_(PreparerOptions(options_)) {}
 
 StudyEngine::~StudyEngine() = default;
-
-absl::Status StudyEngine::WithLiveStudy(
-    const storage::StudyKey& key,
-    absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn) {
-  for (bool reloaded = false;; reloaded = true) {
-    METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> study, studies_.Find(key));
-    const absl::Status status = WithLiveStudy(*study, fn);
-    // Deleted by another process since it was loaded: it may exist again.
-    if (!absl::IsNotFound(status) || !study->dropped || reloaded) return status;
-  }
-}
-
-absl::Status StudyEngine::WithLiveStudy(
-    LiveStudy& study,
-    absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn) {
-  for (int conflicts = 0;; ++conflicts) {
-    std::shared_ptr<storage::PendingWrite> pending;
-    bool wrote = false;
-    absl::Status status;
-    {
-      MutexLock lock(&study.mu);
-      const std::shared_ptr<storage::PendingWrite> before = study.last_write;
-      status = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> absl::Status {
-        for (;; ++conflicts) {
-          if (study.deleted) {
-            return StudyNotFound(study.key.study_id);
-          }
-          METAOPT_RETURN_IF_ERROR(Refresh(study));
-          const absl::Time now = options_.clock();
-          absl::Status status = ExpireLeases(study, now);
-          if (status.ok()) status = fn(study, now);
-          // ABORTED: another process changed the study between the refresh
-          // and the write, which stored nothing; redo it on the refreshed
-          // study.
-          if (!absl::IsAborted(status)) return status;
-          if (conflicts + 1 >= kMaxWriteConflicts)
-            return TooManyConflicts(study, status);
-        }
-      }();
-      // What the call saw (and wrote) is acknowledged only once stored.
-      pending = study.last_write;
-      wrote = pending != nullptr && pending != before;
-    }
-    if (pending == nullptr) return status;
-    const absl::Status stored = pending->Wait();
-    if (stored.ok()) return status;
-    // A write this call made or saw was not stored: redo the call on the
-    // study as stored. A write of its own that failed for another reason
-    // than a conflict (ABORTED: another process changed the study) is the
-    // call's error; another call's failed write is not.
-    if (wrote && !absl::IsAborted(stored)) return stored;
-    if (conflicts + 1 >= kMaxWriteConflicts)
-      return TooManyConflicts(study, stored);
-  }
-}
-
-absl::Status StudyEngine::Refresh(LiveStudy& study) {
-  if (study.last_write != nullptr) {
-    const std::optional<absl::Status> outcome = study.last_write->Poll();
-    // Writes of this process are pending: the copy is ahead of storage, and
-    // if another process changed the study they fail, and the copy is read
-    // again below once they are done.
-    if (!outcome.has_value()) return absl::OkStatus();
-    study.last_write = nullptr;
-    // The copy holds changes that were not stored.
-    if (!outcome->ok()) return ReloadStudy(*storage_, models_, study);
-  }
-  return RefreshStudy(*storage_, models_, study);
-}
-
-absl::Status StudyEngine::Store(LiveStudy& study,
-                                absl::Span<const v1::Trial> trials,
-                                std::optional<std::string_view> policy_state,
-                                const v1::Study* record) {
-  METAOPT_ASSIGN_OR_RETURN(
-      std::shared_ptr<storage::PendingWrite> pending,
-      storage_->StartWriteStudy(
-          study.key, {trials, policy_state, study.stored_version, record},
-          study.last_write));
-  if (pending != nullptr) study.last_write = std::move(pending);
-  ++study.stored_version;
-  return absl::OkStatus();
-}
-
-absl::Status StudyEngine::ExpireLeases(LiveStudy& study, absl::Time now) {
-  std::vector<v1::Trial> expired =
-      study.trials.ExpiredLeases(now, options_.trial_lease);
-  if (expired.empty()) return absl::OkStatus();
-  METAOPT_RETURN_IF_ERROR(Store(study, expired, std::nullopt));
-  LogExpired(study, expired);
-  for (v1::Trial& trial : expired) study.trials.Put(std::move(trial));
-  ++study.version;
-  return absl::OkStatus();
-}
 
 absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
     const v1::CreateStudyRequest& request, const CallContext& context) {
@@ -281,7 +150,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        "\" already exists with a different spec; choose "
                        "another study_id or delete it first"));
     }
-    METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+    METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
         *entry,
         [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
           *response.mutable_study() = DescribeStudy(study);
@@ -312,7 +181,7 @@ absl::StatusOr<v1::GetStudyResponse> StudyEngine::GetStudy(
     const v1::GetStudyRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
   v1::GetStudyResponse response;
-  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         *response.mutable_study() = DescribeStudy(study);
@@ -341,7 +210,7 @@ absl::StatusOr<v1::ListStudiesResponse> StudyEngine::ListStudies(
   std::string last_listed;
   for (const v1::Study& study : stored) {
     v1::Study described;
-    const absl::Status listed = WithLiveStudy(
+    const absl::Status listed = access_.WithLiveStudy(
         {context.owner, study.study_id()},
         [&](LiveStudy& live, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
           described = DescribeStudy(live);
@@ -407,55 +276,6 @@ absl::StatusOr<v1::DeleteStudyResponse> StudyEngine::DeleteStudy(
   studies_.Remove(entry);
   LogInfo(absl::StrCat("deleted study \"", request.study_id(), "\""));
   return v1::DeleteStudyResponse();
-}
-
-std::vector<int64_t> StudyEngine::StageLeaseChanges(
-    LiveStudy& study, absl::Time now, const std::string& client_id,
-    StagedTrials& staged) {
-  for (v1::Trial& trial :
-       study.trials.ExpiredLeases(now, options_.trial_lease)) {
-    staged.Put(std::move(trial));
-  }
-  std::vector<int64_t> held;
-  if (client_id.empty()) return held;
-  for (const int64_t id : study.trials.active_ids()) {
-    if (study.trials.GetActive(id).client_id() == client_id) {
-      held.push_back(id);
-    }
-  }
-  for (const int64_t id : held) {
-    v1::Trial renewed = study.trials.GetActive(id);
-    *renewed.mutable_lease_expire_time() =
-        ToProtoTimestamp(now + options_.trial_lease);
-    staged.Put(std::move(renewed));
-  }
-  return held;
-}
-
-absl::Status StudyEngine::CommitSuggest(
-    LiveStudy& study, StagedTrials& staged,
-    const std::vector<v1::Trial>& created,
-    const std::optional<policy::PolicyUpdate>& update) {
-  std::vector<v1::Trial> expired;
-  for (const v1::Trial& trial : staged.changed()) {
-    if (trial.state() == v1::TRIAL_STATE_STALE) expired.push_back(trial);
-  }
-  std::vector<v1::Trial> write = staged.changed();
-  write.insert(write.end(), created.begin(), created.end());
-  std::optional<std::string_view> policy_state;
-  if (update.has_value()) policy_state = update->state;
-  if (!write.empty() || policy_state.has_value()) {
-    METAOPT_RETURN_IF_ERROR(Store(study, write, policy_state));
-  }
-  staged.Commit();
-  if (!expired.empty()) LogExpired(study, expired);
-  if (update.has_value()) study.policy = update->policy;
-  for (const v1::Trial& trial : created) study.trials.Put(trial);
-  // Lease renewals alone change nothing a policy sees.
-  if (!expired.empty() || update.has_value() || !created.empty()) {
-    ++study.version;
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
@@ -550,7 +370,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
       return StudyNotFound(request.study_id());
     }
     // Another process sharing the database may have changed the study.
-    METAOPT_RETURN_IF_ERROR(Refresh(*entry));
+    METAOPT_RETURN_IF_ERROR(access_.Refresh(*entry));
     const absl::Time now = options_.clock();
     // Expired leases and the renewed leases of the client's trials are
     // applied now (the policy sees them) and stored with the new trials, in
@@ -560,7 +380,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
     // client is alive, so all of them (also those beyond `count`) get a fresh
     // lease.
     const std::vector<int64_t> held =
-        StageLeaseChanges(*entry, now, request.client_id(), staged);
+        access_.StageLeaseChanges(*entry, now, request.client_id(), staged);
     const int need =
         count - static_cast<int>(std::min<size_t>(held.size(), count));
 
@@ -612,11 +432,11 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
       if (entry->deleted) {
         return StudyNotFound(request.study_id());
       }
-      METAOPT_RETURN_IF_ERROR(Refresh(*entry));
+      METAOPT_RETURN_IF_ERROR(access_.Refresh(*entry));
       if (entry->version != version)
         continue;  // the study changed meanwhile: recompute
       // Nothing a policy sees changed: the same lease changes apply.
-      StageLeaseChanges(*entry, now, request.client_id(), staged);
+      access_.StageLeaseChanges(*entry, now, request.client_id(), staged);
     }
     METAOPT_RETURN_IF_ERROR(proposed.status());
 
@@ -662,7 +482,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
       }
     }
     const absl::Status committed =
-        CommitSuggest(*entry, staged, created, proposed->update);
+        access_.CommitSuggest(*entry, staged, created, proposed->update);
     if (absl::IsAborted(committed)) {
       // Another process changed the study after the refresh; nothing was
       // stored. Recompute on the refreshed study.
@@ -693,7 +513,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
   METAOPT_RETURN_IF_ERROR(
       ValidateObserveRequest(request, options_.max_metrics));
   v1::ObserveResponse response;
-  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         METAOPT_RETURN_IF_ERROR(CheckIncarnation(
@@ -757,7 +577,7 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
         *trial.mutable_complete_time() = ToProtoTimestamp(options_.clock());
         METAOPT_RETURN_IF_ERROR(
             CheckTrialFits(trial, request.study_id(), options_));
-        METAOPT_RETURN_IF_ERROR(Store(study, {trial}, std::nullopt));
+        METAOPT_RETURN_IF_ERROR(access_.Store(study, {trial}, std::nullopt));
         ++study.version;
         study.trials.Put(trial, external.has_value()
                                     ? 0
@@ -782,7 +602,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
                            studies_.Find({context.owner, request.study_id()}));
   std::vector<v1::Trial> snapshot;
   std::shared_ptr<const policy::Policy> policy;
-  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       *entry, [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         snapshot = study.trials.PolicyTrials();
         policy = study.policy;
@@ -803,7 +623,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
   for (const v1::Trial& trial : snapshot) {
     if (trial.state() == v1::TRIAL_STATE_COMPLETED) ++completed;
   }
-  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       *entry, [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         // The run is stored with the surrogate it produced, in the study's
         // record (the last kMaxFineTuneRuns of them).
@@ -823,7 +643,7 @@ absl::StatusOr<v1::FineTuneResponse> StudyEngine::FineTune(
         if (runs.size() > kMaxFineTuneRuns) {
           runs.DeleteSubrange(0, runs.size() - kMaxFineTuneRuns);
         }
-        METAOPT_RETURN_IF_ERROR(Store(study, {}, result.update.state, &record));
+        METAOPT_RETURN_IF_ERROR(access_.Store(study, {}, result.update.state, &record));
         study.policy = result.update.policy;
         study.fine_tune_runs.Swap(&runs);
         ++study.version;
@@ -842,7 +662,7 @@ absl::StatusOr<v1::GetTrialResponse> StudyEngine::GetTrial(
     const v1::GetTrialRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateGetTrialRequest(request));
   v1::GetTrialResponse response;
-  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         if (request.trial_id() > study.trials.size()) {
@@ -877,7 +697,7 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
     }
   }
   v1::ListTrialsResponse response;
-  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         int64_t page_bytes = 0;
@@ -916,7 +736,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
     const v1::HeartbeatRequest& request, const CallContext& context) {
   METAOPT_RETURN_IF_ERROR(ValidateHeartbeatRequest(request));
   v1::HeartbeatResponse response;
-  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time now) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         METAOPT_RETURN_IF_ERROR(CheckIncarnation(
@@ -949,7 +769,7 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
           *renewed.back().mutable_lease_expire_time() =
               ToProtoTimestamp(now + options_.trial_lease);
         }
-        METAOPT_RETURN_IF_ERROR(Store(study, renewed, std::nullopt));
+        METAOPT_RETURN_IF_ERROR(access_.Store(study, renewed, std::nullopt));
         for (v1::Trial& trial : renewed) {
           *response.add_trials() = trial;
           study.trials.Put(std::move(trial));
@@ -964,7 +784,7 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
   METAOPT_RETURN_IF_ERROR(
       ValidateReportIntermediateRequest(request, options_.max_metrics));
   v1::ReportIntermediateResponse response;
-  METAOPT_RETURN_IF_ERROR(WithLiveStudy(
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time now) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         METAOPT_RETURN_IF_ERROR(CheckIncarnation(
@@ -1049,7 +869,7 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
             ToProtoTimestamp(now + options_.trial_lease);
         METAOPT_RETURN_IF_ERROR(
             CheckTrialFits(trial, request.study_id(), options_));
-        METAOPT_RETURN_IF_ERROR(Store(study, {trial}, std::nullopt));
+        METAOPT_RETURN_IF_ERROR(access_.Store(study, {trial}, std::nullopt));
         const std::optional<StopMark> mark = GetStopMark(trial);
         response.set_should_stop(mark.has_value() &&
                                  request.step() >= mark->step);

@@ -28,21 +28,20 @@
 #include "core/study/fit_preparer.h"
 #include "core/study/live_study.h"
 #include "core/study/request_validation.h"
+#include "core/study/study_access.h"
 #include "core/study/study_cache.h"
 #include "core/study/study_trials.h"
 #include "metaopt/v1/optimizer_service.pb.h"
 
 namespace metaopt::study {
 
-// Thread-safe. The loaded studies are a StudyCache; one mutex per study serializes that
-// study's changes in this process. Several processes may share one database
-// (server replicas on PostgreSQL): every call checks the study's storage
-// version and refreshes the loaded copy when another process changed it, and
-// every write is conditional on that version, so that of two processes
-// changing one study, one stores its change and the other recomputes on the
-// refreshed study. Lock order: map, then one study. Slow policy computations
-// run outside the study lock on a snapshot and are committed only if the study
-// did not change meanwhile; cheap ones run under it (see
+// Thread-safe. The engine orchestrates the RPCs over the loaded studies
+// (StudyCache), reading and changing each under its own lock with writes
+// conditional on its storage version (StudyAccess), so that several processes
+// may share one database (server replicas on PostgreSQL). Lock order: the
+// cache's map, then one study. Slow policy computations run outside the study
+// lock on a snapshot and are committed only if the study did not change
+// meanwhile; cheap ones run under it (see
 // EngineOptions::max_locked_policy_cost). Every change is written to storage
 // before it becomes visible to another call or is acknowledged; a Suggest
 // writes all of its changes at once (see StagedTrials).
@@ -118,20 +117,6 @@ class StudyEngine {
                                         const CallContext& context = {});
 
  private:
-  // The preamble of the RPCs that read or change one study: finds it, takes
-  // its lock, answers NOT_FOUND if it was deleted meanwhile, refreshes it
-  // from storage if another process changed it, expires its leases, then runs
-  // `fn` under the lock with the time used for expiry. When a write finds the
-  // study changed by another process (ABORTED), the whole preamble and `fn`
-  // run again on the refreshed study; `fn` must be repeatable.
-  absl::Status WithLiveStudy(
-      const storage::StudyKey& key,
-      absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn);
-  // As above, for a study already found.
-  absl::Status WithLiveStudy(
-      LiveStudy& study,
-      absl::FunctionRef<absl::Status(LiveStudy& study, absl::Time now)> fn)
-      ABSL_LOCKS_EXCLUDED(study.mu);
   // Suggest on the loaded study `entry`. Sets `pending` to the study's last
   // write as the call left it: the answer holds once that is stored.
   absl::StatusOr<v1::SuggestResponse> SuggestOn(
@@ -139,50 +124,12 @@ class StudyEngine {
       const v1::SuggestRequest& request, const CallContext& context,
       std::shared_ptr<storage::PendingWrite>& pending)
       ABSL_LOCKS_EXCLUDED(entry->mu);
-  // Brings `study` up to date before a call reads or changes it: reads it
-  // again if a write of this process failed, skips the check while writes of
-  // this process are pending (if another process changed the study, they
-  // fail), and otherwise refreshes it (RefreshStudy).
-  absl::Status Refresh(LiveStudy& study)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
-  // Stores `trials`, `policy_state` (if set) and the study `record` (if not
-  // null) with a write conditional on study.stored_version, and advances it:
-  // ABORTED, with nothing stored, if another process changed the study since
-  // it was last refreshed. The write may still be pending on return (then it
-  // is study.last_write, and the caller applies the change to the copy
-  // anyway): callers answer only once the last write they saw is stored
-  // (WithLiveStudy, Suggest), and if it fails, the copy is read again
-  // (Refresh).
-  absl::Status Store(LiveStudy& study, absl::Span<const v1::Trial> trials,
-                     std::optional<std::string_view> policy_state,
-                     const v1::Study* record = nullptr)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
-  // Turns the ACTIVE trials of `study` whose lease ended by `now` STALE and
-  // stores them. Called under the study lock by every RPC that reads or
-  // changes the study, before it looks at the trials (Suggest stores them
-  // with its other changes instead).
-  absl::Status ExpireLeases(LiveStudy& study, absl::Time now)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
-  // Suggest's lease changes, staged so that they are stored with its new
-  // trials: the expired leases, and a fresh lease for every ACTIVE trial of
-  // `client_id` (the client is alive). Returns the ids of those trials,
-  // increasing (none for an empty client id).
-  std::vector<int64_t> StageLeaseChanges(LiveStudy& study, absl::Time now,
-                                         const std::string& client_id,
-                                         StagedTrials& staged)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
-  // Stores the staged lease changes, the `created` trials and the policy
-  // `update` (if any) in one write, then makes them visible; on error
-  // nothing changes.
-  absl::Status CommitSuggest(LiveStudy& study, StagedTrials& staged,
-                             const std::vector<v1::Trial>& created,
-                             const std::optional<policy::PolicyUpdate>& update)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
   storage::Storage* const storage_;
   registry::ModelManager* const models_;
   const EngineOptions options_;
 
   StudyCache studies_;
+  StudyAccess access_;
   // Last member: destroyed (its threads joined) first.
   FitPreparer preparer_;
 };
