@@ -15,11 +15,9 @@
 #include "core/common/strings.h"
 #include "core/policy/catalogue.h"
 #include "core/policy/policy_factory.h"
-#include "core/policy/random_policy.h"
 #include "core/registry/model_binding.h"
 #include "core/study/intermediate.h"
 #include "core/study/page_token.h"
-#include "core/study/suggestion.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
 
@@ -74,7 +72,8 @@ StudyEngine::StudyEngine(storage::Storage* storage,
       options_(std::move(options)),
       studies_(storage_, models_, options_.max_loaded_studies),
       access_(storage_, models_, &studies_, options_),
-      preparer_(PreparerOptions(options_)) {}
+      preparer_(PreparerOptions(options_)),
+      suggester_(&access_, &preparer_, options_) {}
 
 StudyEngine::~StudyEngine() = default;
 
@@ -287,7 +286,7 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     absl::StatusOr<v1::SuggestResponse> response;
     for (int conflicts = 0;; ++conflicts) {
       std::shared_ptr<storage::PendingWrite> pending;
-      response = SuggestOn(entry, request, context, pending);
+      response = suggester_.SuggestOn(entry, request, context, pending);
       if (pending == nullptr) break;
       // The trials are handed out once stored.
       const absl::Status stored = pending->Wait();
@@ -300,211 +299,6 @@ absl::StatusOr<v1::SuggestResponse> StudyEngine::Suggest(
     // Deleted by another process since it was loaded: it may exist again.
     if (!absl::IsNotFound(response.status()) || !entry->dropped || reloaded)
       return response;
-  }
-}
-
-absl::StatusOr<v1::SuggestResponse> StudyEngine::SuggestOn(
-    const std::shared_ptr<LiveStudy>& entry, const v1::SuggestRequest& request,
-    const CallContext& context,
-    std::shared_ptr<storage::PendingWrite>& pending) {
-  const int count = request.count() == 0 ? 1 : request.count();
-  const v1::StudySpec& spec = entry->stored.spec();
-
-  auto view_of = [&](const std::vector<v1::Trial>& trials,
-                     const policy::HeldKeys& held_keys) {
-    return policy::StudyView{&spec, entry->space.get(), &trials,
-                             &entry->candidate_key_list, &held_keys};
-  };
-  // The trials a policy's view shows: every trial with the fields policies
-  // read (StudyTrials::PolicyTrials, built for the call), or none for a
-  // policy that does not read them (Policy::ReadsTrials).
-  static const std::vector<v1::Trial> kNoTrials;
-  auto policy_trials =
-      [&](const policy::Policy& policy)
-          ABSL_NO_THREAD_SAFETY_ANALYSIS -> std::vector<v1::Trial> {
-    if (!policy.ReadsTrials()) return {};
-    return entry->trials.PolicyTrials();
-  };
-  // Runs the policy on `view` (the study at `version`, with `trial_count`
-  // trials) with the kept fit `prepared`, and keeps the fit it used;
-  // `*elapsed` is its wall time.
-  auto propose = [&](std::shared_ptr<const policy::Policy> policy,
-                     const policy::StudyView& view, int64_t version,
-                     int64_t trial_count,
-                     const std::shared_ptr<const policy::PreparedFit>& prepared,
-                     int need, absl::Duration* elapsed) {
-    space::Rng rng = SuggestRng(spec, trial_count);
-    const absl::Time start = options_.clock();
-    absl::StatusOr<policy::SuggestResult> result =
-        policy->SuggestPrepared(view, need, rng, prepared);
-    *elapsed = options_.clock() - start;
-    if (result.ok() && policy->PreparesFits()) {
-      preparer_.KeepAfterSuggest(*entry, policy, version, result->fit,
-                                 result->used_prepared_fit);
-    }
-    return result;
-  };
-  auto record_cost =
-      [&](absl::Duration elapsed) ABSL_EXCLUSIVE_LOCKS_REQUIRED(entry->mu) {
-        entry->suggest_cost = NextSuggestCost(entry->suggest_cost, elapsed);
-        entry->suggest_cost_measured = true;
-      };
-
-  for (int attempt = 0;; ++attempt) {
-    // Declared before the lock, so that they are freed after it is released.
-    // The policy's trials (StudyTrials::PolicyTrials), either way.
-    std::vector<v1::Trial> snapshot;
-    policy::HeldKeys snapshot_held_keys;
-    MutexLock lock(&entry->mu);
-    // Declared after the lock: takes the study's last write as the lock is
-    // released, however the attempt ends.
-    const TakeLastWrite take_last_write(*entry, pending);
-    // The fit prepared in the background for this state, waiting (without
-    // the study's lock) if it is being prepared now; the policy uses it only
-    // if it is exactly what it would fit.
-    std::shared_ptr<const policy::PreparedFit> prepared;
-    if (!entry->deleted && entry->policy->PreparesFits()) {
-      prepared = preparer_.TakeForSuggest(*entry);
-    }
-    if (entry->deleted) {
-      return StudyNotFound(request.study_id());
-    }
-    // Another process sharing the database may have changed the study.
-    METAOPT_RETURN_IF_ERROR(access_.Refresh(*entry));
-    const absl::Time now = options_.clock();
-    // Expired leases and the renewed leases of the client's trials are
-    // applied now (the policy sees them) and stored with the new trials, in
-    // one write; until then `staged` can take them back.
-    StagedTrials staged(&entry->trials);
-    // Idempotent retries: the client's ACTIVE trials come back first. The
-    // client is alive, so all of them (also those beyond `count`) get a fresh
-    // lease.
-    const std::vector<int64_t> held =
-        access_.StageLeaseChanges(*entry, now, request.client_id(), staged);
-    const int need =
-        count - static_cast<int>(std::min<size_t>(held.size(), count));
-
-    // Too little time left for the policy: random untried configurations,
-    // computed under the lock (they are cheap).
-    const std::string fallback_reason =
-        need == 0 ? std::string()
-                  : DeadlineFallbackReason(
-                        context.deadline - now, entry->suggest_cost,
-                        options_.deadline_margin, entry->policy->name());
-    // A policy that recently ran faster than a snapshot of the study could be
-    // copied runs under the lock, on the live held keys, as does the last
-    // attempt.
-    const bool under_lock =
-        attempt >= options_.optimistic_attempts ||
-        (entry->suggest_cost_measured &&
-         entry->suggest_cost < options_.max_locked_policy_cost);
-
-    absl::StatusOr<policy::SuggestResult> proposed = policy::SuggestResult();
-    absl::Duration elapsed;
-    if (need == 0) {
-      // The client's trials are the answer.
-    } else if (!fallback_reason.empty()) {
-      space::Rng rng = SuggestRng(spec, entry->trials.size());
-      policy::SuggestResult fallback;
-      // Sample reads the held keys, not the trials.
-      fallback.configurations = policy::RandomPolicy::Sample(
-          view_of(kNoTrials, entry->trials.held_keys()), need, rng);
-      fallback.source = "random";
-      proposed = std::move(fallback);
-    } else if (under_lock) {
-      snapshot = policy_trials(*entry->policy);
-      proposed = propose(
-          entry->policy, view_of(snapshot, entry->trials.held_keys()),
-          entry->version, entry->trials.size(), prepared, need, &elapsed);
-      record_cost(elapsed);
-    } else {
-      snapshot = policy_trials(*entry->policy);
-      snapshot_held_keys = entry->trials.held_keys();
-      const std::shared_ptr<const policy::Policy> policy = entry->policy;
-      const int64_t version = entry->version;
-      const int64_t trial_count = entry->trials.size();
-      staged.Undo();
-      entry->mu.Unlock();
-      proposed = propose(policy, view_of(snapshot, snapshot_held_keys), version,
-                         trial_count, prepared, need, &elapsed);
-      entry->mu.Lock();
-      record_cost(elapsed);
-      if (entry->deleted) {
-        return StudyNotFound(request.study_id());
-      }
-      METAOPT_RETURN_IF_ERROR(access_.Refresh(*entry));
-      if (entry->version != version)
-        continue;  // the study changed meanwhile: recompute
-      // Nothing a policy sees changed: the same lease changes apply.
-      access_.StageLeaseChanges(*entry, now, request.client_id(), staged);
-    }
-    METAOPT_RETURN_IF_ERROR(proposed.status());
-
-    NewTrialInfo info;
-    info.client_id = request.client_id();
-    info.create_time = options_.clock();
-    info.lease = options_.trial_lease;
-    const policy::Policy& producer = proposed->update.has_value()
-                                         ? *proposed->update->policy
-                                         : *entry->policy;
-    info.source = proposed->source.empty() ? producer.name() : proposed->source;
-    info.fallback_reason = fallback_reason;
-    info.study_incarnation = StudyIncarnation(entry->stored);
-    // Whatever the policy proposed, no configuration is handed out twice in
-    // one Suggest, nor a catalogue entry a trial holds; random untried ones
-    // take the place of those dropped.
-    // DropHeldAndRepeated and Sample read the held keys, not the trials.
-    const policy::StudyView live =
-        view_of(kNoTrials, entry->trials.held_keys());
-    const int dropped = DropHeldAndRepeated(live, proposed->configurations);
-    std::vector<v1::Configuration> replacements;
-    if (dropped > 0) {
-      LogWarning(
-          absl::StrCat("study \"", request.study_id(), "\": ", info.source,
-                       " proposed ", dropped,
-                       " configuration(s) held or repeated; replaced by random "
-                       "untried ones"));
-      policy::HeldConfigurations held(live);
-      held.Add(proposed->configurations);
-      space::Rng rng = SuggestRng(
-          spec, entry->trials.size() + proposed->configurations.size());
-      replacements = policy::RandomPolicy::Sample(live, held, dropped, rng);
-    }
-    std::vector<v1::Trial> created = NewTrials(
-        std::move(proposed->configurations), entry->trials.size() + 1, info);
-    if (!replacements.empty()) {
-      NewTrialInfo replacement_info = info;
-      replacement_info.source = "random";
-      for (v1::Trial& trial : NewTrials(
-               std::move(replacements),
-               entry->trials.size() + 1 + created.size(), replacement_info)) {
-        created.push_back(std::move(trial));
-      }
-    }
-    const absl::Status committed =
-        access_.CommitSuggest(*entry, staged, created, proposed->update);
-    if (absl::IsAborted(committed)) {
-      // Another process changed the study after the refresh; nothing was
-      // stored. Recompute on the refreshed study.
-      if (attempt + 1 >= kMaxWriteConflicts)
-        return TooManyConflicts(*entry, committed);
-      continue;
-    }
-    METAOPT_RETURN_IF_ERROR(committed);
-    // A new policy state: prepare its fit for the next Suggest.
-    if (proposed->update.has_value()) preparer_.Schedule(*entry);
-    if (!fallback_reason.empty()) {
-      LogInfo(absl::StrCat("study \"", request.study_id(), "\": ",
-                           created.size(), " random suggestion(s) instead of ",
-                           entry->policy->name(), ": ", fallback_reason));
-    }
-    v1::SuggestResponse response;
-    for (const int64_t id : held) {
-      if (response.trials_size() >= count) break;
-      *response.add_trials() = entry->trials.Get(id);
-    }
-    for (v1::Trial& trial : created) *response.add_trials() = std::move(trial);
-    return response;
   }
 }
 

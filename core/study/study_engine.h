@@ -6,21 +6,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "absl/types/span.h"
-#include "core/common/mutex.h"
 #include "core/history/history_export.h"
-#include "core/policy/policy.h"
 #include "core/registry/model_manager.h"
 #include "core/storage/storage.h"
 #include "core/study/call_context.h"
@@ -31,6 +23,7 @@
 #include "core/study/study_access.h"
 #include "core/study/study_cache.h"
 #include "core/study/study_trials.h"
+#include "core/study/suggester.h"
 #include "metaopt/v1/optimizer_service.pb.h"
 
 namespace metaopt::study {
@@ -117,21 +110,15 @@ class StudyEngine {
                                         const CallContext& context = {});
 
  private:
-  // Suggest on the loaded study `entry`. Sets `pending` to the study's last
-  // write as the call left it: the answer holds once that is stored.
-  absl::StatusOr<v1::SuggestResponse> SuggestOn(
-      const std::shared_ptr<LiveStudy>& entry,
-      const v1::SuggestRequest& request, const CallContext& context,
-      std::shared_ptr<storage::PendingWrite>& pending)
-      ABSL_LOCKS_EXCLUDED(entry->mu);
   storage::Storage* const storage_;
   registry::ModelManager* const models_;
   const EngineOptions options_;
 
   StudyCache studies_;
   StudyAccess access_;
-  // Last member: destroyed (its threads joined) first.
+  // Destroyed (its threads joined) first but for suggester_, which uses it.
   FitPreparer preparer_;
+  Suggester suggester_;
 };
 
 }  // namespace metaopt::study

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/proto_time.h"
+#include "core/policy/random_policy.h"
 #include "core/space/search_space.h"
 #include "core/study/request_validation.h"
 
@@ -88,6 +89,33 @@ std::vector<v1::Trial> NewTrials(std::vector<v1::Configuration> configurations,
       metadata["reason"] = info.fallback_reason;
     }
     created.push_back(std::move(trial));
+  }
+  return created;
+}
+
+std::vector<v1::Trial> SuggestedTrials(
+    const policy::StudyView& study, int64_t trial_count,
+    std::vector<v1::Configuration> configurations, const NewTrialInfo& info,
+    int* dropped) {
+  *dropped = DropHeldAndRepeated(study, configurations);
+  std::vector<v1::Configuration> replacements;
+  if (*dropped > 0) {
+    policy::HeldConfigurations held(study);
+    held.Add(configurations);
+    space::Rng rng =
+        SuggestRng(*study.spec, trial_count + configurations.size());
+    replacements = policy::RandomPolicy::Sample(study, held, *dropped, rng);
+  }
+  std::vector<v1::Trial> created =
+      NewTrials(std::move(configurations), trial_count + 1, info);
+  if (!replacements.empty()) {
+    NewTrialInfo replacement_info = info;
+    replacement_info.source = "random";
+    for (v1::Trial& trial :
+         NewTrials(std::move(replacements), trial_count + 1 + created.size(),
+                   replacement_info)) {
+      created.push_back(std::move(trial));
+    }
   }
   return created;
 }

@@ -1,6 +1,6 @@
 // The parts of a Suggest that are not locking or storage: its random number
 // generator, the deadline fallback, the policy cost estimate and the
-// construction of new trials. Thread-safe (pure functions).
+// construction of new trials. Thread-safe (functions of their arguments).
 #ifndef METAOPT_CORE_STUDY_SUGGESTION_H_
 #define METAOPT_CORE_STUDY_SUGGESTION_H_
 
@@ -57,6 +57,18 @@ struct NewTrialInfo {
 // ACTIVE trials for `configurations`, with ids first_id, first_id + 1, ...
 std::vector<v1::Trial> NewTrials(std::vector<v1::Configuration> configurations,
                                  int64_t first_id, const NewTrialInfo& info);
+
+// The new trials of a Suggest on `study` (a view that holds `trial_count`
+// trials and reads its held keys only) for the `configurations` a policy
+// proposed, ids from trial_count + 1. Whatever the policy proposed, no
+// configuration is handed out twice in one Suggest, nor a catalogue entry a
+// trial holds (DropHeldAndRepeated): random untried ones (metadata "policy"
+// "random") take the place of those dropped, after the others. `*dropped` is
+// how many were dropped.
+std::vector<v1::Trial> SuggestedTrials(
+    const policy::StudyView& study, int64_t trial_count,
+    std::vector<v1::Configuration> configurations, const NewTrialInfo& info,
+    int* dropped);
 
 }  // namespace metaopt::study
 
