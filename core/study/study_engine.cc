@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -54,6 +55,175 @@ absl::Status CheckTrialFits(const v1::Trial& trial, const std::string& study_id,
       "shorter metrics"));
 }
 
+// The record of a new study: its id, owner, canonical spec, the model it is
+// bound to and what the model and the binding record about it, created now.
+absl::StatusOr<v1::Study> NewStudyRecord(
+    const std::string& study_id, const std::string& owner,
+    const v1::StudySpec& spec, const registry::ModelBinding& binding,
+    const std::function<absl::Time()>& clock) {
+  v1::Study study;
+  study.set_study_id(study_id);
+  study.set_owner(owner);
+  *study.mutable_spec() = spec;
+  if (binding.model != nullptr) {
+    study.set_bound_model(binding.model->reference());
+    METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
+                             space::SearchSpace::Create(spec.search_space()));
+    for (auto& [key, value] :
+         policy::StudyMetadata(binding.model->artifact, spec, space)) {
+      (*study.mutable_metadata())[key] = std::move(value);
+    }
+  }
+  for (auto& [key, value] : binding.Metadata()) {
+    (*study.mutable_metadata())[key] = std::move(value);
+  }
+  *study.mutable_create_time() = ToProtoTimestamp(clock());
+  study.set_incarnation(NewIncarnation());
+  study.set_state(v1::STUDY_STATE_ACTIVE);
+  return study;
+}
+
+// RESOURCE_EXHAUSTED naming the quota if `created` (Storage::CreateStudy's
+// status) failed because `owner` holds `max_studies` studies; OK otherwise.
+// RESOURCE_EXHAUSTED is also a full disk; the quota is the reason only if the
+// owner holds that many studies.
+absl::Status QuotaExhausted(storage::Storage& storage,
+                            const absl::Status& created,
+                            const std::string& owner, int max_studies) {
+  if (!absl::IsResourceExhausted(created) || max_studies <= 0) {
+    return absl::OkStatus();
+  }
+  const absl::StatusOr<int64_t> owned = storage.CountStudies(owner);
+  if (!owned.ok() || *owned < max_studies) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("study quota exhausted: ",
+                   owner.empty() ? std::string("the server")
+                                 : absl::StrCat("owner \"", owner, "\""),
+                   " holds ", *owned,
+                   " studies and the limit per owner "
+                   "(max_studies_per_owner) is ",
+                   max_studies, "; delete a study first"));
+}
+
+// FAILED_PRECONDITION for `trial` of study `study_id`, which is not ACTIVE:
+// `prefix` names the request field, `note` says what only ACTIVE trials do
+// (a STALE trial's message says when its lease expired instead).
+absl::Status NotActive(const v1::Trial& trial, const std::string& study_id,
+                       const std::string& prefix, const char* note) {
+  const std::string why =
+      trial.state() == v1::TRIAL_STATE_STALE
+          ? absl::StrCat(" (its lease expired at ",
+                         google::protobuf::util::TimeUtil::ToString(
+                             trial.lease_expire_time()),
+                         "); observe its result, or Suggest for new work")
+          : std::string(note);
+  return absl::FailedPreconditionError(
+      absl::StrCat(prefix, "trial ", trial.id(), " of study \"", study_id,
+                   "\" is ", v1::TrialState_Name(trial.state()), why));
+}
+
+// Marks `trial` stopped at the report's step when its client asks for it or,
+// for a report that extends its curve, when the study's early-stopping rule
+// decides so (by `metric`, or the value); a trial already marked keeps its
+// mark.
+void MarkStopIfDue(LiveStudy& study,
+                   const v1::ReportIntermediateRequest& request,
+                   Recorded recorded, const std::string& metric,
+                   v1::Trial& trial) ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu) {
+  if (GetStopMark(trial).has_value()) return;
+  const int64_t id = trial.id();
+  if (!request.client_stop_reason().empty()) {
+    // The client's own rule stops the trial (docs/api.md).
+    const std::string reason =
+        absl::StrCat("client: ", SanitizeText(request.client_stop_reason()));
+    SetStopMark(trial, request.step(), reason);
+    LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ", id,
+                         " stopped by its client at step ", request.step(),
+                         ": ", reason));
+    return;
+  }
+  if (recorded != Recorded::kExtends || study.stopping_rule == nullptr) return;
+  std::vector<early_stopping::TrialCurve> others;
+  for (const v1::Trial& other : study.trials.all()) {
+    if (other.id() == id || other.intermediate_values().empty()) continue;
+    others.push_back(CurveOf(other, metric));
+  }
+  const early_stopping::Decision decision = study.stopping_rule->ShouldStop(
+      CurveOf(trial, metric), others, StoppingGoal(study.stored.spec()));
+  if (decision.stop) {
+    SetStopMark(trial, request.step(), decision.reason);
+    LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ", id,
+                         " stopped at step ", request.step(), ": ",
+                         decision.reason));
+  }
+}
+
+// The trial an Observe stores: its trial of `study` (ACTIVE or STALE) or,
+// for an external configuration (which must be in a catalogue study's
+// catalogue), a new one created now, with the request's outcome and metrics,
+// completed now.
+absl::StatusOr<v1::Trial> ObservedTrial(
+    LiveStudy& study, const v1::ObserveRequest& request,
+    const std::function<absl::Time()>& clock)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu) {
+  std::optional<v1::Configuration> external;
+  if (request.target_case() == v1::ObserveRequest::kConfiguration) {
+    METAOPT_ASSIGN_OR_RETURN(
+        external,
+        study.space->Canonicalize(request.configuration(), "configuration"));
+    if (!study.candidate_keys.empty() &&
+        !study.candidate_keys.contains(space::ConfigurationKey(*external))) {
+      return absl::InvalidArgumentError(
+          "configuration: not in the study's candidate catalogue "
+          "(spec.candidates)");
+    }
+  }
+  v1::Trial trial;
+  if (external.has_value()) {
+    trial.set_id(study.trials.size() + 1);
+    trial.set_study_incarnation(StudyIncarnation(study.stored));
+    *trial.mutable_configuration() = *std::move(external);
+    *trial.mutable_create_time() = ToProtoTimestamp(clock());
+    (*trial.mutable_metadata())["source"] = "external";
+  } else {
+    if (request.trial_id() > study.trials.size()) {
+      return absl::NotFoundError(absl::StrCat("study \"", request.study_id(),
+                                              "\" has no trial ",
+                                              request.trial_id()));
+    }
+    trial = study.trials.Get(request.trial_id());
+    if (trial.state() != v1::TRIAL_STATE_ACTIVE &&
+        trial.state() != v1::TRIAL_STATE_STALE) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("trial ", trial.id(), " of study \"", request.study_id(),
+                       "\" is already ", v1::TrialState_Name(trial.state()),
+                       "; a trial is observed once"));
+    }
+    // A late result is still a result: a STALE trial is completed like an
+    // ACTIVE one, and says so. Its configuration may meanwhile have been
+    // suggested (and observed) again.
+    if (trial.state() == v1::TRIAL_STATE_STALE) {
+      (*trial.mutable_metadata())["late"] =
+          absl::StrCat("observed after its lease expired at ",
+                       google::protobuf::util::TimeUtil::ToString(
+                           trial.lease_expire_time()));
+    }
+    trial.clear_lease_expire_time();
+  }
+  if (request.outcome_case() == v1::ObserveRequest::kValue) {
+    // A trial the early-stopping rule marked ends STOPPED.
+    trial.set_state(GetStopMark(trial).has_value() ? v1::TRIAL_STATE_STOPPED
+                                                   : v1::TRIAL_STATE_COMPLETED);
+    trial.set_value(request.value());
+  } else {
+    trial.set_state(request.failure().state());
+    trial.set_failure_reason(SanitizeText(request.failure().reason()));
+  }
+  *trial.mutable_metrics() = request.metrics();
+  *trial.mutable_complete_time() = ToProtoTimestamp(clock());
+  return trial;
+}
+
 FitPreparer::Options PreparerOptions(const EngineOptions& engine) {
   FitPreparer::Options options;
   options.threads = engine.prepare_threads;
@@ -96,67 +266,20 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   METAOPT_RETURN_IF_ERROR(
       policy::CreatePolicy(spec, std::nullopt, model).status());
 
-  v1::Study study;
-  study.set_study_id(request.study_id());
-  study.set_owner(context.owner);
-  *study.mutable_spec() = spec;
-  if (model != nullptr) {
-    study.set_bound_model(model->reference());
-    METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
-                             space::SearchSpace::Create(spec.search_space()));
-    for (auto& [key, value] :
-         policy::StudyMetadata(model->artifact, spec, space)) {
-      (*study.mutable_metadata())[key] = std::move(value);
-    }
-  }
-  for (auto& [key, value] : binding.Metadata()) {
-    (*study.mutable_metadata())[key] = std::move(value);
-  }
-  *study.mutable_create_time() = ToProtoTimestamp(options_.clock());
-  study.set_incarnation(NewIncarnation());
-  study.set_state(v1::STUDY_STATE_ACTIVE);
+  METAOPT_ASSIGN_OR_RETURN(
+      const v1::Study study,
+      NewStudyRecord(request.study_id(), context.owner, spec, binding,
+                     options_.clock));
 
   // The storage counts and inserts in one step, also against other
   // processes sharing the database. An existing study is returned
   // (create-or-get) whatever the count.
   const absl::Status created =
       storage_->CreateStudy(study, options_.max_studies_per_owner);
-  // RESOURCE_EXHAUSTED is also a full disk; the quota is the reason only if
-  // the owner holds that many studies.
-  const bool over_quota =
-      absl::IsResourceExhausted(created) && options_.max_studies_per_owner > 0;
-  const absl::StatusOr<int64_t> owned =
-      over_quota ? storage_->CountStudies(context.owner)
-                 : absl::StatusOr<int64_t>(0);
-  if (over_quota && owned.ok() && *owned >= options_.max_studies_per_owner) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "study quota exhausted: ",
-        context.owner.empty() ? std::string("the server")
-                              : absl::StrCat("owner \"", context.owner, "\""),
-        " holds ", *owned,
-        " studies and the limit per owner "
-        "(max_studies_per_owner) is ",
-        options_.max_studies_per_owner, "; delete a study first"));
-  }
-  v1::CreateStudyResponse response;
+  METAOPT_RETURN_IF_ERROR(QuotaExhausted(*storage_, created, context.owner,
+                                         options_.max_studies_per_owner));
   if (absl::IsAlreadyExists(created)) {
-    METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
-                             studies_.Find({context.owner, request.study_id()}));
-    if (!google::protobuf::util::MessageDifferencer::Equals(
-            entry->stored.spec(), spec)) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("study \"", request.study_id(),
-                       "\" already exists with a different spec; choose "
-                       "another study_id or delete it first"));
-    }
-    METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
-        *entry,
-        [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          *response.mutable_study() = DescribeStudy(study);
-          return absl::OkStatus();
-        }));
-    response.set_created(false);
-    return response;
+    return ExistingStudy(request, spec, context);
   }
   METAOPT_RETURN_IF_ERROR(created);
   LogInfo(absl::StrCat("created study \"", request.study_id(), "\" (",
@@ -164,6 +287,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
                        spec.candidates_size(), " candidates)"));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
                            studies_.Find({context.owner, request.study_id()}));
+  v1::CreateStudyResponse response;
   std::shared_ptr<storage::PendingWrite> pending;
   {
     MutexLock lock(&entry->mu);
@@ -173,6 +297,29 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   // Another call may already have changed the new study.
   if (pending != nullptr) METAOPT_RETURN_IF_ERROR(pending->Wait());
   response.set_created(true);
+  return response;
+}
+
+absl::StatusOr<v1::CreateStudyResponse> StudyEngine::ExistingStudy(
+    const v1::CreateStudyRequest& request, const v1::StudySpec& spec,
+    const CallContext& context) {
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<LiveStudy> entry,
+                           studies_.Find({context.owner, request.study_id()}));
+  if (!google::protobuf::util::MessageDifferencer::Equals(entry->stored.spec(),
+                                                          spec)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("study \"", request.study_id(),
+                     "\" already exists with a different spec; choose "
+                     "another study_id or delete it first"));
+  }
+  v1::CreateStudyResponse response;
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
+      *entry,
+      [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        *response.mutable_study() = DescribeStudy(study);
+        return absl::OkStatus();
+      }));
+  response.set_created(false);
   return response;
 }
 
@@ -312,71 +459,16 @@ absl::StatusOr<v1::ObserveResponse> StudyEngine::Observe(
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         METAOPT_RETURN_IF_ERROR(CheckIncarnation(
             study, request.study_incarnation(), "study_incarnation"));
-        std::optional<v1::Configuration> external;
-        if (request.target_case() == v1::ObserveRequest::kConfiguration) {
-          METAOPT_ASSIGN_OR_RETURN(
-              external, study.space->Canonicalize(request.configuration(),
-                                                  "configuration"));
-          if (!study.candidate_keys.empty() &&
-              !study.candidate_keys.contains(
-                  space::ConfigurationKey(*external))) {
-            return absl::InvalidArgumentError(
-                "configuration: not in the study's candidate catalogue "
-                "(spec.candidates)");
-          }
-        }
-        v1::Trial trial;
-        if (external.has_value()) {
-          trial.set_id(study.trials.size() + 1);
-          trial.set_study_incarnation(StudyIncarnation(study.stored));
-          *trial.mutable_configuration() = *std::move(external);
-          *trial.mutable_create_time() = ToProtoTimestamp(options_.clock());
-          (*trial.mutable_metadata())["source"] = "external";
-        } else {
-          if (request.trial_id() > study.trials.size()) {
-            return absl::NotFoundError(
-                absl::StrCat("study \"", request.study_id(), "\" has no trial ",
-                             request.trial_id()));
-          }
-          trial = study.trials.Get(request.trial_id());
-          if (trial.state() != v1::TRIAL_STATE_ACTIVE &&
-              trial.state() != v1::TRIAL_STATE_STALE) {
-            return absl::FailedPreconditionError(absl::StrCat(
-                "trial ", trial.id(), " of study \"", request.study_id(),
-                "\" is already ", v1::TrialState_Name(trial.state()),
-                "; a trial is observed once"));
-          }
-          // A late result is still a result: a STALE trial is completed like an
-          // ACTIVE one, and says so. Its configuration may meanwhile have been
-          // suggested (and observed) again.
-          if (trial.state() == v1::TRIAL_STATE_STALE) {
-            (*trial.mutable_metadata())["late"] =
-                absl::StrCat("observed after its lease expired at ",
-                             google::protobuf::util::TimeUtil::ToString(
-                                 trial.lease_expire_time()));
-          }
-          trial.clear_lease_expire_time();
-        }
-        if (request.outcome_case() == v1::ObserveRequest::kValue) {
-          // A trial the early-stopping rule marked ends STOPPED.
-          trial.set_state(GetStopMark(trial).has_value()
-                              ? v1::TRIAL_STATE_STOPPED
-                              : v1::TRIAL_STATE_COMPLETED);
-          trial.set_value(request.value());
-        } else {
-          trial.set_state(request.failure().state());
-          trial.set_failure_reason(SanitizeText(request.failure().reason()));
-        }
-        *trial.mutable_metrics() = request.metrics();
-        *trial.mutable_complete_time() = ToProtoTimestamp(options_.clock());
+        METAOPT_ASSIGN_OR_RETURN(v1::Trial trial,
+                                 ObservedTrial(study, request, options_.clock));
+        const bool external =
+            request.target_case() == v1::ObserveRequest::kConfiguration;
         METAOPT_RETURN_IF_ERROR(
             CheckTrialFits(trial, request.study_id(), options_));
         METAOPT_RETURN_IF_ERROR(access_.Store(study, {trial}, std::nullopt));
         ++study.version;
-        study.trials.Put(trial, external.has_value()
-                                    ? 0
-                                    : study.trials.intermediate_bytes(
-                                          trial.id()));
+        study.trials.Put(
+            trial, external ? 0 : study.trials.intermediate_bytes(trial.id()));
         if (options_.on_observed) {
           options_.on_observed(study.key, study.trials.completed_count());
         }
@@ -546,18 +638,9 @@ absl::StatusOr<v1::HeartbeatResponse> StudyEngine::Heartbeat(
           }
           const v1::Trial& trial = study.trials.Get(id);
           if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
-            std::string why =
-                trial.state() == v1::TRIAL_STATE_STALE
-                    ? absl::StrCat(
-                          " (its lease expired at ",
-                          google::protobuf::util::TimeUtil::ToString(
-                              trial.lease_expire_time()),
-                          "); observe its result, or Suggest for new work")
-                    : "; only ACTIVE trials hold a lease";
-            return absl::FailedPreconditionError(
-                absl::StrCat("trial_ids[", i, "]: trial ", id, " of study \"",
-                             request.study_id(), "\" is ",
-                             v1::TrialState_Name(trial.state()), why));
+            return NotActive(trial, request.study_id(),
+                             absl::StrCat("trial_ids[", i, "]: "),
+                             "; only ACTIVE trials hold a lease");
           }
           renewed.push_back(trial);
           *renewed.back().mutable_lease_expire_time() =
@@ -590,17 +673,8 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
         }
         v1::Trial trial = study.trials.Get(id);
         if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
-          std::string why =
-              trial.state() == v1::TRIAL_STATE_STALE
-                  ? absl::StrCat(" (its lease expired at ",
-                                 google::protobuf::util::TimeUtil::ToString(
-                                     trial.lease_expire_time()),
-                                 "); observe its result, or Suggest for new "
-                                 "work")
-                  : "; only ACTIVE trials report intermediate values";
-          return absl::FailedPreconditionError(
-              absl::StrCat("trial ", id, " of study \"", request.study_id(),
-                           "\" is ", v1::TrialState_Name(trial.state()), why));
+          return NotActive(trial, request.study_id(), "",
+                           "; only ACTIVE trials report intermediate values");
         }
         const std::string& metric =
             study.stored.spec().early_stopping().metric();
@@ -629,36 +703,7 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
               options_.max_study_intermediate_bytes,
               " (--max-study-intermediate-bytes)"));
         }
-        if (!request.client_stop_reason().empty() &&
-            !GetStopMark(trial).has_value()) {
-          // The client's own rule stops the trial (docs/api.md).
-          const std::string reason =
-              absl::StrCat("client: ", SanitizeText(request.client_stop_reason()));
-          SetStopMark(trial, request.step(), reason);
-          LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ", id,
-                               " stopped by its client at step ",
-                               request.step(), ": ", reason));
-        } else if (recorded == Recorded::kExtends &&
-                   study.stopping_rule != nullptr &&
-                   !GetStopMark(trial).has_value()) {
-          std::vector<early_stopping::TrialCurve> others;
-          for (const v1::Trial& other : study.trials.all()) {
-            if (other.id() == id || other.intermediate_values().empty()) {
-              continue;
-            }
-            others.push_back(CurveOf(other, metric));
-          }
-          const early_stopping::Decision decision =
-              study.stopping_rule->ShouldStop(
-                  CurveOf(trial, metric), others,
-                  StoppingGoal(study.stored.spec()));
-          if (decision.stop) {
-            SetStopMark(trial, request.step(), decision.reason);
-            LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ",
-                                 id, " stopped at step ", request.step(), ": ",
-                                 decision.reason));
-          }
-        }
+        MarkStopIfDue(study, request, recorded, metric, trial);
         *trial.mutable_lease_expire_time() =
             ToProtoTimestamp(now + options_.trial_lease);
         METAOPT_RETURN_IF_ERROR(

@@ -110,6 +110,12 @@ class StudyEngine {
                                         const CallContext& context = {});
 
  private:
+  // CreateStudy of a study that exists already (create-or-get): the stored
+  // study if its spec is `spec`, else ALREADY_EXISTS.
+  absl::StatusOr<v1::CreateStudyResponse> ExistingStudy(
+      const v1::CreateStudyRequest& request, const v1::StudySpec& spec,
+      const CallContext& context);
+
   storage::Storage* const storage_;
   registry::ModelManager* const models_;
   const EngineOptions options_;
