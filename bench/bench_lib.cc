@@ -28,7 +28,7 @@
 #include "core/common/goal.h"
 #include "core/common/mutex.h"
 #include "core/common/status_macros.h"
-#include "core/meta/dataset_samples.h"
+#include "core/meta_dataset/dataset_samples.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"

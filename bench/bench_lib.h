@@ -36,7 +36,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/meta/meta_dataset.h"
+#include "core/meta_dataset/meta_dataset.h"
 #include "core/registry/model_manager.h"
 #include "metaopt/v1/optimizer_service.pb.h"
 #include "metaopt/v1/study.pb.h"

@@ -22,8 +22,8 @@
 #include "core/common/logging.h"
 #include "core/common/mutex.h"
 #include "core/common/status_macros.h"
-#include "core/meta/meta_dataset.h"
-#include "core/meta/meta_dataset_testutil.h"
+#include "core/meta_dataset/meta_dataset.h"
+#include "tests/testutil/meta_dataset_folders.h"
 #include "core/space/search_space.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -1200,7 +1200,7 @@ TEST_F(EarlyStoppingRunTest, WritesCostOutputs) {
   }
 }
 
-// The committed learning-curves meta-dataset (bench/data/learning-curves).
+// The committed learning-curves meta-dataset (data/learning-curves).
 std::string SourceDir() {
   const char* source = std::getenv("METAOPT_SOURCE_DIR");
   return source != nullptr && *source != '\0' ? source
@@ -1208,7 +1208,7 @@ std::string SourceDir() {
 }
 
 TEST(LearningCurvesDataTest, CommittedCurvesMatchTheMetaDataset) {
-  const std::string dir = SourceDir() + "/bench/data/learning-curves";
+  const std::string dir = SourceDir() + "/data/learning-curves";
   absl::StatusOr<meta::MetaDataset> data = meta::ReadMetaDataset(dir);
   ASSERT_THAT(data, IsOk());
   EXPECT_EQ(data->name, "learning-curves");

@@ -44,7 +44,7 @@ train_jobs="${TRAIN_JOBS:-2}"
 reuse="${REUSE_MODELS:-1}"
 bench_dir="${BENCH_DIR:-bench}"
 design_args="${DESIGN_ARGS:-}"
-train_bin="$build/core/meta/train/metaopt-train"
+train_bin="$build/tools/train/metaopt-train"
 bench_bin="$build/bench/metaopt-bench"
 
 [[ -f "$data/tasks.csv" ]] || { echo "cross_validate.sh: no tasks.csv in $data" >&2; exit 1; }

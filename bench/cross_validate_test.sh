@@ -15,10 +15,10 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 METAOPT_BUILD_DIR="$build" FOLDS=2 TRAIN_ARGS="--kind portfolio --seed 0" \
   MODEL_NAME=learning-curves-portfolio METHODS=random,portfolio TRIALS=4 SEEDS=2 JOBS=1 \
-  bash "$root/bench/cross_validate.sh" "$root/bench/data/learning-curves" "$out" 2>"$out/log" ||
+  bash "$root/bench/cross_validate.sh" "$root/data/learning-curves" "$out" 2>"$out/log" ||
   { cat "$out/log" >&2; fail "cross_validate.sh failed"; }
 
-data="$root/bench/data/learning-curves"
+data="$root/data/learning-curves"
 pool="$(awk -F, 'NR > 1 && ($3 == "train" || $3 == "valid") { print $1 }' "$data/tasks.csv" | sort)"
 held=""
 for k in 0 1; do

@@ -6,7 +6,7 @@
 //
 // Early stopping on learning curves (docs/benchmarks.md, "Early stopping"):
 //
-//   metaopt-bench --data bench/data/learning-curves --split test \
+//   metaopt-bench --data data/learning-curves --split test \
 //       --early-stopping none,median,asha --trials 128 --budget 810 \
 //       --out /tmp/bench-es
 //
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
                "(a history for metaopt-server --learn-from-history)");
   app.add_option("--dataset-samples", options.dataset_samples,
                  "folder of raw dataset samples <task>.json for the methods "
-                 "that take meta-features (bench/dataset_samples/"
+                 "that take meta-features (data/prep/dataset_samples/"
                  "export_samples.py)");
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);

@@ -16,7 +16,7 @@
 #include "bench/bench_lib.h"
 #include "core/common/file_util.h"
 #include "core/common/status_macros.h"
-#include "core/meta/csv_reader.h"
+#include "core/meta_dataset/csv_reader.h"
 
 namespace metaopt::bench {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
-#include "core/meta/train/deeppipe_train.h"
-#include "core/meta/train/train_common.h"
+#include "core/meta_training/deeppipe_train.h"
+#include "core/meta_training/train_common.h"
 
 namespace metaopt::train {
 namespace {

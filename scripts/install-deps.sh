@@ -30,7 +30,7 @@ test_packages=(
   openssl  # TLS test certificates
   python3-pandas  # clients/python tests: meta-features of a DataFrame (the client needs no pandas)
   r-base-core r-cran-cardata  # clients/python/examples/compare_tuners.py: carData datasets (TPE: python3-optuna)
-  r-cran-mlbench  # bench/learning_curves/make_learning_curves.py: mlbench datasets (with carData)
+  r-cran-mlbench  # data/prep/learning_curves/make_learning_curves.py: mlbench datasets (with carData)
   clang libclang-rt-14-dev  # scripts/fuzz.sh (libFuzzer) and scripts/sanitize.sh
   # clients/python packaging: the wheel (python -m build, no isolation) and its test, which
   # installs it into fresh virtual environments; the Optuna sampler's test.

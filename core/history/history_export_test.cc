@@ -11,9 +11,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "core/history/history_testutil.h"
-#include "core/meta/meta_dataset.h"
-#include "core/meta/train/train_main.h"
+#include "tests/testutil/history_studies.h"
+#include "core/meta_dataset/meta_dataset.h"
+#include "core/meta_training/train_main.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
 #include "gmock/gmock.h"

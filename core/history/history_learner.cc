@@ -24,8 +24,8 @@
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
-#include "core/meta/train/portfolio_train.h"
-#include "core/meta/train/train_common.h"
+#include "core/meta_training/portfolio_train.h"
+#include "core/meta_training/train_common.h"
 
 namespace metaopt::history {
 namespace {

@@ -32,7 +32,7 @@
 #include "absl/time/time.h"
 #include "core/common/mutex.h"
 #include "core/history/history_export.h"
-#include "core/meta/train/deeppipe_train.h"
+#include "core/meta_training/deeppipe_train.h"
 #include "core/registry/model_manager.h"
 #include "core/storage/storage.h"
 

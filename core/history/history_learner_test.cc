@@ -14,7 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/history/history_testutil.h"
+#include "tests/testutil/history_studies.h"
 #include "core/registry/model_manager.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"

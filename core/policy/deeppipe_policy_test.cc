@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/common/status_macros.h"
-#include "core/policy/deeppipe_test_util.h"
+#include "tests/testutil/deeppipe_catalogue_study.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/model_binding.h"
 #include "gmock/gmock.h"

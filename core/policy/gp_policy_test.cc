@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "core/policy/conditional_test_function.h"
+#include "tests/testutil/conditional_problem.h"
 #include "core/policy/policy_factory.h"
-#include "core/policy/prepared_fit_test_util.h"
+#include "tests/testutil/prepared_fit_check.h"
 #include "core/policy/random_policy.h"
 #include "core/space/encoding.h"
 #include "gmock/gmock.h"

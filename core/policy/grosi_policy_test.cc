@@ -8,7 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
-#include "core/meta/train/grosi_testutil.h"
+#include "tests/testutil/synthetic_grosi.h"
 #include "core/policy/policy_factory.h"
 #include "core/space/search_space.h"
 #include "gmock/gmock.h"

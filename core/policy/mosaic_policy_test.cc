@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "core/policy/conditional_test_function.h"
+#include "tests/testutil/conditional_problem.h"
 #include "core/policy/policy_factory.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/time/clock.h"
-#include "core/meta/train/pmf_testutil.h"
+#include "tests/testutil/synthetic_pmf.h"
 #include "core/policy/policy_factory.h"
 #include "core/space/search_space.h"
 #include "gmock/gmock.h"

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "core/registry/sha256.h"
-#include "core/registry/test_artifacts.h"
+#include "tests/testutil/test_artifacts.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"

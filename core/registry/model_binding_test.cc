@@ -11,7 +11,7 @@
 
 #include "core/registry/artifact.h"
 #include "core/registry/model_manager.h"
-#include "core/registry/test_artifacts.h"
+#include "tests/testutil/test_artifacts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"

@@ -12,7 +12,7 @@
 
 #include "absl/time/clock.h"
 #include "core/registry/artifact.h"
-#include "core/registry/test_artifacts.h"
+#include "tests/testutil/test_artifacts.h"
 #include "core/surrogate/deeppipe_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

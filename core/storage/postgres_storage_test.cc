@@ -16,7 +16,7 @@
 #include "absl/time/clock.h"
 #include "core/storage/postgres_util.h"
 #include "core/storage/storage.h"
-#include "core/storage/storage_test_util.h"
+#include "tests/testutil/storage_fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "metaopt/v1/study.pb.h"

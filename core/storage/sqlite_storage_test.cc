@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/storage/sqlite_util.h"
 #include "core/storage/storage.h"
-#include "core/storage/storage_test_util.h"
+#include "tests/testutil/storage_fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "metaopt/v1/study.pb.h"

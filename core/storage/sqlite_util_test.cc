@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "core/storage/storage_test_util.h"
+#include "tests/testutil/storage_fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"

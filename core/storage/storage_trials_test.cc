@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/common/status_macros.h"
-#include "core/storage/storage_conformance_test.h"
+#include "tests/testutil/storage_conformance.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "metaopt/v1/study.pb.h"

@@ -11,7 +11,7 @@
 
 #include "core/common/proto_time.h"
 #include "core/space/search_space.h"
-#include "core/study/restartable_engine_test.h"
+#include "tests/testutil/restartable_engine.h"
 #include "core/study/study_trials.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"

@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/storage/storage.h"
-#include "core/study/fake_clock.h"
+#include "tests/testutil/fake_clock.h"
 #include "core/study/study_engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

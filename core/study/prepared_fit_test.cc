@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/storage/storage.h"
-#include "core/study/restartable_engine_test.h"
+#include "tests/testutil/restartable_engine.h"
 #include "core/study/study_engine.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/io/coded_stream.h"

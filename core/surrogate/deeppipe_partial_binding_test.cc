@@ -9,7 +9,7 @@
 #include "Eigen/Core"
 #include "core/space/random.h"
 #include "core/surrogate/deeppipe_model.h"
-#include "core/surrogate/deeppipe_testutil.h"
+#include "tests/testutil/deeppipe_fixtures.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"

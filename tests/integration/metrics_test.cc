@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/registry/artifact.h"
-#include "core/registry/test_artifacts.h"
+#include "tests/testutil/test_artifacts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/http_get.h"

@@ -3,7 +3,7 @@
 #include <set>
 #include <string>
 
-#include "core/meta/train/pmf_testutil.h"
+#include "tests/testutil/synthetic_pmf.h"
 #include "core/registry/artifact.h"
 #include "core/space/search_space.h"
 #include "gmock/gmock.h"

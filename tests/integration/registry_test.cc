@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/registry/artifact.h"
-#include "core/registry/test_artifacts.h"
+#include "tests/testutil/test_artifacts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"

@@ -26,8 +26,9 @@ from typing import Iterator, List, Tuple
 ISSUE = re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE)
 OUTSIDE = re.compile(r"\.\./shared\b")
 
-# Folders that hold no source of ours: build trees, installed packages, data, VCS.
-SKIP_DIRS = {".git", "node_modules", "__pycache__", "data", "models", "corpus", "regressions"}
+# Folders that hold no source of ours: build trees, installed packages, models, fuzz inputs, VCS;
+# of data/, only the preparation scripts (data/prep/) are source.
+SKIP_DIRS = {".git", "node_modules", "__pycache__", "models", "corpus", "regressions"}
 SLASH_LANGUAGES = (".cc", ".h", ".cpp", ".js", ".mjs", ".go", ".proto")
 HASH_LANGUAGES = (".sh", ".cmake", ".yaml", ".yml", ".toml", ".R", ".r")
 
@@ -36,6 +37,8 @@ def source_files(root: str) -> Iterator[str]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs
                          if d not in SKIP_DIRS and not d.startswith("build") and d != "dist")
+        if os.path.relpath(folder, root) == "data":
+            dirs[:] = [d for d in dirs if d == "prep"]
         for name in sorted(files):
             if (name.endswith(SLASH_LANGUAGES + HASH_LANGUAGES + (".py",))
                     or name in ("CMakeLists.txt", "Dockerfile")):

@@ -28,7 +28,7 @@ Inputs:
   and keep their ids.
 - ``--datasets``: a folder of tables ``<task>.csv`` (a header; the class in the column ``class``;
   empty cells missing) each with ``<task>.kinds`` (one line per column before ``class``:
-  ``numeric`` or ``categorical``), as ``bench/collect/export_extra_tables.R`` writes them.
+  ``numeric`` or ``categorical``), as ``data/prep/collect/export_extra_tables.R`` writes them.
 
 Each table gets the meta-dataset's preprocessing before anything else sees it: a stratified
 subsample (seed 0) to at most 2,000 rows, then classes with fewer than 6 rows dropped. A table

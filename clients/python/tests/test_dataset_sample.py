@@ -1,6 +1,6 @@
 """Tests of metaopt.dataset_sample: the deterministic sampling rule on hand-made tables, input
 validation, and (when R and the meta-dataset are present) the export of every sklearn-pipelines
-task's sample by bench/dataset_samples/export_samples.py.
+task's sample by data/prep/dataset_samples/export_samples.py.
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ class ExportTest(unittest.TestCase):
                           "r-cran-kernlab r-cran-mlbench r-cran-modeldata)")
         with tempfile.TemporaryDirectory() as out:
             result = subprocess.run(
-                [sys.executable, str(ROOT / "bench" / "dataset_samples" / "export_samples.py"),
+                [sys.executable,
+                 str(ROOT / "data" / "prep" / "dataset_samples" / "export_samples.py"),
                  "--data", str(data), "--out", out],
                 capture_output=True, text=True, env=dict(os.environ), check=True)
             self.assertIn("29 written, 0 with other counts than tasks.csv, 0 skipped",

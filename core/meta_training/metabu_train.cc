@@ -1,0 +1,459 @@
+#include "core/meta_training/metabu_train.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/common/status_macros.h"
+#include "core/meta_training/metabu.h"
+#include "core/meta_training/portfolio.h"
+#include "core/registry/artifact.h"
+#include "core/registry/task_design.h"
+#include "core/space/encoding.h"
+
+namespace metaopt::train {
+namespace {
+
+// The design is judged on the validation tasks by its regret over this many
+// first trials (the horizon the task-aware start is for).
+constexpr int kSelectionHorizon = 10;
+
+struct MetabuFlags {
+  int top = 20;  // L, the top configurations per task
+  // K, the nearest tasks of a study's design; 0: chosen on the validation
+  // split among 3, 5 and 10.
+  int neighbours = 0;
+  std::string design = "auto";
+  std::string blend = "auto";  // none, interleave or auto
+  MetabuOptions fit;
+};
+
+// The newest version of `name` that loads.
+absl::StatusOr<std::shared_ptr<const registry::LoadedModel>> NewestVersion(
+    const std::string& registry_dir, const std::string& name) {
+  std::vector<int64_t> versions;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(
+           std::filesystem::path(registry_dir) / name, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (auto v = registry::ParseVersionDirName(it->path().filename().string());
+        v.has_value()) {
+      versions.push_back(*v);
+    }
+  }
+  std::sort(versions.rbegin(), versions.rend());
+  absl::Status last = absl::NotFoundError(absl::StrCat(
+      "--name: model \"", name, "\" has no version in ", registry_dir,
+      "; --kind metabu adds a design to an existing model (train it first, "
+      "e.g. --kind portfolio)"));
+  for (int64_t version : versions) {
+    auto model = registry::ReadModelVersion(registry_dir, name, version);
+    if (model.ok()) return model;
+    last = model.status();
+  }
+  return last;
+}
+
+// Standardizes meta-features with training statistics; a missing feature
+// takes the training mean (0 after standardization).
+struct FeatureScaler {
+  std::vector<std::string> names;
+  std::vector<double> means;
+  std::vector<double> stds;
+
+  Eigen::VectorXd Standardize(const std::map<std::string, double>& row) const {
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      const auto it = row.find(names[i]);
+      if (it != row.end() && std::isfinite(it->second)) {
+        x(i) = (it->second - means[i]) / stds[i];
+      }
+    }
+    return x;
+  }
+};
+
+// The features known on at least half of the training tasks (and on two),
+// with a positive standard deviation there, in `names` order.
+FeatureScaler FitScaler(const std::vector<std::string>& names,
+                        const std::vector<const meta::Task*>& train) {
+  const FeatureStatistics stats = ComputeFeatureStatistics(train);
+  FeatureScaler scaler;
+  for (const std::string& name : names) {
+    const auto it =
+        std::lower_bound(stats.names.begin(), stats.names.end(), name);
+    if (it == stats.names.end() || *it != name) continue;
+    const size_t f = static_cast<size_t>(it - stats.names.begin());
+    const double sd = stats.stds[f];
+    if (stats.counts[f] < 2 ||
+        2 * static_cast<size_t>(stats.counts[f]) < train.size() || !(sd > 0) ||
+        !std::isfinite(sd)) {
+      continue;
+    }
+    scaler.names.push_back(name);
+    scaler.means.push_back(stats.means[f]);
+    scaler.stds.push_back(sd);
+  }
+  return scaler;
+}
+
+// The task's `count` best configurations, best first (ties: file order).
+std::vector<const v1::Configuration*> TopConfigurations(const meta::Task& task,
+                                                        v1::Goal goal,
+                                                        int count) {
+  std::vector<int> order(task.y.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return goal == v1::GOAL_MAXIMIZE ? task.y[a] > task.y[b]
+                                     : task.y[a] < task.y[b];
+  });
+  std::vector<const v1::Configuration*> top;
+  for (int i = 0; i < count && i < static_cast<int>(order.size()); ++i) {
+    top.push_back(&task.configurations[order[i]]);
+  }
+  return top;
+}
+
+// A task with meta-features, prepared for Metabu and for the archive.
+struct ArchiveTask {
+  const meta::Task* task = nullptr;
+  MetabuTask metabu;
+  std::vector<const v1::Configuration*> top;
+};
+
+std::vector<ArchiveTask> Prepare(const std::vector<const meta::Task*>& tasks,
+                                 const FeatureScaler& scaler,
+                                 const space::Encoder& encoder, v1::Goal goal,
+                                 int top) {
+  std::vector<ArchiveTask> out;
+  for (const meta::Task* task : tasks) {
+    if (task->metafeatures.empty() ||
+        static_cast<int>(task->configurations.size()) < top) {
+      continue;
+    }
+    ArchiveTask prepared;
+    prepared.task = task;
+    prepared.top = TopConfigurations(*task, goal, top);
+    prepared.metabu.id = task->id;
+    prepared.metabu.features = scaler.Standardize(task->metafeatures);
+    prepared.metabu.top.resize(top, encoder.dimension());
+    for (int i = 0; i < top; ++i) {
+      prepared.metabu.top.row(i) = encoder.Encode(*prepared.top[i]);
+    }
+    out.push_back(std::move(prepared));
+  }
+  return out;
+}
+
+v1::TaskDesign MakeDesign(const std::string& method,
+                          const FeatureScaler& scaler,
+                          const Eigen::MatrixXd& projection,
+                          const std::vector<ArchiveTask>& archive,
+                          int neighbours) {
+  v1::TaskDesign design;
+  design.set_method(method);
+  for (size_t i = 0; i < scaler.names.size(); ++i) {
+    design.add_feature_names(scaler.names[i]);
+    design.add_feature_means(scaler.means[i]);
+    design.add_feature_stds(scaler.stds[i]);
+  }
+  if (!projection.isIdentity(0)) {  // the identity is stored as no tensor
+    v1::Tensor& tensor = *design.mutable_projection();
+    tensor.set_name("psi");
+    tensor.add_shape(projection.rows());
+    tensor.add_shape(projection.cols());
+    for (Eigen::Index r = 0; r < projection.rows(); ++r) {
+      for (Eigen::Index c = 0; c < projection.cols(); ++c) {
+        tensor.add_values(projection(r, c));
+      }
+    }
+  }
+  for (const ArchiveTask& task : archive) {
+    v1::DesignTask& entry = *design.add_tasks();
+    entry.set_task_id(task.task->id);
+    const Eigen::VectorXd z = projection * task.metabu.features;
+    entry.mutable_embedding()->Add(z.data(), z.data() + z.size());
+    for (const v1::Configuration* c : task.top) *entry.add_top() = *c;
+  }
+  design.set_neighbours(neighbours);
+  return design;
+}
+
+// Mean over `valid` of the regret curve of each task's design (the first
+// `size` distinct configurations) under `design`, whose archive holds only
+// training tasks.
+absl::StatusOr<std::vector<double>> ValidRegret(
+    const meta::MetaDataset& data, const v1::TaskDesign& design,
+    const google::protobuf::RepeatedPtrField<v1::Configuration>& portfolio,
+    const std::vector<ArchiveTask>& valid, int size) {
+  std::vector<double> mean(size, 0.0);
+  for (const ArchiveTask& task : valid) {
+    google::protobuf::Map<std::string, double> features(
+        task.task->metafeatures.begin(), task.task->metafeatures.end());
+    const registry::DesignQuery query =
+        registry::QueryTaskDesign(design, features, portfolio);
+    std::vector<v1::Configuration> picks;
+    absl::flat_hash_set<std::string> seen;
+    for (const v1::Configuration* c : query.configurations) {
+      if (static_cast<int>(picks.size()) >= size) break;
+      if (seen.insert(space::ConfigurationKey(*c)).second) picks.push_back(*c);
+    }
+    METAOPT_ASSIGN_OR_RETURN(std::vector<double> curve,
+                             PortfolioRegretCurve(data, {task.task}, picks,
+                                                  PortfolioMatch::kNearest));
+    for (int k = 0; k < size; ++k) {
+      mean[k] += curve[std::min<size_t>(k, curve.size() - 1)] /
+                 static_cast<double>(valid.size());
+    }
+  }
+  return mean;
+}
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+}
+
+absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
+                                              const CommonTrainOptions& options,
+                                              const TrainingSplits& data,
+                                              Progress& progress) {
+  if (options.name.empty()) {
+    return absl::InvalidArgumentError(
+        "--name: --kind metabu adds a task-aware design to an existing model "
+        "of the registry; name it (e.g. --name oboe-deeppipe)");
+  }
+  if (data.dataset.metafeature_names.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(options.data_dir,
+                     " has no metafeatures.csv: Metabu maps meta-features"));
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const registry::LoadedModel> base,
+                           NewestVersion(options.registry_dir, options.name));
+  if (auto mismatch = space::SearchSpace::Create(data.dataset.space);
+      !mismatch.ok()) {
+    return mismatch.status();
+  }
+  if (base->artifact.search_space().SerializeAsString() !=
+      data.dataset.space.SerializeAsString()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--name: model ", base->reference(),
+                     " was trained on another search "
+                     "space than ",
+                     options.data_dir, "'s"));
+  }
+  if (flags.design == "portfolio") {
+    // The choice to keep the fixed portfolio, published as a version so that
+    // a study binding the newest version gets it: the base without a design.
+    v1::ModelArtifact artifact = base->artifact;
+    artifact.clear_task_design();
+    (*artifact.mutable_provenance()
+          ->mutable_validation_metrics())["metabu/portfolio_only"] = 1;
+    progress.Log(absl::StrCat("metabu: ", base->reference(),
+                              " without a task design (the fixed portfolio)"));
+    return artifact;
+  }
+  METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
+                           space::SearchSpace::Create(data.dataset.space));
+  const space::Encoder encoder(space);
+  const v1::Goal goal = data.dataset.objective.goal();
+
+  const FeatureScaler scaler =
+      FitScaler(data.dataset.metafeature_names, data.train);
+  if (scaler.names.empty()) {
+    return absl::FailedPreconditionError(
+        "no meta-feature varies across the training tasks");
+  }
+  int top = flags.top;
+  for (const meta::Task* task : data.train) {
+    if (!task->metafeatures.empty()) {
+      top = std::min(top, static_cast<int>(task->configurations.size()));
+    }
+  }
+  const std::vector<ArchiveTask> train =
+      Prepare(data.train, scaler, encoder, goal, top);
+  const std::vector<ArchiveTask> valid =
+      Prepare(data.valid, scaler, encoder, goal, top);
+  progress.Log(absl::StrFormat(
+      "metabu: %d training and %d validation tasks with meta-features, %d "
+      "features, top %d configurations each",
+      train.size(), valid.size(), scaler.names.size(), top));
+
+  std::vector<MetabuTask> train_tasks, valid_tasks;
+  for (const ArchiveTask& t : train) train_tasks.push_back(t.metabu);
+  for (const ArchiveTask& t : valid) valid_tasks.push_back(t.metabu);
+  MetabuOptions fit_options = flags.fit;
+  fit_options.seed = options.seed;
+  METAOPT_ASSIGN_OR_RETURN(MetabuFit fit, FitMetabu(train_tasks, valid_tasks,
+                                                    fit_options, &progress));
+  progress.Log(absl::StrFormat(
+      "metabu: d = %d, best NDCG@%d %.3f (%s) at step %d of %d", fit.dimension,
+      fit_options.ndcg_k, fit.ndcg, fit.criterion_on_valid ? "valid" : "train",
+      fit.best_step, fit.steps));
+
+  v1::ModelArtifact artifact = base->artifact;
+  auto& metrics = *artifact.mutable_provenance()->mutable_validation_metrics();
+  metrics["metabu/dimension"] = fit.dimension;
+  metrics[absl::StrCat("metabu/ndcg@", fit_options.ndcg_k)] = fit.ndcg;
+  const Eigen::MatrixXd identity =
+      Eigen::MatrixXd::Identity(scaler.names.size(), scaler.names.size());
+  // The candidates: the map(s) --design allows, K from --neighbours (0: 3, 5
+  // and 10), alone or interleaved with the model's portfolio (--blend); with
+  // validation tasks the one with the lowest mean regret over the first
+  // kSelectionHorizon trials wins, otherwise the first.
+  std::vector<std::string> methods;
+  if (flags.design != "nearest") methods.push_back("metabu");
+  if (flags.design != "metabu") methods.push_back("nearest");
+  const std::vector<int> ks = flags.neighbours > 0
+                                  ? std::vector<int>{flags.neighbours}
+                                  : std::vector<int>{3, 5, 10};
+  std::vector<std::string> blends;
+  if (flags.blend != "interleave") blends.push_back("");
+  if (flags.blend != "none" && !base->artifact.portfolio().empty()) {
+    blends.push_back("interleave");
+  }
+  if (blends.empty()) blends.push_back("");
+  std::string method = methods.front();
+  std::string blend = blends.front();
+  int neighbours = ks.size() == 1 ? ks.front() : 5;
+  const int size = kSelectionHorizon;
+  if (!valid.empty()) {
+    double best = std::numeric_limits<double>::infinity();
+    for (const std::string& m : methods) {
+      for (int k : ks) {
+        for (const std::string& b : blends) {
+          v1::TaskDesign design = MakeDesign(
+              m, scaler, m == "metabu" ? fit.projection : identity, train, k);
+          design.set_blend(b);
+          METAOPT_ASSIGN_OR_RETURN(
+              std::vector<double> regret,
+              ValidRegret(data.dataset, design, base->artifact.portfolio(),
+                          valid, size));
+          const std::string name =
+              absl::StrCat(m, "-k", k, b.empty() ? "" : "-", b);
+          AddCurveMetrics(absl::StrCat("design/", name, "/valid_regret"),
+                          regret, &metrics);
+          progress.Log(absl::StrFormat(
+              "design %s: mean regret over the first %d trials of %d "
+              "validation tasks %.4f (@5 %.4f, @10 %.4f)",
+              name, size, valid.size(), Mean(regret), regret[4], regret[9]));
+          if (Mean(regret) < best) {
+            best = Mean(regret);
+            method = m;
+            neighbours = k;
+            blend = b;
+          }
+        }
+      }
+    }
+    std::vector<const meta::Task*> valid_with_features;
+    for (const ArchiveTask& t : valid) valid_with_features.push_back(t.task);
+    std::vector<v1::Configuration> portfolio(base->artifact.portfolio().begin(),
+                                             base->artifact.portfolio().end());
+    if (!portfolio.empty()) {
+      METAOPT_ASSIGN_OR_RETURN(
+          std::vector<double> portfolio_regret,
+          PortfolioRegretCurve(data.dataset, valid_with_features, portfolio,
+                               PortfolioMatch::kNearest));
+      portfolio_regret.resize(size, portfolio_regret.back());
+      AddCurveMetrics("design/portfolio/valid_regret", portfolio_regret,
+                      &metrics);
+      progress.Log(absl::StrFormat(
+          "fixed portfolio: mean regret %.4f (@5 %.4f, @10 %.4f)",
+          Mean(portfolio_regret), portfolio_regret[4], portfolio_regret[9]));
+    }
+    progress.Log(absl::StrFormat("using %s with K = %d%s", method, neighbours,
+                                 blend.empty() ? "" : ", " + blend));
+  }
+  // The archive: every task with meta-features of both splits.
+  std::vector<ArchiveTask> archive = train;
+  archive.insert(archive.end(), valid.begin(), valid.end());
+  *artifact.mutable_task_design() =
+      MakeDesign(method, scaler, method == "metabu" ? fit.projection : identity,
+                 archive, neighbours);
+  artifact.mutable_task_design()->set_base_model(base->reference());
+  artifact.mutable_task_design()->set_blend(blend);
+  return artifact;
+}
+
+}  // namespace
+
+TrainerKind MetabuTrainerKind() {
+  TrainerKind kind;
+  kind.name = "metabu";
+  kind.description =
+      "task-aware initial design from meta-features (Metabu, ICLR 2022), "
+      "added to the model --name as a new version";
+  kind.add_flags = [](CLI::App& flags) -> Trainer {
+    auto state = std::make_shared<MetabuFlags>();
+    flags
+        .add_option("--top", state->top,
+                    "L: top configurations per task (the target "
+                    "representation and the design's entries)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000));
+    flags
+        .add_option("--neighbours", state->neighbours,
+                    "K: nearest archived tasks whose best configurations "
+                    "form a study's design (0: 3, 5 or 10, the best on the "
+                    "validation tasks)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1000));
+    flags
+        .add_option("--design", state->design,
+                    "metabu, nearest (standardized meta-features, no map), "
+                    "auto (the lower validation regret) or portfolio (no "
+                    "design: the next version keeps the fixed portfolio)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "metabu", "nearest", "portfolio"}));
+    flags
+        .add_option("--blend", state->blend,
+                    "none (the neighbours' configurations only), interleave "
+                    "(alternately with the model's portfolio) or auto (the "
+                    "lower validation regret)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "none", "interleave"}));
+    flags
+        .add_option("--alpha", state->fit.alpha,
+                    "fused Gromov-Wasserstein trade-off")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
+    flags.add_option("--l1", state->fit.l1, "L1 penalty on the map")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    flags.add_option("--learning-rate", state->fit.learning_rate, "Adam")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    flags.add_option("--max-steps", state->fit.max_steps, "Adam steps at most")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
+    flags
+        .add_option("--patience", state->fit.patience,
+                    "steps without a better NDCG before stopping")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1000000));
+    flags
+        .add_option("--dimension", state->fit.dimension,
+                    "d of the map (0: the intrinsic dimension, TwoNN)")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 1000));
+    return [state](const CommonTrainOptions& options,
+                   const TrainingSplits& data, Progress& progress) {
+      return TrainMetabu(*state, options, data, progress);
+    };
+  };
+  return kind;
+}
+
+}  // namespace metaopt::train

@@ -1,0 +1,29 @@
+// metaopt-train --kind portfolio: a MODEL_KIND_PORTFOLIO artifact holding the
+// search space, the objective and a greedy warm-start portfolio
+// (portfolio.h) with its regret curves on the training and validation tasks.
+#ifndef METAOPT_CORE_META_TRAINING_PORTFOLIO_TRAIN_H_
+#define METAOPT_CORE_META_TRAINING_PORTFOLIO_TRAIN_H_
+
+#include "core/meta_training/portfolio.h"
+#include "core/meta_training/train_common.h"
+
+namespace metaopt::train {
+
+// The artifact metaopt-train --kind portfolio writes: the greedy portfolio of
+// options.portfolio_size picks (seed options.seed; match and
+// candidates_per_task from `portfolio`) built on data.train, with the metrics
+// and int_options below.
+absl::StatusOr<v1::ModelArtifact> TrainPortfolioArtifact(
+    const PortfolioOptions& portfolio, const CommonTrainOptions& options,
+    const TrainingSplits& data, Progress& progress);
+
+// Flags: --match auto|exact|nearest, --candidates-per-task N (see
+// PortfolioOptions). Metrics: "train_regret@k" and "valid_regret@k" for
+// k = 1..K (the mean normalised regret of the first k picks; valid_* only
+// when the validation split has tasks). int_options: "candidates",
+// "nearest_match" (1 when configurations were matched by nearest neighbour).
+TrainerKind PortfolioTrainerKind();
+
+}  // namespace metaopt::train
+
+#endif  // METAOPT_CORE_META_TRAINING_PORTFOLIO_TRAIN_H_
