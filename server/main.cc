@@ -211,6 +211,16 @@ int main(int argc, char** argv) {
                  "HOST:PORT of the web dashboard and its read-only JSON API "
                  "under /api/v1/ (port 0: any free port; empty: none)")
       ->capture_default_str();
+  app.add_option("--katib-listen", options.katib_listen,
+                 "HOST:PORT of Kubeflow Katib's Suggestion and EarlyStopping "
+                 "services (plaintext, no tokens; docs/katib.md; port 0: any "
+                 "free port; empty: none)")
+      ->capture_default_str();
+  app.add_option("--katib-namespace", options.katib_namespace,
+                 "Kubernetes namespace of the Katib experiments served: their "
+                 "studies are katib-<namespace>-<experiment>, owned by the "
+                 "namespace when --tokens is set")
+      ->capture_default_str();
   app.add_option("--http-threads", options.http_threads,
                  "dashboard listener: connections served at once (each "
                  "holds a thread while it sends, waits and reads)")

@@ -228,9 +228,56 @@ absl::StatusOr<std::unique_ptr<Server>> Server::BuildAndStart(
   server->grpc_server_->GetHealthCheckService()->SetServingStatus(true);
   server->grpc_server_->GetHealthCheckService()->SetServingStatus(
       v1::OptimizerService::service_full_name(), true);
+  if (!options.katib_listen.empty()) {
+    METAOPT_RETURN_IF_ERROR(server->StartKatib());
+  }
   server->database_watcher_ = std::thread(
       [raw = server.get()] { raw->WatchDatabase(absl::Seconds(2)); });
   return server;
+}
+
+absl::Status Server::StartKatib() {
+  katib::KatibOptions katib_options;
+  katib_options.ns = options_.katib_namespace;
+  katib_options.owner_from_namespace = auth_ != nullptr;
+  if (katib_options.ns.empty()) {
+    return absl::InvalidArgumentError("--katib-namespace: empty");
+  }
+  katib_adapter_ =
+      std::make_unique<katib::KatibAdapter>(engine_.get(), katib_options);
+  katib_suggestion_ = std::make_unique<katib::KatibSuggestionService>(
+      katib_adapter_.get(), pool_.get());
+  katib_early_stopping_ = std::make_unique<katib::KatibEarlyStoppingService>(
+      katib_adapter_.get(), pool_.get());
+  grpc::ServerBuilder builder;
+  // Katib's controller dials its algorithm services without TLS.
+  builder.AddListeningPort(options_.katib_listen,
+                           grpc::InsecureServerCredentials(), &katib_port_);
+  builder.RegisterService(katib_suggestion_.get());
+  builder.RegisterService(katib_early_stopping_.get());
+  builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  builder.SetMaxSendMessageSize(options_.max_message_bytes);
+  katib_server_ = builder.BuildAndStart();
+  if (katib_server_ == nullptr || katib_port_ == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--katib-listen: cannot listen on ", options_.katib_listen));
+  }
+  // Katib's readiness probes ask for the overall status or for the service
+  // name of Katib's own algorithm images.
+  grpc::HealthCheckServiceInterface* health =
+      katib_server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  for (const char* service :
+       {"manager.v1beta1.Suggestion", "manager.v1beta1.EarlyStopping"}) {
+    health->SetServingStatus(service, true);
+  }
+  health->SetServingStatus(katib::kapi::Suggestion::service_full_name(), true);
+  health->SetServingStatus(katib::kapi::EarlyStopping::service_full_name(),
+                           true);
+  LogInfo(absl::StrCat("katib: Suggestion and EarlyStopping services on ",
+                       options_.katib_listen, " (port ", katib_port_,
+                       "), namespace ", options_.katib_namespace));
+  return absl::OkStatus();
 }
 
 Server::~Server() {
@@ -272,12 +319,18 @@ void Server::Shutdown(absl::Duration grace) {
     stopping_ = true;
   }
   grpc_server_->GetHealthCheckService()->SetServingStatus(false);
-  grpc_server_->Shutdown(
+  const auto deadline =
       std::chrono::system_clock::now() +
-      std::chrono::microseconds(absl::ToInt64Microseconds(grace)));
+      std::chrono::microseconds(absl::ToInt64Microseconds(grace));
+  if (katib_server_ != nullptr) {
+    katib_server_->GetHealthCheckService()->SetServingStatus(false);
+    katib_server_->Shutdown(deadline);
+  }
+  grpc_server_->Shutdown(deadline);
 }
 
 void Server::Wait() {
+  if (katib_server_ != nullptr) katib_server_->Wait();
   if (grpc_server_ != nullptr) grpc_server_->Wait();
 }
 

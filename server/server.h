@@ -18,6 +18,7 @@
 #include "server/http/http_listener.h"
 #include "server/http/json_api.h"
 #include "server/http/static_files.h"
+#include "server/katib/katib_service.h"
 #include "server/metrics/metrics_http_server.h"
 #include "server/metrics/server_metrics.h"
 #include "server/optimizer_service_impl.h"
@@ -96,6 +97,15 @@ struct ServerOptions {
   // from `models_dir`).
   bool learn_from_history = false;
   history::LearnerOptions learner;
+
+  // HOST:PORT where Kubeflow Katib's Suggestion and EarlyStopping services
+  // (and gRPC health) are served, plaintext and without tokens, as Katib's
+  // controller calls them (docs/katib.md). Port 0: any free port (see
+  // Server::katib_port()). Empty: off.
+  std::string katib_listen;
+  // The Kubernetes namespace of the Katib experiments served (part of their
+  // study ids; their owner when `tokens_file` is set).
+  std::string katib_namespace = "default";
 };
 
 // The running service: storage, study engine, gRPC server with health and
@@ -127,6 +137,9 @@ class Server {
     return http_listener_ == nullptr ? 0 : http_listener_->port();
   }
 
+  // The port of the Katib services; 0 when they are off.
+  int katib_port() const { return katib_port_; }
+
   // The model registry (for tests that drive polling by hand).
   registry::ModelManager& models() { return *models_; }
   // The history learner; null unless learn_from_history.
@@ -141,6 +154,9 @@ class Server {
   // that load balancers and Kubernetes readiness probes (which name that
   // service) send no calls to a replica cut off from a shared database.
   void WatchDatabase(absl::Duration interval);
+  // Starts the Katib services on options_.katib_listen (after the engine and
+  // the work pool exist).
+  absl::Status StartKatib();
 
   ServerOptions options_;
   // Before storage_ and service_, which report to it; null when metrics are
@@ -158,6 +174,13 @@ class Server {
   std::unique_ptr<OptimizerServiceImpl> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
+  // The Katib services and their own gRPC server (its own port, plaintext,
+  // no tokens); null when off. The server goes before the services.
+  std::unique_ptr<katib::KatibAdapter> katib_adapter_;
+  std::unique_ptr<katib::KatibSuggestionService> katib_suggestion_;
+  std::unique_ptr<katib::KatibEarlyStoppingService> katib_early_stopping_;
+  std::unique_ptr<grpc::Server> katib_server_;
+  int katib_port_ = 0;
   Mutex health_mu_;
   bool stopping_ ABSL_GUARDED_BY(health_mu_) = false;
   absl::Notification stop_watching_;
