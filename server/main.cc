@@ -217,9 +217,10 @@ int main(int argc, char** argv) {
                  "free port; empty: none)")
       ->capture_default_str();
   app.add_option("--katib-namespace", options.katib_namespace,
-                 "Kubernetes namespace of the Katib experiments served: their "
-                 "studies are katib-<namespace>-<experiment>, owned by the "
-                 "namespace when --tokens is set")
+                 "Kubernetes namespace of a Katib experiment whose call's "
+                 "authority (<service>.<namespace>:<port>, as Katib dials) "
+                 "names none: studies are katib-<namespace>-<experiment>, "
+                 "owned by the namespace when --tokens is set")
       ->capture_default_str();
   app.add_option("--http-threads", options.http_threads,
                  "dashboard listener: connections served at once (each "

@@ -103,8 +103,10 @@ struct ServerOptions {
   // controller calls them (docs/katib.md). Port 0: any free port (see
   // Server::katib_port()). Empty: off.
   std::string katib_listen;
-  // The Kubernetes namespace of the Katib experiments served (part of their
-  // study ids; their owner when `tokens_file` is set).
+  // The Kubernetes namespace of a Katib experiment whose call does not name
+  // one in its :authority (katib::KatibAdapter::NamespaceOf): part of its
+  // study id (katib-<namespace>-<experiment>), its owner when `tokens_file`
+  // is set.
   std::string katib_namespace = "default";
 };
 

@@ -10,8 +10,11 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
@@ -117,10 +120,32 @@ Mutex& KatibAdapter::StudyMutex(const std::string& study_id) {
   return *mu;
 }
 
+std::string KatibAdapter::NamespaceOf(absl::string_view authority) const {
+  absl::string_view host = authority;
+  const size_t colon = host.rfind(':');
+  if (colon != absl::string_view::npos &&
+      host.find(']') == absl::string_view::npos) {
+    host = host.substr(0, colon);
+  }
+  const std::vector<absl::string_view> labels = absl::StrSplit(host, '.');
+  const bool service_form =
+      (labels.size() == 2 || (labels.size() >= 3 && labels[2] == "svc")) &&
+      !labels[0].empty() && !labels[1].empty() &&
+      !absl::ascii_isdigit(static_cast<unsigned char>(labels[1][0]));
+  if (!service_form) return options_.ns;
+  for (char c : labels[1]) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '-') {
+      return options_.ns;
+    }
+  }
+  return std::string(labels[1]);
+}
+
 absl::Status KatibAdapter::ValidateAlgorithmSettings(
-    const kapi::ValidateAlgorithmSettingsRequest& request) {
+    const kapi::ValidateAlgorithmSettingsRequest& request,
+    const std::string& ns) {
   METAOPT_ASSIGN_OR_RETURN(const std::string study_id,
-                           StudyId(request.experiment().name()));
+                           StudyIdOf(ns, request.experiment().name()));
   return StudySpecOf(request.experiment(), study_id).status();
 }
 
@@ -147,16 +172,17 @@ absl::Status KatibAdapter::SetTrialStatus(
 }
 
 absl::StatusOr<KatibAdapter::StudyView> KatibAdapter::OpenStudy(
-    const kapi::Experiment& experiment, absl::Time deadline) {
+    const kapi::Experiment& experiment, const std::string& ns,
+    absl::Time deadline) {
   StudyView view;
-  METAOPT_ASSIGN_OR_RETURN(view.study_id, StudyId(experiment.name()));
+  METAOPT_ASSIGN_OR_RETURN(view.study_id, StudyIdOf(ns, experiment.name()));
   METAOPT_ASSIGN_OR_RETURN(view.spec, StudySpecOf(experiment, view.study_id));
   METAOPT_ASSIGN_OR_RETURN(
       KatibSpace space,
       KatibSpace::Create(experiment.spec().parameter_specs(),
                          "experiment.spec.parameter_specs"));
   view.space = std::make_unique<KatibSpace>(std::move(space));
-  if (options_.owner_from_namespace) view.context.owner = options_.ns;
+  if (options_.owner_from_namespace) view.context.owner = ns;
   view.context.deadline = deadline;
   v1::CreateStudyRequest create;
   create.set_study_id(view.study_id);
@@ -346,7 +372,8 @@ absl::Status KatibAdapter::Reconcile(
 }
 
 absl::StatusOr<kapi::GetSuggestionsReply> KatibAdapter::GetSuggestions(
-    const kapi::GetSuggestionsRequest& request, absl::Time deadline) {
+    const kapi::GetSuggestionsRequest& request, const std::string& ns,
+    absl::Time deadline) {
   const int32_t count = request.current_request_number() != 0
                             ? request.current_request_number()
                             : request.request_number();
@@ -360,10 +387,10 @@ absl::StatusOr<kapi::GetSuggestionsReply> KatibAdapter::GetSuggestions(
                      " must be >= 0"));
   }
   METAOPT_ASSIGN_OR_RETURN(const std::string study_id,
-                           StudyId(request.experiment().name()));
+                           StudyIdOf(ns, request.experiment().name()));
   MutexLock lock(&StudyMutex(study_id));
   METAOPT_ASSIGN_OR_RETURN(const StudyView view,
-                           OpenStudy(request.experiment(), deadline));
+                           OpenStudy(request.experiment(), ns, deadline));
   METAOPT_RETURN_IF_ERROR(Reconcile(view, request.trials()));
   v1::SuggestRequest suggest;
   suggest.set_study_id(view.study_id);
@@ -444,9 +471,10 @@ std::vector<kapi::EarlyStoppingRule> RulesOf(
 
 absl::StatusOr<kapi::GetEarlyStoppingRulesReply>
 KatibAdapter::GetEarlyStoppingRules(
-    const kapi::GetEarlyStoppingRulesRequest& request, absl::Time deadline) {
+    const kapi::GetEarlyStoppingRulesRequest& request, const std::string& ns,
+    absl::Time deadline) {
   METAOPT_ASSIGN_OR_RETURN(const std::string study_id,
-                           StudyId(request.experiment().name()));
+                           StudyIdOf(ns, request.experiment().name()));
   if (!IsMetaoptAlgorithm(
           request.experiment().spec().algorithm().algorithm_name())) {
     // Katib may pair metaopt's early stopping with one of its own algorithms;
@@ -456,11 +484,11 @@ KatibAdapter::GetEarlyStoppingRules(
         copy.mutable_experiment()->mutable_spec()->mutable_algorithm();
     algorithm->set_algorithm_name("metaopt-random");
     algorithm->clear_algorithm_settings();
-    return GetEarlyStoppingRules(copy, deadline);
+    return GetEarlyStoppingRules(copy, ns, deadline);
   }
   MutexLock lock(&StudyMutex(study_id));
   METAOPT_ASSIGN_OR_RETURN(const StudyView view,
-                           OpenStudy(request.experiment(), deadline));
+                           OpenStudy(request.experiment(), ns, deadline));
   METAOPT_RETURN_IF_ERROR(Reconcile(view, request.trials()));
   METAOPT_ASSIGN_OR_RETURN(const std::vector<v1::Trial> trials,
                            ListAllTrials(view));
@@ -484,10 +512,20 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
                              deadline.tv_nsec);
 }
 
+std::string NamespaceOfCall(const KatibAdapter& adapter,
+                            const grpc::ServerContextBase& call) {
+  const grpc::string_ref authority = call.ExperimentalGetAuthority();
+  return adapter.NamespaceOf(
+      absl::string_view(authority.data(), authority.size()));
+}
+
 // The study a request is about, for the log ("" for an invalid name).
 template <typename Request>
-std::string StudyIdFor(const KatibAdapter& adapter, const Request& request) {
-  absl::StatusOr<std::string> id = adapter.StudyId(request.experiment().name());
+std::string StudyIdFor(const KatibAdapter& adapter,
+                       const grpc::ServerContextBase& call,
+                       const Request& request) {
+  absl::StatusOr<std::string> id =
+      StudyIdOf(NamespaceOfCall(adapter, call), request.experiment().name());
   return id.ok() ? *id : "";
 }
 
@@ -518,9 +556,10 @@ grpc::ServerUnaryReactor* KatibSuggestionService::GetSuggestions(
       [this](const grpc::ServerContextBase& call,
              const kapi::GetSuggestionsRequest& in,
              kapi::GetSuggestionsReply* out) {
-        return Logged("katib.GetSuggestions", StudyIdFor(*adapter_, in), [&] {
+        return Logged("katib.GetSuggestions", StudyIdFor(*adapter_, call, in), [&] {
           absl::StatusOr<kapi::GetSuggestionsReply> result =
-              adapter_->GetSuggestions(in, DeadlineOf(call));
+              adapter_->GetSuggestions(in, NamespaceOfCall(*adapter_, call),
+                                       DeadlineOf(call));
           if (!result.ok()) return result.status();
           *out = *std::move(result);
           return absl::OkStatus();
@@ -534,12 +573,14 @@ grpc::ServerUnaryReactor* KatibSuggestionService::ValidateAlgorithmSettings(
     kapi::ValidateAlgorithmSettingsReply* reply) {
   return RunUnaryOnPool(
       *pool_, context, request, reply,
-      [this](const grpc::ServerContextBase&,
+      [this](const grpc::ServerContextBase& call,
              const kapi::ValidateAlgorithmSettingsRequest& in,
              kapi::ValidateAlgorithmSettingsReply*) {
         return Logged("katib.ValidateAlgorithmSettings",
-                      StudyIdFor(*adapter_, in),
-                      [&] { return adapter_->ValidateAlgorithmSettings(in); });
+                      StudyIdFor(*adapter_, call, in), [&] {
+                        return adapter_->ValidateAlgorithmSettings(
+                            in, NamespaceOfCall(*adapter_, call));
+                      });
       });
 }
 
@@ -552,11 +593,12 @@ grpc::ServerUnaryReactor* KatibEarlyStoppingService::GetEarlyStoppingRules(
       [this](const grpc::ServerContextBase& call,
              const kapi::GetEarlyStoppingRulesRequest& in,
              kapi::GetEarlyStoppingRulesReply* out) {
-        return Logged("katib.GetEarlyStoppingRules", StudyIdFor(*adapter_, in),
-                      [&] {
+        return Logged("katib.GetEarlyStoppingRules",
+                      StudyIdFor(*adapter_, call, in), [&] {
                         absl::StatusOr<kapi::GetEarlyStoppingRulesReply>
                             result = adapter_->GetEarlyStoppingRules(
-                                in, DeadlineOf(call));
+                                in, NamespaceOfCall(*adapter_, call),
+                                DeadlineOf(call));
                         if (!result.ok()) return result.status();
                         *out = *std::move(result);
                         return absl::OkStatus();

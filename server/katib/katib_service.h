@@ -21,9 +21,9 @@
 namespace metaopt::server::katib {
 
 struct KatibOptions {
-  // The Kubernetes namespace of the experiments this server serves (Katib's
-  // requests do not carry it): part of each study id, and the study's owner
-  // when `owner_from_namespace`.
+  // The Kubernetes namespace of an experiment whose call does not name one
+  // (see NamespaceOf; Katib's messages do not carry it): part of each study
+  // id, and the study's owner when `owner_from_namespace`.
   std::string ns = "default";
   // Set when the server authenticates its own API (--tokens): the studies
   // then belong to owner `ns`, so that the namespace's token reads them.
@@ -43,20 +43,27 @@ class KatibAdapter {
   // `engine` must outlive the adapter.
   KatibAdapter(study::StudyEngine* engine, KatibOptions options);
 
+  // `ns` is the experiment's namespace (NamespaceOf the call).
   absl::Status ValidateAlgorithmSettings(
-      const kapi::ValidateAlgorithmSettingsRequest& request);
+      const kapi::ValidateAlgorithmSettingsRequest& request,
+      const std::string& ns);
   absl::StatusOr<kapi::GetSuggestionsReply> GetSuggestions(
-      const kapi::GetSuggestionsRequest& request, absl::Time deadline);
+      const kapi::GetSuggestionsRequest& request, const std::string& ns,
+      absl::Time deadline);
   absl::StatusOr<kapi::GetEarlyStoppingRulesReply> GetEarlyStoppingRules(
-      const kapi::GetEarlyStoppingRulesRequest& request, absl::Time deadline);
+      const kapi::GetEarlyStoppingRulesRequest& request, const std::string& ns,
+      absl::Time deadline);
   absl::Status ValidateEarlyStoppingSettings(
       const kapi::ValidateEarlyStoppingSettingsRequest& request);
   absl::Status SetTrialStatus(const kapi::SetTrialStatusRequest& request);
 
-  // The study id of experiment `name` (katib-<namespace>-<name>).
-  absl::StatusOr<std::string> StudyId(const std::string& name) const {
-    return StudyIdOf(options_.ns, name);
-  }
+  // The namespace of a call whose :authority is `authority`: Katib's
+  // controller dials <suggestion>-<algorithm>.<namespace>:<port>, so a host
+  // of the Kubernetes Service form <service>.<namespace>, or
+  // <service>.<namespace>.svc[.<cluster domain>], names it (also through a
+  // TCP forwarder); any other host (an IP address, localhost, another DNS
+  // name) gives options' `ns`.
+  std::string NamespaceOf(absl::string_view authority) const;
 
  private:
   // The experiment's study, created on first use, with its space.
@@ -67,6 +74,7 @@ class KatibAdapter {
     study::CallContext context;
   };
   absl::StatusOr<StudyView> OpenStudy(const kapi::Experiment& experiment,
+                                      const std::string& ns,
                                       absl::Time deadline);
   // Every trial of the study, all pages.
   absl::StatusOr<std::vector<v1::Trial>> ListAllTrials(const StudyView& view);

@@ -1,6 +1,8 @@
 // The Katib parameter specs and settings mapped to metaopt's study spec.
 #include "server/katib/katib_space.h"
 
+#include "server/katib/katib_service.h"
+
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
@@ -219,6 +221,22 @@ TEST(KatibSpaceTest, FormatsNumbersShortestRoundTrip) {
   EXPECT_EQ(FormatNumber(0.1), "0.1");
   EXPECT_EQ(FormatNumber(3), "3");
   EXPECT_EQ(FormatNumber(1.0 / 3), "0.3333333333333333");
+}
+
+TEST(KatibNamespaceTest, ComesFromTheServiceHostKatibDials) {
+  KatibOptions options;
+  options.ns = "fallback";
+  const KatibAdapter adapter(nullptr, options);
+  EXPECT_EQ(adapter.NamespaceOf("mnist-metaopt-gp.team-a:6789"), "team-a");
+  EXPECT_EQ(adapter.NamespaceOf("mnist-metaopt-gp.team-a.svc:6789"), "team-a");
+  EXPECT_EQ(
+      adapter.NamespaceOf("mnist-metaopt-gp.team-a.svc.cluster.local:6789"),
+      "team-a");
+  EXPECT_EQ(adapter.NamespaceOf("127.0.0.1:6789"), "fallback");
+  EXPECT_EQ(adapter.NamespaceOf("localhost:6789"), "fallback");
+  EXPECT_EQ(adapter.NamespaceOf("[::1]:6789"), "fallback");
+  EXPECT_EQ(adapter.NamespaceOf("metaopt.example.com:6789"), "fallback");
+  EXPECT_EQ(adapter.NamespaceOf(""), "fallback");
 }
 
 }  // namespace

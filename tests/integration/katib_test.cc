@@ -426,6 +426,28 @@ TEST_F(KatibControllerTest, ReplaysAnExperimentsLife) {
   EXPECT_TRUE(status.ok()) << status.error_message();
 }
 
+TEST_F(KatibControllerTest, NamesTheStudyAfterTheNamespaceKatibDials) {
+  // Katib's controller dials <experiment>-<algorithm>.<namespace>:6789.
+  kapi::GetSuggestionsRequest request;
+  *request.mutable_experiment() = experiment_;
+  request.set_current_request_number(2);
+  request.set_total_request_number(2);
+  kapi::GetSuggestionsReply reply;
+  std::unique_ptr<grpc::ClientContext> context = ContextWithDeadline();
+  context->set_authority("mnist-metaopt-gp.team-b.svc:6789");
+  const grpc::Status status =
+      suggestion_->GetSuggestions(context.get(), request, &reply);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(reply.parameter_assignments_size(), 2);
+  v1::GetStudyRequest get;
+  get.set_study_id("katib-team-b-mnist");
+  v1::GetStudyResponse study;
+  const grpc::Status found =
+      server_->stub().GetStudy(ContextWithDeadline().get(), get, &study);
+  ASSERT_TRUE(found.ok()) << found.error_message();
+  EXPECT_EQ(study.study().trial_count(), 2);
+}
+
 TEST_F(KatibControllerTest, RefusesAnExperimentWhoseSpaceChanged) {
   Request(1);
   experiment_.mutable_spec()
