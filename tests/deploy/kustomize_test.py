@@ -11,6 +11,8 @@ What each overlay promises, checked on the rendered objects (not on the files):
 - every image is pinned to a tag that is not `latest`; metaopt's tag is the project's version;
 - the NetworkPolicy, the ServiceMonitor and the Ingress select what exists;
 - every server flag exists in `metaopt-server --help`;
+- the Katib component (deploy/katib) serves the port `katib` on every deployable overlay, its
+  katib-config entries register metaopt's algorithms, and its example Experiment is consistent;
 - docs/deploy.md's team deployment is the overlay rendered here, and its `kubectl create secret`
   commands create every Secret (and key) the rendered pods read.
 
@@ -274,6 +276,83 @@ class ComponentsTest(unittest.TestCase):
                             }, f)
                         objects = render(directory)
                         self.assertEqual(len(server_workloads(objects)), 1)
+
+
+class KatibComponentTest(unittest.TestCase):
+    """deploy/katib: the Katib port on the server pods and Service, the katib-config entries and
+    the example Experiment (docs/katib.md)."""
+
+    ALGORITHMS = {"metaopt-deeppipe", "metaopt-gp", "metaopt-pmf", "metaopt-mosaic"}
+
+    def load(self, name):
+        with open(path("deploy/katib", name), encoding="utf-8") as f:
+            return yaml.safe_load(f)
+
+    def test_the_component_serves_the_katib_port_over_each_deployable_overlay(self):
+        server_help = help_text(METAOPT_SERVER)
+        with tempfile.TemporaryDirectory() as tmp:
+            for overlay in (f"{K8S}/overlays/sqlite", f"{K8S}/overlays/postgres",
+                            f"{K8S}/overlays/team"):
+                with self.subTest(overlay=overlay):
+                    directory = os.path.join(tmp, os.path.basename(overlay))
+                    os.makedirs(directory)
+                    with open(os.path.join(directory, "kustomization.yaml"), "w") as f:
+                        yaml.safe_dump({
+                            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                            "kind": "Kustomization",
+                            "resources": [os.path.relpath(path(overlay), directory)],
+                            "components": [os.path.relpath(path("deploy/katib"), directory)],
+                        }, f)
+                    objects = render(directory)
+                    (workload,) = server_workloads(objects)
+                    container = workload["spec"]["template"]["spec"]["containers"][0]
+                    self.assertIn("--katib-listen=0.0.0.0:6789", container["args"])
+                    for flag in flag_names(container["args"]):
+                        self.assertIn(flag, server_help, f"metaopt-server has no {flag}")
+                    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+                    self.assertEqual(ports["katib"], 6789)
+                    services = {s["metadata"]["name"]: s for s in by_kind(objects, "Service")}
+                    katib = [p for p in services["metaopt"]["spec"]["ports"]
+                             if p["name"] == "katib"]
+                    self.assertEqual([(p["port"], p["targetPort"]) for p in katib],
+                                     [(6789, "katib")])
+                    (policy,) = [p for p in by_kind(objects, "NetworkPolicy")
+                                 if p["metadata"]["name"] == "metaopt"]
+                    allowed = {p["port"] for rule in policy["spec"]["ingress"]
+                               for p in rule["ports"]}
+                    self.assertEqual(allowed, set(ports))
+
+    def test_katib_config_registers_the_algorithms_and_forwards_both_ports(self):
+        config = self.load("katib-config.yaml")
+        self.assertEqual(config["kind"], "KatibConfig")
+        suggestions = config["runtime"]["suggestions"]
+        self.assertEqual({s["algorithmName"] for s in suggestions}, self.ALGORITHMS)
+        for entry in suggestions:
+            with self.subTest(algorithm=entry["algorithmName"]):
+                script = " ".join(entry.get("command", []) + entry.get("args", []))
+                for port in (6789, 6788):
+                    self.assertIn(f"TCP-LISTEN:{port},", script)
+                self.assertEqual(script.count("TCP:metaopt.ml-platform.svc:6789"), 2)
+        stoppings = config["runtime"]["earlyStoppings"]
+        self.assertEqual({s["algorithmName"] for s in stoppings},
+                         {"metaopt-median", "metaopt-asha"})
+        for entry in suggestions + stoppings:
+            name, _, tag = entry["image"].rpartition(":")
+            self.assertTrue(name and tag and tag != "latest", entry["image"])
+
+    def test_the_example_experiment_uses_a_registered_algorithm_and_every_parameter(self):
+        experiment = self.load("experiment.yaml")
+        spec = experiment["spec"]
+        self.assertIn(spec["algorithm"]["algorithmName"], self.ALGORITHMS)
+        names = [p["name"] for p in spec["parameters"]]
+        template = spec["trialTemplate"]
+        references = [t["reference"] for t in template["trialParameters"]]
+        self.assertEqual(sorted(references), sorted(names))
+        (container,) = template["trialSpec"]["spec"]["template"]["spec"]["containers"]
+        command = " ".join(container["command"])
+        for parameter in template["trialParameters"]:
+            self.assertEqual(command.count("${trialParameters.%s}" % parameter["name"]), 1)
+        self.assertEqual(container["name"], template["primaryContainerName"])
 
 
 class DeployDocTest(unittest.TestCase):

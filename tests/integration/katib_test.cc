@@ -7,6 +7,8 @@
 // early-stopping rules.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -14,7 +16,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -466,6 +471,113 @@ TEST_F(KatibControllerTest, RefusesAnExperimentWhoseSpaceChanged) {
   EXPECT_THAT(status.error_message(),
               HasSubstr("study katib-team-a-mnist of Katib experiment mnist "
                         "exists with another spec"));
+}
+
+// The parameters of the Experiment in deploy/katib/experiment.yaml, read line
+// by line (the file's own layout: one key per line).
+kapi::ExperimentSpec::ParameterSpecs ExampleParameters() {
+  std::ifstream file(std::string(METAOPT_SOURCE_DIR) +
+                     "/deploy/katib/experiment.yaml");
+  EXPECT_TRUE(file.good());
+  kapi::ExperimentSpec::ParameterSpecs specs;
+  bool in_parameters = false;
+  std::string line;
+  while (std::getline(file, line)) {
+    if (line == "  parameters:") {
+      in_parameters = true;
+      continue;
+    }
+    if (!in_parameters) continue;
+    if (!absl::StartsWith(line, "    ")) break;
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    const auto unquote = [](absl::string_view value) {
+      return std::string(absl::StripSuffix(absl::StripPrefix(value, "\""), "\""));
+    };
+    if (absl::ConsumePrefix(&text, "- name: ")) {
+      specs.add_parameters()->set_name(std::string(text));
+    } else if (absl::ConsumePrefix(&text, "parameterType: ")) {
+      const std::map<absl::string_view, kapi::ParameterType> types = {
+          {"double", kapi::DOUBLE},
+          {"int", kapi::INT},
+          {"discrete", kapi::DISCRETE},
+          {"categorical", kapi::CATEGORICAL}};
+      specs.mutable_parameters()->rbegin()->set_parameter_type(types.at(text));
+    } else if (absl::ConsumePrefix(&text, "list: [")) {
+      for (absl::string_view value :
+           absl::StrSplit(absl::StripSuffix(text, "]"), ", ")) {
+        specs.mutable_parameters()
+            ->rbegin()
+            ->mutable_feasible_space()
+            ->add_list(std::string(value));
+      }
+    } else if (absl::ConsumePrefix(&text, "min: ")) {
+      specs.mutable_parameters()->rbegin()->mutable_feasible_space()->set_min(
+          unquote(text));
+    } else if (absl::ConsumePrefix(&text, "max: ")) {
+      specs.mutable_parameters()->rbegin()->mutable_feasible_space()->set_max(
+          unquote(text));
+    } else if (text == "distribution: logUniform") {
+      specs.mutable_parameters()
+          ->rbegin()
+          ->mutable_feasible_space()
+          ->set_distribution(kapi::LOG_UNIFORM);
+    }
+  }
+  return specs;
+}
+
+TEST(KatibExampleTest, ExampleExperimentBindsTheBundledDeepPipeModel) {
+  ScopedTempDir dir;
+  const std::string registry = dir.File("models");
+  std::filesystem::create_directories(registry);
+  std::filesystem::create_directory_symlink(
+      std::string(METAOPT_SOURCE_DIR) + "/models/sklearn-pipelines-deeppipe",
+      registry + "/sklearn-pipelines-deeppipe");
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = registry;
+  options.models_poll_interval = absl::ZeroDuration();
+  options.katib_listen = "127.0.0.1:0";
+  TestServer server(options);
+  auto suggestion = kapi::Suggestion::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server.server().katib_port()),
+      grpc::InsecureChannelCredentials()));
+
+  kapi::GetSuggestionsRequest request;
+  kapi::Experiment* experiment = request.mutable_experiment();
+  experiment->set_name("sklearn-pipelines");
+  *experiment->mutable_spec()->mutable_parameter_specs() = ExampleParameters();
+  ASSERT_EQ(experiment->spec().parameter_specs().parameters_size(), 23);
+  experiment->mutable_spec()->mutable_objective()->set_type(kapi::MAXIMIZE);
+  experiment->mutable_spec()->mutable_objective()->set_objective_metric_name(
+      "accuracy");
+  kapi::AlgorithmSpec* algorithm =
+      experiment->mutable_spec()->mutable_algorithm();
+  algorithm->set_algorithm_name("metaopt-deeppipe");
+  kapi::AlgorithmSetting* model = algorithm->add_algorithm_settings();
+  model->set_name("model");
+  model->set_value("sklearn-pipelines-deeppipe");
+  request.set_current_request_number(3);
+  request.set_total_request_number(3);
+  kapi::GetSuggestionsReply reply;
+  const grpc::Status status =
+      suggestion->GetSuggestions(ContextWithDeadline().get(), request, &reply);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(reply.parameter_assignments_size(), 3);
+  for (const auto& assignments : reply.parameter_assignments()) {
+    EXPECT_EQ(assignments.assignments_size(), 23);
+  }
+
+  v1::GetStudyRequest get;
+  get.set_study_id("katib-default-sklearn-pipelines");
+  v1::GetStudyResponse study;
+  const grpc::Status found =
+      server.stub().GetStudy(ContextWithDeadline().get(), get, &study);
+  ASSERT_TRUE(found.ok()) << found.error_message();
+  EXPECT_TRUE(absl::StartsWith(study.study().bound_model(),
+                               "sklearn-pipelines-deeppipe@"))
+      << study.study().bound_model();
+  EXPECT_EQ(study.study().spec().search_space().stages_size(), 4);
 }
 
 }  // namespace
