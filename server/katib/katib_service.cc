@@ -146,7 +146,34 @@ absl::Status KatibAdapter::ValidateAlgorithmSettings(
     const std::string& ns) {
   METAOPT_ASSIGN_OR_RETURN(const std::string study_id,
                            StudyIdOf(ns, request.experiment().name()));
-  return StudySpecOf(request.experiment(), study_id).status();
+  METAOPT_ASSIGN_OR_RETURN(const v1::StudySpec spec,
+                           StudySpecOf(request.experiment(), study_id));
+  // A named model must be served now (whether its space fits is checked when
+  // the study is created, by the first GetSuggestions).
+  const std::string& model = spec.algorithm().model();
+  if (model.empty() || model == "none") return absl::OkStatus();
+  const size_t at = model.find('@');
+  const std::string name = model.substr(0, at);
+  const std::string version =
+      at == std::string::npos ? "" : model.substr(at + 1);
+  METAOPT_ASSIGN_OR_RETURN(const v1::ListModelsResponse models,
+                           engine_->ListModels(v1::ListModelsRequest()));
+  std::vector<std::string> served;
+  for (const v1::Model& candidate : models.models()) {
+    if (candidate.name() == name &&
+        (version.empty() || absl::StrCat(candidate.version()) == version)) {
+      return absl::OkStatus();
+    }
+    served.push_back(absl::StrCat(candidate.name(), "@", candidate.version()));
+  }
+  if (served.size() > 10) {
+    served.resize(10);
+    served.push_back("...");
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "experiment.spec.algorithm.algorithm_settings \"model\": value \"",
+      model, "\" is not a model the registry serves (served: ",
+      served.empty() ? "none" : absl::StrJoin(served, ", "), ")"));
 }
 
 absl::Status KatibAdapter::ValidateEarlyStoppingSettings(

@@ -256,6 +256,23 @@ TEST_F(KatibControllerTest, ValidatesAlgorithmSettingsNamingTheSetting) {
               HasSubstr("\"initial_trials\": value \"three\" is not an "
                         "integer in [0, 10000]"));
 
+  request.mutable_experiment()
+      ->mutable_spec()
+      ->mutable_algorithm()
+      ->mutable_algorithm_settings(0)
+      ->set_name("model");
+  request.mutable_experiment()
+      ->mutable_spec()
+      ->mutable_algorithm()
+      ->mutable_algorithm_settings(0)
+      ->set_value("no-such-model");
+  status = suggestion_->ValidateAlgorithmSettings(ContextWithDeadline().get(),
+                                                  request, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("\"model\": value \"no-such-model\" is not a model "
+                        "the registry serves (served: none)"));
+
   request.mutable_experiment()->mutable_spec()->mutable_algorithm()->set_algorithm_name(
       "bayesianoptimization");
   status = suggestion_->ValidateAlgorithmSettings(ContextWithDeadline().get(),
@@ -453,6 +470,83 @@ TEST_F(KatibControllerTest, NamesTheStudyAfterTheNamespaceKatibDials) {
   EXPECT_EQ(study.study().trial_count(), 2);
 }
 
+// The adapter loses nothing: one trial at a time, an Experiment driven through
+// Katib's API suggests exactly what the same study driven directly suggests,
+// so it reaches the same best value (the same regret) after every trial.
+TEST_F(KatibControllerTest, KatibDrivenStudySuggestsWhatADirectStudySuggests) {
+  experiment_.mutable_spec()->clear_early_stopping();
+  // Without a step grid, Katib's trials evaluate exactly the suggested points.
+  experiment_.mutable_spec()
+      ->mutable_parameter_specs()
+      ->mutable_parameters(1)
+      ->mutable_feasible_space()
+      ->clear_step();
+  constexpr int kTrials = 10;
+  for (int i = 0; i < kTrials; ++i) {
+    if (i > 0) Finish(i - 1, kapi::TrialStatus::SUCCEEDED);
+    Request(1);
+  }
+  Finish(kTrials - 1, kapi::TrialStatus::SUCCEEDED);
+
+  // The same spec, driven directly: Suggest, evaluate, Observe.
+  v1::GetStudyRequest get;
+  get.set_study_id("katib-team-a-mnist");
+  v1::GetStudyResponse katib_study;
+  grpc::Status status =
+      server_->stub().GetStudy(ContextWithDeadline().get(), get, &katib_study);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  v1::CreateStudyRequest create;
+  create.set_study_id("direct");
+  *create.mutable_spec() = katib_study.study().spec();
+  v1::CreateStudyResponse created;
+  status = server_->stub().CreateStudy(ContextWithDeadline().get(), create,
+                                       &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  double katib_best = -1, direct_best = -1;
+  for (int i = 0; i < kTrials; ++i) {
+    v1::SuggestRequest suggest;
+    suggest.set_study_id("direct");
+    suggest.set_count(1);
+    suggest.set_client_id(absl::StrCat("katib-", i + 1));
+    v1::SuggestResponse suggested;
+    status = server_->stub().Suggest(ContextWithDeadline().get(), suggest,
+                                     &suggested);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(suggested.trials_size(), 1);
+    const v1::Configuration& configuration =
+        suggested.trials(0).configuration();
+    // Katib's trial i was given the same configuration.
+    kapi::Trial as_katib_sees_it;
+    for (const auto& [name, value] :
+         configuration.assignments(0).parameters()) {
+      kapi::ParameterAssignment* assignment =
+          as_katib_sees_it.mutable_spec()
+              ->mutable_parameter_assignments()
+              ->add_assignments();
+      assignment->set_name(name);
+      assignment->set_value(value.has_category()
+                                ? value.category()
+                                : absl::StrFormat("%.17g", value.number()));
+    }
+    const double direct_value = Accuracy(as_katib_sees_it);
+    EXPECT_NEAR(direct_value, Accuracy(trials_[i]), 1e-12) << "trial " << i;
+    EXPECT_EQ(ValueOf(as_katib_sees_it, "optimizer"),
+              ValueOf(trials_[i], "optimizer"));
+    EXPECT_EQ(ValueOf(as_katib_sees_it, "batch"), ValueOf(trials_[i], "batch"));
+    v1::ObserveRequest observe;
+    observe.set_study_id("direct");
+    observe.set_trial_id(suggested.trials(0).id());
+    observe.set_value(direct_value);
+    v1::ObserveResponse observed;
+    status = server_->stub().Observe(ContextWithDeadline().get(), observe,
+                                     &observed);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    direct_best = std::max(direct_best, direct_value);
+    katib_best = std::max(katib_best, Accuracy(trials_[i]));
+    EXPECT_NEAR(katib_best, direct_best, 1e-12) << "after trial " << i;
+  }
+}
+
 TEST_F(KatibControllerTest, RefusesAnExperimentWhoseSpaceChanged) {
   Request(1);
   experiment_.mutable_spec()
@@ -557,10 +651,16 @@ TEST(KatibExampleTest, ExampleExperimentBindsTheBundledDeepPipeModel) {
   kapi::AlgorithmSetting* model = algorithm->add_algorithm_settings();
   model->set_name("model");
   model->set_value("sklearn-pipelines-deeppipe");
+  kapi::ValidateAlgorithmSettingsRequest validate;
+  *validate.mutable_experiment() = *experiment;
+  kapi::ValidateAlgorithmSettingsReply validated;
+  grpc::Status status = suggestion->ValidateAlgorithmSettings(
+      ContextWithDeadline().get(), validate, &validated);
+  ASSERT_TRUE(status.ok()) << status.error_message();
   request.set_current_request_number(3);
   request.set_total_request_number(3);
   kapi::GetSuggestionsReply reply;
-  const grpc::Status status =
+  status =
       suggestion->GetSuggestions(ContextWithDeadline().get(), request, &reply);
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_EQ(reply.parameter_assignments_size(), 3);
