@@ -246,9 +246,9 @@ absl::Status Server::StartKatib() {
   katib_adapter_ =
       std::make_unique<katib::KatibAdapter>(engine_.get(), katib_options);
   katib_suggestion_ = std::make_unique<katib::KatibSuggestionService>(
-      katib_adapter_.get(), pool_.get());
+      katib_adapter_.get(), pool_.get(), metrics_.get());
   katib_early_stopping_ = std::make_unique<katib::KatibEarlyStoppingService>(
-      katib_adapter_.get(), pool_.get());
+      katib_adapter_.get(), pool_.get(), metrics_.get());
   grpc::ServerBuilder builder;
   // Katib's controller dials its algorithm services without TLS.
   builder.AddListeningPort(options_.katib_listen,

@@ -101,13 +101,6 @@ bool SameOutcome(const v1::Trial& trial, const Outcome& outcome) {
          1e-12 * std::max(1.0, std::fabs(outcome.value));
 }
 
-bool IsMetaoptAlgorithm(const std::string& name) {
-  for (const char* known : kKatibAlgorithmNames) {
-    if (name == known) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 KatibAdapter::KatibAdapter(study::StudyEngine* engine, KatibOptions options)
@@ -502,8 +495,8 @@ KatibAdapter::GetEarlyStoppingRules(
     absl::Time deadline) {
   METAOPT_ASSIGN_OR_RETURN(const std::string study_id,
                            StudyIdOf(ns, request.experiment().name()));
-  if (!IsMetaoptAlgorithm(
-          request.experiment().spec().algorithm().algorithm_name())) {
+  if (AlgorithmKindOf(request.experiment().spec().algorithm().algorithm_name()) ==
+      v1::ALGORITHM_KIND_UNSPECIFIED) {
     // Katib may pair metaopt's early stopping with one of its own algorithms;
     // the study needs a metaopt algorithm, so a random one stands in.
     kapi::GetEarlyStoppingRulesRequest copy = request;
@@ -546,29 +539,31 @@ std::string NamespaceOfCall(const KatibAdapter& adapter,
       absl::string_view(authority.data(), authority.size()));
 }
 
-// The study a request is about, for the log ("" for an invalid name).
-template <typename Request>
-std::string StudyIdFor(const KatibAdapter& adapter,
-                       const grpc::ServerContextBase& call,
-                       const Request& request) {
-  absl::StatusOr<std::string> id =
-      StudyIdOf(NamespaceOfCall(adapter, call), request.experiment().name());
-  return id.ok() ? *id : "";
-}
 
 // Runs `fn` (returning absl::Status), logs the call like the OptimizerService
-// calls and maps the status.
+// calls, reports it to `observer` (may be null) and maps the status.
+// `experiment` is the request's, or null for calls about no experiment.
 template <typename Fn>
-grpc::Status Logged(const char* method, const std::string& study_id, Fn fn) {
+grpc::Status Logged(const char* method, const KatibAdapter& adapter,
+                    const grpc::ServerContextBase& call,
+                    const kapi::Experiment* experiment, RpcObserver* observer,
+                    Fn fn) {
   const absl::Time start = absl::Now();
   const grpc::Status status = ToGrpcStatus(fn());
   RpcRecord record;
   record.method = method;
-  record.study_id = study_id;
+  if (experiment != nullptr) {
+    absl::StatusOr<std::string> id =
+        StudyIdOf(NamespaceOfCall(adapter, call), experiment->name());
+    if (id.ok()) record.study_id = *std::move(id);
+    record.algorithm =
+        AlgorithmKindOf(experiment->spec().algorithm().algorithm_name());
+  }
   record.code = status.error_code();
   record.error_message = status.error_message();
   record.latency = absl::Now() - start;
   LogRpc(record);
+  if (observer != nullptr) observer->OnRpc(record);
   return status;
 }
 
@@ -583,7 +578,8 @@ grpc::ServerUnaryReactor* KatibSuggestionService::GetSuggestions(
       [this](const grpc::ServerContextBase& call,
              const kapi::GetSuggestionsRequest& in,
              kapi::GetSuggestionsReply* out) {
-        return Logged("katib.GetSuggestions", StudyIdFor(*adapter_, call, in), [&] {
+        return Logged("katib.GetSuggestions", *adapter_, call, &in.experiment(),
+                      observer_, [&] {
           absl::StatusOr<kapi::GetSuggestionsReply> result =
               adapter_->GetSuggestions(in, NamespaceOfCall(*adapter_, call),
                                        DeadlineOf(call));
@@ -603,8 +599,8 @@ grpc::ServerUnaryReactor* KatibSuggestionService::ValidateAlgorithmSettings(
       [this](const grpc::ServerContextBase& call,
              const kapi::ValidateAlgorithmSettingsRequest& in,
              kapi::ValidateAlgorithmSettingsReply*) {
-        return Logged("katib.ValidateAlgorithmSettings",
-                      StudyIdFor(*adapter_, call, in), [&] {
+        return Logged("katib.ValidateAlgorithmSettings", *adapter_, call,
+                      &in.experiment(), observer_, [&] {
                         return adapter_->ValidateAlgorithmSettings(
                             in, NamespaceOfCall(*adapter_, call));
                       });
@@ -620,8 +616,8 @@ grpc::ServerUnaryReactor* KatibEarlyStoppingService::GetEarlyStoppingRules(
       [this](const grpc::ServerContextBase& call,
              const kapi::GetEarlyStoppingRulesRequest& in,
              kapi::GetEarlyStoppingRulesReply* out) {
-        return Logged("katib.GetEarlyStoppingRules",
-                      StudyIdFor(*adapter_, call, in), [&] {
+        return Logged("katib.GetEarlyStoppingRules", *adapter_, call,
+                      &in.experiment(), observer_, [&] {
                         absl::StatusOr<kapi::GetEarlyStoppingRulesReply>
                             result = adapter_->GetEarlyStoppingRules(
                                 in, NamespaceOfCall(*adapter_, call),
@@ -639,11 +635,11 @@ grpc::ServerUnaryReactor* KatibEarlyStoppingService::SetTrialStatus(
     kapi::SetTrialStatusReply* reply) {
   return RunUnaryOnPool(
       *pool_, context, request, reply,
-      [this](const grpc::ServerContextBase&,
+      [this](const grpc::ServerContextBase& call,
              const kapi::SetTrialStatusRequest& in,
              kapi::SetTrialStatusReply*) {
-        return Logged("katib.SetTrialStatus", "",
-                      [&] { return adapter_->SetTrialStatus(in); });
+        return Logged("katib.SetTrialStatus", *adapter_, call, nullptr,
+                      observer_, [&] { return adapter_->SetTrialStatus(in); });
       });
 }
 
@@ -654,10 +650,11 @@ KatibEarlyStoppingService::ValidateEarlyStoppingSettings(
     kapi::ValidateEarlyStoppingSettingsReply* reply) {
   return RunUnaryOnPool(
       *pool_, context, request, reply,
-      [this](const grpc::ServerContextBase&,
+      [this](const grpc::ServerContextBase& call,
              const kapi::ValidateEarlyStoppingSettingsRequest& in,
              kapi::ValidateEarlyStoppingSettingsReply*) {
-        return Logged("katib.ValidateEarlyStoppingSettings", "", [&] {
+        return Logged("katib.ValidateEarlyStoppingSettings", *adapter_, call,
+                      nullptr, observer_, [&] {
           return adapter_->ValidateEarlyStoppingSettings(in);
         });
       });

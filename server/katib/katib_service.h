@@ -16,6 +16,7 @@
 #include "core/study/study_engine.h"
 #include "katib/v1beta1/api.grpc.pb.h"
 #include "server/katib/katib_space.h"
+#include "server/rpc_record.h"
 #include "server/work_pool.h"
 
 namespace metaopt::server::katib {
@@ -92,12 +93,15 @@ class KatibAdapter {
       ABSL_GUARDED_BY(map_mu_);
 };
 
-// Katib's Suggestion service on the work pool. Thread-safe.
+// Katib's Suggestion service on the work pool. Every call is logged (LogRpc)
+// and reported to `observer` as method "katib.<Name>" with the algorithm its
+// experiment names. Thread-safe.
 class KatibSuggestionService final : public kapi::Suggestion::CallbackService {
  public:
-  // `adapter` and `pool` must outlive the service.
-  KatibSuggestionService(KatibAdapter* adapter, WorkPool* pool)
-      : adapter_(adapter), pool_(pool) {}
+  // `adapter`, `pool` and `observer` (may be null) must outlive the service.
+  KatibSuggestionService(KatibAdapter* adapter, WorkPool* pool,
+                         RpcObserver* observer = nullptr)
+      : adapter_(adapter), pool_(pool), observer_(observer) {}
 
   grpc::ServerUnaryReactor* GetSuggestions(
       grpc::CallbackServerContext* context,
@@ -111,15 +115,18 @@ class KatibSuggestionService final : public kapi::Suggestion::CallbackService {
  private:
   KatibAdapter* const adapter_;
   WorkPool* const pool_;
+  RpcObserver* const observer_;
 };
 
-// Katib's EarlyStopping service on the work pool. Thread-safe.
+// Katib's EarlyStopping service on the work pool, logged and reported as the
+// Suggestion service is. Thread-safe.
 class KatibEarlyStoppingService final
     : public kapi::EarlyStopping::CallbackService {
  public:
-  // `adapter` and `pool` must outlive the service.
-  KatibEarlyStoppingService(KatibAdapter* adapter, WorkPool* pool)
-      : adapter_(adapter), pool_(pool) {}
+  // `adapter`, `pool` and `observer` (may be null) must outlive the service.
+  KatibEarlyStoppingService(KatibAdapter* adapter, WorkPool* pool,
+                            RpcObserver* observer = nullptr)
+      : adapter_(adapter), pool_(pool), observer_(observer) {}
 
   grpc::ServerUnaryReactor* GetEarlyStoppingRules(
       grpc::CallbackServerContext* context,
@@ -137,6 +144,7 @@ class KatibEarlyStoppingService final
  private:
   KatibAdapter* const adapter_;
   WorkPool* const pool_;
+  RpcObserver* const observer_;
 };
 
 // The early-stopping rules Katib's metrics collector applies, from the

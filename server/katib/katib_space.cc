@@ -537,6 +537,19 @@ std::string KatibSpace::Key(const v1::Configuration& configuration) const {
   return key;
 }
 
+v1::AlgorithmKind AlgorithmKindOf(const std::string& algorithm_name) {
+  static constexpr std::pair<const char*, v1::AlgorithmKind> kKinds[] = {
+      {"metaopt-deeppipe", v1::ALGORITHM_KIND_DEEPPIPE},
+      {"metaopt-gp", v1::ALGORITHM_KIND_GP},
+      {"metaopt-pmf", v1::ALGORITHM_KIND_PMF},
+      {"metaopt-mosaic", v1::ALGORITHM_KIND_MOSAIC},
+      {"metaopt-random", v1::ALGORITHM_KIND_RANDOM}};
+  for (const auto& [name, kind] : kKinds) {
+    if (algorithm_name == name) return kind;
+  }
+  return v1::ALGORITHM_KIND_UNSPECIFIED;
+}
+
 absl::StatusOr<v1::EarlyStoppingSpec> EarlyStoppingOf(
     const kapi::EarlyStoppingSpec& spec, const std::string& field) {
   v1::EarlyStoppingSpec out;
@@ -624,17 +637,8 @@ absl::StatusOr<v1::StudySpec> StudySpecOf(const kapi::Experiment& experiment,
   const kapi::AlgorithmSpec& algorithm = spec.algorithm();
   v1::AlgorithmSpec* out_algorithm = out.mutable_algorithm();
   const std::string& name = algorithm.algorithm_name();
-  if (name == "metaopt-deeppipe") {
-    out_algorithm->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
-  } else if (name == "metaopt-gp") {
-    out_algorithm->set_kind(v1::ALGORITHM_KIND_GP);
-  } else if (name == "metaopt-pmf") {
-    out_algorithm->set_kind(v1::ALGORITHM_KIND_PMF);
-  } else if (name == "metaopt-mosaic") {
-    out_algorithm->set_kind(v1::ALGORITHM_KIND_MOSAIC);
-  } else if (name == "metaopt-random") {
-    out_algorithm->set_kind(v1::ALGORITHM_KIND_RANDOM);
-  } else {
+  out_algorithm->set_kind(AlgorithmKindOf(name));
+  if (out_algorithm->kind() == v1::ALGORITHM_KIND_UNSPECIFIED) {
     return absl::InvalidArgumentError(absl::StrCat(
         "experiment.spec.algorithm.algorithm_name: ", Quote(name),
         " is not one of ", absl::StrJoin(kKatibAlgorithmNames, ", ")));

@@ -98,6 +98,10 @@ std::string FormatNumber(double value);
 absl::StatusOr<v1::StudySpec> StudySpecOf(const kapi::Experiment& experiment,
                                           const std::string& study_id);
 
+// The kind an algorithmName selects; ALGORITHM_KIND_UNSPECIFIED for a name
+// metaopt does not serve.
+v1::AlgorithmKind AlgorithmKindOf(const std::string& algorithm_name);
+
 // The metaopt early-stopping rule of Katib's early-stopping spec
 // (metaopt-median, metaopt-asha with their settings). An empty algorithm
 // name gives no rule (an unset EarlyStoppingSpec). INVALID_ARGUMENT naming

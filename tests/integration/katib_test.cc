@@ -26,6 +26,7 @@
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "katib/v1beta1/api.grpc.pb.h"
+#include "tests/testutil/http_get.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_server.h"
 
@@ -565,6 +566,33 @@ TEST_F(KatibControllerTest, RefusesAnExperimentWhoseSpaceChanged) {
   EXPECT_THAT(status.error_message(),
               HasSubstr("study katib-team-a-mnist of Katib experiment mnist "
                         "exists with another spec"));
+}
+
+TEST(KatibMetricsTest, KatibCallsAreCountedByMethodAndAlgorithm) {
+  ScopedTempDir dir;
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = dir.File("models");
+  options.katib_listen = "127.0.0.1:0";
+  options.metrics_listen = "127.0.0.1:0";
+  TestServer server(options);
+  auto suggestion = kapi::Suggestion::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server.server().katib_port()),
+      grpc::InsecureChannelCredentials()));
+  kapi::GetSuggestionsRequest request;
+  *request.mutable_experiment() = MakeExperiment();
+  request.set_current_request_number(1);
+  request.set_total_request_number(1);
+  kapi::GetSuggestionsReply reply;
+  const grpc::Status status =
+      suggestion->GetSuggestions(ContextWithDeadline().get(), request, &reply);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const absl::StatusOr<HttpResponse> metrics =
+      HttpGet(server.server().metrics_port(), "/metrics");
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(metrics->body,
+              HasSubstr("metaopt_rpc_handled_total{algorithm=\"gp\",code=\"OK\","
+                        "method=\"katib.GetSuggestions\"} 1"));
 }
 
 // The parameters of the Experiment in deploy/katib/experiment.yaml, read line
