@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 #include <memory>
 #include <set>
 #include <string>
@@ -566,6 +567,88 @@ TEST_F(KatibControllerTest, RefusesAnExperimentWhoseSpaceChanged) {
   EXPECT_THAT(status.error_message(),
               HasSubstr("study katib-team-a-mnist of Katib experiment mnist "
                         "exists with another spec"));
+}
+
+TEST_F(KatibControllerTest, ConcurrentCallsRecordEachTrialOnce) {
+  // Katib's retries may overlap a slow call: every call sees the same
+  // finished trial that metaopt never suggested; it is recorded once.
+  kapi::Trial external;
+  external.set_name("mnist-by-hand");
+  for (const auto& [name, value] :
+       std::vector<std::pair<std::string, std::string>>{{"lr", "0.01"},
+                                                        {"layers", "3"},
+                                                        {"batch", "64"},
+                                                        {"optimizer", "sgd"}}) {
+    kapi::ParameterAssignment* assignment =
+        external.mutable_spec()->mutable_parameter_assignments()->add_assignments();
+    assignment->set_name(name);
+    assignment->set_value(value);
+  }
+  trials_.push_back(external);
+  Finish(0, kapi::TrialStatus::SUCCEEDED);
+  constexpr int kCalls = 8;
+  std::vector<std::thread> threads;
+  std::vector<grpc::Status> statuses(kCalls);
+  for (int i = 0; i < kCalls; ++i) {
+    threads.emplace_back([this, i, &statuses] {
+      kapi::GetSuggestionsRequest request;
+      *request.mutable_experiment() = experiment_;
+      *request.add_trials() = trials_[0];
+      request.set_current_request_number(1);
+      request.set_total_request_number(1 + i);
+      kapi::GetSuggestionsReply reply;
+      statuses[i] = suggestion_->GetSuggestions(ContextWithDeadline().get(),
+                                                request, &reply);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  for (const grpc::Status& status : statuses) {
+    EXPECT_TRUE(status.ok()) << status.error_message();
+  }
+  std::map<v1::TrialState, int> states = StudyStates();
+  EXPECT_EQ(states[v1::TRIAL_STATE_COMPLETED], 1);
+  EXPECT_EQ(states[v1::TRIAL_STATE_ACTIVE], kCalls);
+}
+
+TEST(KatibTokensTest, StudiesBelongToTheExperimentsNamespace) {
+  ScopedTempDir dir;
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = dir.File("models");
+  options.katib_listen = "127.0.0.1:0";
+  options.tokens_file = dir.File("tokens");
+  std::ofstream(options.tokens_file)
+      << "team-a:team-a-token-0123456789abcdef\n"
+      << "team-b:team-b-token-0123456789abcdef\n";
+  TestServer server(options);
+  // Katib's controller sends no token.
+  auto suggestion = kapi::Suggestion::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server.server().katib_port()),
+      grpc::InsecureChannelCredentials()));
+  kapi::GetSuggestionsRequest request;
+  *request.mutable_experiment() = MakeExperiment();
+  request.set_current_request_number(1);
+  request.set_total_request_number(1);
+  kapi::GetSuggestionsReply reply;
+  std::unique_ptr<grpc::ClientContext> context = ContextWithDeadline();
+  context->set_authority("mnist-metaopt-gp.team-a:6789");
+  grpc::Status status =
+      suggestion->GetSuggestions(context.get(), request, &reply);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  v1::GetStudyRequest get;
+  get.set_study_id("katib-team-a-mnist");
+  for (const auto& [token, code] :
+       std::vector<std::pair<std::string, grpc::StatusCode>>{
+           {"team-a-token-0123456789abcdef", grpc::StatusCode::OK},
+           {"team-b-token-0123456789abcdef", grpc::StatusCode::NOT_FOUND}}) {
+    std::unique_ptr<grpc::ClientContext> call = ContextWithDeadline();
+    call->AddMetadata("authorization", absl::StrCat("Bearer ", token));
+    v1::GetStudyResponse study;
+    status = server.stub().GetStudy(call.get(), get, &study);
+    EXPECT_EQ(status.error_code(), code) << token << ": "
+                                         << status.error_message();
+  }
 }
 
 TEST(KatibMetricsTest, KatibCallsAreCountedByMethodAndAlgorithm) {
