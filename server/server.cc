@@ -259,8 +259,8 @@ absl::Status Server::StartKatib() {
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   katib_server_ = builder.BuildAndStart();
   if (katib_server_ == nullptr || katib_port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("--katib-listen: cannot listen on ", options_.katib_listen));
+    return absl::UnavailableError(absl::StrCat(
+        "--katib-listen: cannot listen on ", options_.katib_listen));
   }
   // Katib's readiness probes ask for the overall status or for the service
   // name of Katib's own algorithm images.

@@ -64,11 +64,10 @@ Outcome OutcomeOf(const kapi::Trial& trial, const std::string& objective) {
       }
       if (!has_value) {
         outcome.failed = true;
-        outcome.reason = absl::StrCat("Katib trial ", trial.name(), " is ",
-                                      kapi::TrialStatus::TrialConditionType_Name(
-                                          status.condition()),
-                                      " without a value of objective metric ",
-                                      objective);
+        outcome.reason = absl::StrCat(
+            "Katib trial ", trial.name(), " is ",
+            kapi::TrialStatus::TrialConditionType_Name(status.condition()),
+            " without a value of objective metric ", objective);
       }
       return outcome;
     }
@@ -164,8 +163,8 @@ absl::Status KatibAdapter::ValidateAlgorithmSettings(
     served.push_back("...");
   }
   return absl::InvalidArgumentError(absl::StrCat(
-      "experiment.spec.algorithm.algorithm_settings \"model\": value \"",
-      model, "\" is not a model the registry serves (served: ",
+      "experiment.spec.algorithm.algorithm_settings \"model\": value \"", model,
+      "\" is not a model the registry serves (served: ",
       served.empty() ? "none" : absl::StrJoin(served, ", "), ")"));
 }
 
@@ -186,7 +185,7 @@ absl::Status KatibAdapter::SetTrialStatus(
   }
   // Katib's own early-stopping services mark the Trial resource EarlyStopped
   // with a Kubernetes client; metaopt has none (docs/katib.md).
-  LogInfo(absl::StrCat("katib: trial ", request.trial_name(),
+  LogInfo(absl::StrCat("katib: trial ", request.trial_name().substr(0, 253),
                        " was stopped early by its metrics collector"));
   return absl::OkStatus();
 }
@@ -198,9 +197,8 @@ absl::StatusOr<KatibAdapter::StudyView> KatibAdapter::OpenStudy(
   METAOPT_ASSIGN_OR_RETURN(view.study_id, StudyIdOf(ns, experiment.name()));
   METAOPT_ASSIGN_OR_RETURN(view.spec, StudySpecOf(experiment, view.study_id));
   METAOPT_ASSIGN_OR_RETURN(
-      KatibSpace space,
-      KatibSpace::Create(experiment.spec().parameter_specs(),
-                         "experiment.spec.parameter_specs"));
+      KatibSpace space, KatibSpace::Create(experiment.spec().parameter_specs(),
+                                           "experiment.spec.parameter_specs"));
   view.space = std::make_unique<KatibSpace>(std::move(space));
   if (options_.owner_from_namespace) view.context.owner = ns;
   view.context.deadline = deadline;
@@ -218,8 +216,8 @@ absl::StatusOr<KatibAdapter::StudyView> KatibAdapter::OpenStudy(
   }
   METAOPT_RETURN_IF_ERROR(created.status());
   if (created->created()) {
-    LogInfo(absl::StrCat("katib: experiment ", experiment.name(),
-                         " is study ", view.study_id));
+    LogInfo(absl::StrCat("katib: experiment ", experiment.name(), " is study ",
+                         view.study_id));
   }
   return view;
 }
@@ -282,9 +280,9 @@ absl::Status KatibAdapter::Reconcile(
             trial->spec().parameter_assignments().assignments(),
             absl::StrCat("trials[", name, "].spec.parameter_assignments"));
     if (!configuration.ok()) {
-      LogWarning(absl::StrCat("katib: study ", view.study_id,
-                              ": not recording trial: ",
-                              configuration.status().message()));
+      LogWarning(absl::StrCat(
+          "katib: study ", view.study_id,
+          ": not recording trial: ", configuration.status().message()));
       continue;
     }
     const std::string key = view.space->Key(*configuration);
@@ -354,9 +352,8 @@ absl::Status KatibAdapter::Reconcile(
       if (observed.status().code() == absl::StatusCode::kInvalidArgument ||
           observed.status().code() == absl::StatusCode::kFailedPrecondition) {
         LogWarning(absl::StrCat("katib: study ", view.study_id,
-                                ": not recording trial ",
-                                entry->first->name(), ": ",
-                                observed.status().message()));
+                                ": not recording trial ", entry->first->name(),
+                                ": ", observed.status().message()));
         continue;
       }
       return observed.status();
@@ -380,8 +377,8 @@ absl::Status KatibAdapter::Reconcile(
         // retries the rest.
         absl::StatusOr<v1::HeartbeatResponse> response =
             engine_->Heartbeat(request, view.context);
-        if (!response.ok() && response.status().code() !=
-                                  absl::StatusCode::kFailedPrecondition) {
+        if (!response.ok() &&
+            response.status().code() != absl::StatusCode::kFailedPrecondition) {
           return response.status();
         }
         request.clear_trial_ids();
@@ -398,8 +395,8 @@ absl::StatusOr<kapi::GetSuggestionsReply> KatibAdapter::GetSuggestions(
                             ? request.current_request_number()
                             : request.request_number();
   if (count < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "current_request_number: ", count, " must be >= 1"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("current_request_number: ", count, " must be >= 1"));
   }
   if (request.total_request_number() < 0) {
     return absl::InvalidArgumentError(
@@ -424,23 +421,21 @@ absl::StatusOr<kapi::GetSuggestionsReply> KatibAdapter::GetSuggestions(
   METAOPT_ASSIGN_OR_RETURN(v1::SuggestResponse suggested,
                            engine_->Suggest(suggest, view.context));
   if (suggested.trials_size() < count) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "study ", view.study_id, " has ", suggested.trials_size(),
-        " suggestion(s) of the ", count,
-        " requested: its search space is exhausted"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("study ", view.study_id, " has ", suggested.trials_size(),
+                     " suggestion(s) of the ", count,
+                     " requested: its search space is exhausted"));
   }
   kapi::GetSuggestionsReply reply;
   for (const v1::Trial& trial : suggested.trials()) {
-    METAOPT_ASSIGN_OR_RETURN(
-        std::vector<kapi::ParameterAssignment> assignments,
-        view.space->ToAssignments(trial.configuration()));
+    METAOPT_ASSIGN_OR_RETURN(std::vector<kapi::ParameterAssignment> assignments,
+                             view.space->ToAssignments(trial.configuration()));
     kapi::GetSuggestionsReply::ParameterAssignments* out =
         reply.add_parameter_assignments();
     for (kapi::ParameterAssignment& assignment : assignments) {
       *out->add_assignments() = std::move(assignment);
     }
-    (*out->mutable_labels())["metaopt.io/trial-id"] =
-        absl::StrCat(trial.id());
+    (*out->mutable_labels())["metaopt.io/trial-id"] = absl::StrCat(trial.id());
   }
   return reply;
 }
@@ -470,15 +465,14 @@ std::vector<kapi::EarlyStoppingRule> RulesOf(
   if (stopping.has_median()) {
     const size_t min_trials = std::max(1, stopping.median().min_trials());
     if (n < min_trials || n == 0) return rules;
-    const double median = n % 2 == 1
-                              ? values[n / 2]
-                              : (values[n / 2 - 1] + values[n / 2]) / 2;
+    const double median =
+        n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
     rule.set_value(FormatNumber(median));
     rule.set_start_step(static_cast<int32_t>(stopping.median().start_step()));
     rules.push_back(rule);
   } else if (stopping.has_asha()) {
-    const size_t eta = static_cast<size_t>(
-        std::max(2, stopping.asha().reduction_factor()));
+    const size_t eta =
+        static_cast<size_t>(std::max(2, stopping.asha().reduction_factor()));
     if (n < eta) return rules;
     const size_t keep = std::max<size_t>(1, n / eta);
     rule.set_value(FormatNumber(values[keep - 1]));
@@ -495,7 +489,8 @@ KatibAdapter::GetEarlyStoppingRules(
     absl::Time deadline) {
   METAOPT_ASSIGN_OR_RETURN(const std::string study_id,
                            StudyIdOf(ns, request.experiment().name()));
-  if (AlgorithmKindOf(request.experiment().spec().algorithm().algorithm_name()) ==
+  if (AlgorithmKindOf(
+          request.experiment().spec().algorithm().algorithm_name()) ==
       v1::ALGORITHM_KIND_UNSPECIFIED) {
     // Katib may pair metaopt's early stopping with one of its own algorithms;
     // the study needs a metaopt algorithm, so a random one stands in.
@@ -527,9 +522,8 @@ absl::Time DeadlineOf(const grpc::ServerContextBase& context) {
   if (gpr_time_cmp(deadline, gpr_inf_future(GPR_CLOCK_REALTIME)) == 0) {
     return absl::InfiniteFuture();
   }
-  return absl::FromUnixNanos(static_cast<int64_t>(deadline.tv_sec) *
-                                 1000000000 +
-                             deadline.tv_nsec);
+  return absl::FromUnixNanos(
+      static_cast<int64_t>(deadline.tv_sec) * 1000000000 + deadline.tv_nsec);
 }
 
 std::string NamespaceOfCall(const KatibAdapter& adapter,
@@ -538,7 +532,6 @@ std::string NamespaceOfCall(const KatibAdapter& adapter,
   return adapter.NamespaceOf(
       absl::string_view(authority.data(), authority.size()));
 }
-
 
 // Runs `fn` (returning absl::Status), logs the call like the OptimizerService
 // calls, reports it to `observer` (may be null) and maps the status.
@@ -580,13 +573,14 @@ grpc::ServerUnaryReactor* KatibSuggestionService::GetSuggestions(
              kapi::GetSuggestionsReply* out) {
         return Logged("katib.GetSuggestions", *adapter_, call, &in.experiment(),
                       observer_, [&] {
-          absl::StatusOr<kapi::GetSuggestionsReply> result =
-              adapter_->GetSuggestions(in, NamespaceOfCall(*adapter_, call),
-                                       DeadlineOf(call));
-          if (!result.ok()) return result.status();
-          *out = *std::move(result);
-          return absl::OkStatus();
-        });
+                        absl::StatusOr<kapi::GetSuggestionsReply> result =
+                            adapter_->GetSuggestions(
+                                in, NamespaceOfCall(*adapter_, call),
+                                DeadlineOf(call));
+                        if (!result.ok()) return result.status();
+                        *out = *std::move(result);
+                        return absl::OkStatus();
+                      });
       });
 }
 
@@ -594,17 +588,17 @@ grpc::ServerUnaryReactor* KatibSuggestionService::ValidateAlgorithmSettings(
     grpc::CallbackServerContext* context,
     const kapi::ValidateAlgorithmSettingsRequest* request,
     kapi::ValidateAlgorithmSettingsReply* reply) {
-  return RunUnaryOnPool(
-      *pool_, context, request, reply,
-      [this](const grpc::ServerContextBase& call,
-             const kapi::ValidateAlgorithmSettingsRequest& in,
-             kapi::ValidateAlgorithmSettingsReply*) {
-        return Logged("katib.ValidateAlgorithmSettings", *adapter_, call,
-                      &in.experiment(), observer_, [&] {
-                        return adapter_->ValidateAlgorithmSettings(
-                            in, NamespaceOfCall(*adapter_, call));
-                      });
-      });
+  return RunUnaryOnPool(*pool_, context, request, reply,
+                        [this](const grpc::ServerContextBase& call,
+                               const kapi::ValidateAlgorithmSettingsRequest& in,
+                               kapi::ValidateAlgorithmSettingsReply*) {
+                          return Logged(
+                              "katib.ValidateAlgorithmSettings", *adapter_,
+                              call, &in.experiment(), observer_, [&] {
+                                return adapter_->ValidateAlgorithmSettings(
+                                    in, NamespaceOfCall(*adapter_, call));
+                              });
+                        });
 }
 
 grpc::ServerUnaryReactor* KatibEarlyStoppingService::GetEarlyStoppingRules(
@@ -616,16 +610,16 @@ grpc::ServerUnaryReactor* KatibEarlyStoppingService::GetEarlyStoppingRules(
       [this](const grpc::ServerContextBase& call,
              const kapi::GetEarlyStoppingRulesRequest& in,
              kapi::GetEarlyStoppingRulesReply* out) {
-        return Logged("katib.GetEarlyStoppingRules", *adapter_, call,
-                      &in.experiment(), observer_, [&] {
-                        absl::StatusOr<kapi::GetEarlyStoppingRulesReply>
-                            result = adapter_->GetEarlyStoppingRules(
-                                in, NamespaceOfCall(*adapter_, call),
-                                DeadlineOf(call));
-                        if (!result.ok()) return result.status();
-                        *out = *std::move(result);
-                        return absl::OkStatus();
-                      });
+        return Logged(
+            "katib.GetEarlyStoppingRules", *adapter_, call, &in.experiment(),
+            observer_, [&] {
+              absl::StatusOr<kapi::GetEarlyStoppingRulesReply> result =
+                  adapter_->GetEarlyStoppingRules(
+                      in, NamespaceOfCall(*adapter_, call), DeadlineOf(call));
+              if (!result.ok()) return result.status();
+              *out = *std::move(result);
+              return absl::OkStatus();
+            });
       });
 }
 
@@ -655,8 +649,8 @@ KatibEarlyStoppingService::ValidateEarlyStoppingSettings(
              kapi::ValidateEarlyStoppingSettingsReply*) {
         return Logged("katib.ValidateEarlyStoppingSettings", *adapter_, call,
                       nullptr, observer_, [&] {
-          return adapter_->ValidateEarlyStoppingSettings(in);
-        });
+                        return adapter_->ValidateEarlyStoppingSettings(in);
+                      });
       });
 }
 

@@ -1,9 +1,9 @@
 #include "server/katib/katib_space.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -123,9 +123,9 @@ absl::StatusOr<int64_t> IntSetting(const std::string& field,
   if (it == settings.end()) return fallback;
   int64_t value = 0;
   if (!ParseInt(it->second.second, low, high, value)) {
-    return SettingError(field, settings, name,
-                        absl::StrCat("is not an integer in [", low, ", ", high,
-                                     "]"));
+    return SettingError(
+        field, settings, name,
+        absl::StrCat("is not an integer in [", low, ", ", high, "]"));
   }
   return value;
 }
@@ -150,8 +150,9 @@ absl::StatusOr<KatibSpace> KatibSpace::Create(
   KatibSpace space;
   if (specs.parameters().empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ".parameters: empty (the experiment needs at least "
-                            "one parameter)"));
+        absl::StrCat(field,
+                     ".parameters: empty (the experiment needs at least "
+                     "one parameter)"));
   }
   bool pipeline = false;
   absl::flat_hash_set<std::string> names;
@@ -180,8 +181,8 @@ absl::StatusOr<KatibSpace> KatibSpace::Create(
             !ParseDouble(feasible.max(), high) ||
             (is_int && (low != std::floor(low) || high != std::floor(high)))) {
           return absl::InvalidArgumentError(absl::StrCat(
-              where, ".feasible_space: min ", Quote(feasible.min()), " and max ",
-              Quote(feasible.max()), " must be finite ",
+              where, ".feasible_space: min ", Quote(feasible.min()),
+              " and max ", Quote(feasible.max()), " must be finite ",
               is_int ? "integers" : "numbers"));
         }
         if (!(low < high)) {
@@ -199,9 +200,8 @@ absl::StatusOr<KatibSpace> KatibSpace::Create(
           }
           param.step = step;
         }
-        const bool log =
-            feasible.distribution() == kapi::LOG_UNIFORM ||
-            feasible.distribution() == kapi::LOG_NORMAL;
+        const bool log = feasible.distribution() == kapi::LOG_UNIFORM ||
+                         feasible.distribution() == kapi::LOG_NORMAL;
         if (log && low <= 0) {
           return absl::InvalidArgumentError(
               absl::StrCat(where, ".feasible_space: min ", feasible.min(),
@@ -232,18 +232,18 @@ absl::StatusOr<KatibSpace> KatibSpace::Create(
           }
           if (!seen.insert(value).second) {
             return absl::InvalidArgumentError(
-                absl::StrCat(where, ".feasible_space.list[", j, "]: ",
-                             Quote(value), " is listed twice"));
+                absl::StrCat(where, ".feasible_space.list[", j,
+                             "]: ", Quote(value), " is listed twice"));
           }
           param.list.push_back(value);
         }
         break;
       }
       default:
-        return absl::InvalidArgumentError(absl::StrCat(
-            where, ".parameter_type: ",
-            kapi::ParameterType_Name(spec.parameter_type()),
-            " is not one of DOUBLE, INT, DISCRETE, CATEGORICAL"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".parameter_type: ",
+                         kapi::ParameterType_Name(spec.parameter_type()),
+                         " is not one of DOUBLE, INT, DISCRETE, CATEGORICAL"));
     }
     space.params_.push_back(std::move(param));
   }
@@ -464,9 +464,9 @@ absl::StatusOr<v1::Configuration> KatibSpace::FromAssignments(
       const Param& param = params_[index];
       const std::string* value = values[index];
       if (value == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ": parameter ", Quote(param.katib_name),
-                         " is not assigned"));
+        return absl::InvalidArgumentError(absl::StrCat(field, ": parameter ",
+                                                       Quote(param.katib_name),
+                                                       " is not assigned"));
       }
       v1::ParameterValue parsed;
       double number = 0;
@@ -486,10 +486,9 @@ absl::StatusOr<v1::Configuration> KatibSpace::FromAssignments(
           const std::string* match = nullptr;
           for (const std::string& listed : param.list) {
             double listed_number = 0;
-            if (listed == *value ||
-                (ParseDouble(*value, number) &&
-                 ParseDouble(listed, listed_number) &&
-                 listed_number == number)) {
+            if (listed == *value || (ParseDouble(*value, number) &&
+                                     ParseDouble(listed, listed_number) &&
+                                     listed_number == number)) {
               match = &listed;
               break;
             }
@@ -568,10 +567,9 @@ absl::StatusOr<v1::EarlyStoppingSpec> EarlyStoppingOf(
         ReadSettings(spec.algorithm_settings(), settings_field,
                      {"min_trials_required", "start_step"}, ""));
     v1::MedianStoppingRule* rule = out.mutable_median();
-    METAOPT_ASSIGN_OR_RETURN(
-        const int64_t min_trials,
-        IntSetting(settings_field, settings, "min_trials_required", 1,
-                   1000000, 3));
+    METAOPT_ASSIGN_OR_RETURN(const int64_t min_trials,
+                             IntSetting(settings_field, settings,
+                                        "min_trials_required", 1, 1000000, 3));
     METAOPT_ASSIGN_OR_RETURN(
         const int64_t start_step,
         IntSetting(settings_field, settings, "start_step", 0, kMaxStep, 4));
@@ -647,13 +645,13 @@ absl::StatusOr<v1::StudySpec> StudySpecOf(const kapi::Experiment& experiment,
   constexpr char kFeaturePrefix[] = "dataset_features.";
   METAOPT_ASSIGN_OR_RETURN(
       const Settings settings,
-      ReadSettings(algorithm.algorithm_settings(), field,
-                   {"model", "initial_trials", "random_state",
-                    "mosaic_surrogate", "mosaic_exploration",
-                    "mosaic_widening_exponent", "mosaic_prior_samples",
-                    "mosaic_playout_samples", "mosaic_random_per_algorithm",
-                    "mosaic_forest_trees"},
-                   kFeaturePrefix));
+      ReadSettings(
+          algorithm.algorithm_settings(), field,
+          {"model", "initial_trials", "random_state", "mosaic_surrogate",
+           "mosaic_exploration", "mosaic_widening_exponent",
+           "mosaic_prior_samples", "mosaic_playout_samples",
+           "mosaic_random_per_algorithm", "mosaic_forest_trees"},
+          kFeaturePrefix));
   const bool mosaic = out_algorithm->kind() == v1::ALGORITHM_KIND_MOSAIC;
   for (const auto& [setting, entry] : settings) {
     const std::string& value = entry.second;
@@ -704,11 +702,10 @@ absl::StatusOr<v1::StudySpec> StudySpecOf(const kapi::Experiment& experiment,
     } else if (absl::StartsWith(setting, kFeaturePrefix)) {
       double number = 0;
       if (!ParseDouble(value, number)) {
-        return SettingError(field, settings, setting,
-                            "is not a finite number");
+        return SettingError(field, settings, setting, "is not a finite number");
       }
-      (*out.mutable_dataset_features())[setting.substr(
-          sizeof(kFeaturePrefix) - 1)] = number;
+      (*out.mutable_dataset_features())[setting.substr(sizeof(kFeaturePrefix) -
+                                                       1)] = number;
     }
   }
   METAOPT_ASSIGN_OR_RETURN(
@@ -759,9 +756,9 @@ absl::StatusOr<std::string> StudyIdOf(const std::string& ns,
         std::make_pair("the Katib namespace", &ns)}) {
     for (char c : *text) {
       if (!IsIdChar(c)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            what, ": ", Quote(*text),
-            " has a character outside [A-Za-z0-9._-]"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": ", Quote(*text),
+                         " has a character outside [A-Za-z0-9._-]"));
       }
     }
   }

@@ -1,11 +1,10 @@
 // The Katib parameter specs and settings mapped to metaopt's study spec.
 #include "server/katib/katib_space.h"
 
-#include "server/katib/katib_service.h"
-
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "server/katib/katib_service.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace metaopt::server::katib {
@@ -158,10 +157,10 @@ TEST(KatibSpaceTest, MapsPipelineConventionToStages) {
       ->mutable_parameter_specs()
       ->mutable_parameters(2)
       ->set_name("estimator.rf.C");
-  EXPECT_THAT(KatibSpace::Create(experiment.spec().parameter_specs(), "specs")
-                  .status(),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("does not list algorithm \"rf\"")));
+  EXPECT_THAT(
+      KatibSpace::Create(experiment.spec().parameter_specs(), "specs").status(),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("does not list algorithm \"rf\"")));
 }
 
 TEST(KatibSpaceTest, RejectsBadSpecsNamingFieldValueAndRule) {

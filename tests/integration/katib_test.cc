@@ -10,14 +10,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <thread>
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -90,7 +90,8 @@ kapi::Experiment MakeExperiment() {
 }
 
 std::string ValueOf(const kapi::Trial& trial, const std::string& name) {
-  for (const auto& assignment : trial.spec().parameter_assignments().assignments()) {
+  for (const auto& assignment :
+       trial.spec().parameter_assignments().assignments()) {
     if (assignment.name() == name) return assignment.value();
   }
   ADD_FAILURE() << "trial " << trial.name() << " has no " << name;
@@ -110,7 +111,8 @@ double Accuracy(const kapi::Trial& trial) {
 // A configuration key of a Katib trial (its assignments as sent).
 std::string KeyOf(const kapi::Trial& trial) {
   std::string key;
-  for (const auto& assignment : trial.spec().parameter_assignments().assignments()) {
+  for (const auto& assignment :
+       trial.spec().parameter_assignments().assignments()) {
     absl::StrAppend(&key, assignment.name(), "=", assignment.value(), ";");
   }
   return key;
@@ -156,8 +158,9 @@ class KatibControllerTest : public ::testing::Test {
     for (const auto& assignments : reply.parameter_assignments()) {
       kapi::Trial trial;
       trial.set_name(absl::StrCat("mnist-", next_name_++));
-      *trial.mutable_spec()->mutable_parameter_assignments()->mutable_assignments() =
-          assignments.assignments();
+      *trial.mutable_spec()
+           ->mutable_parameter_assignments()
+           ->mutable_assignments() = assignments.assignments();
       trial.mutable_status()->set_condition(kapi::TrialStatus::RUNNING);
       created.push_back(trial);
     }
@@ -232,8 +235,7 @@ TEST_F(KatibControllerTest, ServesHealthForKatibProbes) {
     const grpc::Status status =
         health->Check(ContextWithDeadline().get(), request, &response);
     ASSERT_TRUE(status.ok()) << service << ": " << status.error_message();
-    EXPECT_EQ(response.status(),
-              grpc::health::v1::HealthCheckResponse::SERVING)
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING)
         << service;
   }
 }
@@ -275,8 +277,10 @@ TEST_F(KatibControllerTest, ValidatesAlgorithmSettingsNamingTheSetting) {
               HasSubstr("\"model\": value \"no-such-model\" is not a model "
                         "the registry serves (served: none)"));
 
-  request.mutable_experiment()->mutable_spec()->mutable_algorithm()->set_algorithm_name(
-      "bayesianoptimization");
+  request.mutable_experiment()
+      ->mutable_spec()
+      ->mutable_algorithm()
+      ->set_algorithm_name("bayesianoptimization");
   status = suggestion_->ValidateAlgorithmSettings(ContextWithDeadline().get(),
                                                   request, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -307,18 +311,16 @@ TEST_F(KatibControllerTest, RejectsABadRequest) {
   kapi::GetSuggestionsRequest request;
   *request.mutable_experiment() = experiment_;
   kapi::GetSuggestionsReply reply;
-  grpc::Status status = suggestion_->GetSuggestions(ContextWithDeadline().get(),
-                                                    request, &reply);
+  grpc::Status status =
+      suggestion_->GetSuggestions(ContextWithDeadline().get(), request, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(),
               HasSubstr("current_request_number: 0 must be >= 1"));
   request.set_current_request_number(1);
-  request.mutable_experiment()
-      ->mutable_spec()
-      ->mutable_objective()
-      ->set_type(kapi::UNKNOWN);
-  status = suggestion_->GetSuggestions(ContextWithDeadline().get(), request,
-                                       &reply);
+  request.mutable_experiment()->mutable_spec()->mutable_objective()->set_type(
+      kapi::UNKNOWN);
+  status =
+      suggestion_->GetSuggestions(ContextWithDeadline().get(), request, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(),
               HasSubstr("experiment.spec.objective.type: UNKNOWN"));
@@ -561,8 +563,8 @@ TEST_F(KatibControllerTest, RefusesAnExperimentWhoseSpaceChanged) {
   request.set_current_request_number(1);
   request.set_total_request_number(2);
   kapi::GetSuggestionsReply reply;
-  const grpc::Status status = suggestion_->GetSuggestions(
-      ContextWithDeadline().get(), request, &reply);
+  const grpc::Status status =
+      suggestion_->GetSuggestions(ContextWithDeadline().get(), request, &reply);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(status.error_message(),
               HasSubstr("study katib-team-a-mnist of Katib experiment mnist "
@@ -580,7 +582,9 @@ TEST_F(KatibControllerTest, ConcurrentCallsRecordEachTrialOnce) {
                                                         {"batch", "64"},
                                                         {"optimizer", "sgd"}}) {
     kapi::ParameterAssignment* assignment =
-        external.mutable_spec()->mutable_parameter_assignments()->add_assignments();
+        external.mutable_spec()
+            ->mutable_parameter_assignments()
+            ->add_assignments();
     assignment->set_name(name);
     assignment->set_value(value);
   }
@@ -646,8 +650,8 @@ TEST(KatibTokensTest, StudiesBelongToTheExperimentsNamespace) {
     call->AddMetadata("authorization", absl::StrCat("Bearer ", token));
     v1::GetStudyResponse study;
     status = server.stub().GetStudy(call.get(), get, &study);
-    EXPECT_EQ(status.error_code(), code) << token << ": "
-                                         << status.error_message();
+    EXPECT_EQ(status.error_code(), code)
+        << token << ": " << status.error_message();
   }
 }
 
@@ -673,9 +677,10 @@ TEST(KatibMetricsTest, KatibCallsAreCountedByMethodAndAlgorithm) {
   const absl::StatusOr<HttpResponse> metrics =
       HttpGet(server.server().metrics_port(), "/metrics");
   ASSERT_TRUE(metrics.ok()) << metrics.status();
-  EXPECT_THAT(metrics->body,
-              HasSubstr("metaopt_rpc_handled_total{algorithm=\"gp\",code=\"OK\","
-                        "method=\"katib.GetSuggestions\"} 1"));
+  EXPECT_THAT(
+      metrics->body,
+      HasSubstr("metaopt_rpc_handled_total{algorithm=\"gp\",code=\"OK\","
+                "method=\"katib.GetSuggestions\"} 1"));
 }
 
 // The parameters of the Experiment in deploy/katib/experiment.yaml, read line
@@ -696,7 +701,8 @@ kapi::ExperimentSpec::ParameterSpecs ExampleParameters() {
     if (!absl::StartsWith(line, "    ")) break;
     absl::string_view text = absl::StripAsciiWhitespace(line);
     const auto unquote = [](absl::string_view value) {
-      return std::string(absl::StripSuffix(absl::StripPrefix(value, "\""), "\""));
+      return std::string(
+          absl::StripSuffix(absl::StripPrefix(value, "\""), "\""));
     };
     if (absl::ConsumePrefix(&text, "- name: ")) {
       specs.add_parameters()->set_name(std::string(text));
