@@ -25,10 +25,10 @@
 #include "absl/strings/strip.h"
 #include "bench/svg_plot.h"
 #include "clients/cpp/metaopt_client.h"
-#include "core/common/goal.h"
 #include "core/common/mutex.h"
 #include "core/common/status_macros.h"
 #include "core/meta_dataset/dataset_samples.h"
+#include "core/objective/objective.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "core/study/study_engine.h"
@@ -534,8 +534,8 @@ absl::StatusOr<ReplayTask> PrepareTask(const meta::Task& task, v1::Goal goal) {
   }
   out.best = out.worst = out.y.front();
   for (double v : out.y) {
-    if (Better(v, out.best, goal)) out.best = v;
-    if (Better(out.worst, v, goal)) out.worst = v;
+    if (objective::Better(v, out.best, goal)) out.best = v;
+    if (objective::Better(out.worst, v, goal)) out.worst = v;
   }
   return out;
 }

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "bench/bench_lib.h"
-#include "core/common/goal.h"
+#include "core/objective/objective.h"
 
 namespace metaopt::bench {
 namespace {
@@ -52,15 +52,11 @@ std::vector<double> RegretCurve(const std::vector<double>& observed,
   std::vector<double> curve;
   curve.reserve(std::max(trials, 0));
   double regret = 1;
-  bool any = false;
-  double best_so_far = 0;
+  objective::Best best_so_far(goal);
   for (int t = 0; t < trials; ++t) {
     if (t < static_cast<int>(observed.size())) {
-      if (!any || Better(observed[t], best_so_far, goal)) {
-        best_so_far = observed[t];
-        any = true;
-      }
-      regret = NormalizedRegret(best_so_far, best, worst);
+      best_so_far.Offer(observed[t]);
+      regret = NormalizedRegret(best_so_far.value(), best, worst);
     }
     curve.push_back(regret);
   }
@@ -72,16 +68,13 @@ std::vector<double> RegretByCost(const std::vector<double>& observed,
                                  double worst, v1::Goal goal, int64_t budget) {
   std::vector<double> curve(static_cast<size_t>(std::max<int64_t>(budget, 0)),
                             1.0);
-  bool any = false;
-  double best_so_far = 0;
+  objective::Best best_so_far(goal);
   int64_t finished = 0;  // cost at which trial k finishes
   for (size_t k = 0; k < observed.size() && k < costs.size(); ++k) {
     finished += costs[k];
     if (finished > budget) break;
-    if (any && !Better(observed[k], best_so_far, goal)) continue;
-    best_so_far = observed[k];
-    any = true;
-    const double regret = NormalizedRegret(best_so_far, best, worst);
+    if (!best_so_far.Offer(observed[k])) continue;
+    const double regret = NormalizedRegret(best_so_far.value(), best, worst);
     for (int64_t c = finished; c <= budget; ++c) curve[c - 1] = regret;
   }
   return curve;

@@ -2,7 +2,6 @@
 
 #include <string>
 
-#include "core/common/goal.h"
 #include "gtest/gtest.h"
 
 namespace metaopt {
@@ -44,13 +43,6 @@ TEST(AnnotateTest, PrefixesTheMessageAndKeepsTheCode) {
   EXPECT_EQ(Annotate(absl::NotFoundError("gone"), "reading x"),
             absl::NotFoundError("reading x: gone"));
   EXPECT_TRUE(Annotate(absl::OkStatus(), "reading x").ok());
-}
-
-TEST(BetterTest, FollowsTheGoal) {
-  EXPECT_TRUE(Better(1, 2, v1::GOAL_MINIMIZE));
-  EXPECT_FALSE(Better(2, 1, v1::GOAL_MINIMIZE));
-  EXPECT_TRUE(Better(2, 1, v1::GOAL_MAXIMIZE));
-  EXPECT_FALSE(Better(1, 1, v1::GOAL_MAXIMIZE));
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/common/goal.h"
 #include "core/common/status_macros.h"
+#include "core/objective/objective.h"
 #include "core/space/search_space.h"
 
 namespace metaopt::early_stopping {
@@ -96,7 +96,7 @@ class MedianRule final : public Rule {
     if (step < start_step_) return {};
     double best = trial.points.front().value;
     for (const Point& p : trial.points) {
-      if (Better(p.value, best, goal)) best = p.value;
+      if (objective::Better(p.value, best, goal)) best = p.value;
     }
     std::vector<double> averages;
     for (const TrialCurve& other : others) {
@@ -116,7 +116,7 @@ class MedianRule final : public Rule {
                                   ", ", min_trials_, " needed")};
     }
     const double median = Median(averages);
-    const bool stop = Better(median, best, goal);
+    const bool stop = objective::Better(median, best, goal);
     return {stop, absl::StrCat("median: best value ", best, " by step ", step,
                                stop ? " is worse than" : " is not worse than",
                                " the median ", median,
@@ -144,7 +144,7 @@ int64_t CountBetterAtRung(absl::Span<const TrialCurve> others, int64_t rung,
     double at_rung = 0;
     if (!ValueAtRung(other.points, rung, &at_rung)) continue;
     ++*reached;
-    if (Better(at_rung, value, goal)) ++better;
+    if (objective::Better(at_rung, value, goal)) ++better;
   }
   return better;
 }
@@ -235,7 +235,7 @@ class ThresholdRuleImpl final : public Rule {
                       v1::Goal goal) const override {
     const Point& last = trial.points.back();
     if (last.step < start_step_) return {};
-    const bool stop = Better(threshold_, last.value, goal);
+    const bool stop = objective::Better(threshold_, last.value, goal);
     return {
         stop,
         absl::StrCat("threshold: value ", last.value, " at step ", last.step,

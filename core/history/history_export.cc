@@ -8,12 +8,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
-#include "core/common/goal.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
 #include "core/meta_dataset/meta_dataset_writer.h"
 #include "core/meta_dataset/space_json.h"
+#include "core/objective/objective.h"
 #include "core/registry/sha256.h"
 #include "core/space/search_space.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -282,7 +282,7 @@ absl::Status HistoryExporter::AppendStudy(const std::string& study_id) {
   for (const v1::Trial& trial : *trials) {
     if (trial.state() != v1::TRIAL_STATE_COMPLETED || !trial.has_value())
       continue;
-    if (!worst.has_value() || Better(*worst, trial.value(), goal)) {
+    if (!worst.has_value() || objective::Better(*worst, trial.value(), goal)) {
       worst = trial.value();
     }
   }

@@ -18,6 +18,7 @@
 #include "core/meta_training/portfolio.h"
 #include "core/meta_training/training_loop.h"
 #include "core/nn/optimizer.h"
+#include "core/objective/objective.h"
 #include "core/space/random.h"
 
 namespace metaopt::train {
@@ -60,7 +61,7 @@ struct ValidTask {
 };
 
 absl::StatusOr<TaskData> PrepareTask(const DeepPipeModel& model,
-                                     const meta::Task& task, double sign,
+                                     const meta::Task& task, v1::Goal goal,
                                      int min_rows) {
   if (static_cast<int>(task.configurations.size()) < min_rows ||
       task.configurations.size() != task.y.size()) {
@@ -71,8 +72,10 @@ absl::StatusOr<TaskData> PrepareTask(const DeepPipeModel& model,
   }
   TaskData d;
   d.X = model.encoder().EncodeBatch(task.configurations);
-  d.y = sign * Eigen::Map<const Eigen::VectorXd>(
-                   task.y.data(), static_cast<Eigen::Index>(task.y.size()));
+  d.y = Eigen::Map<const Eigen::VectorXd>(
+            task.y.data(), static_cast<Eigen::Index>(task.y.size()))
+            .unaryExpr(
+                [goal](double y) { return objective::Minimized(y, goal); });
   d.task = model.task_features().Standardize(task.metafeatures, nullptr);
   if (!d.y.allFinite()) {
     return absl::InvalidArgumentError(
@@ -347,14 +350,14 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
       DeepPipeModel model,
       DeepPipeModel::Create(data.space, options.architecture, options.seed,
                             std::move(task_features)));
-  const double sign = data.objective.goal() == v1::GOAL_MAXIMIZE ? -1.0 : 1.0;
+  const v1::Goal goal = data.objective.goal();
 
   std::vector<TaskData> tasks;
   tasks.reserve(train.size());
   double y_min = std::numeric_limits<double>::infinity();
   double y_max = -y_min;
   for (const meta::Task* task : train) {
-    METAOPT_ASSIGN_OR_RETURN(TaskData d, PrepareTask(model, *task, sign, 2));
+    METAOPT_ASSIGN_OR_RETURN(TaskData d, PrepareTask(model, *task, goal, 2));
     y_min = std::min(y_min, d.y.minCoeff());
     y_max = std::max(y_max, d.y.maxCoeff());
     tasks.push_back(std::move(d));
@@ -363,7 +366,7 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
   valid_tasks.reserve(valid.size());
   for (size_t t = 0; t < valid.size(); ++t) {
     METAOPT_ASSIGN_OR_RETURN(TaskData d,
-                             PrepareTask(model, *valid[t], sign, 3));
+                             PrepareTask(model, *valid[t], goal, 3));
     const Eigen::Index n = d.y.size();
     const Eigen::Index support =
         std::min<Eigen::Index>(options.valid_support, n / 2);

@@ -17,6 +17,7 @@
 #include "core/meta_training/portfolio.h"
 #include "core/meta_training/training_loop.h"
 #include "core/nn/optimizer.h"
+#include "core/objective/objective.h"
 #include "core/space/random.h"
 
 namespace metaopt::train {
@@ -39,9 +40,11 @@ std::optional<Eigen::VectorXd> NormalisedRegret(const meta::Task& task,
   if (task.y.empty() || task.y.size() != task.configurations.size()) {
     return std::nullopt;
   }
-  Eigen::VectorXd loss = Eigen::Map<const Eigen::VectorXd>(
-      task.y.data(), static_cast<Eigen::Index>(task.y.size()));
-  if (goal == v1::GOAL_MAXIMIZE) loss = -loss;
+  const Eigen::VectorXd loss =
+      Eigen::Map<const Eigen::VectorXd>(
+          task.y.data(), static_cast<Eigen::Index>(task.y.size()))
+          .unaryExpr(
+              [goal](double y) { return objective::Minimized(y, goal); });
   if (!loss.allFinite()) return std::nullopt;
   const double lo = loss.minCoeff();
   const double hi = loss.maxCoeff();

@@ -16,6 +16,7 @@
 #include "core/meta_training/portfolio.h"
 #include "core/meta_training/training_loop.h"
 #include "core/nn/optimizer.h"
+#include "core/objective/objective.h"
 #include "core/space/random.h"
 #include "core/space/search_space.h"
 
@@ -228,7 +229,7 @@ class PmfEpochs final : public EpochTrainer {
 absl::StatusOr<PmfProblem> BuildPmfProblem(
     const meta::MetaDataset& data, const std::vector<const meta::Task*>& train,
     const std::vector<const meta::Task*>& valid) {
-  const double sign = data.objective.goal() == v1::GOAL_MAXIMIZE ? -1.0 : 1.0;
+  const v1::Goal goal = data.objective.goal();
   PmfProblem problem;
   for (const meta::Task* task : train) {
     for (const v1::Configuration& config : task->configurations) {
@@ -251,7 +252,7 @@ absl::StatusOr<PmfProblem> BuildPmfProblem(
         continue;
       }
       column.entries.push_back(it->second);
-      losses.push_back(sign * task.y[i]);
+      losses.push_back(objective::Minimized(task.y[i], goal));
     }
     column.targets = Eigen::Map<const Eigen::VectorXd>(
         losses.data(), static_cast<Eigen::Index>(losses.size()));

@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
+#include "core/objective/objective.h"
 #include "core/space/encoding.h"
 #include "core/space/random.h"
 #include "core/space/search_space.h"
@@ -46,9 +47,7 @@ absl::Status CheckTasks(const std::vector<const meta::Task*>& tasks) {
 }
 
 // The loss (lower is better) of objective value `y`.
-double Loss(double y, v1::Goal goal) {
-  return goal == v1::GOAL_MAXIMIZE ? -y : y;
-}
+double Loss(double y, v1::Goal goal) { return objective::Minimized(y, goal); }
 
 // Normalised regrets of a task's configurations, in file order.
 std::vector<double> TaskRegrets(const meta::Task& task, v1::Goal goal) {

@@ -9,13 +9,14 @@
 #include "absl/strings/str_join.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
+#include "core/objective/objective.h"
 #include "core/policy/random_policy.h"
 
 namespace metaopt::policy {
 
 TrainingData CollectTrainingData(const StudyView& study,
                                  const space::Encoder& encoder) {
-  const bool maximize = study.spec->objective().goal() == v1::GOAL_MAXIMIZE;
+  const v1::Goal goal = study.spec->objective().goal();
   std::vector<const v1::Trial*> completed;
   for (const v1::Trial& trial : *study.trials) {
     if (IsObservation(trial)) {
@@ -28,7 +29,7 @@ TrainingData CollectTrainingData(const StudyView& study,
   data.y.resize(static_cast<Eigen::Index>(completed.size()));
   for (size_t i = 0; i < completed.size(); ++i) {
     data.X.row(i) = encoder.Encode(completed[i]->configuration()).transpose();
-    data.y[i] = maximize ? -completed[i]->value() : completed[i]->value();
+    data.y[i] = objective::Minimized(completed[i]->value(), goal);
   }
   std::vector<int> order(completed.size());
   std::iota(order.begin(), order.end(), 0);

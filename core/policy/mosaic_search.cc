@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/common/status_macros.h"
+#include "core/objective/objective.h"
 
 namespace metaopt::policy {
 namespace {
@@ -21,12 +22,11 @@ bool IsPrefix(const MctsPath& prefix, const MctsPath& structure) {
 MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
                            space::Rng& rng)
     : shared_(shared), spec_(*study.spec), rng_(rng), held_(study) {
-  const bool maximize = shared.goal == v1::GOAL_MAXIMIZE;
   std::vector<double> ys;
   for (const v1::Trial& trial : *study.trials) {
     if (IsObservation(trial)) {
       completed_.push_back(trial.configuration());
-      ys.push_back(maximize ? -trial.value() : trial.value());
+      ys.push_back(objective::Minimized(trial.value(), shared.goal));
     }
   }
   y_ = Eigen::Map<const Eigen::VectorXd>(ys.data(), ys.size());
@@ -223,7 +223,7 @@ double MosaicSearch::Quantile(double y) const {
 }
 
 double MosaicSearch::Reward(double value) const {
-  const double y = shared_.goal == v1::GOAL_MAXIMIZE ? -value : value;
+  const double y = objective::Minimized(value, shared_.goal);
   if (shared_.options.rank_scale) return 1.0 - Quantile(y);
   if (!(worst_ > best_)) return 0.5;
   return (worst_ - y) / scale_;

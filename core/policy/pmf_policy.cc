@@ -13,6 +13,7 @@
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "core/gp/lbfgs.h"
+#include "core/objective/objective.h"
 
 namespace metaopt::policy {
 
@@ -263,7 +264,6 @@ PmfPolicy::PmfPolicy(std::shared_ptr<const Shared> shared,
 void PmfPolicy::CollectObservations(const StudyView& study,
                                     std::vector<int>* entries,
                                     Eigen::VectorXd* losses) const {
-  const double sign = shared_->goal == v1::GOAL_MAXIMIZE ? -1.0 : 1.0;
   std::vector<double> values;
   for (const v1::Trial& trial : *study.trials) {
     if (!IsObservation(trial)) {
@@ -273,7 +273,7 @@ void PmfPolicy::CollectObservations(const StudyView& study,
         space::ConfigurationKey(trial.configuration()));
     if (it == shared_->index_by_key.end()) continue;  // not in the catalogue
     entries->push_back(it->second);
-    values.push_back(sign * trial.value());
+    values.push_back(objective::Minimized(trial.value(), shared_->goal));
   }
   *losses = Eigen::Map<const Eigen::VectorXd>(
       values.data(), static_cast<Eigen::Index>(values.size()));

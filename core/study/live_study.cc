@@ -4,8 +4,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/common/goal.h"
 #include "core/common/status_macros.h"
+#include "core/objective/objective.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/model_binding.h"
 #include "core/study/intermediate.h"
@@ -218,6 +218,7 @@ v1::Study DescribeStudy(const LiveStudy& live) {
   const v1::Goal goal = live.stored.spec().objective().goal();
   // From the trials' summaries: no trial is parsed but the best.
   int64_t best = 0;
+  objective::Best best_value(goal);
   // Timestamps compare as (seconds, nanos).
   google::protobuf::Timestamp latest = live.stored.create_time();
   const auto later = [&latest](int64_t seconds, int32_t nanos) {
@@ -234,8 +235,7 @@ v1::Study DescribeStudy(const LiveStudy& live) {
     const TrialSummary& trial = live.trials.summary(id);
     later(trial.latest_seconds, trial.latest_nanos);
     if (trial.state == v1::TRIAL_STATE_COMPLETED && trial.has_value &&
-        (best == 0 ||
-         Better(trial.value, live.trials.summary(best).value, goal))) {
+        best_value.Offer(trial.value)) {
       best = id;
     }
   }
