@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_set.h"
-#include "core/acquisition/acquisition.h"
+#include "core/acquisition/acquisition_function.h"
 #include "core/common/status_macros.h"
 
 namespace metaopt::acquisition {
@@ -59,12 +59,12 @@ struct Scores {
 };
 
 absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
-                                 const Eigen::MatrixXd& X, double best,
+                                 const Eigen::MatrixXd& X,
+                                 const AcquisitionFunction& acquisition,
                                  Ties ties) {
   METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction, model.Predict(X));
-  METAOPT_ASSIGN_OR_RETURN(
-      Eigen::VectorXd log_ei,
-      LogExpectedImprovement(prediction.mean, prediction.variance, best));
+  METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd log_ei,
+                           acquisition.Score(prediction));
   return Scores{std::move(log_ei), std::move(prediction.mean), ties};
 }
 
@@ -78,8 +78,8 @@ absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
 // With `use_given`, `given` is the screening bound of X's rows (computed
 // ahead; nullopt: the model does not screen).
 absl::StatusOr<Scores> ScoreForArgMax(
-    const surrogate::Surrogate& model, const Eigen::MatrixXd& X, double best,
-    Ties ties, const std::vector<bool>& taken,
+    const surrogate::Surrogate& model, const Eigen::MatrixXd& X,
+    const AcquisitionFunction& acquisition, Ties ties, const std::vector<bool>& taken,
     std::optional<gp::Prediction> given = std::nullopt,
     bool use_given = false) {
   constexpr size_t kExactBlock = 128;
@@ -89,10 +89,11 @@ absl::StatusOr<Scores> ScoreForArgMax(
   } else {
     METAOPT_ASSIGN_OR_RETURN(bound, model.PredictScreening(X));
   }
-  if (!bound.has_value()) return ScoreRows(model, X, best, ties);
-  METAOPT_ASSIGN_OR_RETURN(
-      const Eigen::VectorXd bound_log_ei,
-      LogExpectedImprovement(bound->mean, bound->variance, best));
+  if (!bound.has_value() || !acquisition.GrowsWithVariance()) {
+    return ScoreRows(model, X, acquisition, ties);
+  }
+  METAOPT_ASSIGN_OR_RETURN(const Eigen::VectorXd bound_log_ei,
+                           acquisition.Score(*bound));
   constexpr double kInf = std::numeric_limits<double>::infinity();
   // A NaN bound bounds nothing: such rows come first and are never skipped.
   auto key = [&](int i) {
@@ -113,7 +114,7 @@ absl::StatusOr<Scores> ScoreForArgMax(
     const size_t end = std::min(order.size(), next + kExactBlock);
     Eigen::MatrixXd block(end - next, X.cols());
     for (size_t k = next; k < end; ++k) block.row(k - next) = X.row(order[k]);
-    METAOPT_ASSIGN_OR_RETURN(Scores exact, ScoreRows(model, block, best, ties));
+    METAOPT_ASSIGN_OR_RETURN(Scores exact, ScoreRows(model, block, acquisition, ties));
     for (size_t k = next; k < end; ++k) {
       const double log_ei = exact.log_ei[k - next];
       scores.log_ei[order[k]] = log_ei;
@@ -127,9 +128,9 @@ absl::StatusOr<Scores> ScoreForArgMax(
 absl::StatusOr<Scores> Score(const surrogate::Surrogate& model,
                              const space::Encoder& encoder,
                              const std::vector<v1::Configuration>& configs,
-                             double best, Ties ties) {
+                             const AcquisitionFunction& acquisition, Ties ties) {
   if (configs.empty()) return Scores{{}, {}, ties};
-  return ScoreRows(model, encoder.EncodeBatch(configs), best, ties);
+  return ScoreRows(model, encoder.EncodeBatch(configs), acquisition, ties);
 }
 
 // `config` canonical in `space`, or nothing if it lies outside. (A model's
@@ -159,13 +160,13 @@ absl::Status ClimbFrom(
     absl::FunctionRef<std::vector<v1::Configuration>(const v1::Configuration&)>
         neighbors,
     const surrogate::Surrogate& model, const space::Encoder& encoder,
-    double best, Pool& pool) {
+    const AcquisitionFunction& acquisition, Pool& pool) {
   pool.Add(start);
   v1::Configuration current = start;
   Scores current_score;
   if (options.incumbent_steps > 1) {
     METAOPT_ASSIGN_OR_RETURN(
-        current_score, Score(model, encoder, {current}, best, options.ties));
+        current_score, Score(model, encoder, {current}, acquisition, options.ties));
   }
   for (int step = 0; step < options.incumbent_steps; ++step) {
     std::vector<v1::Configuration> next = neighbors(current);
@@ -176,7 +177,7 @@ absl::Status ClimbFrom(
     if (next.empty()) break;
     // Held neighbours are scored too: the climb may pass through them.
     METAOPT_ASSIGN_OR_RETURN(Scores scores,
-                             Score(model, encoder, next, best, options.ties));
+                             Score(model, encoder, next, acquisition, options.ties));
     const int top = ArgMax(scores, std::vector<bool>(next.size(), false));
     for (const v1::Configuration& c : next) pool.Add(c);
     if (top < 0 ||
@@ -224,7 +225,7 @@ std::vector<int> UnheldRows(const EncodedCatalogue& catalogue,
 // (Surrogate::PredictCatalogueScreening); a subset of its rows without it.
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> candidates, HeldPredicate held, double best,
+    absl::Span<const int> candidates, HeldPredicate held, const AcquisitionFunction& acquisition,
     int count, Ties ties, const CatalogueScreen* screen, bool whole_catalogue) {
   // Only the untried rows are scored; no protos are built or encoded.
   const std::vector<int> rows = UnheldRows(catalogue, candidates, held);
@@ -249,7 +250,7 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
     }
     METAOPT_ASSIGN_OR_RETURN(
         Scores scores,
-        ScoreForArgMax(*current, X, best, ties, taken, std::move(bound),
+        ScoreForArgMax(*current, X, acquisition, ties, taken, std::move(bound),
                        use_given || whole_catalogue));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
@@ -281,26 +282,26 @@ absl::StatusOr<CatalogueScreen> ScreenCatalogue(
 
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    HeldPredicate held, double best, int count, const CatalogueScreen* screen) {
+    HeldPredicate held, const AcquisitionFunction& acquisition, int count, const CatalogueScreen* screen) {
   std::vector<int> all(catalogue.keys.size());
   std::iota(all.begin(), all.end(), 0);
-  return MaximizeOverCatalogueRows(model, catalogue, all, held, best, count,
+  return MaximizeOverCatalogueRows(model, catalogue, all, held, acquisition, count,
                                    Ties::kFirst, screen,
                                    /*whole_catalogue=*/true);
 }
 
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> candidates, HeldPredicate held, double best,
+    absl::Span<const int> candidates, HeldPredicate held, const AcquisitionFunction& acquisition,
     int count, Ties ties) {
-  return MaximizeOverCatalogueRows(model, catalogue, candidates, held, best,
+  return MaximizeOverCatalogueRows(model, catalogue, candidates, held, acquisition,
                                    count, ties, nullptr,
                                    /*whole_catalogue=*/false);
 }
 
 absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
     const surrogate::Surrogate& model, const space::SearchSpace& space,
-    const space::Encoder& encoder, HeldPredicate held, double best,
+    const space::Encoder& encoder, HeldPredicate held, const AcquisitionFunction& acquisition,
     const std::vector<v1::Configuration>& incumbents, int count,
     const SearchOptions& options, space::Rng& rng) {
   Pool pool(held);
@@ -321,7 +322,7 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
       std::min<int>(options.incumbents, static_cast<int>(incumbents.size()));
   for (int i = 0; i < num_incumbents; ++i) {
     METAOPT_RETURN_IF_ERROR(ClimbFrom(incumbents[i], options, neighbors, model,
-                                      encoder, best, pool));
+                                      encoder, acquisition, pool));
   }
 
   std::vector<v1::Configuration> picks;
@@ -331,7 +332,7 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
   while (static_cast<int>(picks.size()) < count) {
     METAOPT_ASSIGN_OR_RETURN(
         Scores scores,
-        Score(*current, encoder, pool.configs, best, options.ties));
+        Score(*current, encoder, pool.configs, acquisition, options.ties));
     if (options.refine_top > 0) {
       // Local search from the best few: keep improving neighbours, halving the
       // step every round.
@@ -359,7 +360,7 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
           }
           METAOPT_ASSIGN_OR_RETURN(
               Scores neighbor_scores,
-              Score(*current, encoder, neighbors, best, options.ties));
+              Score(*current, encoder, neighbors, acquisition, options.ties));
           for (int k = 0; k < neighbor_scores.log_ei.size(); ++k) {
             if (neighbor_scores.Better(k, center_log_ei, center_mean)) {
               center_log_ei = neighbor_scores.log_ei[k];
@@ -377,7 +378,7 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
       if (!added.empty()) {
         METAOPT_ASSIGN_OR_RETURN(
             Scores added_scores,
-            Score(*current, encoder, added, best, options.ties));
+            Score(*current, encoder, added, acquisition, options.ties));
         scores.Append(added_scores);
         taken.resize(pool.configs.size(), false);
       }

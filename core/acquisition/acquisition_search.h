@@ -1,6 +1,6 @@
-// The acquisition optimizer: maximises expected improvement under a surrogate
-// over a catalogue or a search space (the model / acquisition / optimizer
-// split of limbo). It knows configurations, encodings and keys, not studies:
+// The acquisition optimizer: maximises an acquisition function
+// (acquisition_function.h; log-EI so far) under a surrogate over a catalogue
+// or a search space (the model / acquisition / optimizer split of limbo). It knows configurations, encodings and keys, not studies:
 // callers say which configurations are held.
 #ifndef METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_
 #define METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_
@@ -15,6 +15,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/acquisition/acquisition_function.h"
 #include "core/gp/catalogue_kernel_cache.h"
 #include "core/space/encoding.h"
 #include "core/space/search_space.h"
@@ -23,7 +24,7 @@
 
 namespace metaopt::acquisition {
 
-// Which of the candidates with the same log-EI wins.
+// Which of the candidates with the same score wins.
 enum class Ties {
   // The first.
   kFirst,
@@ -88,9 +89,9 @@ std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
 // proposed (held by a trial, or picked earlier in the same call).
 using HeldPredicate = absl::FunctionRef<bool(const std::string& key)>;
 
-// Both searches rank by log-EI (stable far in the tail) under `model`, an
-// objective to MINIMISE with incumbent value `best`; pending trials should
-// already be fantasised in `model`. Batches are greedy: after each pick the
+// Both searches rank by `acquisition` (for example log-EI, stable far in the
+// tail, with the incumbent of the minimised objective) under `model`; pending
+// trials should already be fantasised in `model`. Batches are greedy: after each pick the
 // model is conditioned on a kriging-believer fantasy at that pick, so the picks
 // spread out. No held configuration and no duplicate is returned. Ties go to
 // the first candidate unless told otherwise (Ties); a NaN score never wins.
@@ -109,7 +110,7 @@ struct CatalogueScreen {
 // the same values on the same input, so the same picks.
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    HeldPredicate held, double best, int count,
+    HeldPredicate held, const AcquisitionFunction& acquisition, int count,
     const CatalogueScreen* screen = nullptr);
 
 // The screen MaximizeOverCatalogue computes for its first pick.
@@ -121,8 +122,8 @@ absl::StatusOr<CatalogueScreen> ScreenCatalogue(
 // tied rows is the earlier): e.g. the entries of one pipeline structure.
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> rows, HeldPredicate held, double best, int count,
-    Ties ties = Ties::kFirst);
+    absl::Span<const int> rows, HeldPredicate held,
+    const AcquisitionFunction& acquisition, int count, Ties ties = Ties::kFirst);
 
 // `count` configurations of `space` (fewer only if a tiny space runs out):
 // samples plus neighbours of `incumbents` (best first), the best few refined
@@ -130,7 +131,8 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
 // differ from the space's: neighbours outside `space` are dropped).
 absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
     const surrogate::Surrogate& model, const space::SearchSpace& space,
-    const space::Encoder& encoder, HeldPredicate held, double best,
+    const space::Encoder& encoder, HeldPredicate held,
+    const AcquisitionFunction& acquisition,
     const std::vector<v1::Configuration>& incumbents, int count,
     const SearchOptions& options, space::Rng& rng);
 

@@ -4,6 +4,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/acquisition/acquisition_function.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -134,6 +135,27 @@ TEST(AcquisitionBatchTest, ElementwiseAndValidated) {
                        HasSubstr("3 means but 2 variances")));
   EXPECT_THAT(LogExpectedImprovement(mean, variance, std::nan("")).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("best")));
+}
+
+TEST(LogExpectedImprovementFunctionTest, ScoresAsLogExpectedImprovement) {
+  gp::Prediction prediction;
+  prediction.mean = Eigen::Vector3d(0.0, 1.0, -2.0);
+  prediction.variance = Eigen::Vector3d(1.0, 0.25, 0.0);
+  const LogExpectedImprovementFunction log_ei(0.5);
+  EXPECT_EQ(log_ei.best(), 0.5);
+  EXPECT_TRUE(log_ei.GrowsWithVariance());
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd scores, log_ei.Score(prediction));
+  ASSERT_EQ(scores.size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(scores[i], LogExpectedImprovement(prediction.mean[i],
+                                                prediction.variance[i], 0.5));
+  }
+  // A deterministic prediction below the incumbent: log(0.5 - (-2)).
+  EXPECT_DOUBLE_EQ(scores[2], std::log(2.5));
+  // Sizes that differ are INVALID_ARGUMENT.
+  prediction.variance = Eigen::Vector2d(1.0, 1.0);
+  EXPECT_EQ(log_ei.Score(prediction).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

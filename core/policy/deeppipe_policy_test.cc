@@ -37,7 +37,8 @@ absl::StatusOr<int> CatalogueEiPick(const surrogate::Surrogate& surrogate,
       std::vector<int> rows,
       acquisition::MaximizeOverCatalogue(
           surrogate, *catalogue,
-          [&](const std::string& key) { return held.contains(key); }, best, 1));
+          [&](const std::string& key) { return held.contains(key); },
+          acquisition::LogExpectedImprovementFunction(best), 1));
   if (rows.size() != 1) return absl::InternalError("no catalogue pick");
   return rows[0];
 }

@@ -75,16 +75,17 @@ absl::StatusOr<std::vector<v1::Configuration>> TopConfigurations(
     const acquisition::SearchOptions& search, space::Rng& rng) {
   auto is_held = [&held](const std::string& key) { return held.contains(key); };
   constexpr double kBest = 0.0;  // any value: the ranking is by the mean
+  const acquisition::LogExpectedImprovementFunction log_ei(kBest);
   if (catalogue != nullptr) {
     METAOPT_ASSIGN_OR_RETURN(std::vector<int> rows,
                              acquisition::MaximizeOverCatalogue(
-                                 surrogate, *catalogue, is_held, kBest, count));
+                                 surrogate, *catalogue, is_held, log_ei, count));
     std::vector<v1::Configuration> out;
     for (int row : rows) out.push_back(study.spec->candidates(row));
     return out;
   }
   return acquisition::MaximizeOverSpace(surrogate, *study.space, encoder,
-                                        is_held, kBest, incumbents, count,
+                                        is_held, log_ei, incumbents, count,
                                         search, rng);
 }
 

@@ -113,7 +113,8 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
   HeldConfigurations held(study);
   held.Add(picks);
   auto is_held = [&held](const std::string& key) { return held.contains(key); };
-  const double best = data.y.minCoeff();
+  // The incumbent of the minimised objective (data.y is Minimized).
+  const acquisition::LogExpectedImprovementFunction log_ei(data.y.minCoeff());
   if (fitted.catalogue != nullptr) {
     // Without pending trials the first pick screens the unheld rows under the
     // fitted model: a prepared fit may have done it already (used only on
@@ -125,14 +126,14 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
     METAOPT_ASSIGN_OR_RETURN(
         std::vector<int> rows,
         acquisition::MaximizeOverCatalogue(*model, *fitted.catalogue, is_held,
-                                           best, count, screen));
+                                           log_ei, count, screen));
     std::vector<v1::Configuration> out;
     out.reserve(rows.size());
     for (int row : rows) out.push_back(study.spec->candidates(row));
     return out;
   }
   return acquisition::MaximizeOverSpace(*model, *study.space, *steps.encoder,
-                                        is_held, best, data.best_first, count,
+                                        is_held, log_ei, data.best_first, count,
                                         *steps.search, rng);
 }
 

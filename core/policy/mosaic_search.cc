@@ -185,7 +185,8 @@ absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::Playout(
         std::vector<int> picks,
         acquisition::MaximizeOverCatalogue(
             *model, *shared_.surrogate_catalogue, PlayoutRows(path, start),
-            is_held, best_target_, 1, acquisition::Ties::kLowerMean));
+            is_held, acquisition::LogExpectedImprovementFunction(best_target_),
+            1, acquisition::Ties::kLowerMean));
     if (picks.empty()) return std::nullopt;
     return spec_.candidates(picks[0]);
   }
@@ -207,7 +208,9 @@ absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::Playout(
       std::vector<v1::Configuration> picks,
       acquisition::MaximizeOverSpace(*model, shared_.space,
                                      shared_.surrogate_encoder(), is_held,
-                                     best_target_, {start}, 1, options, rng_));
+                                     acquisition::LogExpectedImprovementFunction(
+                                         best_target_),
+                                     {start}, 1, options, rng_));
   if (picks.empty()) return std::nullopt;
   return std::move(picks[0]);
 }

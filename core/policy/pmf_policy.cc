@@ -356,8 +356,9 @@ absl::StatusOr<SuggestResult> PmfPolicy::Suggest(const StudyView& study,
   };
   METAOPT_ASSIGN_OR_RETURN(
       std::vector<int> rows,
-      acquisition::MaximizeOverCatalogue(*posterior, shared_->latent_candidates,
-                                         is_held, threshold, remaining));
+      acquisition::MaximizeOverCatalogue(
+          *posterior, shared_->latent_candidates, is_held,
+          acquisition::LogExpectedImprovementFunction(threshold), remaining));
   for (int row : rows) pick(candidates_[row]);
   if (!rows.empty()) sources.push_back("ei");
   return finish();

@@ -1,0 +1,12 @@
+#include "core/acquisition/acquisition_function.h"
+
+#include "core/acquisition/acquisition.h"
+
+namespace metaopt::acquisition {
+
+absl::StatusOr<Eigen::VectorXd> LogExpectedImprovementFunction::Score(
+    const gp::Prediction& prediction) const {
+  return LogExpectedImprovement(prediction.mean, prediction.variance, best_);
+}
+
+}  // namespace metaopt::acquisition

@@ -1,0 +1,52 @@
+// What the acquisition optimizer ranks candidates by (acquisition_search.h):
+// a score of each candidate's posterior marginal under a surrogate of an
+// objective to MINIMISE; a higher score is a better candidate. A new
+// acquisition function is one implementation of this interface.
+//
+// Thread-safe: implementations are immutable after construction.
+#ifndef METAOPT_CORE_ACQUISITION_ACQUISITION_FUNCTION_H_
+#define METAOPT_CORE_ACQUISITION_ACQUISITION_FUNCTION_H_
+
+#include "Eigen/Core"
+#include "absl/status/statusor.h"
+#include "core/gp/gaussian_process.h"
+
+namespace metaopt::acquisition {
+
+class AcquisitionFunction {
+ public:
+  virtual ~AcquisitionFunction() = default;
+
+  // The score of each row of `prediction` (mean and latent variance, as
+  // Surrogate::Predict gives them). INVALID_ARGUMENT if the sizes differ.
+  virtual absl::StatusOr<Eigen::VectorXd> Score(
+      const gp::Prediction& prediction) const = 0;
+
+  // True if, for a fixed mean, the score never decreases as the variance
+  // grows. Only then does a prediction whose variance is bounded above
+  // (Surrogate::PredictScreening) bound the score, so that the optimizer may
+  // skip exact predictions of rows whose bound cannot win.
+  virtual bool GrowsWithVariance() const = 0;
+};
+
+// log EI(mean, variance; best) (acquisition.h: stable far in the tail), the
+// first acquisition function: "Unexpected improvements to expected
+// improvement" (Ament et al. 2023). `best` is the incumbent of the minimised
+// objective and must be finite.
+class LogExpectedImprovementFunction final : public AcquisitionFunction {
+ public:
+  explicit LogExpectedImprovementFunction(double best) : best_(best) {}
+
+  absl::StatusOr<Eigen::VectorXd> Score(
+      const gp::Prediction& prediction) const override;
+  bool GrowsWithVariance() const override { return true; }
+
+  double best() const { return best_; }
+
+ private:
+  double best_;
+};
+
+}  // namespace metaopt::acquisition
+
+#endif  // METAOPT_CORE_ACQUISITION_ACQUISITION_FUNCTION_H_
