@@ -27,6 +27,7 @@
 #include "clients/cpp/metaopt_client.h"
 #include "core/common/mutex.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 #include "core/meta_dataset/dataset_samples.h"
 #include "core/objective/objective.h"
 #include "core/space/search_space.h"
@@ -541,12 +542,7 @@ absl::StatusOr<ReplayTask> PrepareTask(const meta::Task& task, v1::Goal goal) {
 }
 
 uint64_t StudySeed(std::string_view task_id, int seed) {
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64 offset basis
-  for (unsigned char c : task_id) {
-    hash ^= c;
-    hash *= 1099511628211ull;  // FNV-1a 64 prime
-  }
-  return hash + static_cast<uint64_t>(seed);
+  return Fnv1a64(ToAbsl(task_id)) + static_cast<uint64_t>(seed);
 }
 
 // ---------------------------------------------------------------------------

@@ -143,11 +143,7 @@ grpc::Status Forward(const char* name, study::StudyEngine* engine,
       record.algorithm = engine->LoadedAlgorithmKind(record.study_id, *call);
     }
   }
-  record.code = status.error_code();
-  record.error_message = status.error_message();
-  record.latency = absl::Now() - start;
-  LogRpc(record);
-  if (observer != nullptr) observer->OnRpc(record);
+  FinishRpc(status, start, observer, record);
   return status;
 }
 
@@ -231,11 +227,7 @@ grpc::Status OptimizerServiceImpl::ExportOnPool(
     }
   }();
   const grpc::Status grpc_status = ToGrpcStatus(status);
-  record.code = grpc_status.error_code();
-  record.error_message = grpc_status.error_message();
-  record.latency = absl::Now() - start;
-  LogRpc(record);
-  if (observer_ != nullptr) observer_->OnRpc(record);
+  FinishRpc(grpc_status, start, observer_, record);
   return grpc_status;
 }
 

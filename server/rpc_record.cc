@@ -1,9 +1,19 @@
 #include "server/rpc_record.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/time/clock.h"
 #include "core/common/logging.h"
 
 namespace metaopt::server {
+
+void FinishRpc(const grpc::Status& status, absl::Time start,
+               RpcObserver* observer, RpcRecord& record) {
+  record.code = status.error_code();
+  record.error_message = status.error_message();
+  record.latency = absl::Now() - start;
+  LogRpc(record);
+  if (observer != nullptr) observer->OnRpc(record);
+}
 
 void LogRpc(const RpcRecord& record) {
   const bool ok = record.code == grpc::StatusCode::OK;

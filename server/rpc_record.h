@@ -40,6 +40,12 @@ class RpcObserver {
 // warning level otherwise.
 void LogRpc(const RpcRecord& record);
 
+// Completes `record` with the call's outcome (code, message, latency since
+// `start`), writes its log line (LogRpc) and hands it to `observer` (if not
+// null): what every service adapter does when a call finishes.
+void FinishRpc(const grpc::Status& status, absl::Time start,
+               RpcObserver* observer, RpcRecord& record);
+
 // "OK", "INVALID_ARGUMENT", ... as gRPC names its codes.
 std::string GrpcCodeName(grpc::StatusCode code);
 

@@ -13,11 +13,13 @@
 #include "core/common/file_util.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "server/katib/katib_space.h"
 #include "server/malformed_request.h"
 #include "server/tls_files.h"
 
@@ -243,6 +245,10 @@ absl::Status Server::StartKatib() {
   if (katib_options.ns.empty()) {
     return absl::InvalidArgumentError("--katib-namespace: empty");
   }
+  // A namespace that cannot name a study fails here, not at every call.
+  METAOPT_RETURN_IF_ERROR(Annotate(
+      katib::StudyIdOf(katib_options.ns, "experiment").status(),
+      "--katib-namespace"));
   katib_adapter_ =
       std::make_unique<katib::KatibAdapter>(engine_.get(), katib_options);
   katib_suggestion_ = std::make_unique<katib::KatibSuggestionService>(

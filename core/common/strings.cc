@@ -138,4 +138,13 @@ absl::Status Annotate(const absl::Status& status, std::string_view prefix) {
                       absl::StrCat(ToAbsl(prefix), ": ", status.message()));
 }
 
+uint64_t Fnv1a64(absl::string_view text) {
+  uint64_t hash = 14695981039346656037ull;  // the offset basis
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;  // the prime
+  }
+  return hash;
+}
+
 }  // namespace metaopt

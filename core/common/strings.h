@@ -44,6 +44,10 @@ std::string SanitizeText(absl::string_view text);
 // inside becomes '\'').
 std::string ShellQuote(std::string_view arg);
 
+// The 64-bit FNV-1a hash of `text`: stable across runs, platforms and
+// builds, for seeds and names derived from ids.
+uint64_t Fnv1a64(absl::string_view text);
+
 // The same code with "<prefix>: " before the message; OK stays OK.
 absl::Status Annotate(const absl::Status& status, std::string_view prefix);
 

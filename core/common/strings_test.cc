@@ -15,6 +15,14 @@ TEST(QuoteTest, EscapesAndCutsLongValues) {
   EXPECT_EQ(Quote(longest + "yz"), "\"" + longest + "...\"");
 }
 
+TEST(Fnv1a64Test, PublishedValues) {
+  // The FNV-1a 64 offset basis for the empty text; reference values of the
+  // FNV authors' test suite for "a" and "foobar".
+  EXPECT_EQ(Fnv1a64(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(Fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(Fnv1a64("foobar"), 0x85944171f73967e8ull);
+}
+
 TEST(FindInvisibleCharacterTest, FindsControlFormatAndSeparatorCharacters) {
   EXPECT_EQ(FindInvisibleCharacter("plain text, caf\xC3\xA9"), std::nullopt);
   EXPECT_EQ(FindInvisibleCharacter("a\x1b"), 0x1bu);

@@ -24,15 +24,6 @@ namespace {
 
 constexpr int kListPage = 100;
 
-uint64_t Fnv1a64(absl::string_view text) {
-  uint64_t hash = 14695981039346656037ull;  // FNV-1a 64 offset basis
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;  // FNV-1a 64 prime
-  }
-  return hash;
-}
-
 bool SameSpace(const v1::StudySpec& spec, const HistoryGroup& group) {
   using google::protobuf::util::MessageDifferencer;
   return MessageDifferencer::Equals(spec.search_space(), group.space) &&

@@ -552,11 +552,7 @@ grpc::Status Logged(const char* method, const KatibAdapter& adapter,
     record.algorithm =
         AlgorithmKindOf(experiment->spec().algorithm().algorithm_name());
   }
-  record.code = status.error_code();
-  record.error_message = status.error_message();
-  record.latency = absl::Now() - start;
-  LogRpc(record);
-  if (observer != nullptr) observer->OnRpc(record);
+  FinishRpc(status, start, observer, record);
   return status;
 }
 

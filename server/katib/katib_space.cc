@@ -13,11 +13,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
+#include "core/common/strings.h"
 
 namespace metaopt::server::katib {
 namespace {
@@ -26,10 +26,6 @@ namespace {
 constexpr char kPlainStage[] = "katib";
 constexpr char kPlainAlgorithm[] = "trial";
 constexpr size_t kMaxStudyIdLength = 128;
-
-std::string Quote(const std::string& text) {
-  return absl::StrCat("\"", absl::CEscape(text), "\"");
-}
 
 // A finite number spelling the whole of `text`.
 bool ParseDouble(const std::string& text, double& out) {
@@ -56,15 +52,6 @@ bool ParseInt(const std::string& text, int64_t low, int64_t high,
   }
   out = static_cast<int64_t>(value);
   return true;
-}
-
-uint64_t Fnv1a(const std::string& text) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return hash;
 }
 
 bool IsIdChar(char c) {
@@ -735,7 +722,7 @@ absl::StatusOr<v1::StudySpec> StudySpecOf(const kapi::Experiment& experiment,
     }
   }
   if (settings.count("random_state") == 0) {
-    out.set_seed(Fnv1a(study_id) >> 1);
+    out.set_seed(Fnv1a64(study_id) >> 1);
   }
   METAOPT_ASSIGN_OR_RETURN(
       *out.mutable_early_stopping(),
@@ -766,7 +753,7 @@ absl::StatusOr<std::string> StudyIdOf(const std::string& ns,
   if (id.size() > kMaxStudyIdLength) {
     char hash[17];
     std::snprintf(hash, sizeof(hash), "%016llx",
-                  static_cast<unsigned long long>(Fnv1a(id)));
+                  static_cast<unsigned long long>(Fnv1a64(id)));
     id = absl::StrCat(id.substr(0, kMaxStudyIdLength - 17), "-", hash);
   }
   return id;

@@ -614,6 +614,21 @@ TEST_F(KatibControllerTest, ConcurrentCallsRecordEachTrialOnce) {
   EXPECT_EQ(states[v1::TRIAL_STATE_ACTIVE], kCalls);
 }
 
+TEST(KatibServerTest, ANamespaceThatCannotNameAStudyFailsAtStart) {
+  ScopedTempDir dir;
+  server::ServerOptions options;
+  options.db_path = dir.File("metaopt.db");
+  options.models_dir = dir.File("models");
+  options.katib_listen = "127.0.0.1:0";
+  options.katib_namespace = "team a";
+  absl::StatusOr<std::unique_ptr<server::Server>> server =
+      server::Server::BuildAndStart(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(server.status().message(),
+              HasSubstr("--katib-namespace: the Katib namespace: \"team a\""));
+}
+
 TEST(KatibTokensTest, StudiesBelongToTheExperimentsNamespace) {
   ScopedTempDir dir;
   server::ServerOptions options;
