@@ -47,6 +47,7 @@ class OptimizerServiceImpl final
   METAOPT_DECLARE_CALLBACK_RPC(ListModels);
   METAOPT_DECLARE_CALLBACK_RPC(Heartbeat);
   METAOPT_DECLARE_CALLBACK_RPC(ReportIntermediate);
+  METAOPT_DECLARE_CALLBACK_RPC(GetParetoFront);
   // Server streaming on the work pool (RunServerStreamOnPool): the engine's
   // exporter is pulled one chunk at a time (history::HistoryExporter::Next),
   // one message per chunk; the stream holds one worker while it lasts.

@@ -5,7 +5,8 @@
 namespace metaopt::acquisition {
 
 absl::StatusOr<Eigen::VectorXd> LogExpectedImprovementFunction::Score(
-    const gp::Prediction& prediction) const {
+    const gp::Prediction& prediction, const Eigen::MatrixXd& inputs) const {
+  (void)inputs;
   return LogExpectedImprovement(prediction.mean, prediction.variance, best_);
 }
 

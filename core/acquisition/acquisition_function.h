@@ -7,6 +7,8 @@
 #ifndef METAOPT_CORE_ACQUISITION_ACQUISITION_FUNCTION_H_
 #define METAOPT_CORE_ACQUISITION_ACQUISITION_FUNCTION_H_
 
+#include <memory>
+
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "core/gp/gaussian_process.h"
@@ -17,10 +19,25 @@ class AcquisitionFunction {
  public:
   virtual ~AcquisitionFunction() = default;
 
-  // The score of each row of `prediction` (mean and latent variance, as
-  // Surrogate::Predict gives them). INVALID_ARGUMENT if the sizes differ.
+  // The score of each row of `prediction` (mean and latent variance of the
+  // optimizer's surrogate, as Surrogate::Predict gives them) at the model
+  // inputs `inputs` (one row each). A function of one output reads only
+  // `prediction`; one of several outputs (pareto_acquisition.h) predicts its
+  // other outputs at `inputs`. INVALID_ARGUMENT if the sizes differ.
   virtual absl::StatusOr<Eigen::VectorXd> Score(
-      const gp::Prediction& prediction) const = 0;
+      const gp::Prediction& prediction,
+      const Eigen::MatrixXd& inputs) const = 0;
+
+  // The function for a batch's next pick once `input` (one row) was picked
+  // and its surrogate believed to take its mean `mean` there (the optimizer
+  // conditions its own surrogate on that fantasy); null when the function
+  // stays the same (the default).
+  virtual absl::StatusOr<std::unique_ptr<const AcquisitionFunction>> AfterPick(
+      const Eigen::MatrixXd& input, double mean) const {
+    (void)input;
+    (void)mean;
+    return nullptr;
+  }
 
   // True if, for a fixed mean, the score never decreases as the variance
   // grows. Only then does a prediction whose variance is bounded above
@@ -38,7 +55,8 @@ class LogExpectedImprovementFunction final : public AcquisitionFunction {
   explicit LogExpectedImprovementFunction(double best) : best_(best) {}
 
   absl::StatusOr<Eigen::VectorXd> Score(
-      const gp::Prediction& prediction) const override;
+      const gp::Prediction& prediction,
+      const Eigen::MatrixXd& inputs) const override;
   bool GrowsWithVariance() const override { return true; }
 
   double best() const { return best_; }

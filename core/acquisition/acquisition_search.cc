@@ -58,13 +58,29 @@ struct Scores {
   }
 };
 
+// After a batch pick at `input` with believed mean `mean`: the acquisition
+// function for the next pick (AcquisitionFunction::AfterPick), kept in
+// `*owned` when it changes.
+absl::Status NextAcquisition(
+    const Eigen::MatrixXd& input, double mean,
+    std::unique_ptr<const AcquisitionFunction>& owned,
+    const AcquisitionFunction*& current) {
+  METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const AcquisitionFunction> next,
+                           current->AfterPick(input, mean));
+  if (next != nullptr) {
+    owned = std::move(next);
+    current = owned.get();
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
                                  const Eigen::MatrixXd& X,
                                  const AcquisitionFunction& acquisition,
                                  Ties ties) {
   METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction, model.Predict(X));
   METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd log_ei,
-                           acquisition.Score(prediction));
+                           acquisition.Score(prediction, X));
   return Scores{std::move(log_ei), std::move(prediction.mean), ties};
 }
 
@@ -93,7 +109,7 @@ absl::StatusOr<Scores> ScoreForArgMax(
     return ScoreRows(model, X, acquisition, ties);
   }
   METAOPT_ASSIGN_OR_RETURN(const Eigen::VectorXd bound_log_ei,
-                           acquisition.Score(*bound));
+                           acquisition.Score(*bound, X));
   constexpr double kInf = std::numeric_limits<double>::infinity();
   // A NaN bound bounds nothing: such rows come first and are never skipped.
   auto key = [&](int i) {
@@ -235,6 +251,8 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
   std::vector<bool> taken(rows.size(), false);
   std::unique_ptr<const surrogate::Surrogate> fantasised;
   const surrogate::Surrogate* current = &model;
+  std::unique_ptr<const AcquisitionFunction> after_pick;
+  const AcquisitionFunction* current_acquisition = &acquisition;
   while (static_cast<int>(picks.size()) < count) {
     // The first pick, on `model` itself, may read the screen computed ahead
     // on exactly these rows (the same values on the same input).
@@ -250,8 +268,8 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
     }
     METAOPT_ASSIGN_OR_RETURN(
         Scores scores,
-        ScoreForArgMax(*current, X, acquisition, ties, taken, std::move(bound),
-                       use_given || whole_catalogue));
+        ScoreForArgMax(*current, X, *current_acquisition, ties, taken,
+                       std::move(bound), use_given || whole_catalogue));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;
@@ -259,6 +277,8 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
     if (static_cast<int>(picks.size()) < count) {
       METAOPT_ASSIGN_OR_RETURN(fantasised, current->WithFantasies(X.row(pick)));
       current = fantasised.get();
+      METAOPT_RETURN_IF_ERROR(NextAcquisition(X.row(pick), scores.mean[pick],
+                                              after_pick, current_acquisition));
     }
   }
   return picks;
@@ -328,11 +348,14 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
   std::vector<v1::Configuration> picks;
   std::unique_ptr<const surrogate::Surrogate> fantasised;
   const surrogate::Surrogate* current = &model;
+  std::unique_ptr<const AcquisitionFunction> after_pick;
+  const AcquisitionFunction* current_acquisition = &acquisition;
   std::vector<bool> taken(pool.configs.size(), false);
   while (static_cast<int>(picks.size()) < count) {
     METAOPT_ASSIGN_OR_RETURN(
         Scores scores,
-        Score(*current, encoder, pool.configs, acquisition, options.ties));
+        Score(*current, encoder, pool.configs, *current_acquisition,
+              options.ties));
     if (options.refine_top > 0) {
       // Local search from the best few: keep improving neighbours, halving the
       // step every round.
@@ -360,7 +383,8 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
           }
           METAOPT_ASSIGN_OR_RETURN(
               Scores neighbor_scores,
-              Score(*current, encoder, neighbors, acquisition, options.ties));
+              Score(*current, encoder, neighbors, *current_acquisition,
+                    options.ties));
           for (int k = 0; k < neighbor_scores.log_ei.size(); ++k) {
             if (neighbor_scores.Better(k, center_log_ei, center_mean)) {
               center_log_ei = neighbor_scores.log_ei[k];
@@ -378,7 +402,8 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
       if (!added.empty()) {
         METAOPT_ASSIGN_OR_RETURN(
             Scores added_scores,
-            Score(*current, encoder, added, acquisition, options.ties));
+            Score(*current, encoder, added, *current_acquisition,
+                  options.ties));
         scores.Append(added_scores);
         taken.resize(pool.configs.size(), false);
       }
@@ -391,6 +416,8 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
       Eigen::MatrixXd x = encoder.EncodeBatch({pool.configs[pick]});
       METAOPT_ASSIGN_OR_RETURN(fantasised, current->WithFantasies(x));
       current = fantasised.get();
+      METAOPT_RETURN_IF_ERROR(NextAcquisition(x, scores.mean[pick], after_pick,
+                                              current_acquisition));
     }
   }
   return picks;

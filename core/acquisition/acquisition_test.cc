@@ -144,7 +144,7 @@ TEST(LogExpectedImprovementFunctionTest, ScoresAsLogExpectedImprovement) {
   const LogExpectedImprovementFunction log_ei(0.5);
   EXPECT_EQ(log_ei.best(), 0.5);
   EXPECT_TRUE(log_ei.GrowsWithVariance());
-  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd scores, log_ei.Score(prediction));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd scores, log_ei.Score(prediction, Eigen::MatrixXd()));
   ASSERT_EQ(scores.size(), 3);
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(scores[i], LogExpectedImprovement(prediction.mean[i],
@@ -154,7 +154,7 @@ TEST(LogExpectedImprovementFunctionTest, ScoresAsLogExpectedImprovement) {
   EXPECT_DOUBLE_EQ(scores[2], std::log(2.5));
   // Sizes that differ are INVALID_ARGUMENT.
   prediction.variance = Eigen::Vector2d(1.0, 1.0);
-  EXPECT_EQ(log_ei.Score(prediction).status().code(),
+  EXPECT_EQ(log_ei.Score(prediction, Eigen::MatrixXd()).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

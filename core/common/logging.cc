@@ -51,7 +51,7 @@ bool NeedsQuotes(std::string_view text) {
   return false;
 }
 
-std::string FormatNumber(double value) {
+std::string FormatLogNumber(double value) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.6g", value);
   return buf;
@@ -70,7 +70,7 @@ void AppendTextField(const LogField& field, std::string& out) {
   } else if (const auto* integer = std::get_if<int64_t>(&field.value)) {
     out += std::to_string(*integer);
   } else if (const auto* number = std::get_if<double>(&field.value)) {
-    out += FormatNumber(*number);
+    out += FormatLogNumber(*number);
   } else {
     const auto& list = std::get<std::vector<int64_t>>(field.value);
     for (size_t i = 0; i < list.size(); ++i) {
@@ -89,7 +89,7 @@ void AppendJsonField(const LogField& field, std::string& out) {
   } else if (const auto* integer = std::get_if<int64_t>(&field.value)) {
     out += std::to_string(*integer);
   } else if (const auto* number = std::get_if<double>(&field.value)) {
-    out += std::isfinite(*number) ? FormatNumber(*number) : "null";
+    out += std::isfinite(*number) ? FormatLogNumber(*number) : "null";
   } else {
     const auto& list = std::get<std::vector<int64_t>>(field.value);
     out += '[';

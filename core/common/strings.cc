@@ -1,9 +1,11 @@
 #include "core/common/strings.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -15,6 +17,15 @@ std::string Quote(absl::string_view text) {
   }
   return absl::StrCat("\"", absl::CEscape(text.substr(0, kMaxQuotedBytes)),
                       "...\"");
+}
+
+std::string FormatNumber(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  std::string s = absl::StrFormat("%.15g", x);
+  double back;
+  if (!absl::SimpleAtod(s, &back) || back != x) s = absl::StrFormat("%.17g", x);
+  return s;
 }
 
 namespace {

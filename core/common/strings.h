@@ -26,6 +26,11 @@ inline absl::string_view ToAbsl(std::string_view s) {
 inline constexpr size_t kMaxQuotedBytes = 80;
 std::string Quote(absl::string_view text);
 
+// `x` for an error message: the shorter of %.15g and %.17g that reads back
+// as `x` (so messages show "1e-05", not "1.0000000000000001e-05", yet never
+// round a refused value onto an accepted one); "nan", "inf", "-inf".
+std::string FormatNumber(double x);
+
 // The first character of UTF-8 `text` that is a Unicode control (Cc: the C0
 // and C1 controls and DEL), format character (Cf: soft hyphen, zero-width
 // spaces and joiners, bidirectional marks, BOM, tags, ...) or line or

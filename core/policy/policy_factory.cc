@@ -1,6 +1,10 @@
 #include "core/policy/policy_factory.h"
 
+#include <string>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
 #include "core/policy/deeppipe_policy.h"
 #include "core/policy/gp_policy.h"
@@ -8,76 +12,136 @@
 #include "core/policy/mosaic_policy.h"
 #include "core/policy/pmf_policy.h"
 #include "core/policy/random_policy.h"
-#include "metaopt/v1/policy_state.pb.h"
 
 namespace metaopt::policy {
+namespace {
+
+absl::StatusOr<std::shared_ptr<const Policy>> CreateRandom(
+    const v1::StudySpec& spec, const v1::PolicyState&,
+    std::shared_ptr<const registry::LoadedModel> model) {
+  if (model == nullptr) return std::make_shared<const RandomPolicy>();
+  METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
+                           space::SearchSpace::Create(spec.search_space()));
+  return std::make_shared<const RandomPolicy>(
+      ZeroShotDesignForStudy(&model->artifact, spec, space));
+}
+
+absl::StatusOr<std::shared_ptr<const Policy>> CreateGp(
+    const v1::StudySpec& spec, const v1::PolicyState& state,
+    std::shared_ptr<const registry::LoadedModel> model) {
+  std::optional<v1::GpPolicyState> gp_state;
+  if (state.has_gp()) gp_state = state.gp();
+  return GpPolicy::Create(spec, std::move(gp_state), std::move(model));
+}
+
+absl::StatusOr<std::shared_ptr<const Policy>> CreateDeepPipe(
+    const v1::StudySpec& spec, const v1::PolicyState& state,
+    std::shared_ptr<const registry::LoadedModel> model) {
+  std::optional<v1::DeepPipePolicyState> deeppipe_state;
+  if (state.has_deeppipe()) deeppipe_state = state.deeppipe();
+  return DeepPipePolicy::Create(spec, std::move(deeppipe_state),
+                                std::move(model));
+}
+
+absl::StatusOr<std::shared_ptr<const Policy>> CreatePmf(
+    const v1::StudySpec& spec, const v1::PolicyState& state,
+    std::shared_ptr<const registry::LoadedModel> model) {
+  std::optional<v1::PmfPolicyState> pmf_state;
+  if (state.has_pmf()) pmf_state = state.pmf();
+  return PmfPolicy::Create(spec, std::move(pmf_state), std::move(model));
+}
+
+absl::StatusOr<std::shared_ptr<const Policy>> CreateMosaic(
+    const v1::StudySpec& spec, const v1::PolicyState& state,
+    std::shared_ptr<const registry::LoadedModel> model) {
+  std::optional<v1::MosaicPolicyState> mosaic_state;
+  if (state.has_mosaic()) mosaic_state = state.mosaic();
+  return MosaicPolicy::Create(spec, std::move(mosaic_state), std::move(model));
+}
+
+absl::StatusOr<std::shared_ptr<const Policy>> CreateGrosi(
+    const v1::StudySpec& spec, const v1::PolicyState&,
+    std::shared_ptr<const registry::LoadedModel> model) {
+  // Refitted from the meta-learned model at every Suggest: no state.
+  return GrosiPolicy::Create(spec, std::move(model));
+}
+
+// The table. Several objectives and constraints go through the Pareto
+// acquisition of the surrogate-based Suggest (model_based.h): GP and DeepPipe.
+constexpr AlgorithmKindDescriptor kKinds[] = {
+    {v1::ALGORITHM_KIND_RANDOM, &CreateRandom, false, true, true},
+    {v1::ALGORITHM_KIND_GP, &CreateGp, true, true, true},
+    {v1::ALGORITHM_KIND_DEEPPIPE, &CreateDeepPipe, true, true, true},
+    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, false, false},
+    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, false},
+    {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false},
+};
+
+std::string KindNames(bool (*accepts)(const AlgorithmKindDescriptor&)) {
+  std::vector<std::string> names;
+  for (const AlgorithmKindDescriptor& d : kKinds) {
+    if (accepts(d)) names.push_back(v1::AlgorithmKind_Name(d.kind));
+  }
+  return absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+absl::Span<const AlgorithmKindDescriptor> AlgorithmKinds() { return kKinds; }
+
+absl::StatusOr<const AlgorithmKindDescriptor*> FindAlgorithmKind(
+    v1::AlgorithmKind kind) {
+  for (const AlgorithmKindDescriptor& d : kKinds) {
+    if (d.kind == kind) return &d;
+  }
+  if (kind == v1::ALGORITHM_KIND_UNSPECIFIED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.algorithm.kind: ALGORITHM_KIND_UNSPECIFIED; set one of ",
+        KindNames([](const AlgorithmKindDescriptor&) { return true; })));
+  }
+  return absl::UnimplementedError(absl::StrCat(
+      "spec.algorithm.kind: ",
+      v1::AlgorithmKind_IsValid(kind) ? v1::AlgorithmKind_Name(kind)
+                                      : absl::StrCat(static_cast<int>(kind)),
+      " is not implemented by this server yet"));
+}
 
 absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm) {
-  switch (algorithm.kind()) {
-    case v1::ALGORITHM_KIND_RANDOM:
-    case v1::ALGORITHM_KIND_GP:
-    case v1::ALGORITHM_KIND_DEEPPIPE:
-    case v1::ALGORITHM_KIND_MOSAIC:
-    case v1::ALGORITHM_KIND_PMF:
-    case v1::ALGORITHM_KIND_GROSI:
-      return absl::OkStatus();
-    case v1::ALGORITHM_KIND_UNSPECIFIED:
-      return absl::InvalidArgumentError(
-          "spec.algorithm.kind: ALGORITHM_KIND_UNSPECIFIED; set one of "
-          "ALGORITHM_KIND_RANDOM, "
-          "ALGORITHM_KIND_GP, ALGORITHM_KIND_DEEPPIPE, ALGORITHM_KIND_PMF, "
-          "ALGORITHM_KIND_MOSAIC, ALGORITHM_KIND_GROSI");
-    default:
-      return absl::UnimplementedError(absl::StrCat(
-          "spec.algorithm.kind: ", v1::AlgorithmKind_Name(algorithm.kind()),
-          " is not implemented by this server yet"));
+  return FindAlgorithmKind(algorithm.kind()).status();
+}
+
+absl::Status CheckObjectivesSupported(const v1::StudySpec& spec) {
+  METAOPT_ASSIGN_OR_RETURN(const AlgorithmKindDescriptor* d,
+                           FindAlgorithmKind(spec.algorithm().kind()));
+  const std::string kind = v1::AlgorithmKind_Name(d->kind);
+  if (spec.objectives_size() > 1 && !d->several_objectives) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.objectives: ", spec.objectives_size(), " objectives; ", kind,
+        " optimizes one; for several use one of ",
+        KindNames([](const AlgorithmKindDescriptor& k) {
+          return k.several_objectives;
+        })));
   }
+  if (spec.constraints_size() > 0 && !d->constraints) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.constraints: ", kind, " does not take constraints; use one of ",
+        KindNames([](const AlgorithmKindDescriptor& k) {
+          return k.constraints;
+        })));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
     const v1::StudySpec& spec, const std::optional<std::string>& stored_state,
     std::shared_ptr<const registry::LoadedModel> model) {
-  METAOPT_RETURN_IF_ERROR(CheckAlgorithmSupported(spec.algorithm()));
+  METAOPT_ASSIGN_OR_RETURN(const AlgorithmKindDescriptor* d,
+                           FindAlgorithmKind(spec.algorithm().kind()));
   v1::PolicyState state;
   if (stored_state.has_value() && !state.ParseFromString(*stored_state)) {
     return absl::DataLossError("stored policy state does not parse");
   }
-  switch (spec.algorithm().kind()) {
-    case v1::ALGORITHM_KIND_RANDOM: {
-      if (model == nullptr) return std::make_shared<const RandomPolicy>();
-      METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
-                               space::SearchSpace::Create(spec.search_space()));
-      return std::make_shared<const RandomPolicy>(
-          ZeroShotDesignForStudy(&model->artifact, spec, space));
-    }
-    case v1::ALGORITHM_KIND_DEEPPIPE: {
-      std::optional<v1::DeepPipePolicyState> deeppipe_state;
-      if (state.has_deeppipe()) deeppipe_state = state.deeppipe();
-      return DeepPipePolicy::Create(spec, std::move(deeppipe_state),
-                                    std::move(model));
-    }
-    case v1::ALGORITHM_KIND_GP: {
-      std::optional<v1::GpPolicyState> gp_state;
-      if (state.has_gp()) gp_state = state.gp();
-      return GpPolicy::Create(spec, std::move(gp_state), std::move(model));
-    }
-    case v1::ALGORITHM_KIND_MOSAIC: {
-      std::optional<v1::MosaicPolicyState> mosaic_state;
-      if (state.has_mosaic()) mosaic_state = state.mosaic();
-      return MosaicPolicy::Create(spec, std::move(mosaic_state),
-                                  std::move(model));
-    }
-    case v1::ALGORITHM_KIND_PMF: {
-      std::optional<v1::PmfPolicyState> pmf_state;
-      if (state.has_pmf()) pmf_state = state.pmf();
-      return PmfPolicy::Create(spec, std::move(pmf_state), std::move(model));
-    }
-    case v1::ALGORITHM_KIND_GROSI:
-      // Refitted from the meta-learned model at every Suggest: no state.
-      return GrosiPolicy::Create(spec, std::move(model));
-    default:
-      return absl::InternalError("unreachable algorithm kind");
-  }
+  return d->create(spec, state, std::move(model));
 }
 
 }  // namespace metaopt::policy

@@ -1,3 +1,6 @@
+// The algorithm kinds this server implements, one descriptor each: how a
+// study's policy is built and what a study of the kind may ask for. Adding a
+// kind is one row of the table (policy_factory.cc).
 #ifndef METAOPT_CORE_POLICY_POLICY_FACTORY_H_
 #define METAOPT_CORE_POLICY_POLICY_FACTORY_H_
 
@@ -6,10 +9,38 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/policy/policy.h"
 #include "core/registry/artifact.h"
+#include "metaopt/v1/policy_state.pb.h"
 
 namespace metaopt::policy {
+
+// One algorithm kind. Immutable (a static table).
+struct AlgorithmKindDescriptor {
+  v1::AlgorithmKind kind;
+  // Builds the study's policy from its canonical spec, its stored state
+  // (empty for a new study) and its bound registry model (null for none).
+  absl::StatusOr<std::shared_ptr<const Policy>> (*create)(
+      const v1::StudySpec& spec, const v1::PolicyState& state,
+      std::shared_ptr<const registry::LoadedModel> model);
+  // Fits a model over the study's encoded space (the server's
+  // --max-model-dimension applies); false for kinds that sample it or model
+  // catalogue entries by their own latent factors.
+  bool models_encoded_space;
+  // Accepts several objectives (spec.objectives) and constraints
+  // (spec.constraints).
+  bool several_objectives;
+  bool constraints;
+};
+
+// Every kind implemented, in AlgorithmKind order.
+absl::Span<const AlgorithmKindDescriptor> AlgorithmKinds();
+
+// The descriptor of `kind`; INVALID_ARGUMENT for ALGORITHM_KIND_UNSPECIFIED
+// and UNIMPLEMENTED naming the kind for one this build does not implement.
+absl::StatusOr<const AlgorithmKindDescriptor*> FindAlgorithmKind(
+    v1::AlgorithmKind kind);
 
 // Builds the policy of a study from its canonical spec, the stored policy state
 // (absent for a new study) and the registry model the study is bound to (null
@@ -22,6 +53,10 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
 // OK if CreatePolicy can build a policy of this kind; UNIMPLEMENTED naming the
 // kind otherwise.
 absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm);
+
+// OK if the spec's kind accepts its objectives and constraints;
+// INVALID_ARGUMENT naming the field, the kind and the kinds that do otherwise.
+absl::Status CheckObjectivesSupported(const v1::StudySpec& spec);
 
 }  // namespace metaopt::policy
 

@@ -20,24 +20,13 @@
 #include "absl/strings/string_view.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
+#include "core/space/objectives_spec.h"
 
 namespace metaopt::space {
 namespace {
 
 // At most this many names are listed in an error message.
 constexpr int kMaxListed = 10;
-
-// The shortest of %.15g / %.17g that reads back as `x` (so messages show
-// "1e-05", not "1.0000000000000001e-05", yet never round a rejected value onto
-// an accepted one).
-std::string FormatNumber(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  std::string s = absl::StrFormat("%.15g", x);
-  double back;
-  if (!absl::SimpleAtod(s, &back) || back != x) s = absl::StrFormat("%.17g", x);
-  return s;
-}
 
 absl::Status Invalid(absl::string_view path, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", message));
@@ -558,18 +547,8 @@ absl::StatusOr<v1::StudySpec> ValidateAndCanonicalizeStudySpec(
       SearchSpace space,
       SearchSpace::Create(spec.search_space(), "spec.search_space"));
 
-  const v1::Goal goal = spec.objective().goal();
-  if (goal != v1::GOAL_MINIMIZE && goal != v1::GOAL_MAXIMIZE) {
-    return Invalid(
-        "spec.objective.goal",
-        absl::StrCat(
-            v1::Goal_IsValid(goal) ? v1::Goal_Name(goal) : absl::StrCat(goal),
-            " is not allowed; set GOAL_MINIMIZE or GOAL_MAXIMIZE"));
-  }
-  if (!spec.objective().name().empty()) {
-    METAOPT_RETURN_IF_ERROR(
-        ValidateName(spec.objective().name(), "spec.objective.name", "name"));
-  }
+  v1::StudySpec out = spec;
+  METAOPT_RETURN_IF_ERROR(CanonicalizeObjectives(spec, &out));
 
   const v1::AlgorithmKind kind = spec.algorithm().kind();
   if (kind == v1::ALGORITHM_KIND_UNSPECIFIED ||
@@ -588,7 +567,6 @@ absl::StatusOr<v1::StudySpec> ValidateAndCanonicalizeStudySpec(
         absl::StrCat(spec.algorithm().initial_trials(), " must be >= 0"));
   }
 
-  v1::StudySpec out = spec;
   METAOPT_RETURN_IF_ERROR(CheckCount(spec.candidates_size(), kMaxCandidates,
                                      "spec.candidates", "candidates"));
   absl::flat_hash_map<std::string, int> seen;

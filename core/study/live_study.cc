@@ -112,7 +112,9 @@ absl::Status ReadStudyState(storage::Storage& storage,
   StampIncarnation(live, stored_trials);
   METAOPT_ASSIGN_OR_RETURN(
       StudyTrials trials,
-      StudyTrials::Load(std::move(stored_trials), key.study_id));
+      StudyTrials::Load(std::move(stored_trials), key.study_id,
+                        live.objectives->multiple() ||
+                            live.objectives->constrained()));
   METAOPT_ASSIGN_OR_RETURN(std::optional<std::string> policy_state,
                            storage.GetPolicyState(key));
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const policy::Policy> policy,
@@ -142,6 +144,8 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
       space::SearchSpace space,
       space::SearchSpace::Create(live->stored.spec().search_space()));
   live->space = std::make_unique<const space::SearchSpace>(std::move(space));
+  live->objectives = std::make_unique<const objective::StudyObjectives>(
+      live->stored.spec());
   for (const v1::Configuration& candidate : live->stored.spec().candidates()) {
     live->candidate_key_list.push_back(space::ConfigurationKey(candidate));
     live->candidate_keys.insert(live->candidate_key_list.back());
@@ -211,6 +215,30 @@ v1::Study StudyRecord(const LiveStudy& live) {
   return record;
 }
 
+ParetoFrontOf DescribeParetoFront(const LiveStudy& live) {
+  const objective::StudyObjectives& objectives = *live.objectives;
+  // The policies' view holds every trial's value, metrics and feasibility.
+  const std::vector<v1::Trial> trials = live.trials.PolicyTrials();
+  std::vector<objective::Point> points;
+  for (const v1::Trial& trial : trials) {
+    if (trial.state() != v1::TRIAL_STATE_COMPLETED ||
+        !objective::StudyObjectives::Feasible(trial)) {
+      continue;
+    }
+    if (std::optional<objective::Point> point = objectives.Targets(trial)) {
+      points.push_back(*std::move(point));
+    }
+  }
+  ParetoFrontOf front;
+  std::vector<objective::Point> front_points;
+  for (const int index : objectives.ParetoFront(trials)) {
+    front.ids.push_back(trials[index].id());
+    front_points.push_back(*objectives.Targets(trials[index]));
+  }
+  front.summary = objectives.Summarize(front_points, points);
+  return front;
+}
+
 v1::Study DescribeStudy(const LiveStudy& live) {
   v1::Study study = StudyRecord(live);
   study.set_incarnation(StudyIncarnation(live.stored));
@@ -235,9 +263,20 @@ v1::Study DescribeStudy(const LiveStudy& live) {
     const TrialSummary& trial = live.trials.summary(id);
     later(trial.latest_seconds, trial.latest_nanos);
     if (trial.state == v1::TRIAL_STATE_COMPLETED && trial.has_value &&
-        best_value.Offer(trial.value)) {
+        trial.feasible && best_value.Offer(trial.value)) {
       best = id;
     }
+  }
+  if (live.objectives->multiple()) {
+    // The best is the front's best in the first objective (a trial another
+    // dominates is not best, even if it ties the first objective).
+    ParetoFrontOf front = DescribeParetoFront(live);
+    best = 0;
+    objective::Best front_best(goal);
+    for (const int64_t id : front.ids) {
+      if (front_best.Offer(live.trials.summary(id).value)) best = id;
+    }
+    *study.mutable_pareto_front() = std::move(front.summary);
   }
   // Distinct configurations held (in a catalogue study every trial's
   // configuration is a catalogue entry).

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "core/common/mutex.h"
 #include "core/early_stopping/rule.h"
+#include "core/objective/study_objectives.h"
 #include "core/policy/policy.h"
 #include "core/registry/model_manager.h"
 #include "core/space/search_space.h"
@@ -58,6 +59,8 @@ struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
   absl::flat_hash_set<std::string> candidate_keys;
   // The same keys in catalogue order (policy::StudyView::candidate_keys).
   std::vector<std::string> candidate_key_list;
+  // What the study optimizes (its objectives and constraints).
+  std::unique_ptr<const objective::StudyObjectives> objectives;
   // The spec's early-stopping rule; null: trials are never stopped.
   std::unique_ptr<const early_stopping::Rule> stopping_rule;
 
@@ -100,6 +103,15 @@ struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
   Mutex prepare_mu ABSL_ACQUIRED_AFTER(mu);
   PreparedFitSlot prepared ABSL_GUARDED_BY(prepare_mu);
 };
+
+// The Pareto front of a study: its trials' ids, increasing, and summary
+// (objective::StudyObjectives::ParetoFront and Summarize). O(trials).
+struct ParetoFrontOf {
+  std::vector<int64_t> ids;
+  v1::ParetoFrontSummary summary;
+};
+ParetoFrontOf DescribeParetoFront(const LiveStudy& live)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
 
 // NOT_FOUND `study "<id>" does not exist`: also what a caller gets for a study
 // of another owner.

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
+#include "core/policy/policy_factory.h"
 #include "core/common/strings.h"
 #include "core/early_stopping/rule.h"
 #include "core/space/encoding.h"
@@ -103,9 +104,9 @@ std::string DurationText(absl::Duration d) {
 absl::Status CheckModelDimension(const v1::StudySpec& spec,
                                  const EngineOptions& options) {
   const v1::AlgorithmKind kind = spec.algorithm().kind();
-  if (kind == v1::ALGORITHM_KIND_RANDOM || kind == v1::ALGORITHM_KIND_PMF) {
-    return absl::OkStatus();
-  }
+  METAOPT_ASSIGN_OR_RETURN(const policy::AlgorithmKindDescriptor* descriptor,
+                           policy::FindAlgorithmKind(kind));
+  if (!descriptor->models_encoded_space) return absl::OkStatus();
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
   const int dimension = space::Encoder(space).dimension();
@@ -299,8 +300,12 @@ absl::Status ValidateObserveRequest(const v1::ObserveRequest& request,
   }
   switch (request.outcome_case()) {
     case v1::ObserveRequest::OUTCOME_NOT_SET:
-      return absl::InvalidArgumentError(
-          "value or failure: one of them is required");
+      // The objectives' values may all come in metrics (the study checks).
+      if (request.metrics().empty()) {
+        return absl::InvalidArgumentError(
+            "value or failure: one of them is required");
+      }
+      break;
     case v1::ObserveRequest::kValue:
       if (!std::isfinite(request.value())) {
         return absl::InvalidArgumentError(absl::StrCat(

@@ -29,6 +29,35 @@ namespace {
 // and length.
 constexpr int64_t kEntryOverhead = 1 + 5;
 
+// A page of a list of trials: at most `size` trials and about `max_bytes`
+// serialized (the first trial always fits), each FitForResponse.
+class TrialPage {
+ public:
+  TrialPage(int size, int64_t max_bytes,
+            google::protobuf::RepeatedPtrField<v1::Trial>* out)
+      : size_(size), max_bytes_(max_bytes), out_(out) {}
+
+  // Adds trial `id`; false (adding nothing) when the page is full, and the
+  // trial then starts the next one.
+  bool Add(const StudyTrials& trials, int64_t id) {
+    if (out_->size() == size_) return false;
+    v1::Trial trial = trials.Get(id);
+    FitForResponse(trial, max_bytes_);
+    const int64_t bytes =
+        static_cast<int64_t>(trial.ByteSizeLong()) + kEntryOverhead;
+    if (out_->size() > 0 && bytes_ + bytes > max_bytes_) return false;
+    bytes_ += bytes;
+    *out_->Add() = std::move(trial);
+    return true;
+  }
+
+ private:
+  const int size_;
+  const int64_t max_bytes_;
+  google::protobuf::RepeatedPtrField<v1::Trial>* out_;
+  int64_t bytes_ = 0;
+};
+
 // A fresh Study.incarnation: random and nonzero, so that a study created again
 // under a deleted one's id (by this or another process) tells their trials
 // apart with overwhelming probability.
@@ -210,16 +239,20 @@ absl::StatusOr<v1::Trial> ObservedTrial(
     }
     trial.clear_lease_expire_time();
   }
-  if (request.outcome_case() == v1::ObserveRequest::kValue) {
+  if (request.outcome_case() == v1::ObserveRequest::kFailure) {
+    trial.set_state(request.failure().state());
+    trial.set_failure_reason(SanitizeText(request.failure().reason()));
+    *trial.mutable_metrics() = request.metrics();
+  } else {
     // A trial the early-stopping rule marked ends STOPPED.
     trial.set_state(GetStopMark(trial).has_value() ? v1::TRIAL_STATE_STOPPED
                                                    : v1::TRIAL_STATE_COMPLETED);
-    trial.set_value(request.value());
-  } else {
-    trial.set_state(request.failure().state());
-    trial.set_failure_reason(SanitizeText(request.failure().reason()));
+    METAOPT_RETURN_IF_ERROR(study.objectives->CompleteOutcome(
+        request.outcome_case() == v1::ObserveRequest::kValue
+            ? std::optional<double>(request.value())
+            : std::nullopt,
+        request.metrics(), &trial));
   }
-  *trial.mutable_metrics() = request.metrics();
   *trial.mutable_complete_time() = ToProtoTimestamp(clock());
   return trial;
 }
@@ -254,6 +287,7 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
       v1::StudySpec spec,
       space::ValidateAndCanonicalizeStudySpec(request.spec()));
   METAOPT_RETURN_IF_ERROR(policy::CheckAlgorithmSupported(spec.algorithm()));
+  METAOPT_RETURN_IF_ERROR(policy::CheckObjectivesSupported(spec));
   METAOPT_RETURN_IF_ERROR(CheckModelDimension(spec, options_));
   METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
                            registry::BindModel(models_, spec, context.owner));
@@ -586,7 +620,8 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
   METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
       {context.owner, request.study_id()},
       [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        int64_t page_bytes = 0;
+        TrialPage page(page_size, options_.max_page_bytes,
+                       response.mutable_trials());
         // Trial i + 1 is at index i; the states come from the summaries,
         // so that only the trials of the page are parsed.
         for (int64_t i = after; i < study.trials.size(); ++i) {
@@ -594,24 +629,47 @@ absl::StatusOr<v1::ListTrialsResponse> StudyEngine::ListTrials(
               study.trials.summary(i + 1).state != request.state()) {
             continue;
           }
-          if (response.trials_size() == page_size) {
+          if (!page.Add(study.trials, i + 1)) {
             response.set_next_page_token(
                 EncodePageToken("trial", absl::StrCat(i)));
             break;
           }
-          v1::Trial trial = study.trials.Get(i + 1);
-          FitForResponse(trial, options_.max_page_bytes);
-          // The page's serialized size: each trial plus its tag and length.
-          const int64_t bytes =
-              static_cast<int64_t>(trial.ByteSizeLong()) + kEntryOverhead;
-          if (response.trials_size() > 0 &&
-              page_bytes + bytes > options_.max_page_bytes) {
+        }
+        return absl::OkStatus();
+      }));
+  return response;
+}
+
+absl::StatusOr<v1::GetParetoFrontResponse> StudyEngine::GetParetoFront(
+    const v1::GetParetoFrontRequest& request, const CallContext& context) {
+  METAOPT_RETURN_IF_ERROR(ValidateStudyId(request.study_id()));
+  METAOPT_ASSIGN_OR_RETURN(const int page_size,
+                           ResolvePageSize(request.page_size(), options_));
+  int64_t after = 0;
+  if (!request.page_token().empty()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        std::string cursor,
+        DecodePageToken("front", request.page_token(), "GetParetoFront"));
+    if (!absl::SimpleAtoi(cursor, &after) || after < 0) {
+      return absl::InvalidArgumentError(
+          "page_token: not a token returned by GetParetoFront");
+    }
+  }
+  v1::GetParetoFrontResponse response;
+  METAOPT_RETURN_IF_ERROR(access_.WithLiveStudy(
+      {context.owner, request.study_id()},
+      [&](LiveStudy& study, absl::Time) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        ParetoFrontOf front = DescribeParetoFront(study);
+        *response.mutable_summary() = std::move(front.summary);
+        TrialPage page(page_size, options_.max_page_bytes,
+                       response.mutable_trials());
+        for (const int64_t id : front.ids) {
+          if (id <= after) continue;
+          if (!page.Add(study.trials, id)) {
             response.set_next_page_token(
-                EncodePageToken("trial", absl::StrCat(i)));
+                EncodePageToken("front", absl::StrCat(id - 1)));
             break;
           }
-          page_bytes += bytes;
-          *response.add_trials() = std::move(trial);
         }
         return absl::OkStatus();
       }));

@@ -67,6 +67,9 @@ class StudyEngine {
       const v1::GetTrialRequest& request, const CallContext& context = {});
   absl::StatusOr<v1::ListTrialsResponse> ListTrials(
       const v1::ListTrialsRequest& request, const CallContext& context = {});
+  absl::StatusOr<v1::GetParetoFrontResponse> GetParetoFront(
+      const v1::GetParetoFrontRequest& request,
+      const CallContext& context = {});
   absl::StatusOr<v1::ListModelsResponse> ListModels(
       const v1::ListModelsRequest& request, const CallContext& context = {});
   // Extends the leases of ACTIVE trials to now + trial_lease. All or nothing:

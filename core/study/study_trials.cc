@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/common/logging.h"
 #include "core/common/proto_time.h"
+#include "core/objective/study_objectives.h"
 #include "core/space/search_space.h"
 #include "core/study/intermediate.h"
 
@@ -30,6 +31,7 @@ TrialSummary SummaryOf(const v1::Trial& trial) {
   summary.state = trial.state();
   summary.has_value = trial.has_value();
   summary.value = trial.value();
+  summary.feasible = objective::StudyObjectives::Feasible(trial);
   const google::protobuf::Timestamp& latest =
       Later(trial.complete_time(), trial.create_time()) ? trial.complete_time()
                                                         : trial.create_time();
@@ -39,12 +41,17 @@ TrialSummary SummaryOf(const v1::Trial& trial) {
 }
 
 // The fields of `trial` that policies read (StudyTrials::PolicyTrials) but
-// its configuration: id, state and value.
-v1::Trial PolicyScalars(const v1::Trial& trial) {
+// its configuration: id, state and value, and with `metrics` its metrics and
+// feasibility.
+v1::Trial PolicyScalars(const v1::Trial& trial, bool metrics) {
   v1::Trial scalars;
   scalars.set_id(trial.id());
   scalars.set_state(trial.state());
   if (trial.has_value()) scalars.set_value(trial.value());
+  if (metrics) {
+    *scalars.mutable_metrics() = trial.metrics();
+    if (trial.has_feasible()) scalars.set_feasible(trial.feasible());
+  }
   return scalars;
 }
 
@@ -53,8 +60,9 @@ v1::Trial PolicyScalars(const v1::Trial& trial) {
 // merge into `trial`; the first alone is what policies read. Returns the size
 // of the first. `trial` is unchanged on return (its configuration is moved
 // out and back, not copied).
-uint32_t SerializePolicyFieldsFirst(v1::Trial& trial, std::string* out) {
-  v1::Trial head = PolicyScalars(trial);
+uint32_t SerializePolicyFieldsFirst(v1::Trial& trial, bool metrics,
+                                    std::string* out) {
+  v1::Trial head = PolicyScalars(trial, metrics);
   if (trial.has_configuration()) {
     head.set_allocated_configuration(trial.release_configuration());
   }
@@ -63,10 +71,19 @@ uint32_t SerializePolicyFieldsFirst(v1::Trial& trial, std::string* out) {
   trial.clear_id();
   trial.clear_state();
   trial.clear_value();
+  google::protobuf::Map<std::string, double> moved_metrics;
+  if (metrics) {
+    moved_metrics.swap(*trial.mutable_metrics());
+    trial.clear_feasible();
+  }
   trial.AppendToString(out);
   trial.set_id(head.id());
   trial.set_state(head.state());
   if (head.has_value()) trial.set_value(head.value());
+  if (metrics) {
+    trial.mutable_metrics()->swap(moved_metrics);
+    if (head.has_feasible()) trial.set_feasible(head.feasible());
+  }
   if (head.has_configuration()) {
     trial.set_allocated_configuration(head.release_configuration());
   }
@@ -83,8 +100,10 @@ absl::Time LeaseEnd(const v1::Trial& trial, absl::Duration lease) {
 }
 
 absl::StatusOr<StudyTrials> StudyTrials::Load(std::vector<v1::Trial> trials,
-                                              const std::string& study_id) {
+                                              const std::string& study_id,
+                                              bool policies_read_metrics) {
   StudyTrials loaded;
+  loaded.policies_read_metrics_ = policies_read_metrics;
   loaded.slots_.reserve(trials.size());
   for (size_t i = 0; i < trials.size(); ++i) {
     if (trials[i].id() != static_cast<int64_t>(i) + 1) {
@@ -102,7 +121,7 @@ std::vector<v1::Trial> StudyTrials::PolicyTrials() const {
   for (size_t i = 0; i < slots_.size(); ++i) {
     const Slot& slot = slots_[i];
     if (slot.active != nullptr) {
-      trials[i] = PolicyScalars(*slot.active);
+      trials[i] = PolicyScalars(*slot.active, policies_read_metrics_);
       if (slot.active->has_configuration()) {
         *trials[i].mutable_configuration() = slot.active->configuration();
       }
@@ -192,7 +211,8 @@ void StudyTrials::Put(v1::Trial trial,
     }
   } else {
     slot.active.reset();
-    slot.policy_bytes = SerializePolicyFieldsFirst(trial, &slot.compact);
+    slot.policy_bytes = SerializePolicyFieldsFirst(trial, policies_read_metrics_,
+                                                   &slot.compact);
     slot.compact.shrink_to_fit();
   }
   if (parsed_valid_) {

@@ -31,6 +31,8 @@ struct TrialSummary {
   int32_t latest_nanos = 0;
   v1::TrialState state = v1::TRIAL_STATE_UNSPECIFIED;
   bool has_value = false;
+  // Meets the study's constraints (true without constraints).
+  bool feasible = true;
 };
 
 // Trials by id (trial i has id i + 1: ids are dense and never reused), the
@@ -60,13 +62,17 @@ class StudyTrials {
   StudyTrials& operator=(StudyTrials&&) = default;
 
   // The trials of study `study_id` as storage returned them. DATA_LOSS
-  // unless their ids are 1..n in order.
+  // unless their ids are 1..n in order. `policies_read_metrics`: the study's
+  // policies read the trials' metrics and feasibility too (several objectives
+  // or constraints).
   static absl::StatusOr<StudyTrials> Load(std::vector<v1::Trial> trials,
-                                          const std::string& study_id);
+                                          const std::string& study_id,
+                                          bool policies_read_metrics = false);
 
   // Every trial, by increasing id, with only the fields that policies read
-  // (policy::StudyView::trials): id, configuration, state and value. A fresh
-  // list on every call; all() is not built.
+  // (policy::StudyView::trials): id, configuration, state and value (and with
+  // policies_read_metrics, metrics and feasible). A fresh list on every call;
+  // all() is not built.
   std::vector<v1::Trial> PolicyTrials() const;
   // Every trial, by increasing id, parsed whole (see the class comment).
   const std::vector<v1::Trial>& all() const;
@@ -130,6 +136,7 @@ class StudyTrials {
   };
 
   std::vector<Slot> slots_;
+  bool policies_read_metrics_ = false;
   // all(), when parsed_valid_.
   mutable std::vector<v1::Trial> parsed_;
   mutable bool parsed_valid_ = false;

@@ -24,6 +24,7 @@ namespace {
 constexpr char kJson[] = "application/json; charset=utf-8";
 constexpr char kStudiesPrefix[] = "/api/v1/studies/";
 constexpr char kTrialsSuffix[] = "/trials";
+constexpr char kParetoFrontSuffix[] = "/pareto-front";
 // The engine gets this long to answer (it may degrade work to meet it).
 constexpr absl::Duration kCallDeadline = absl::Seconds(30);
 
@@ -247,7 +248,24 @@ HttpResponse JsonApi::Handle(const HttpRequest& request) const {
     std::string study_id = path.substr(sizeof(kStudiesPrefix) - 1);
     const bool trials = absl::EndsWith(study_id, kTrialsSuffix);
     if (trials) study_id.resize(study_id.size() - (sizeof(kTrialsSuffix) - 1));
+    const bool front =
+        !trials && absl::EndsWith(study_id, kParetoFrontSuffix);
+    if (front) {
+      study_id.resize(study_id.size() - (sizeof(kParetoFrontSuffix) - 1));
+    }
     if (!study_id.empty() && study_id.find('/') == std::string::npos) {
+      if (front) {
+        absl::StatusOr<Query> query =
+            ParseQuery(request.query, {"page_size", "page_token"});
+        if (!query.ok()) return ErrorResponse(query.status());
+        v1::GetParetoFrontRequest get;
+        get.set_study_id(study_id);
+        absl::StatusOr<int> page_size = PageSize(*query);
+        if (!page_size.ok()) return ErrorResponse(page_size.status());
+        get.set_page_size(*page_size);
+        get.set_page_token(PageToken(*query));
+        return JsonResponse(engine_->GetParetoFront(get, context));
+      }
       if (!trials) {
         absl::StatusOr<Query> query = ParseQuery(request.query, {});
         if (!query.ok()) return ErrorResponse(query.status());
@@ -273,7 +291,8 @@ HttpResponse JsonApi::Handle(const HttpRequest& request) const {
   return ErrorResponse(absl::NotFoundError(
       absl::StrCat("no API at ", path.substr(0, 128),
                    " (see /api/v1/studies, /api/v1/studies/{id}, "
-                   "/api/v1/studies/{id}/trials, /api/v1/models)")));
+                   "/api/v1/studies/{id}/trials, "
+                   "/api/v1/studies/{id}/pareto-front, /api/v1/models)")));
 }
 
 }  // namespace metaopt::http

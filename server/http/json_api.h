@@ -1,5 +1,6 @@
 // The read-only JSON API under /api/v1/: a thin adapter from HTTP requests to
-// the study engine's ListStudies, GetStudy, ListTrials and ListModels.
+// the study engine's ListStudies, GetStudy, ListTrials, GetParetoFront and
+// ListModels.
 #ifndef METAOPT_SERVER_HTTP_JSON_API_H_
 #define METAOPT_SERVER_HTTP_JSON_API_H_
 
@@ -16,6 +17,8 @@ namespace metaopt::http {
 //   /api/v1/studies/{study_id}                        GetStudyResponse
 //   /api/v1/studies/{study_id}/trials?page_size=N&page_token=T&state=S
 //                                                     ListTrialsResponse
+//   /api/v1/studies/{study_id}/pareto-front?page_size=N&page_token=T
+//                                                     GetParetoFrontResponse
 //   /api/v1/models                                    ListModelsResponse
 // S is a TrialState name (TRIAL_STATE_FAILED) or its suffix in any case
 // (failed). Errors are {"error": {"code", "status", "message"}} with the HTTP

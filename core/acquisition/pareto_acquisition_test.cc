@@ -1,0 +1,217 @@
+#include "core/acquisition/pareto_acquisition.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "core/acquisition/acquisition.h"
+#include "core/acquisition/hypervolume_improvement.h"
+#include "core/objective/pareto.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+
+namespace metaopt::acquisition {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+using Points = std::vector<std::vector<double>>;
+
+double Hypervolume(const Points& points, const std::vector<double>& reference) {
+  return reference.size() == 2 ? objective::Hypervolume2D(points, reference)
+                               : objective::Hypervolume3D(points, reference);
+}
+
+Points RandomPoints(int n, int dimension, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  Points points(n, std::vector<double>(dimension));
+  for (auto& p : points) {
+    for (double& x : p) x = unit(rng);
+  }
+  return points;
+}
+
+// The boxes cover exactly what a new point adds: its improvement equals the
+// hypervolume gained, for random fronts and points in 2-D and 3-D.
+TEST(NonDominatedBoxesTest, ImprovementIsTheHypervolumeGained) {
+  std::mt19937_64 rng(7);
+  for (const int dimension : {2, 3}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      const Points front = RandomPoints(1 + trial % 9, dimension, rng);
+      const std::vector<double> reference(dimension, 1.1);
+      const NonDominatedBoxes boxes(front, reference);
+      const double before = Hypervolume(front, reference);
+      for (const auto& y : RandomPoints(5, dimension, rng)) {
+        Points with = front;
+        with.push_back(y);
+        EXPECT_NEAR(boxes.Improvement(y), Hypervolume(with, reference) - before,
+                    1e-12)
+            << "dimension " << dimension << " trial " << trial;
+      }
+    }
+  }
+}
+
+TEST(NonDominatedBoxesTest, KnownTwoObjectiveCase) {
+  // Front (1, 3), (2, 1), reference (4, 4) dominates 3*1 + 2*3 - 2*1 = 7 of
+  // the 16 below the reference: a point at (0, 0) adds the other 9.
+  const NonDominatedBoxes boxes({{1, 3}, {2, 1}}, {4, 4});
+  EXPECT_NEAR(boxes.Improvement({0, 0}), 9, 1e-12);
+  EXPECT_NEAR(boxes.Improvement({1.5, 2}), 0.5 * 1, 1e-12);
+  EXPECT_EQ(boxes.Improvement({3, 3.5}), 0);  // dominated
+  EXPECT_EQ(boxes.Improvement({5, 0}), 0);    // beyond the reference
+}
+
+// EHVI is the mean improvement: compared with a Monte-Carlo average.
+TEST(NonDominatedBoxesTest, ExpectedMatchesMonteCarlo) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0, 1);
+  for (const int dimension : {2, 3}) {
+    const Points front = RandomPoints(6, dimension, rng);
+    const std::vector<double> reference(dimension, 1.2);
+    const NonDominatedBoxes boxes(front, reference);
+    const std::vector<double> mean(dimension, 0.45);
+    std::vector<double> sd(dimension, 0.2);
+    sd[0] = 0.3;
+    constexpr int kSamples = 400000;
+    double sum = 0;
+    std::vector<double> y(dimension);
+    for (int s = 0; s < kSamples; ++s) {
+      for (int d = 0; d < dimension; ++d) y[d] = mean[d] + sd[d] * normal(rng);
+      sum += boxes.Improvement(y);
+    }
+    const double expected = boxes.Expected(mean, sd);
+    EXPECT_NEAR(expected, sum / kSamples, 0.01 * expected)
+        << "dimension " << dimension;
+  }
+}
+
+TEST(NonDominatedBoxesTest, OneObjectiveIsExpectedImprovement) {
+  const NonDominatedBoxes boxes({{0.7}, {0.4}, {0.9}}, {kInf});
+  EXPECT_NEAR(boxes.Expected({0.5}, {0.2}),
+              ExpectedImprovement(0.5, 0.04, 0.4), 1e-12);
+}
+
+TEST(NonDominatedBoxesTest, NoVarianceIsTheImprovementOfTheMean) {
+  const NonDominatedBoxes boxes({{1, 3}, {2, 1}}, {4, 4});
+  EXPECT_NEAR(boxes.Expected({1.5, 2}, {0, 0}), 0.5, 1e-12);
+}
+
+TEST(LogNormalCdfTest, MatchesLogPhiAndItsTail) {
+  for (const double z : {-5.0, -1.0, 0.0, 2.0}) {
+    EXPECT_NEAR(LogNormalCdf(z), std::log(NormalCdf(z)), 1e-12) << z;
+  }
+  // Continuous where the tail series takes over.
+  EXPECT_NEAR(LogNormalCdf(-30.0001), LogNormalCdf(-29.9999), 1e-2);
+  EXPECT_TRUE(std::isfinite(LogNormalCdf(-200)));
+}
+
+// A surrogate whose mean at x is slope * x[0] + offset, with variance 1
+// everywhere (or 0 at inputs it was conditioned on: a crude believer).
+class LinearSurrogate final : public surrogate::Surrogate {
+ public:
+  LinearSurrogate(double slope, double offset, std::vector<double> known = {})
+      : slope_(slope), offset_(offset), known_(std::move(known)) {}
+
+  absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& X) const override {
+    gp::Prediction p;
+    p.mean.resize(X.rows());
+    p.variance.resize(X.rows());
+    for (Eigen::Index i = 0; i < X.rows(); ++i) {
+      p.mean[i] = slope_ * X(i, 0) + offset_;
+      p.variance[i] = 1;
+      for (double k : known_) {
+        if (k == X(i, 0)) p.variance[i] = 0;
+      }
+    }
+    return p;
+  }
+  absl::StatusOr<std::unique_ptr<const surrogate::Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& X) const override {
+    std::vector<double> known = known_;
+    for (Eigen::Index i = 0; i < X.rows(); ++i) known.push_back(X(i, 0));
+    return std::unique_ptr<const surrogate::Surrogate>(
+        new LinearSurrogate(slope_, offset_, std::move(known)));
+  }
+
+ private:
+  double slope_;
+  double offset_;
+  std::vector<double> known_;
+};
+
+gp::Prediction Fixed(const Eigen::VectorXd& mean, double variance) {
+  gp::Prediction p;
+  p.mean = mean;
+  p.variance = Eigen::VectorXd::Constant(mean.size(), variance);
+  return p;
+}
+
+TEST(ParetoAcquisitionTest, ConstraintsMultiplyByTheProbabilityOfFeasibility) {
+  // One objective, one "at most 0" constraint whose mean is x: P(feasible) =
+  // Phi(-x).
+  ParetoAcquisition acquisition(
+      {}, {{std::make_shared<LinearSurrogate>(1, 0), true, 0}}, {{0.0}},
+      {kInf});
+  Eigen::MatrixXd X(3, 1);
+  X << -1, 0, 2;
+  const gp::Prediction first = Fixed(Eigen::VectorXd::Constant(3, -0.5), 1);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd score,
+                               acquisition.Score(first, X));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(score[i],
+                LogExpectedImprovement(-0.5, 1, 0.0) + std::log(NormalCdf(-X(i, 0))),
+                1e-9);
+  }
+}
+
+TEST(ParetoAcquisitionTest, WithoutAFeasibleObservationOnlyFeasibilityCounts) {
+  ParetoAcquisition acquisition(
+      {}, {{std::make_shared<LinearSurrogate>(1, 0), false, 1}}, {}, {kInf});
+  Eigen::MatrixXd X(2, 1);
+  X << 0, 3;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      Eigen::VectorXd score,
+      acquisition.Score(Fixed(Eigen::VectorXd::Zero(2), 1), X));
+  EXPECT_NEAR(score[0], std::log(NormalCdf(-1)), 1e-12);  // at least 1
+  EXPECT_NEAR(score[1], std::log(NormalCdf(2)), 1e-12);
+}
+
+TEST(ParetoAcquisitionTest, TwoObjectivesScoreTheirEhvi) {
+  // The second objective's mean is -x: a trade-off along x.
+  const Points front = {{0.2, -0.8}, {0.8, -0.2}};
+  const std::vector<double> reference = {1, 0};
+  ParetoAcquisition acquisition({std::make_shared<LinearSurrogate>(-1, 0)}, {},
+                                front, reference);
+  Eigen::MatrixXd X(1, 1);
+  X << 0.5;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      Eigen::VectorXd score,
+      acquisition.Score(Fixed(Eigen::VectorXd::Constant(1, 0.5), 0.04), X));
+  const NonDominatedBoxes boxes(front, reference);
+  EXPECT_NEAR(score[0], std::log(boxes.Expected({0.5, -0.5}, {0.2, 1.0})),
+              1e-12);
+}
+
+TEST(ParetoAcquisitionTest, APickJoinsTheFrontAsBelieved) {
+  ParetoAcquisition acquisition({std::make_shared<LinearSurrogate>(-1, 0)}, {},
+                                {{0.9, -0.1}}, {1, 0});
+  Eigen::MatrixXd pick(1, 1);
+  pick << 0.5;
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::unique_ptr<const AcquisitionFunction> next,
+                               acquisition.AfterPick(pick, 0.5));
+  ASSERT_NE(next, nullptr);
+  // The believed point (0.5, -0.5) is now on the front: a candidate with the
+  // same certain means improves nothing.
+  gp::Prediction same = Fixed(Eigen::VectorXd::Constant(1, 0.5), 0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd score, next->Score(same, pick));
+  EXPECT_EQ(score[0], -kInf);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd before,
+                               acquisition.Score(same, pick));
+  EXPECT_TRUE(std::isfinite(before[0]));
+}
+
+}  // namespace
+}  // namespace metaopt::acquisition

@@ -1,0 +1,356 @@
+// Studies with several objectives and with constraints through the engine:
+// validation, Observe's outcomes, the Pareto front and its summary, and the
+// Pareto acquisition's suggestions.
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "core/objective/pareto.h"
+#include "core/storage/storage.h"
+#include "core/study/study_engine.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testutil/status_matchers.h"
+#include "tests/testutil/test_specs.h"
+
+namespace metaopt::study {
+namespace {
+
+using ::metaopt::testing::HpoSpace;
+using ::metaopt::testing::HpoValue;
+using ::metaopt::testing::IsOk;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// accuracy (maximized) against fit_seconds (minimized), subject to
+// memory_mb <= 300.
+v1::StudySpec TwoObjectiveSpec(v1::AlgorithmKind kind) {
+  v1::StudySpec spec;
+  *spec.mutable_search_space() = HpoSpace();
+  v1::Objective* accuracy = spec.add_objectives();
+  accuracy->set_name("accuracy");
+  accuracy->set_goal(v1::GOAL_MAXIMIZE);
+  v1::Objective* seconds = spec.add_objectives();
+  seconds->set_name("fit_seconds");
+  seconds->set_goal(v1::GOAL_MINIMIZE);
+  v1::Constraint* memory = spec.add_constraints();
+  memory->set_metric("memory_mb");
+  memory->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
+  memory->set_bound(300);
+  spec.mutable_algorithm()->set_kind(kind);
+  spec.mutable_algorithm()->set_initial_trials(5);
+  spec.set_seed(5);
+  return spec;
+}
+
+// A trade-off: deeper trees and larger learning rates are more accurate and
+// slower; memory grows with depth.
+struct Outcome {
+  double accuracy;
+  double seconds;
+  double memory;
+};
+Outcome Evaluate(const v1::Configuration& config) {
+  v1::Configuration copy = config;
+  const double lr = std::log10(HpoValue(copy, "lr").number()) + 5;  // [0, 5]
+  const double depth = HpoValue(copy, "depth").number();             // [2, 10]
+  const double accuracy = 1 - 0.5 * std::exp(-0.3 * depth - 0.4 * lr);
+  const double seconds = depth * depth * (1 + lr) / 10;
+  return {accuracy, seconds, 40.0 * depth};
+}
+
+class ObjectivesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto storage = storage::OpenInMemoryStorage();
+    ASSERT_THAT(storage, IsOk());
+    storage_ = *std::move(storage);
+    engine_ = std::make_unique<StudyEngine>(storage_.get(), nullptr,
+                                            EngineOptions{});
+  }
+
+  absl::StatusOr<v1::CreateStudyResponse> Create(const v1::StudySpec& spec,
+                                                 const std::string& id = "s") {
+    v1::CreateStudyRequest request;
+    request.set_study_id(id);
+    *request.mutable_spec() = spec;
+    return engine_->CreateStudy(request);
+  }
+
+  // Suggest, evaluate and observe one trial (all values in metrics); the
+  // suggestion's source.
+  std::string Step(const std::string& id = "s") {
+    v1::SuggestRequest suggest;
+    suggest.set_study_id(id);
+    absl::StatusOr<v1::SuggestResponse> r = engine_->Suggest(suggest);
+    EXPECT_THAT(r, IsOk());
+    if (!r.ok() || r->trials_size() != 1) return "";
+    const Outcome o = Evaluate(r->trials(0).configuration());
+    v1::ObserveRequest observe;
+    observe.set_study_id(id);
+    observe.set_trial_id(r->trials(0).id());
+    (*observe.mutable_metrics())["accuracy"] = o.accuracy;
+    (*observe.mutable_metrics())["fit_seconds"] = o.seconds;
+    (*observe.mutable_metrics())["memory_mb"] = o.memory;
+    EXPECT_THAT(engine_->Observe(observe), IsOk());
+    return r->trials(0).metadata().at("policy");
+  }
+
+  std::vector<v1::Trial> AllTrials(const std::string& id = "s") {
+    v1::ListTrialsRequest list;
+    list.set_study_id(id);
+    list.set_page_size(1000);
+    absl::StatusOr<v1::ListTrialsResponse> r = engine_->ListTrials(list);
+    EXPECT_THAT(r, IsOk());
+    return {r->trials().begin(), r->trials().end()};
+  }
+
+  std::unique_ptr<storage::Storage> storage_;
+  std::unique_ptr<StudyEngine> engine_;
+};
+
+TEST_F(ObjectivesTest, SpecsAreValidatedNamingTheFieldAndRule) {
+  v1::StudySpec four = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  four.add_objectives()->CopyFrom(four.objectives(1));
+  four.mutable_objectives(2)->set_name("c");
+  four.add_objectives()->CopyFrom(four.objectives(2));
+  four.mutable_objectives(3)->set_name("d");
+  EXPECT_THAT(Create(four), StatusIs(absl::StatusCode::kInvalidArgument,
+                                     HasSubstr("spec.objectives: 4 objectives "
+                                               "exceed the limit of 3")));
+  v1::StudySpec repeated = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  repeated.mutable_objectives(1)->set_name("accuracy");
+  EXPECT_THAT(Create(repeated),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.objectives[1].name: \"accuracy\" "
+                                 "repeats spec.objectives[0]")));
+  v1::StudySpec unnamed = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  unnamed.mutable_objectives(1)->clear_name();
+  EXPECT_THAT(Create(unnamed),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.objectives[1].name: name must not be "
+                                 "empty")));
+  v1::StudySpec differs = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  differs.mutable_objective()->set_name("loss");
+  differs.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
+  EXPECT_THAT(Create(differs),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.objective: differs from "
+                                 "spec.objectives[0]")));
+  v1::StudySpec sense = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  sense.mutable_constraints(0)->set_sense(v1::CONSTRAINT_SENSE_UNSPECIFIED);
+  EXPECT_THAT(Create(sense),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.constraints[0].sense: "
+                                 "CONSTRAINT_SENSE_UNSPECIFIED is not "
+                                 "allowed")));
+  v1::StudySpec bound = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  bound.mutable_constraints(0)->set_bound(std::nan(""));
+  EXPECT_THAT(Create(bound),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.constraints[0].bound: nan is not "
+                                 "finite")));
+  v1::StudySpec mosaic = TwoObjectiveSpec(v1::ALGORITHM_KIND_MOSAIC);
+  EXPECT_THAT(Create(mosaic),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.objectives: 2 objectives; "
+                                 "ALGORITHM_KIND_MOSAIC optimizes one; for "
+                                 "several use one of ALGORITHM_KIND_RANDOM, "
+                                 "ALGORITHM_KIND_GP, ALGORITHM_KIND_DEEPPIPE")));
+  v1::StudySpec stopping = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  stopping.mutable_early_stopping()->mutable_median();
+  EXPECT_THAT(Create(stopping),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.early_stopping: is not supported with "
+                                 "several objectives")));
+}
+
+TEST_F(ObjectivesTest, ObjectivesAreStoredCanonically) {
+  v1::StudySpec spec = TwoObjectiveSpec(v1::ALGORITHM_KIND_RANDOM);
+  spec.clear_objective();
+  absl::StatusOr<v1::CreateStudyResponse> created = Create(spec);
+  ASSERT_THAT(created, IsOk());
+  // The first objective is also `objective`, for clients that know one.
+  EXPECT_EQ(created->study().spec().objective().name(), "accuracy");
+  EXPECT_EQ(created->study().spec().objectives_size(), 2);
+
+  v1::StudySpec one;
+  *one.mutable_search_space() = HpoSpace();
+  one.add_objectives()->set_name("loss");
+  one.mutable_objectives(0)->set_goal(v1::GOAL_MINIMIZE);
+  one.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_RANDOM);
+  absl::StatusOr<v1::CreateStudyResponse> single = Create(one, "one");
+  ASSERT_THAT(single, IsOk());
+  EXPECT_EQ(single->study().spec().objective().name(), "loss");
+  EXPECT_EQ(single->study().spec().objectives_size(), 0);
+}
+
+TEST_F(ObjectivesTest, AnObservationMissingAValueIsRefusedAndNotStored) {
+  ASSERT_THAT(Create(TwoObjectiveSpec(v1::ALGORITHM_KIND_RANDOM)), IsOk());
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("s");
+  absl::StatusOr<v1::SuggestResponse> r = engine_->Suggest(suggest);
+  ASSERT_THAT(r, IsOk());
+  v1::ObserveRequest observe;
+  observe.set_study_id("s");
+  observe.set_trial_id(r->trials(0).id());
+  observe.set_value(0.9);  // the first objective's value
+  (*observe.mutable_metrics())["memory_mb"] = 10;
+  EXPECT_THAT(engine_->Observe(observe),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics[\"fit_seconds\"]: missing")));
+  (*observe.mutable_metrics())["fit_seconds"] = 2;
+  observe.mutable_metrics()->erase("memory_mb");
+  EXPECT_THAT(engine_->Observe(observe),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics[\"memory_mb\"]: missing; the study "
+                                 "constrains it")));
+  EXPECT_EQ(AllTrials()[0].state(), v1::TRIAL_STATE_ACTIVE);
+  // A failure needs no metrics.
+  v1::ObserveRequest failed;
+  failed.set_study_id("s");
+  failed.set_trial_id(r->trials(0).id());
+  failed.mutable_failure()->set_state(v1::TRIAL_STATE_FAILED);
+  EXPECT_THAT(engine_->Observe(failed), IsOk());
+}
+
+TEST_F(ObjectivesTest, TheFrontIsTheFeasibleNonDominatedTrials) {
+  ASSERT_THAT(Create(TwoObjectiveSpec(v1::ALGORITHM_KIND_RANDOM)), IsOk());
+  for (int i = 0; i < 30; ++i) Step();
+  const std::vector<v1::Trial> trials = AllTrials();
+  std::vector<objective::Point> feasible;
+  std::vector<int64_t> feasible_ids;
+  int infeasible = 0;
+  for (const v1::Trial& trial : trials) {
+    ASSERT_EQ(trial.state(), v1::TRIAL_STATE_COMPLETED);
+    ASSERT_TRUE(trial.has_feasible());
+    EXPECT_EQ(trial.feasible(), trial.metrics().at("memory_mb") <= 300);
+    EXPECT_EQ(trial.value(), trial.metrics().at("accuracy"));
+    if (!trial.feasible()) {
+      ++infeasible;
+      continue;
+    }
+    feasible.push_back(
+        {-trial.metrics().at("accuracy"), trial.metrics().at("fit_seconds")});
+    feasible_ids.push_back(trial.id());
+  }
+  ASSERT_GT(infeasible, 0);  // infeasible trials are kept, not errors
+  std::vector<int64_t> expected;
+  for (int index : objective::NonDominated(feasible)) {
+    expected.push_back(feasible_ids[index]);
+  }
+  v1::GetParetoFrontRequest get;
+  get.set_study_id("s");
+  get.set_page_size(2);  // pages of two
+  std::vector<int64_t> got;
+  v1::ParetoFrontSummary summary;
+  do {
+    absl::StatusOr<v1::GetParetoFrontResponse> page =
+        engine_->GetParetoFront(get);
+    ASSERT_THAT(page, IsOk());
+    for (const v1::Trial& trial : page->trials()) got.push_back(trial.id());
+    summary = page->summary();
+    get.set_page_token(page->next_page_token());
+  } while (!get.page_token().empty());
+  EXPECT_EQ(got, expected);
+  EXPECT_EQ(summary.size(), static_cast<int64_t>(expected.size()));
+  // The default reference: the worst feasible values, a tenth of the range
+  // further.
+  double worst_accuracy = 1;
+  double best_accuracy = 0;
+  double worst_seconds = 0;
+  double best_seconds = 1e9;
+  for (const objective::Point& p : feasible) {
+    worst_accuracy = std::min(worst_accuracy, -p[0]);
+    best_accuracy = std::max(best_accuracy, -p[0]);
+    worst_seconds = std::max(worst_seconds, p[1]);
+    best_seconds = std::min(best_seconds, p[1]);
+  }
+  ASSERT_EQ(summary.reference_point_size(), 2);
+  EXPECT_NEAR(summary.reference_point(0),
+              worst_accuracy - 0.1 * (best_accuracy - worst_accuracy), 1e-12);
+  EXPECT_NEAR(summary.reference_point(1),
+              worst_seconds + 0.1 * (worst_seconds - best_seconds), 1e-12);
+  EXPECT_NEAR(summary.hypervolume(),
+              objective::Hypervolume2D(
+                  feasible, {-summary.reference_point(0),
+                             summary.reference_point(1)}),
+              1e-12);
+  // GetStudy reports the same front; its best trial is the front's most
+  // accurate.
+  v1::GetStudyRequest study;
+  study.set_study_id("s");
+  absl::StatusOr<v1::GetStudyResponse> described = engine_->GetStudy(study);
+  ASSERT_THAT(described, IsOk());
+  EXPECT_EQ(described->study().pareto_front().size(), summary.size());
+  EXPECT_EQ(described->study().pareto_front().hypervolume(),
+            summary.hypervolume());
+  EXPECT_TRUE(described->study().best_trial().feasible());
+  EXPECT_EQ(described->study().best_trial().value(), best_accuracy);
+}
+
+TEST_F(ObjectivesTest, GpSuggestsByExpectedHypervolumeImprovement) {
+  ASSERT_THAT(Create(TwoObjectiveSpec(v1::ALGORITHM_KIND_GP)), IsOk());
+  std::vector<std::string> sources;
+  for (int i = 0; i < 12; ++i) sources.push_back(Step());
+  EXPECT_THAT(sources.front(), HasSubstr("initial-design"));
+  EXPECT_EQ(sources.back(), "gp/ehvi");
+  // A batch of three distinct suggestions (believed points join the front).
+  v1::SuggestRequest batch;
+  batch.set_study_id("s");
+  batch.set_count(3);
+  absl::StatusOr<v1::SuggestResponse> r = engine_->Suggest(batch);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->trials_size(), 3);
+  EXPECT_NE(r->trials(0).configuration().DebugString(),
+            r->trials(1).configuration().DebugString());
+}
+
+TEST_F(ObjectivesTest, ConstrainedSingleObjective) {
+  v1::StudySpec spec = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  spec.mutable_objectives()->RemoveLast();
+  ASSERT_THAT(Create(spec), IsOk());
+  std::vector<std::string> sources;
+  for (int i = 0; i < 10; ++i) sources.push_back(Step());
+  EXPECT_EQ(sources.back(), "gp/constrained-ei");
+  double best = 0;
+  for (const v1::Trial& trial : AllTrials()) {
+    if (trial.feasible()) best = std::max(best, trial.value());
+  }
+  v1::GetStudyRequest study;
+  study.set_study_id("s");
+  absl::StatusOr<v1::GetStudyResponse> described = engine_->GetStudy(study);
+  ASSERT_THAT(described, IsOk());
+  EXPECT_EQ(described->study().best_trial().value(), best);
+  EXPECT_TRUE(described->study().best_trial().feasible());
+}
+
+TEST_F(ObjectivesTest, OneObjectiveFrontIsTheBestTrial) {
+  v1::StudySpec spec;
+  *spec.mutable_search_space() = HpoSpace();
+  spec.mutable_objective()->set_name("accuracy");
+  spec.mutable_objective()->set_goal(v1::GOAL_MAXIMIZE);
+  spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_RANDOM);
+  ASSERT_THAT(Create(spec), IsOk());
+  for (int i = 0; i < 5; ++i) Step();
+  double best = 0;
+  int64_t best_id = 0;
+  for (const v1::Trial& trial : AllTrials()) {
+    if (trial.value() > best) {
+      best = trial.value();
+      best_id = trial.id();
+    }
+  }
+  v1::GetParetoFrontRequest get;
+  get.set_study_id("s");
+  absl::StatusOr<v1::GetParetoFrontResponse> front =
+      engine_->GetParetoFront(get);
+  ASSERT_THAT(front, IsOk());
+  ASSERT_EQ(front->trials_size(), 1);
+  EXPECT_EQ(front->trials(0).id(), best_id);
+}
+
+}  // namespace
+}  // namespace metaopt::study
