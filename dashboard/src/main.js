@@ -353,7 +353,7 @@ function studyView(studyId) {
       h('h3', {}, 'Hypervolume over trials'),
       h('p', { className: 'muted legend' },
         'The volume the feasible trials so far dominate, up to the reference point ',
-        h('span', { id: 'reference-point' }, `(${reference.map(number).join(', ')})`),
+        h('span', { id: 'reference-point', style: 'margin-right: 0' }, `(${reference.map(number).join(', ')})`),
         ', computed in the browser; the last step is the study\'s hypervolume.'),
       hypervolumePlot(history));
   }
