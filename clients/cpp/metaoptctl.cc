@@ -555,8 +555,9 @@ int Run(int argc, char** argv) {
   observe->callback([&] {
     const std::map<std::string, double> parsed_metrics = ParseMetrics(metrics);
     if (outcome->count_all() == 0 && parsed_metrics.empty()) {
-      Usage("--value", "give one of --value, --failed, --infeasible, or the "
-                       "objectives' values with --metric");
+      Usage("--value",
+            "give one of --value, --failed, --infeasible, or the "
+            "objectives' values with --metric");
     }
     run = [&, parsed_metrics](MetaoptClient& client) -> absl::Status {
       v1::ObserveRequest request;

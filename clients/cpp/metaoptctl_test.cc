@@ -207,8 +207,8 @@ TEST_F(MetaoptctlTest, CreateStudyWarnsWhenAMetaLearnedKindBindsNoModel) {
     json["algorithm"] = {{"kind", "ALGORITHM_KIND_DEEPPIPE"}};
     std::ofstream(spec) << json.dump();
   }
-  Result created =
-      Ctl({"create-study", "--id", "unbound-deeppipe", "--spec", spec.string()});
+  Result created = Ctl(
+      {"create-study", "--id", "unbound-deeppipe", "--spec", spec.string()});
   EXPECT_EQ(created.exit_code, 0) << created.err;
   const Json& metadata = created.json["study"]["metadata"];
   EXPECT_EQ(metadata["binding"], "none") << created.out;
@@ -326,10 +326,10 @@ TEST_F(MetaoptctlTest, AskTellRoundTrip) {
 // Two objectives and a constraint: create-study's --objective and
 // --constraint, observe with every value as --metric, and pareto-front.
 TEST_F(MetaoptctlTest, SeveralObjectivesAndAConstraint) {
-  Result created = Ctl({"create-study", "--id", "pareto", "--spec",
-                        Example("study_spec.json"), "--objective",
-                        "accuracy:maximize", "--objective",
-                        "fit_seconds:min", "--constraint", "memory_mb<=300"});
+  Result created =
+      Ctl({"create-study", "--id", "pareto", "--spec",
+           Example("study_spec.json"), "--objective", "accuracy:maximize",
+           "--objective", "fit_seconds:min", "--constraint", "memory_mb<=300"});
   EXPECT_OK_RESULT(created);
   const Json& spec = created.json["study"]["spec"];
   ASSERT_EQ(spec["objectives"].size(), 2u) << created.out;
@@ -339,10 +339,11 @@ TEST_F(MetaoptctlTest, SeveralObjectivesAndAConstraint) {
   EXPECT_EQ(spec["constraints"][0]["metric"], "memory_mb");
   EXPECT_EQ(spec["constraints"][0]["sense"], "CONSTRAINT_SENSE_AT_MOST");
   // Create-or-get with the same flags.
-  Result again = Ctl({"create-study", "--id", "pareto", "--spec",
-                      Example("study_spec.json"), "--objective",
-                      "accuracy:maximize", "--objective", "fit_seconds:minimize",
-                      "--constraint", "memory_mb<=300"});
+  Result again =
+      Ctl({"--print-defaults", "create-study", "--id", "pareto", "--spec",
+           Example("study_spec.json"), "--objective", "accuracy:maximize",
+           "--objective", "fit_seconds:minimize", "--constraint",
+           "memory_mb<=300"});
   EXPECT_OK_RESULT(again);
   EXPECT_EQ(again.json["created"], false) << again.out;
 
@@ -354,9 +355,9 @@ TEST_F(MetaoptctlTest, SeveralObjectivesAndAConstraint) {
   // (accuracy, fit_seconds, memory_mb): the third would dominate the second
   // and fourth but breaks the memory limit; the fourth is dominated by the
   // second. The front: trials 1, 2, 5 and 6.
-  const double outcomes[6][3] = {{0.6, 1, 100},  {0.7, 2, 100},
+  const double outcomes[6][3] = {{0.6, 1, 100},   {0.7, 2, 100},
                                  {0.9, 1.5, 400}, {0.65, 3, 100},
-                                 {0.8, 4, 100},  {0.5, 0.5, 100}};
+                                 {0.8, 4, 100},   {0.5, 0.5, 100}};
   for (int i = 0; i < 6; ++i) {
     Result observed =
         Ctl({"observe", "pareto", "--trial", ids[i], "--metric",
