@@ -67,12 +67,13 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreateGrosi(
 }
 
 // The table. Several objectives and constraints go through the Pareto
-// acquisition of the surrogate-based Suggest (model_based.h): GP and DeepPipe.
+// acquisition (pareto_step.h): GP and DeepPipe in the surrogate-based Suggest
+// (model_based.h), PMF over its latent rows.
 constexpr AlgorithmKindDescriptor kKinds[] = {
     {v1::ALGORITHM_KIND_RANDOM, &CreateRandom, false, true, true},
     {v1::ALGORITHM_KIND_GP, &CreateGp, true, true, true},
     {v1::ALGORITHM_KIND_DEEPPIPE, &CreateDeepPipe, true, true, true},
-    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, false, false},
+    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, true, true},
     {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, false},
     {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false},
 };
