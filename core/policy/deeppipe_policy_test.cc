@@ -13,7 +13,7 @@
 #include "core/common/status_macros.h"
 #include "tests/testutil/deeppipe_catalogue_study.h"
 #include "core/policy/policy_factory.h"
-#include "core/registry/model_binding.h"
+#include "core/policy/model_binding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -263,13 +263,13 @@ TEST(DeepPipePolicyTest, ScratchTrainsOnTheStudyAndNeverRepeats) {
 TEST(DeepPipePolicyTest, NamedPmfModelIsRejected) {
   v1::AlgorithmSpec algorithm;
   algorithm.set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
-  EXPECT_THAT(registry::CheckModelKind(algorithm, v1::MODEL_KIND_PMF),
+  EXPECT_THAT(policy::CheckModelKind(algorithm, v1::MODEL_KIND_PMF),
               testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                 HasSubstr("MODEL_KIND_PMF")));
   EXPECT_TRUE(
-      registry::CheckModelKind(algorithm, v1::MODEL_KIND_DEEPPIPE).ok());
-  EXPECT_TRUE(registry::AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
-  EXPECT_FALSE(registry::AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
+      policy::CheckModelKind(algorithm, v1::MODEL_KIND_DEEPPIPE).ok());
+  EXPECT_TRUE(policy::AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
+  EXPECT_FALSE(policy::AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
 }
 
 TEST(DeepPipePolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
