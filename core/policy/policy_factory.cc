@@ -129,15 +129,18 @@ BindingRules GrosiBinding(const v1::AlgorithmSpec&) {
 // acquisition (pareto_step.h): GP and DeepPipe in the surrogate-based Suggest
 // (model_based.h), PMF over its latent rows.
 constexpr AlgorithmKindDescriptor kKinds[] = {
-    {v1::ALGORITHM_KIND_RANDOM, &CreateRandom, false, true, true,
+    // kind, create, models_encoded_space, several_objectives, constraints,
+    // catalogue_from_model, binding
+    {v1::ALGORITHM_KIND_RANDOM, &CreateRandom, false, true, true, false,
      &RandomBinding},
-    {v1::ALGORITHM_KIND_GP, &CreateGp, true, true, true, &GpBinding},
-    {v1::ALGORITHM_KIND_DEEPPIPE, &CreateDeepPipe, true, true, true,
+    {v1::ALGORITHM_KIND_GP, &CreateGp, true, true, true, false, &GpBinding},
+    {v1::ALGORITHM_KIND_DEEPPIPE, &CreateDeepPipe, true, true, true, false,
      &DeepPipeBinding},
-    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, true, true, &PmfBinding},
-    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, false,
+    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, true, true, true,
+     &PmfBinding},
+    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, false, false,
      &MosaicBinding},
-    {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false,
+    {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false, false,
      &GrosiBinding},
 };
 

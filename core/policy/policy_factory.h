@@ -33,6 +33,9 @@ struct AlgorithmKindDescriptor {
   // (spec.constraints).
   bool several_objectives;
   bool constraints;
+  // A study that names no candidates runs over its bound model's catalogue
+  // (AddModelCatalogue, catalogue.h).
+  bool catalogue_from_model;
   // What a study of the kind takes from the registry (some kinds' rules
   // depend on their options, e.g. Mosaic's surrogate).
   BindingRules (*binding)(const v1::AlgorithmSpec& algorithm);
