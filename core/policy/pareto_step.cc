@@ -10,10 +10,15 @@
 #include "core/gp/gaussian_process.h"
 #include "core/objective/objective.h"
 #include "core/objective/study_objectives.h"
+#include "core/policy/model_based.h"
 #include "core/surrogate/surrogate.h"
 
 namespace metaopt::policy {
 namespace {
+
+// The hyperparameter fit of each other output's GP (FitOutputModel).
+constexpr int kOutputFitIterations = 30;
+constexpr int kOutputFitPoints = 64;
 
 // A GP of one more output (another objective, minimised, or a constrained
 // metric) on the surrogate's inputs: fitted on the observations that report
@@ -36,18 +41,28 @@ absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
     return absl::FailedPreconditionError(
         absl::StrCat("no observation reports metric \"", metric, "\""));
   }
-  METAOPT_ASSIGN_OR_RETURN(const Eigen::MatrixXd X, inputs_of(configs));
-  const Eigen::VectorXd y =
-      Eigen::Map<const Eigen::VectorXd>(values.data(), values.size());
-  METAOPT_ASSIGN_OR_RETURN(gp::GaussianProcess prior,
-                           gp::GaussianProcess::Create("matern52", X.cols()));
+  TrainingData data;
+  METAOPT_ASSIGN_OR_RETURN(data.X, inputs_of(configs));
+  data.y = Eigen::Map<const Eigen::VectorXd>(values.data(), values.size());
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::GaussianProcess prior,
+      gp::GaussianProcess::Create("matern52", data.X.cols()));
+  // Refitted at every Suggest from the defaults, so stateless: one L-BFGS
+  // start of kOutputFitIterations iterations (not the clock: equal histories
+  // give equal suggestions) on at most kOutputFitPoints observations, then
+  // conditioned on all of them.
   gp::FitOptions options;
-  options.num_starts = 2;
-  options.max_iterations = 50;
-  options.time_budget = absl::Seconds(2);
+  options.num_starts = 1;
+  options.max_iterations = kOutputFitIterations;
+  options.time_budget = absl::InfiniteDuration();
   options.seed = rng();
+  const TrainingData sample = FitSample(data, kOutputFitPoints);
   METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
-                           gp::Fit(prior, X, y, options));
+                           gp::Fit(prior, sample.X, sample.y, options));
+  if (sample.y.size() < data.y.size()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        posterior, gp::Condition(posterior.model(), data.X, data.y));
+  }
   std::shared_ptr<const surrogate::Surrogate> model =
       std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
   if (pending.rows() > 0) {
