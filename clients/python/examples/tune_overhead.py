@@ -89,17 +89,17 @@ class Profile:
             result = original(evaluator, *args, **kwargs)
             self.seconds[stage] += time.monotonic() - start
             self.calls[stage] += 1
-            self.seconds["  of which fits (CPU in the process)"] += result.fit_seconds
+            self.seconds["fits: CPU s in the processes (all evaluations)"] += result.fit_seconds
             return result
 
         evaluation.Evaluator.evaluate = evaluate
 
     def report(self, total: float) -> str:
-        lines = [f"{'stage':42s} {'seconds':>8s} {'calls':>6s} {'share':>6s}"]
+        lines = [f"{'stage':48s} {'seconds':>8s} {'calls':>6s} {'share':>6s}"]
         for stage, seconds in self.seconds.items():
-            lines.append(f"{stage:42s} {seconds:8.2f} {self.calls.get(stage, 0):6d} "
+            lines.append(f"{stage:48s} {seconds:8.2f} {self.calls.get(stage, 0):6d} "
                          f"{100 * seconds / total:5.1f}%")
-        lines.append(f"{'total':42s} {total:8.2f}")
+        lines.append(f"{'total':48s} {total:8.2f}")
         return "\n".join(lines)
 
 

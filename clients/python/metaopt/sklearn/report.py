@@ -219,7 +219,8 @@ class TuneResult:
                         f"(best single pipeline {self.ensemble.best_single_value:.4f}), "
                         f"{sum(n for _, n in self.ensemble.members)} of {self.ensemble.size} "
                         f"rounds kept from {self.ensemble.library_size} pipelines: {members}\n")
-        return (ensemble + f"best: trial {self.best_trial_id}, balanced accuracy {self.best_value:.4f} "
+        return (ensemble
+                + f"best: trial {self.best_trial_id}, balanced accuracy {self.best_value:.4f} "
                 f"({self.protocol}): {describe(self.best_configuration)}\n"
                 f"study {self.study_id}: {len(self.trials)} trials ({states}); model "
                 f"{self.bound_model or 'none'}, first suggestions from the "
