@@ -4,6 +4,7 @@
 // n = 100 over a continuous 10-dimensional space, and right after one new
 // Observe over a continuous 4-dimensional space and a mixed one (names
 // n:<N>/space:continuous4 and n:<N>/space:mixed, N = 100, 300, 1,000).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "core/policy/gp_policy.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/artifact.h"
+#include "core/space/encoding.h"
 #include "core/space/search_space.h"
 #include "core/surrogate/deeppipe_model.h"
 
@@ -212,16 +214,57 @@ void TimeSuggestPrepared(benchmark::State& state, const PolicySetup& setup,
   }
 }
 
+// n COMPLETED trials valued by Objective over a space, placed as a
+// model-based search places them: the first n / 5 uniform, the others
+// concentrated around the best of those (Gaussian steps of 0.1 in the unit
+// cube, space::Encoder::Neighbor), so that most observations are dense in
+// one region and few elsewhere.
+std::vector<v1::Trial> ConcentratedTrials(const space::SearchSpace& space,
+                                          int n, space::Rng& rng) {
+  std::vector<v1::Trial> trials;
+  const space::Encoder encoder(space);
+  const v1::Configuration* best = nullptr;
+  trials.reserve(n);  // `best` points into it
+  for (int i = 0; i < n; ++i) {
+    v1::Trial trial;
+    trial.set_id(i + 1);
+    if (best == nullptr || i < n / 5) {
+      *trial.mutable_configuration() = space.Sample(rng);
+    } else {
+      for (;;) {
+        auto near = space.Canonicalize(encoder.Neighbor(*best, 0.1, rng), "x");
+        if (near.ok()) {
+          *trial.mutable_configuration() = *std::move(near);
+          break;
+        }
+      }
+    }
+    trial.set_state(v1::TRIAL_STATE_COMPLETED);
+    trial.set_value(Objective(trial.configuration()));
+    trials.push_back(std::move(trial));
+    if (i + 1 == std::max(n / 5, 1)) {
+      best = &std::min_element(trials.begin(), trials.end(),
+                               [](const v1::Trial& a, const v1::Trial& b) {
+                                 return a.value() < b.value();
+                               })
+                  ->configuration();
+    }
+  }
+  return trials;
+}
+
 // A GP study with n completed trials (catalogue entries or samples), and a
 // policy whose hyperparameters were fitted on them (so the timed Suggest
 // reuses them, as most Suggests do under the refit schedule) unless `refit`.
 PolicySetup MakeGpSetupFor(v1::StudySpec spec, int n, bool refit,
-                           space::Rng& rng) {
+                           space::Rng& rng, bool concentrated = false) {
   PolicySetup setup;
   setup.spec = std::move(spec);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
-  setup.trials = CompletedTrials(setup.spec, *setup.space, n,
-                                 !setup.spec.candidates().empty(), rng);
+  setup.trials = concentrated
+                     ? ConcentratedTrials(*setup.space, n, rng)
+                     : CompletedTrials(setup.spec, *setup.space, n,
+                                       !setup.spec.candidates().empty(), rng);
   auto policy = CreatePolicy(setup.spec, std::nullopt);
   // One Suggest fits the hyperparameters; the benchmark starts from its state.
   auto first = (*policy)->Suggest(setup.view(), 1, rng);
@@ -307,7 +350,7 @@ void BM_GpSuggestAfterObserve(benchmark::State& state) {
 // the schedule) unless `refit`: then every timed Suggest runs it (100 Adam
 // steps on the scheduled prefix of the observations, at most 128 of them).
 PolicySetup MakeDeepPipeSetupFor(v1::StudySpec spec, int n, bool refit,
-                                 space::Rng& rng) {
+                                 space::Rng& rng, bool concentrated = false) {
   PolicySetup setup;
   setup.spec = std::move(spec);
   const int catalogue = setup.spec.candidates_size();
@@ -324,7 +367,9 @@ PolicySetup MakeDeepPipeSetupFor(v1::StudySpec spec, int n, bool refit,
                                     *setup.space, absl::UnixEpoch())
           .value();
   setup.trials =
-      CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
+      concentrated
+          ? ConcentratedTrials(*setup.space, n, rng)
+          : CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
   setup.policy = *CreatePolicy(setup.spec, std::nullopt, model);
   if (!refit) {
     // One Suggest runs the scheduled fine-tune; its policy keeps it.
@@ -425,8 +470,8 @@ const bool kRegistered = [] {
     dp_prepare->Args({n, 5000, 0});
     dp_prepare->Args({n, 5000, 1});
   }
-  // Over a space without a catalogue, a Suggest right after one new Observe
-  // (TimeSuggestAfterObserve):
+  // Over a space without a catalogue, on ConcentratedTrials, a Suggest right
+  // after one new Observe (TimeSuggestAfterObserve):
   //   BM_GpSuggest/n:<N>/space:<continuous4|mixed>
   //   BM_DeepPipeSuggest/n:<N>/space:<continuous4|mixed>
   for (const char* kind : {"continuous4", "mixed"}) {
@@ -437,7 +482,8 @@ const bool kRegistered = [] {
           [n, kind](benchmark::State& state) {
             space::Rng rng(42);
             const PolicySetup setup =
-                MakeGpSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng);
+                MakeGpSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng,
+                               /*concentrated=*/true);
             TimeSuggestAfterObserve(state, setup, rng);
           }));
       configure(benchmark::RegisterBenchmark(
@@ -445,7 +491,8 @@ const bool kRegistered = [] {
           [n, kind](benchmark::State& state) {
             space::Rng rng(7);
             const PolicySetup setup =
-                MakeDeepPipeSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng);
+                MakeDeepPipeSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng,
+                                     /*concentrated=*/true);
             TimeSuggestAfterObserve(state, setup, rng);
           }));
     }

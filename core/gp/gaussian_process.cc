@@ -518,9 +518,12 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithVarianceBound(
 }
 
 absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
-    const Eigen::MatrixXd& Xq, int neighbors) const {
+    const Eigen::MatrixXd& Xq, int neighbors, int points) const {
   const Eigen::Index n = X_.rows();
-  if (neighbors >= n) return Predict(Xq);
+  if (neighbors >= n || points >= n) return Predict(Xq);
+  const Eigen::Index r = std::max(points, 0);
+  const auto L_r = L_.topLeftCorner(r, r).triangularView<Eigen::Lower>();
+  Eigen::MatrixXd W;  // L_r^-1 times the first r rows of V
   METAOPT_RETURN_IF_ERROR(model_.ValidateData(Xq, nullptr, "Predict"));
   const Eigen::Index m = Xq.rows();
   const int k = std::max(neighbors, 1);
@@ -542,6 +545,12 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
     const auto Xb = Xq.middleRows(start, b);
     V = kernel.Matrix(X_, Xb);
     out.mean.segment(start, b).noalias() = V.transpose() * alpha_;
+    Eigen::VectorXd first = Eigen::VectorXd::Constant(b, prior);
+    if (r > 0) {
+      W = V.topRows(r);
+      L_r.solveInPlace(W);
+      first -= W.colwise().squaredNorm().transpose();
+    }
     // Each query's k largest cross-covariances (nearest training points), by
     // insertion into a sorted list: most rows fail the first comparison.
     for (Eigen::Index j = 0; j < b; ++j) {
@@ -599,7 +608,8 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
         }
         bound -= explained;
       }
-      out.variance[start + j] = std::max(bound, 0.0) + 1e-10 * prior;
+      out.variance[start + j] =
+          std::max(std::min(bound, first[j]), 0.0) + 1e-10 * prior;
     }
   }
   const double scale = standardization_.scale;

@@ -258,17 +258,18 @@ class GpPosterior {
   // so this costs O(m n D + m points^2) instead of O(m n^2).
   absl::StatusOr<Prediction> PredictWithVarianceBound(const Eigen::MatrixXd& Xq,
                                                       int points) const;
-  // The same with, as variance bound, the variance given only the
-  // `neighbors` training points most correlated with each query (its nearest
-  // under a stationary kernel; again fewer observations never shrink it
-  // more), raised by 1e-10 times the prior variance so that it stays above
-  // Predict's variance whatever the rounding of either. Where observations
-  // are dense it is far tighter than the first points' bound, for
-  // O(m n (D + 1) + m neighbors^3) instead of O(m n^2): for candidates
-  // scattered over a space (a catalogue screens with the bound above, whose
-  // kernel values it keeps). neighbors >= n: Predict.
+  // The same with, as variance bound, the smaller of the variance given only
+  // the `neighbors` training points most correlated with each query (its
+  // nearest under a stationary kernel; again fewer observations never shrink
+  // it more) and the variance given the first `points` (as above), raised by
+  // 1e-10 times the prior variance so that it stays above Predict's variance
+  // whatever the rounding of either. Near dense observations the first bound
+  // is far tighter, far from them the second; for candidates scattered over a
+  // space (a catalogue screens with the bound above, whose kernel values it
+  // keeps). O(m n (D + 1) + m neighbors^3 + m points^2) instead of O(m n^2).
+  // neighbors >= n or points >= n: Predict.
   absl::StatusOr<Prediction> PredictWithLocalVarianceBound(
-      const Eigen::MatrixXd& Xq, int neighbors) const;
+      const Eigen::MatrixXd& Xq, int neighbors, int points) const;
   // The same for the rows `rows` of `catalogue`, from `cache`, which keeps
   // the kernel between the catalogue and the training points from one call
   // to the next (CatalogueKernelCache: after one new observation a call

@@ -745,18 +745,25 @@ TEST(GpPosteriorTest, LocalVarianceBoundIsAnUpperBound) {
   METAOPT_ASSERT_OK_AND_ASSIGN(Prediction exact, post.Predict(q));
   for (const int k : {1, 4, 8, 16}) {
     METAOPT_ASSERT_OK_AND_ASSIGN(Prediction local,
-                                 post.PredictWithLocalVarianceBound(q, k));
+                                 post.PredictWithLocalVarianceBound(q, k, 0));
     EXPECT_LT((local.mean - exact.mean).cwiseAbs().maxCoeff(), 1e-12) << k;
     EXPECT_TRUE((local.variance.array() > exact.variance.array()).all()) << k;
   }
   METAOPT_ASSERT_OK_AND_ASSIGN(Prediction local,
-                               post.PredictWithLocalVarianceBound(q, 8));
+                               post.PredictWithLocalVarianceBound(q, 8, 0));
   METAOPT_ASSERT_OK_AND_ASSIGN(Prediction first,
                                post.PredictWithVarianceBound(q, 128));
   EXPECT_LT((local.variance - exact.variance).mean(),
             0.5 * (first.variance - exact.variance).mean());
+  // Both bounds: never above either, still above Predict's variance.
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction both,
+                               post.PredictWithLocalVarianceBound(q, 8, 128));
+  EXPECT_EQ(both.mean, local.mean);
+  EXPECT_TRUE((both.variance.array() > exact.variance.array()).all());
+  EXPECT_TRUE((both.variance.array() <= local.variance.array()).all());
+  EXPECT_TRUE((both.variance.array() <= first.variance.array() + 1e-8).all());
   METAOPT_ASSERT_OK_AND_ASSIGN(Prediction all,
-                               post.PredictWithLocalVarianceBound(q, 600));
+                               post.PredictWithLocalVarianceBound(q, 600, 0));
   EXPECT_EQ(all.mean, exact.mean);
   EXPECT_EQ(all.variance, exact.variance);
 }

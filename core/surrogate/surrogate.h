@@ -73,8 +73,9 @@ inline int ScreeningPoints(int n) {
   return n >= 256 ? 128 : n / 4;
 }
 
-// GP surrogates screen candidates of a space with the variance given the
-// kLocalScreeningNeighbors observations nearest to each
+// GP surrogates screen candidates of a space with the smaller of the
+// variances given the kLocalScreeningNeighbors observations nearest to each
+// and given the first ScreeningPoints(n)
 // (GpPosterior::PredictWithLocalVarianceBound), from kLocalScreeningMinPoints
 // observations on (0 below: score every candidate exactly).
 inline constexpr int kLocalScreeningNeighbors = 8;
