@@ -130,12 +130,12 @@ absl::StatusOr<Scores> ScoreForArgMax(
 // the `top` best of them and those not below `floor` (top >= 1). With a
 // screening bound (Surrogate::PredictSpaceScreening, an upper bound on the
 // acquisition, which grows with the variance), rows are scored exactly in
-// blocks in decreasing order of their bound until the next bound is below
-// both `floor` and the top-th best exact score so far; the rest get -inf
-// (and their exact mean). Each of those is below `top` exactly scored rows
-// and below `floor`, so the `top` best and every row at or above `floor` are
-// what exact scores of every row give (up to rounding). Without a bound:
-// ScoreRows of every row.
+// blocks (8, 16, 32, ... rows) in decreasing order of their bound until the
+// next bound is below `floor` or below the top-th best exact score so far;
+// the rest get -inf (and their exact mean). Each of those is below `floor`
+// or below `top` exactly scored rows, so the `top` best and every row at or
+// above `floor` are what exact scores of every row give (up to rounding).
+// Without a bound: ScoreRows of every row.
 absl::StatusOr<Scores> ScoreScreened(const surrogate::Surrogate& model,
                                      const Eigen::MatrixXd& X,
                                      const AcquisitionFunction& acquisition,
@@ -168,10 +168,14 @@ absl::StatusOr<Scores> ScoreScreened(const surrogate::Surrogate& model,
     return std::max(floor, static_cast<int>(best.size()) == top ? best.front()
                                                                 : -kInf);
   };
+  // Blocks double in size: each exact block reads the whole Cholesky factor,
+  // so a screen that lets many candidates through costs a few passes over
+  // it, one that lets few through scores few more than it must.
+  size_t block = kExactBlock;
   for (size_t next = 0;
        next < order.size() && !(key(order[next]) < threshold());
-       next += kExactBlock) {
-    const size_t end = std::min(order.size(), next + kExactBlock);
+       next += block, block *= 2) {
+    const size_t end = std::min(order.size(), next + block);
     Eigen::MatrixXd block(end - next, X.cols());
     for (size_t k = next; k < end; ++k) block.row(k - next) = X.row(order[k]);
     METAOPT_ASSIGN_OR_RETURN(Scores exact,
