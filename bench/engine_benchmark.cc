@@ -5,13 +5,18 @@
 // model-based Suggest: handing the policy the study's trials).
 //
 //   build/bench/engine_benchmark
+#include <stdlib.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "core/storage/in_memory_storage.h"
+#include "core/storage/storage.h"
 #include "core/study/study_engine.h"
 #include "core/study/study_trials.h"
 #include "tools/loadgen/load_generator.h"
@@ -121,6 +126,71 @@ void BM_RandomSuggestObserve(benchmark::State& state) {
 BENCHMARK(BM_RandomSuggestObserve)
     ->ArgsProduct({{100, 1000, 4000}, {0, 5000}})
     ->Iterations(400)
+    ->Unit(benchmark::kMicrosecond);
+
+// One ReportIntermediate of a tiny value (no metrics) on a trial that already
+// holds `history` values, so that its cost can be compared at the start and
+// the end of a long curve: it should not grow with the history. Args:
+// history; storage (0: in memory, 1: SQLite in a temporary file, each report
+// a durable commit); whether the response leaves the values out
+// (ReportIntermediateRequest.omit_intermediate_values).
+void BM_ReportIntermediate(benchmark::State& state) {
+  const int history = static_cast<int>(state.range(0));
+  std::unique_ptr<storage::Storage> storage;
+  std::string path;
+  if (state.range(1) == 0) {
+    storage = std::make_unique<storage::InMemoryStorage>();
+  } else {
+    char dir[] = "/tmp/report_benchmark_XXXXXX";
+    if (mkdtemp(dir) == nullptr) std::abort();
+    path = std::string(dir) + "/bench.db";
+    auto opened = storage::OpenSqliteStorage(path);
+    if (!opened.ok()) std::abort();
+    storage = *std::move(opened);
+  }
+  EngineOptions options;
+  options.trial_lease = absl::Hours(24);
+  {
+    StudyEngine engine(storage.get(), nullptr, options);
+    v1::CreateStudyRequest create;
+    create.set_study_id("s");
+    *create.mutable_spec() = Spec(0);
+    if (!engine.CreateStudy(create).ok()) std::abort();
+    v1::SuggestRequest suggest;
+    suggest.set_study_id("s");
+    if (!engine.Suggest(suggest).ok()) std::abort();
+    v1::ReportIntermediateRequest report;
+    report.set_study_id("s");
+    report.set_trial_id(1);
+    report.set_omit_intermediate_values(state.range(2) != 0);
+    int64_t step = 0;
+    for (; step < history; ++step) {
+      report.set_step(step);
+      report.set_value(1.0 / static_cast<double>(step + 1));
+      if (!engine.ReportIntermediate(report).ok()) std::abort();
+    }
+    for (auto _ : state) {
+      report.set_step(step);
+      report.set_value(1.0 / static_cast<double>(step + 1));
+      auto answered = engine.ReportIntermediate(report);
+      if (!answered.ok()) std::abort();
+      benchmark::DoNotOptimize(answered->ByteSizeLong());
+      ++step;
+    }
+    state.counters["values_at_end"] = static_cast<double>(step);
+  }
+  storage.reset();
+  if (!path.empty()) {
+    std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+  }
+}
+
+// A fixed number of reports, so that the longest curve stays within the
+// default limit of 10,000 values per trial.
+BENCHMARK(BM_ReportIntermediate)
+    ->ArgNames({"history", "sqlite", "omit"})
+    ->ArgsProduct({{0, 1000, 9000}, {0, 1}, {0, 1}})
+    ->Iterations(500)
     ->Unit(benchmark::kMicrosecond);
 
 // The trials of a RANDOM study of `n` observed trials (filled through the

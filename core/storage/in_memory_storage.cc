@@ -1,5 +1,6 @@
 #include "core/storage/in_memory_storage.h"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -18,6 +19,17 @@ std::pair<std::string, std::string> MapKey(const StudyKey& key) {
 
 absl::StatusOr<std::unique_ptr<Storage>> OpenInMemoryStorage() {
   return std::unique_ptr<Storage>(std::make_unique<InMemoryStorage>());
+}
+
+v1::Trial InMemoryStorage::WholeTrial(const StudyRecord& record, int64_t id) {
+  v1::Trial trial = record.trials.at(id);
+  const auto values = record.values.find(id);
+  if (values != record.values.end()) {
+    for (const auto& [step, value] : values->second) {
+      *trial.add_intermediate_values() = value;
+    }
+  }
+  return trial;
 }
 
 absl::StatusOr<InMemoryStorage::StudyRecord*> InMemoryStorage::Find(
@@ -103,11 +115,32 @@ absl::Status InMemoryStorage::WriteStudy(const StudyKey& key,
   }
   // The same check as the databases' (the record is kept as parsed here).
   METAOPT_RETURN_IF_ERROR(SerializeStudyRewrite(key, write).status());
+  for (const TrialValue& value : write.intermediate_values) {
+    const bool written = std::any_of(
+        write.trials.begin(), write.trials.end(),
+        [&](const v1::Trial& trial) { return trial.id() == value.trial_id; });
+    if (!written && record->trials.count(value.trial_id) == 0) {
+      return ValueOfAbsentTrial(key, value.trial_id);
+    }
+  }
   ++record->version;
   if (write.study != nullptr) record->study = StoredStudy(*write.study);
   for (const v1::Trial& trial : write.trials) {
-    record->trials[trial.id()] = trial;
+    v1::Trial& stored = record->trials[trial.id()];
+    stored = trial;
+    if (!stored.intermediate_values().empty()) {
+      auto& values = record->values[trial.id()];
+      for (v1::IntermediateValue& value :
+           *stored.mutable_intermediate_values()) {
+        values[value.step()] = std::move(value);
+      }
+      stored.clear_intermediate_values();
+    }
     record->trial_versions[trial.id()] = record->version;
+  }
+  for (const TrialValue& value : write.intermediate_values) {
+    record->values[value.trial_id][value.value.step()] = value.value;
+    record->trial_versions[value.trial_id] = record->version;
   }
   if (write.policy_state.has_value()) {
     record->policy_state = std::string(*write.policy_state);
@@ -128,7 +161,9 @@ absl::StatusOr<std::vector<v1::Trial>> InMemoryStorage::LoadTrials(
   METAOPT_ASSIGN_OR_RETURN(StudyRecord * record, Find(key));
   std::vector<v1::Trial> trials;
   trials.reserve(record->trials.size());
-  for (const auto& [id, trial] : record->trials) trials.push_back(trial);
+  for (const auto& [id, trial] : record->trials) {
+    trials.push_back(WholeTrial(*record, id));
+  }
   return trials;
 }
 
@@ -139,7 +174,7 @@ absl::StatusOr<Storage::Changes> InMemoryStorage::LoadChangesSince(
   Changes changes;
   changes.version = record->version;
   for (const auto& [id, written] : record->trial_versions) {
-    if (written > version) changes.trials.push_back(record->trials[id]);
+    if (written > version) changes.trials.push_back(WholeTrial(*record, id));
   }
   if (record->policy_state_version > version)
     changes.policy_state = record->policy_state;

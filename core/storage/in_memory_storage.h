@@ -59,7 +59,10 @@ class InMemoryStorage : public Storage {
  private:
   struct StudyRecord {
     v1::Study study;  // The stored part only (see StoredStudy).
-    std::map<int64_t, v1::Trial> trials;  // By trial id.
+    // By trial id, without their intermediate values, which are kept apart
+    // (by trial id, then step) as the databases keep them.
+    std::map<int64_t, v1::Trial> trials;
+    std::map<int64_t, std::map<int64_t, v1::IntermediateValue>> values;
     std::optional<std::string> policy_state;
     int64_t version = 0;
     // The study version each trial (by id) and the policy state were last
@@ -74,6 +77,8 @@ class InMemoryStorage : public Storage {
   // Studies of `owner`.
   int64_t CountLocked(std::string_view owner)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Trial `id` of `record` with its intermediate values.
+  static v1::Trial WholeTrial(const StudyRecord& record, int64_t id);
   // The study's record, or NOT_FOUND.
   absl::StatusOr<StudyRecord*> Find(const StudyKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -77,10 +77,67 @@ CREATE INDEX trials_by_written_version ON trials (owner, study_id,
                                                   written_version);
 )sql";
 
+// Version 4: intermediate values apart from their trials, one row per
+// (trial, step) (as SQLite's); the values embedded in stored trials move to
+// rows (MoveEmbeddedValues).
+constexpr char kSchemaV4[] = R"sql(
+CREATE TABLE intermediate_values (
+  owner BYTEA NOT NULL,
+  study_id BYTEA NOT NULL,
+  trial_id BIGINT NOT NULL,
+  step BIGINT NOT NULL,
+  value BYTEA NOT NULL,
+  CONSTRAINT intermediate_values_key
+    PRIMARY KEY (owner, study_id, trial_id, step),
+  CONSTRAINT intermediate_values_study FOREIGN KEY (owner, study_id)
+    REFERENCES studies (owner, study_id)
+);
+)sql";
+
+// Moves the intermediate values embedded in stored trial records to rows and
+// rewrites those records without them; a record that does not parse is left
+// as it is (reads report it).
+absl::Status MoveEmbeddedValues(PgConnection& conn) {
+  METAOPT_ASSIGN_OR_RETURN(
+      PgResult rows,
+      conn.Query("SELECT owner, study_id, trial_id, trial FROM trials"));
+  for (int i = 0; i < rows.rows(); ++i) {
+    v1::Trial trial;
+    if (!trial.ParseFromString(rows.Bytes(i, 3)) ||
+        trial.intermediate_values().empty()) {
+      continue;
+    }
+    const std::string owner = rows.Bytes(i, 0);
+    const std::string study_id = rows.Bytes(i, 1);
+    const int64_t trial_id = rows.Int(i, 2);
+    for (const v1::IntermediateValue& value : trial.intermediate_values()) {
+      METAOPT_RETURN_IF_ERROR(
+          conn.Query("INSERT INTO intermediate_values (owner, study_id, "
+                     "trial_id, step, value) VALUES ($1, $2, $3, $4, $5) ON "
+                     "CONFLICT (owner, study_id, trial_id, step) DO UPDATE "
+                     "SET value = excluded.value",
+                     {PgParam::Bytes(owner), PgParam::Bytes(study_id),
+                      PgParam::Int(trial_id), PgParam::Int(value.step()),
+                      PgParam::Bytes(value.SerializeAsString())})
+              .status());
+    }
+    trial.clear_intermediate_values();
+    METAOPT_RETURN_IF_ERROR(
+        conn.Query("UPDATE trials SET trial = $4 WHERE owner = $1 AND "
+                   "study_id = $2 AND trial_id = $3",
+                   {PgParam::Bytes(owner), PgParam::Bytes(study_id),
+                    PgParam::Int(trial_id),
+                    PgParam::Bytes(trial.SerializeAsString())})
+            .status());
+  }
+  return absl::OkStatus();
+}
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
+    {4, kSchemaV4, MoveEmbeddedValues},
 };
 
 }  // namespace
@@ -145,6 +202,17 @@ absl::Status AppendTrials(const StudyKey& key, const PgResult& rows,
     METAOPT_ASSIGN_OR_RETURN(v1::Trial trial,
                              ParseTrial(key, rows.Int(i, 0), rows.Bytes(i, 1)));
     trials->push_back(std::move(trial));
+  }
+  return absl::OkStatus();
+}
+
+// Merges the (trial_id, step, value) rows into `trials`.
+absl::Status MergeValues(const StudyKey& key, const PgResult& rows,
+                         std::vector<v1::Trial>& trials) {
+  ValueMerger merger(key, trials);
+  for (int i = 0; i < rows.rows(); ++i) {
+    METAOPT_RETURN_IF_ERROR(
+        merger.Add(rows.Int(i, 0), rows.Int(i, 1), rows.Bytes(i, 2)));
   }
   return absl::OkStatus();
 }
@@ -313,7 +381,8 @@ absl::Status PostgresStorage::Migrate() {
           done = version == target;
           if (done) return absl::OkStatus();
           const auto& step = Migrations()[version];
-          const absl::Status applied = conn.Exec(step.sql);
+          absl::Status applied = conn.Exec(step.sql);
+          if (applied.ok() && step.then != nullptr) applied = step.then(conn);
           if (!applied.ok()) {
             return absl::Status(
                 applied.code(),
@@ -465,7 +534,9 @@ absl::Status PostgresStorage::DeleteStudy(const StudyKey& key) {
         METAOPT_RETURN_IF_ERROR(locked);
         // Children first, so the foreign keys hold at every statement.
         for (const char* sql :
-             {"DELETE FROM trials WHERE owner = $1 AND study_id = $2",
+             {"DELETE FROM intermediate_values WHERE owner = $1 AND "
+              "study_id = $2",
+              "DELETE FROM trials WHERE owner = $1 AND study_id = $2",
               "DELETE FROM policy_state WHERE owner = $1 AND study_id = $2",
               "DELETE FROM studies WHERE owner = $1 AND study_id = $2"}) {
           METAOPT_RETURN_IF_ERROR(conn.Query(sql, KeyParams(key)).status());
@@ -476,8 +547,7 @@ absl::Status PostgresStorage::DeleteStudy(const StudyKey& key) {
 
 absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
                                          const StudyWrite& write) {
-  METAOPT_ASSIGN_OR_RETURN(const std::vector<std::string> blobs,
-                           SerializeTrials(key, write.trials));
+  METAOPT_ASSIGN_OR_RETURN(const TrialRows rows, SerializeTrials(key, write));
   METAOPT_ASSIGN_OR_RETURN(const std::string study_blob,
                            SerializeStudyRewrite(key, write));
   const std::string token = NewWriteToken();
@@ -495,8 +565,7 @@ absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
             *write.expected_version != version) {
           return VersionConflict(key, *write.expected_version, version);
         }
-        for (size_t i = 0; i < write.trials.size(); ++i) {
-          const v1::Trial& trial = write.trials[i];
+        for (const TrialRows::Record& record : rows.records) {
           METAOPT_RETURN_IF_ERROR(
               conn.Query(
                       "INSERT INTO trials (owner, study_id, trial_id, state, "
@@ -507,9 +576,33 @@ absl::Status PostgresStorage::WriteStudy(const StudyKey& key,
                       "excluded.trial, written_version = "
                       "excluded.written_version",
                       {PgParam::Bytes(key.owner), PgParam::Bytes(key.study_id),
-                       PgParam::Int(trial.id()), PgParam::Int(trial.state()),
-                       PgParam::Bytes(trial.client_id()),
-                       PgParam::Bytes(blobs[i]), PgParam::Int(version + 1)})
+                       PgParam::Int(record.id), PgParam::Int(record.state),
+                       PgParam::Bytes(record.client_id),
+                       PgParam::Bytes(record.blob), PgParam::Int(version + 1)})
+                  .status());
+        }
+        for (const int64_t id : rows.touched) {
+          // A value of a trial not written here: the trial must exist, and
+          // counts as changed.
+          METAOPT_ASSIGN_OR_RETURN(
+              PgResult touched,
+              conn.Query("UPDATE trials SET written_version = $4 WHERE "
+                         "owner = $1 AND study_id = $2 AND trial_id = $3",
+                         {PgParam::Bytes(key.owner),
+                          PgParam::Bytes(key.study_id), PgParam::Int(id),
+                          PgParam::Int(version + 1)}));
+          if (touched.affected() != 1) return ValueOfAbsentTrial(key, id);
+        }
+        for (const TrialRows::Value& value : rows.values) {
+          METAOPT_RETURN_IF_ERROR(
+              conn.Query(
+                      "INSERT INTO intermediate_values (owner, study_id, "
+                      "trial_id, step, value) VALUES ($1, $2, $3, $4, $5) ON "
+                      "CONFLICT (owner, study_id, trial_id, step) DO UPDATE "
+                      "SET value = excluded.value",
+                      {PgParam::Bytes(key.owner), PgParam::Bytes(key.study_id),
+                       PgParam::Int(value.trial_id), PgParam::Int(value.step),
+                       PgParam::Bytes(value.blob)})
                   .status());
         }
         if (write.policy_state.has_value()) {
@@ -615,7 +708,14 @@ absl::StatusOr<std::vector<v1::Trial>> PostgresStorage::LoadTrials(
             conn.Query("SELECT trial_id, trial FROM trials WHERE owner = $1 "
                        "AND study_id = $2 ORDER BY trial_id",
                        KeyParams(key)));
-        return AppendTrials(key, rows, &trials);
+        METAOPT_RETURN_IF_ERROR(AppendTrials(key, rows, &trials));
+        METAOPT_ASSIGN_OR_RETURN(
+            PgResult values,
+            conn.Query("SELECT trial_id, step, value FROM intermediate_values "
+                       "WHERE owner = $1 AND study_id = $2 ORDER BY trial_id, "
+                       "step",
+                       KeyParams(key)));
+        return MergeValues(key, values, trials);
       }));
   return trials;
 }
@@ -638,6 +738,15 @@ absl::StatusOr<Storage::Changes> PostgresStorage::LoadChangesSince(
                        "trial_id",
                        params));
         METAOPT_RETURN_IF_ERROR(AppendTrials(key, rows, &changes.trials));
+        METAOPT_ASSIGN_OR_RETURN(
+            PgResult values,
+            conn.Query("SELECT trial_id, step, value FROM intermediate_values "
+                       "WHERE owner = $1 AND study_id = $2 AND trial_id IN "
+                       "(SELECT trial_id FROM trials WHERE owner = $1 AND "
+                       "study_id = $2 AND written_version > $3) ORDER BY "
+                       "trial_id, step",
+                       params));
+        METAOPT_RETURN_IF_ERROR(MergeValues(key, values, changes.trials));
         METAOPT_ASSIGN_OR_RETURN(
             PgResult policy,
             conn.Query("SELECT state FROM policy_state WHERE owner = $1 AND "

@@ -22,12 +22,13 @@
 
 namespace metaopt::storage {
 
-// Storage on PostgreSQL. The tables mirror SQLite's (schema version 3), with
+// Storage on PostgreSQL. The tables mirror SQLite's (schema version 4), with
 // bytea for every string key so that ordering is byte-wise and any byte is
 // allowed:
 //   studies(owner, study_id, create_time_micros, study, version, write_token)
 //   trials(owner, study_id, trial_id, state, client_id, trial,
 //          written_version)
+//   intermediate_values(owner, study_id, trial_id, step, value)
 //   policy_state(owner, study_id, state, written_version)
 // `write_token` names the last write of the study, so that a write retried
 // after its COMMIT's answer was lost recognizes itself instead of failing its
@@ -133,6 +134,9 @@ namespace postgres_storage_internal {
 struct Migration {
   int version;
   const char* sql;
+  // Run after `sql`, in its transaction, when a step needs more than SQL
+  // (null: nothing).
+  absl::Status (*then)(PgConnection& conn) = nullptr;
 };
 absl::Span<const Migration> Migrations();
 

@@ -115,7 +115,14 @@ TEST_F(PostgresStorageTest, ConcurrentOpenersMigrateOnce) {
 TEST_F(PostgresStorageTest, MigratesAHandBuiltVersion1Database) {
   // The version-1 layout written out independently of the migration code.
   const v1::Study study = MakeStudy("old");
-  const v1::Trial trial = MakeTrial(7, v1::TRIAL_STATE_COMPLETED);
+  v1::Trial trial = MakeTrial(7, v1::TRIAL_STATE_COMPLETED);
+  // Intermediate values embedded in the trial's record, as before they were
+  // stored apart.
+  for (int64_t step : {0, 3}) {
+    v1::IntermediateValue* value = trial.add_intermediate_values();
+    value->set_step(step);
+    value->set_value(0.5 + step);
+  }
   {
     PgConnection raw = Raw();
     ASSERT_THAT(raw.Exec(R"sql(
@@ -155,6 +162,19 @@ TEST_F(PostgresStorageTest, MigratesAHandBuiltVersion1Database) {
   EXPECT_THAT(
       storage->LoadTrials(Key("old")).value_or(std::vector<v1::Trial>()),
       ElementsAre(EqualsProto(trial)));
+  // The values moved to rows of their own, out of the trial's record.
+  {
+    PgConnection raw = Raw();
+    absl::StatusOr<PgResult> rows =
+        raw.Query("SELECT count(*) FROM intermediate_values WHERE trial_id = 7");
+    ASSERT_THAT(rows, IsOk());
+    EXPECT_EQ(rows->Int(0, 0), 2);
+    v1::Trial without_values = trial;
+    without_values.clear_intermediate_values();
+    rows = raw.Query("SELECT trial FROM trials WHERE trial_id = 7");
+    ASSERT_THAT(rows, IsOk());
+    EXPECT_EQ(rows->Bytes(0, 0), without_values.SerializeAsString());
+  }
   EXPECT_THAT(storage->GetPolicyState(Key("old")).value_or(std::nullopt),
               Optional(std::string("\x01\x02")));
   EXPECT_EQ(storage->GetStudyVersion(Key("old")).value_or(-1), 0);

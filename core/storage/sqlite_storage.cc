@@ -96,10 +96,87 @@ CREATE INDEX trials_by_written_version ON trials (owner, study_id,
                                                   written_version);
 )sql";
 
+// Version 4: a trial's intermediate values stored apart from its record, one
+// row per (trial, step), so that a report appends a row instead of rewriting
+// its trial's whole history. The values embedded in the stored trials move
+// to rows (MoveEmbeddedValues).
+constexpr char kSchemaV4[] = R"sql(
+CREATE TABLE intermediate_values (
+  owner TEXT NOT NULL,
+  study_id TEXT NOT NULL,
+  trial_id INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  value BLOB NOT NULL,
+  PRIMARY KEY (owner, study_id, trial_id, step),
+  FOREIGN KEY (owner, study_id) REFERENCES studies (owner, study_id)
+) WITHOUT ROWID;
+)sql";
+
+// Moves the intermediate values embedded in stored trial records to rows of
+// intermediate_values, and rewrites those records without them. Parses every
+// trial once; a record that does not parse is left as it is (reads report it).
+absl::Status MoveEmbeddedValues(Database& db) {
+  struct Moved {
+    std::string owner, study_id;
+    int64_t trial_id;
+    v1::Trial trial;
+  };
+  std::vector<Moved> moved;
+  {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement query,
+        Statement::Prepare(
+            db, "SELECT owner, study_id, trial_id, trial FROM trials"));
+    while (true) {
+      METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+      if (!has_row) break;
+      v1::Trial trial;
+      if (!trial.ParseFromString(query.ColumnBlob(3)) ||
+          trial.intermediate_values().empty()) {
+        continue;
+      }
+      moved.push_back({query.ColumnText(0), query.ColumnText(1),
+                       query.ColumnInt64(2), std::move(trial)});
+    }
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement insert,
+      Statement::Prepare(db,
+                         "INSERT OR REPLACE INTO intermediate_values (owner, "
+                         "study_id, trial_id, step, value) VALUES (?, ?, ?, "
+                         "?, ?)"));
+  METAOPT_ASSIGN_OR_RETURN(
+      Statement update,
+      Statement::Prepare(db,
+                         "UPDATE trials SET trial = ? WHERE owner = ? AND "
+                         "study_id = ? AND trial_id = ?"));
+  for (Moved& row : moved) {
+    for (const v1::IntermediateValue& value :
+         row.trial.intermediate_values()) {
+      METAOPT_RETURN_IF_ERROR(insert.Reset());
+      METAOPT_RETURN_IF_ERROR(insert.BindText(1, row.owner));
+      METAOPT_RETURN_IF_ERROR(insert.BindText(2, row.study_id));
+      METAOPT_RETURN_IF_ERROR(insert.BindInt64(3, row.trial_id));
+      METAOPT_RETURN_IF_ERROR(insert.BindInt64(4, value.step()));
+      METAOPT_RETURN_IF_ERROR(insert.BindBlob(5, value.SerializeAsString()));
+      METAOPT_RETURN_IF_ERROR(insert.Run());
+    }
+    row.trial.clear_intermediate_values();
+    METAOPT_RETURN_IF_ERROR(update.Reset());
+    METAOPT_RETURN_IF_ERROR(update.BindBlob(1, row.trial.SerializeAsString()));
+    METAOPT_RETURN_IF_ERROR(update.BindText(2, row.owner));
+    METAOPT_RETURN_IF_ERROR(update.BindText(3, row.study_id));
+    METAOPT_RETURN_IF_ERROR(update.BindInt64(4, row.trial_id));
+    METAOPT_RETURN_IF_ERROR(update.Run());
+  }
+  return absl::OkStatus();
+}
+
 constexpr Migration kMigrations[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
+    {4, kSchemaV4, MoveEmbeddedValues},
 };
 
 absl::Status WriteSchemaVersion(Database& db, int version) {
@@ -159,6 +236,7 @@ absl::Status Migrate(Database& db, absl::Span<const Migration> migrations) {
         db.Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER "
                 "NOT NULL)"));
     absl::Status applied = db.Exec(step.sql);
+    if (applied.ok() && step.then != nullptr) applied = step.then(db);
     if (!applied.ok()) {
       return absl::Status(applied.code(),
                           absl::StrCat("migrating schema to version ",
@@ -394,7 +472,8 @@ absl::Status SqliteStorage::DeleteStudy(const StudyKey& key) {
   METAOPT_RETURN_IF_ERROR(CheckStudyExists(key));
   // Children first, so the foreign keys hold at every statement.
   for (const char* sql :
-       {"DELETE FROM trials WHERE owner = ? AND study_id = ?",
+       {"DELETE FROM intermediate_values WHERE owner = ? AND study_id = ?",
+        "DELETE FROM trials WHERE owner = ? AND study_id = ?",
         "DELETE FROM policy_state WHERE owner = ? AND study_id = ?",
         "DELETE FROM studies WHERE owner = ? AND study_id = ?"}) {
     METAOPT_ASSIGN_OR_RETURN(Statement del, db_.PrepareCached(sql));
@@ -427,15 +506,8 @@ class QueuedWrite : public PendingWrite {
 
 absl::StatusOr<SqliteStorage::PreparedWrite> SqliteStorage::Prepare(
     const StudyKey& key, const StudyWrite& write) {
-  METAOPT_ASSIGN_OR_RETURN(std::vector<std::string> blobs,
-                           SerializeTrials(key, write.trials));
   PreparedWrite prepared;
-  prepared.trials.reserve(write.trials.size());
-  for (size_t i = 0; i < write.trials.size(); ++i) {
-    const v1::Trial& trial = write.trials[i];
-    prepared.trials.push_back({trial.id(), static_cast<int>(trial.state()),
-                               trial.client_id(), std::move(blobs[i])});
-  }
+  METAOPT_ASSIGN_OR_RETURN(prepared.trials, SerializeTrials(key, write));
   if (write.policy_state.has_value()) {
     prepared.policy_state = std::string(*write.policy_state);
   }
@@ -523,7 +595,7 @@ void SqliteStorage::RunWriteBatch(absl::Span<GroupCommit::Write* const> batch) {
 
 absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
                                        const PreparedWrite& write) {
-  const std::vector<PreparedWrite::TrialRow>& trials = write.trials;
+  const TrialRows& trials = write.trials;
   METAOPT_ASSIGN_OR_RETURN(const int64_t version, ReadVersion(key));
   if (write.expected_version.has_value() &&
       *write.expected_version != version) {
@@ -546,20 +618,51 @@ absl::Status SqliteStorage::ApplyWrite(const StudyKey& key,
     METAOPT_RETURN_IF_ERROR(BindKey(update, 2, key));
     METAOPT_RETURN_IF_ERROR(update.Run());
   }
-  if (!trials.empty()) {
+  if (!trials.records.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
         Statement upsert,
         db_.PrepareCached("INSERT OR REPLACE INTO trials (owner, study_id, "
                           "trial_id, state, client_id, trial, "
                           "written_version) VALUES (?, ?, ?, ?, ?, ?, ?)"));
-    for (size_t i = 0; i < trials.size(); ++i) {
+    for (const TrialRows::Record& record : trials.records) {
       METAOPT_RETURN_IF_ERROR(upsert.Reset());
       METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
-      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, trials[i].id));
-      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, trials[i].state));
-      METAOPT_RETURN_IF_ERROR(upsert.BindText(5, trials[i].client_id));
-      METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, trials[i].blob));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, record.id));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, record.state));
+      METAOPT_RETURN_IF_ERROR(upsert.BindText(5, record.client_id));
+      METAOPT_RETURN_IF_ERROR(upsert.BindBlob(6, record.blob));
       METAOPT_RETURN_IF_ERROR(upsert.BindInt64(7, version + 1));
+      METAOPT_RETURN_IF_ERROR(upsert.Run());
+    }
+  }
+  if (!trials.touched.empty()) {
+    // A value of a trial not written here: the trial must exist, and counts
+    // as changed.
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement touch,
+        db_.PrepareCached("UPDATE trials SET written_version = ? WHERE "
+                          "owner = ? AND study_id = ? AND trial_id = ?"));
+    for (const int64_t id : trials.touched) {
+      METAOPT_RETURN_IF_ERROR(touch.Reset());
+      METAOPT_RETURN_IF_ERROR(touch.BindInt64(1, version + 1));
+      METAOPT_RETURN_IF_ERROR(BindKey(touch, 2, key));
+      METAOPT_RETURN_IF_ERROR(touch.BindInt64(4, id));
+      METAOPT_RETURN_IF_ERROR(touch.Run());
+      if (sqlite3_changes(db_.get()) != 1) return ValueOfAbsentTrial(key, id);
+    }
+  }
+  if (!trials.values.empty()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement upsert,
+        db_.PrepareCached("INSERT OR REPLACE INTO intermediate_values (owner, "
+                          "study_id, trial_id, step, value) VALUES (?, ?, ?, "
+                          "?, ?)"));
+    for (const TrialRows::Value& value : trials.values) {
+      METAOPT_RETURN_IF_ERROR(upsert.Reset());
+      METAOPT_RETURN_IF_ERROR(BindKey(upsert, 1, key));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(3, value.trial_id));
+      METAOPT_RETURN_IF_ERROR(upsert.BindInt64(4, value.step));
+      METAOPT_RETURN_IF_ERROR(upsert.BindBlob(5, value.blob));
       METAOPT_RETURN_IF_ERROR(upsert.Run());
     }
   }
@@ -589,6 +692,19 @@ absl::StatusOr<int64_t> ReadVersionOn(Database& db, const StudyKey& key) {
   METAOPT_ASSIGN_OR_RETURN(bool found, query.Step());
   if (!found) return StudyNotFound(key);
   return query.ColumnInt64(0);
+}
+
+// Merges the (trial_id, step, value) rows of `query` into `trials`.
+absl::Status MergeValues(const StudyKey& key, Statement& query,
+                         std::vector<v1::Trial>& trials) {
+  ValueMerger merger(key, trials);
+  while (true) {
+    METAOPT_ASSIGN_OR_RETURN(bool has_row, query.Step());
+    if (!has_row) return absl::OkStatus();
+    METAOPT_RETURN_IF_ERROR(merger.Add(query.ColumnInt64(0),
+                                       query.ColumnInt64(1),
+                                       query.ColumnBlob(2)));
+  }
 }
 
 }  // namespace
@@ -631,7 +747,14 @@ absl::StatusOr<std::vector<v1::Trial>> SqliteStorage::LoadTrials(
           ParseTrial(key, query.ColumnInt64(0), query.ColumnBlob(1)));
       trials.push_back(std::move(trial));
     }
-  }  // The statement is finalized before the transaction ends.
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement values,
+        db_.PrepareCached("SELECT trial_id, step, value FROM "
+                          "intermediate_values WHERE owner = ? AND study_id = "
+                          "? ORDER BY trial_id, step"));
+    METAOPT_RETURN_IF_ERROR(BindKey(values, 1, key));
+    METAOPT_RETURN_IF_ERROR(MergeValues(key, values, trials));
+  }  // The statements are finalized before the transaction ends.
   METAOPT_RETURN_IF_ERROR(tx.Commit());
   return trials;
 }
@@ -660,6 +783,16 @@ absl::StatusOr<Storage::Changes> SqliteStorage::LoadChangesSince(
           ParseTrial(key, query.ColumnInt64(0), query.ColumnBlob(1)));
       changes.trials.push_back(std::move(trial));
     }
+    METAOPT_ASSIGN_OR_RETURN(
+        Statement values,
+        db_.PrepareCached(
+            "SELECT trial_id, step, value FROM intermediate_values WHERE "
+            "owner = ?1 AND study_id = ?2 AND trial_id IN (SELECT trial_id "
+            "FROM trials WHERE owner = ?1 AND study_id = ?2 AND "
+            "written_version > ?3) ORDER BY trial_id, step"));
+    METAOPT_RETURN_IF_ERROR(BindKey(values, 1, key));
+    METAOPT_RETURN_IF_ERROR(values.BindInt64(3, version));
+    METAOPT_RETURN_IF_ERROR(MergeValues(key, values, changes.trials));
     METAOPT_ASSIGN_OR_RETURN(
         Statement policy,
         db_.PrepareCached("SELECT state FROM policy_state WHERE owner = ? AND "

@@ -19,16 +19,20 @@
 #include "core/storage/group_commit.h"
 #include "core/storage/sqlite_util.h"
 #include "core/storage/storage.h"
+#include "core/storage/stored_records.h"
 #include "metaopt/v1/study.pb.h"
 
 namespace metaopt::storage {
 
 // Storage backed by a SQLite file. Rows hold key columns plus serialized
-// protos (schema version 3):
+// protos (schema version 4):
 //   studies(owner, study_id, create_time_micros, study, version)  the stored
 //       part of v1::Study (see StoredStudy) and its write count
 //   trials(owner, study_id, trial_id, state, client_id, trial,
-//          written_version)  the study version of its last write
+//          written_version)  the trial without its intermediate values, and
+//          the study version of its last write
+//   intermediate_values(owner, study_id, trial_id, step, value)  one
+//          v1::IntermediateValue a row
 //   policy_state(owner, study_id, state, written_version)
 // Thread-safe: one connection, guarded by `mu_`; every call holds `mu_` for its
 // whole duration (but GetStudyVersion, on a read-only connection of its own),
@@ -94,13 +98,7 @@ class SqliteStorage : public Storage {
 
   // A WriteStudy's values, serialized and owned, for a queued write.
   struct PreparedWrite {
-    struct TrialRow {
-      int64_t id;
-      int state;
-      std::string client_id;
-      std::string blob;
-    };
-    std::vector<TrialRow> trials;
+    TrialRows trials;
     std::optional<std::string> policy_state;
     std::optional<int64_t> expected_version;
     // The serialized write.study, if it was set.
@@ -144,6 +142,9 @@ namespace sqlite_storage_internal {
 struct Migration {
   int version;
   const char* sql;
+  // Run after `sql`, in its transaction, when a step needs more than SQL
+  // (null: nothing).
+  absl::Status (*then)(Database& db) = nullptr;
 };
 
 // The migrations of this build, by increasing version starting at 1 (version 1

@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/storage/sqlite_util.h"
 #include "core/storage/storage.h"
@@ -365,6 +367,13 @@ TEST_F(SqliteStorageTest, MigratesAHandBuiltVersion1Database) {
   // one study, one trial and a policy state in it.
   v1::Study study = MakeStudy("old");
   v1::Trial trial = MakeTrial(7, v1::TRIAL_STATE_COMPLETED);
+  // Intermediate values embedded in the trial's record, as before they were
+  // stored apart.
+  for (int64_t step : {0, 3}) {
+    v1::IntermediateValue* value = trial.add_intermediate_values();
+    value->set_step(step);
+    value->set_value(0.5 + step);
+  }
   {
     Database raw = Raw();
     ASSERT_THAT(raw.Exec(R"sql(
@@ -403,6 +412,20 @@ TEST_F(SqliteStorageTest, MigratesAHandBuiltVersion1Database) {
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> trials,
                                storage->LoadTrials(Key("old")));
   EXPECT_THAT(trials, ElementsAre(EqualsProto(trial)));
+  // The values moved to rows of their own, out of the trial's record.
+  {
+    Database raw = Raw();
+    EXPECT_EQ(raw.QueryText("SELECT count(*) FROM intermediate_values WHERE "
+                            "study_id = 'old' AND trial_id = 7")
+                  .value_or(std::nullopt),
+              std::optional<std::string>("2"));
+    v1::Trial without_values = trial;
+    without_values.clear_intermediate_values();
+    EXPECT_EQ(raw.QueryText("SELECT hex(trial) FROM trials WHERE trial_id = 7")
+                  .value_or(std::nullopt),
+              std::optional<std::string>(absl::AsciiStrToUpper(
+                  absl::BytesToHexString(without_values.SerializeAsString()))));
+  }
   METAOPT_ASSERT_OK_AND_ASSIGN(std::optional<std::string> state,
                                storage->GetPolicyState(Key("old")));
   EXPECT_THAT(state, Optional(std::string("\x01\x02")));

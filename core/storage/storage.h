@@ -39,11 +39,25 @@ struct StudyKey {
 // `study "id"`, plus ` of owner "o"` for a non-empty owner: for messages.
 std::string Describe(const StudyKey& key);
 
+// One intermediate value of trial `trial_id` (StudyWrite::intermediate_values).
+struct TrialValue {
+  int64_t trial_id = 0;
+  v1::IntermediateValue value;
+};
+
 // Changes to one study that Storage::WriteStudy stores in one transaction. It
 // views the caller's values, which must outlive the call.
+//
+// A trial's intermediate values are stored apart from its record, one row per
+// (trial, step), so that recording one costs the same however many the trial
+// holds; reads (LoadTrials, LoadChangesSince) return every trial with its
+// values merged in, by increasing step.
 struct StudyWrite {
   // Inserted or replaced by study and trial id; of two with the same id the
-  // later wins.
+  // later wins. A trial's intermediate_values are stored as its value rows
+  // (each replacing the stored value of its step); the values of other steps
+  // stay, so a trial written without intermediate values keeps its stored
+  // ones.
   absl::Span<const v1::Trial> trials;
   // Replaces the stored policy state when set; the stored one is kept
   // otherwise.
@@ -58,6 +72,10 @@ struct StudyWrite {
   // kept: the engine takes another record for the study deleted and created
   // again). The engine stores its FineTune runs so.
   const v1::Study* study = nullptr;
+  // Stored after `trials`, each replacing the stored value of its (trial,
+  // step). Its trial must be stored or among `trials` (NOT_FOUND otherwise,
+  // nothing stored); LoadChangesSince counts it as a change of that trial.
+  absl::Span<const TrialValue> intermediate_values;
 };
 
 // A write started by Storage::StartWriteStudy and not yet known to be

@@ -70,6 +70,109 @@ TYPED_TEST(StorageConformanceTest, IntermediateValuesAndStoppedStateRoundTrip) {
               ElementsAre(EqualsProto(trial), EqualsProto(MakeTrial(2))));
 }
 
+// An intermediate value of trial `id` at `step`.
+TrialValue ValueAt(int64_t id, int64_t step, double value) {
+  TrialValue row;
+  row.trial_id = id;
+  row.value.set_step(step);
+  row.value.set_value(value);
+  (*row.value.mutable_metrics())["loss"] = value * 2;
+  row.value.mutable_report_time()->set_seconds(1700000000 + step);
+  return row;
+}
+
+// ReportIntermediate's writes: the trial's record without its values, and
+// one appended value. Reads return the trial whole, its values by step
+// whatever the order they came in; a step written again replaces its value
+// (a retry stores nothing new); a record rewritten without values keeps them.
+TYPED_TEST(StorageConformanceTest, IntermediateValuesAreAppendedApartFromTheirTrial) {
+  this->CreateStudies({"s"});
+  v1::Trial head = MakeTrial(1);
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {head, MakeTrial(2)}),
+              IsOk());
+  v1::Trial whole = head;
+  for (const int64_t step : {0, 5, 2}) {
+    const TrialValue row = ValueAt(1, step, 1.0 / (step + 1));
+    StudyWrite write;
+    write.trials = absl::MakeConstSpan(&head, 1);
+    write.intermediate_values = absl::MakeConstSpan(&row, 1);
+    ASSERT_THAT(this->storage_->WriteStudy(Key("s"), write), IsOk());
+  }
+  for (const int64_t step : {0, 2, 5}) {
+    *whole.add_intermediate_values() = ValueAt(1, step, 1.0 / (step + 1)).value;
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(whole), EqualsProto(MakeTrial(2))));
+
+  // The same step again, without its trial's record: one value per step.
+  const TrialValue again = ValueAt(1, 2, 1.0 / 3);
+  StudyWrite retry;
+  retry.intermediate_values = absl::MakeConstSpan(&again, 1);
+  ASSERT_THAT(this->storage_->WriteStudy(Key("s"), retry), IsOk());
+  // The record rewritten (a lease, a completion) without its values.
+  head.set_state(v1::TRIAL_STATE_COMPLETED);
+  head.set_value(0.25);
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {head}), IsOk());
+  whole.set_state(v1::TRIAL_STATE_COMPLETED);
+  whole.set_value(0.25);
+  METAOPT_ASSERT_OK_AND_ASSIGN(got, this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(whole), EqualsProto(MakeTrial(2))));
+  EXPECT_EQ(this->storage_->GetStudyVersion(Key("s")).value_or(-1), 6);
+}
+
+// A value alone (its trial not in the write) is a change of its trial that
+// another process reads whole; the trials it did not touch are not re-read.
+TYPED_TEST(StorageConformanceTest, AnAppendedValueIsAChangeOfItsTrial) {
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {MakeTrial(1), MakeTrial(2)}),
+              IsOk());
+  const TrialValue first = ValueAt(2, 0, 0.5);
+  StudyWrite write;
+  write.intermediate_values = absl::MakeConstSpan(&first, 1);
+  ASSERT_THAT(this->storage_->WriteStudy(Key("s"), write), IsOk());
+  const TrialValue second = ValueAt(2, 1, 0.25);
+  write.intermediate_values = absl::MakeConstSpan(&second, 1);
+  ASSERT_THAT(this->storage_->WriteStudy(Key("s"), write), IsOk());
+  v1::Trial whole = MakeTrial(2);
+  *whole.add_intermediate_values() = first.value;
+  *whole.add_intermediate_values() = second.value;
+  METAOPT_ASSERT_OK_AND_ASSIGN(Storage::Changes changes,
+                               this->storage_->LoadChangesSince(Key("s"), 2));
+  EXPECT_EQ(changes.version, 3);
+  EXPECT_THAT(changes.trials, ElementsAre(EqualsProto(whole)));
+  METAOPT_ASSERT_OK_AND_ASSIGN(changes,
+                               this->storage_->LoadChangesSince(Key("s"), 3));
+  EXPECT_THAT(changes.trials, IsEmpty());
+  METAOPT_ASSERT_OK_AND_ASSIGN(changes,
+                               this->storage_->LoadChangesSince(Key("s"), 0));
+  EXPECT_THAT(changes.trials,
+              ElementsAre(EqualsProto(MakeTrial(1)), EqualsProto(whole)));
+}
+
+TYPED_TEST(StorageConformanceTest, AValueOfAnAbsentTrialIsNotFoundAndStoresNothing) {
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {MakeTrial(1)}), IsOk());
+  const TrialValue rows[] = {ValueAt(1, 0, 0.5), ValueAt(9, 0, 0.5)};
+  StudyWrite write;
+  write.intermediate_values = rows;
+  EXPECT_THAT(this->storage_->WriteStudy(Key("s"), write),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("no trial 9")));
+  EXPECT_EQ(this->storage_->GetStudyVersion(Key("s")).value_or(-1), 1);
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<v1::Trial> got,
+                               this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(MakeTrial(1))));
+  // Deleting the study deletes its values; a study created again has none.
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {MakeTrial(2)}), IsOk());
+  write.intermediate_values = absl::MakeConstSpan(rows, 1);
+  ASSERT_THAT(this->storage_->WriteStudy(Key("s"), write), IsOk());
+  ASSERT_THAT(this->storage_->DeleteStudy(Key("s")), IsOk());
+  this->CreateStudies({"s"});
+  ASSERT_THAT(this->storage_->PutTrials(Key("s"), {MakeTrial(1)}), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(got, this->storage_->LoadTrials(Key("s")));
+  EXPECT_THAT(got, ElementsAre(EqualsProto(MakeTrial(1))));
+}
+
 TYPED_TEST(StorageConformanceTest, LoadTrialsOfStudyWithoutTrialsIsEmpty) {
   this->CreateStudies({"s"});
   ASSERT_THAT(this->storage_->PutTrials(Key("s"), {}), IsOk());

@@ -1,6 +1,11 @@
 #include "core/storage/stored_records.h"
 
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "core/common/status_macros.h"
 
 namespace metaopt::storage {
 
@@ -82,17 +87,113 @@ absl::StatusOr<std::string> SerializeStudyRewrite(const StudyKey& key,
   return SerializeStudy(*write.study);
 }
 
-absl::StatusOr<std::vector<std::string>> SerializeTrials(
-    const StudyKey& key, absl::Span<const v1::Trial> trials) {
-  std::vector<std::string> blobs(trials.size());
-  for (size_t i = 0; i < trials.size(); ++i) {
-    if (!trials[i].SerializeToString(&blobs[i])) {
-      return absl::InternalError(absl::StrCat(Describe(key), " trial ",
-                                              trials[i].id(),
-                                              ": cannot serialize trial"));
+namespace {
+
+absl::Status AddValueRow(const StudyKey& key, int64_t trial_id,
+                         const v1::IntermediateValue& value,
+                         std::vector<TrialRows::Value>& rows) {
+  TrialRows::Value& row = rows.emplace_back();
+  row.trial_id = trial_id;
+  row.step = value.step();
+  if (!value.SerializeToString(&row.blob)) {
+    return absl::InternalError(absl::StrCat(
+        Describe(key), " trial ", trial_id, " step ", value.step(),
+        ": cannot serialize intermediate value"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void InsertByStep(v1::IntermediateValue value, v1::Trial& trial) {
+  auto* values = trial.mutable_intermediate_values();
+  if (values->empty() || values->rbegin()->step() < value.step()) {
+    *values->Add() = std::move(value);
+    return;
+  }
+  const auto at =
+      std::lower_bound(values->begin(), values->end(), value.step(),
+                       [](const v1::IntermediateValue& v, int64_t step) {
+                         return v.step() < step;
+                       });
+  if (at->step() == value.step()) {
+    *at = std::move(value);
+    return;
+  }
+  const int index = static_cast<int>(at - values->begin());
+  *values->Add() = std::move(value);
+  for (int i = values->size() - 1; i > index; --i)
+    values->SwapElements(i, i - 1);
+}
+
+absl::StatusOr<TrialRows> SerializeTrials(const StudyKey& key,
+                                          const StudyWrite& write) {
+  TrialRows rows;
+  rows.records.reserve(write.trials.size());
+  absl::flat_hash_set<int64_t> written;
+  for (const v1::Trial& trial : write.trials) {
+    TrialRows::Record& record = rows.records.emplace_back();
+    record.id = trial.id();
+    record.state = static_cast<int>(trial.state());
+    record.client_id = trial.client_id();
+    written.insert(trial.id());
+    bool serialized;
+    if (trial.intermediate_values().empty()) {
+      serialized = trial.SerializeToString(&record.blob);
+    } else {
+      v1::Trial without = trial;
+      without.clear_intermediate_values();
+      serialized = without.SerializeToString(&record.blob);
+      for (const v1::IntermediateValue& value : trial.intermediate_values()) {
+        METAOPT_RETURN_IF_ERROR(AddValueRow(key, trial.id(), value, rows.values));
+      }
+    }
+    if (!serialized) {
+      return absl::InternalError(absl::StrCat(
+          Describe(key), " trial ", trial.id(), ": cannot serialize trial"));
     }
   }
-  return blobs;
+  for (const TrialValue& value : write.intermediate_values) {
+    METAOPT_RETURN_IF_ERROR(
+        AddValueRow(key, value.trial_id, value.value, rows.values));
+    if (!written.contains(value.trial_id)) {
+      rows.touched.push_back(value.trial_id);
+    }
+  }
+  std::sort(rows.touched.begin(), rows.touched.end());
+  rows.touched.erase(std::unique(rows.touched.begin(), rows.touched.end()),
+                     rows.touched.end());
+  return rows;
+}
+
+absl::Status ValueOfAbsentTrial(const StudyKey& key, int64_t trial_id) {
+  return absl::NotFoundError(
+      absl::StrCat(Describe(key), " has no trial ", trial_id,
+                   " to store an intermediate value of"));
+}
+
+absl::Status ValueMerger::Add(int64_t trial_id, int64_t step,
+                              const std::string& blob) {
+  if (at_ >= trials_.size() || trials_[at_].id() != trial_id) {
+    const auto it = std::lower_bound(
+        trials_.begin(), trials_.end(), trial_id,
+        [](const v1::Trial& trial, int64_t id) { return trial.id() < id; });
+    if (it == trials_.end() || it->id() != trial_id) {
+      return absl::DataLossError(
+          absl::StrCat(Describe(key_), " trial ", trial_id, " step ", step,
+                       ": stored intermediate value without its trial"));
+    }
+    at_ = static_cast<size_t>(it - trials_.begin());
+  }
+  v1::IntermediateValue value;
+  if (!value.ParseFromString(blob) || value.step() != step) {
+    return absl::DataLossError(
+        absl::StrCat(Describe(key_), " trial ", trial_id, " step ", step,
+                     ": stored intermediate value does not parse or has "
+                     "another step"));
+  }
+  InsertByStep(std::move(value), trials_[at_]);
+  return absl::OkStatus();
 }
 
 }  // namespace metaopt::storage

@@ -48,9 +48,60 @@ absl::StatusOr<std::string> SerializeStudy(const v1::Study& study);
 // study than `key`; INTERNAL if it cannot be serialized.
 absl::StatusOr<std::string> SerializeStudyRewrite(const StudyKey& key,
                                                   const StudyWrite& write);
-// Each trial serialized; INTERNAL naming the first that cannot be.
-absl::StatusOr<std::vector<std::string>> SerializeTrials(
-    const StudyKey& key, absl::Span<const v1::Trial> trials);
+// The rows a write's trials and intermediate values are stored as.
+struct TrialRows {
+  // Each trial of StudyWrite::trials, its record serialized without its
+  // intermediate values.
+  struct Record {
+    int64_t id = 0;
+    int state = 0;
+    std::string client_id;
+    std::string blob;
+  };
+  std::vector<Record> records;
+  // One row per value: the trials' own intermediate values, then
+  // StudyWrite::intermediate_values; `blob` is the serialized
+  // v1::IntermediateValue.
+  struct Value {
+    int64_t trial_id = 0;
+    int64_t step = 0;
+    std::string blob;
+  };
+  std::vector<Value> values;
+  // The trials of StudyWrite::intermediate_values that are not among its
+  // trials, increasing: their records must exist and are marked written.
+  std::vector<int64_t> touched;
+};
+// INTERNAL naming the first trial or value that cannot be serialized. The
+// cost is that of the written records and values (a trial written without
+// intermediate values is not copied).
+absl::StatusOr<TrialRows> SerializeTrials(const StudyKey& key,
+                                          const StudyWrite& write);
+
+// Inserts `value` into `trial`'s intermediate values by increasing step,
+// replacing one of the same step: constant time for a step past the last,
+// moving the later values for a late one.
+void InsertByStep(v1::IntermediateValue value, v1::Trial& trial);
+
+// NOT_FOUND: StudyWrite::intermediate_values names trial `trial_id`, which is
+// not stored.
+absl::Status ValueOfAbsentTrial(const StudyKey& key, int64_t trial_id);
+
+// Merges stored value rows into trials read by increasing id, the rows coming
+// by increasing (trial id, step). Thread-compatible.
+class ValueMerger {
+ public:
+  ValueMerger(const StudyKey& key, std::vector<v1::Trial>& trials)
+      : key_(key), trials_(trials) {}
+  // Adds the value row of (trial_id, step); DATA_LOSS if it does not parse,
+  // holds another step, or its trial is not among the trials.
+  absl::Status Add(int64_t trial_id, int64_t step, const std::string& blob);
+
+ private:
+  const StudyKey& key_;
+  std::vector<v1::Trial>& trials_;
+  size_t at_ = 0;  // the trial of the last row
+};
 
 }  // namespace metaopt::storage
 

@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "core/common/proto_time.h"
 #include "core/storage/storage.h"
+#include "core/study/intermediate.h"
 #include "tests/testutil/fake_clock.h"
 #include "tests/testutil/restartable_engine.h"
 #include "core/study/study_engine.h"
@@ -17,6 +18,7 @@
 #include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
+#include "tests/testutil/storage_fixtures.h"
 #include "tests/testutil/temp_dir.h"
 #include "tests/testutil/test_specs.h"
 
@@ -27,6 +29,7 @@ using ::metaopt::testing::CatalogueSpec;
 using ::metaopt::testing::IsOk;
 using ::metaopt::testing::PipelineSpec;
 using ::metaopt::testing::StatusIs;
+using ::metaopt::storage::EqualsProto;
 using ::testing::HasSubstr;
 
 v1::StudySpec WithThreshold(v1::StudySpec spec, double threshold) {
@@ -148,6 +151,50 @@ TEST_F(EarlyStoppingTest, RejectsInvalidRuleAtCreate) {
   EXPECT_THAT(Create(spec),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("spec.early_stopping: no rule")));
+}
+
+// A report can answer without the trial's history (the answer then has the
+// same size at every step) and carries the value it recorded; a retry
+// carries the one recorded first. The values stay readable, also after a
+// restart on SQLite, where each is a row of its own.
+TEST_F(EarlyStoppingTest, AnswerWithoutHistoryCarriesTheRecordedValue) {
+  UseSqlite();
+  ASSERT_THAT(Create(PipelineSpec()), IsOk());
+  const int64_t id = Suggest(1).at(0);
+  v1::ReportIntermediateRequest request;
+  request.set_study_id("s");
+  request.set_trial_id(id);
+  request.set_omit_intermediate_values(true);
+  std::vector<v1::ReportIntermediateResponse> answers;
+  for (const int64_t step : {0, 1, 1}) {
+    request.set_step(step);
+    request.set_value(1.0 / (step + 2));
+    auto answered = engine_->ReportIntermediate(request);
+    ASSERT_THAT(answered, IsOk());
+    answers.push_back(*answered);
+  }
+  for (const auto& answer : answers) {
+    EXPECT_EQ(answer.trial().intermediate_values_size(), 0);
+    EXPECT_EQ(answer.trial().state(), v1::TRIAL_STATE_ACTIVE);
+    EXPECT_TRUE(answer.trial().has_lease_expire_time());
+  }
+  EXPECT_EQ(answers[0].trial().metadata().at(kOmittedIntermediateKey), "1");
+  EXPECT_EQ(answers[2].trial().metadata().at(kOmittedIntermediateKey), "2");
+  EXPECT_EQ(answers[1].recorded().step(), 1);
+  EXPECT_DOUBLE_EQ(answers[1].recorded().value(), 1.0 / 3);
+  EXPECT_TRUE(answers[1].recorded().has_report_time());
+  EXPECT_THAT(answers[2].recorded(), EqualsProto(answers[1].recorded()));
+  // By default the answer holds the whole trial, as GetTrial does.
+  request.set_omit_intermediate_values(false);
+  request.set_step(2);
+  auto whole = engine_->ReportIntermediate(request);
+  ASSERT_THAT(whole, IsOk());
+  EXPECT_THAT(whole->trial(), EqualsProto(Get(id)));
+  ASSERT_EQ(whole->trial().intermediate_values_size(), 3);
+  EXPECT_THAT(whole->trial().intermediate_values(1),
+              EqualsProto(answers[1].recorded()));
+  Restart();
+  EXPECT_THAT(Get(id), EqualsProto(whole->trial()));
 }
 
 TEST_F(EarlyStoppingTest, RepeatedStepIsIdempotentAndConflictIsRejected) {

@@ -69,8 +69,8 @@ struct EngineOptions {
   static constexpr int kHardMaxIntermediateValues = 1000000;
   // Serialized bytes of one trial's intermediate values (with their metrics);
   // a report that would take the trial past it is RESOURCE_EXHAUSTED and not
-  // stored. Every ReportIntermediate rewrites its trial, so this also bounds
-  // the cost of one report.
+  // stored. It also bounds a trial in a response (GetTrial, and a report's
+  // answer unless it omits the values).
   int64_t max_trial_intermediate_bytes = kDefaultMaxTrialIntermediateBytes;
   static constexpr int64_t kDefaultMaxTrialIntermediateBytes = int64_t{1} << 20;
   // Serialized bytes of the intermediate values of all trials of one study

@@ -56,15 +56,14 @@ int64_t IntermediateBytes(const v1::Trial& trial) {
 absl::StatusOr<Recorded> RecordIntermediate(
     const v1::ReportIntermediateRequest& request, absl::Time now,
     const IntermediateLimits& limits, int64_t trial_bytes,
-    int64_t* added_bytes, v1::Trial& trial) {
-  *added_bytes = 0;
-  auto* values = trial.mutable_intermediate_values();
+    const v1::Trial& trial, v1::IntermediateValue* value) {
+  const auto& values = trial.intermediate_values();
   const auto at =
-      std::lower_bound(values->begin(), values->end(), request.step(),
+      std::lower_bound(values.begin(), values.end(), request.step(),
                        [](const v1::IntermediateValue& v, int64_t step) {
                          return v.step() < step;
                        });
-  if (at != values->end() && at->step() == request.step()) {
+  if (at != values.end() && at->step() == request.step()) {
     // Bit-for-bit equal values (a retry sends the same double).
     const bool same_metrics =
         at->metrics().size() == request.metrics().size() &&
@@ -75,6 +74,7 @@ absl::StatusOr<Recorded> RecordIntermediate(
                              it->second == entry.second;
                     });
     if (at->value() == request.value() && same_metrics) {
+      *value = *at;
       return Recorded::kRepeat;
     }
     return absl::FailedPreconditionError(
@@ -84,19 +84,19 @@ absl::StatusOr<Recorded> RecordIntermediate(
                      "; a step is reported once "
                      "(a retry must repeat its value and metrics)"));
   }
-  if (values->size() >= limits.max_values) {
+  if (values.size() >= limits.max_values) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "step: ", request.step(), " not recorded: trial ", trial.id(),
-        " already holds ", values->size(),
+        " already holds ", values.size(),
         " intermediate values, the limit (--max-intermediate-values); report "
         "fewer steps"));
   }
-  v1::IntermediateValue value;
-  value.set_step(request.step());
-  value.set_value(request.value());
-  *value.mutable_metrics() = request.metrics();
-  *value.mutable_report_time() = ToProtoTimestamp(now);
-  const int64_t bytes = IntermediateValueBytes(value);
+  v1::IntermediateValue recorded;
+  recorded.set_step(request.step());
+  recorded.set_value(request.value());
+  *recorded.mutable_metrics() = request.metrics();
+  *recorded.mutable_report_time() = ToProtoTimestamp(now);
+  const int64_t bytes = IntermediateValueBytes(recorded);
   if (trial_bytes + bytes > limits.max_bytes) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "metrics: the report of step ", request.step(), " (", bytes,
@@ -107,14 +107,8 @@ absl::StatusOr<Recorded> RecordIntermediate(
         " (--max-trial-intermediate-bytes); it was not recorded: report "
         "fewer steps or fewer metrics"));
   }
-  *added_bytes = bytes;
-  const bool extends = at == values->end();
-  const int index = static_cast<int>(at - values->begin());
-  *values->Add() = std::move(value);
-  // Move the appended value to its place.
-  for (int i = values->size() - 1; i > index; --i)
-    values->SwapElements(i, i - 1);
-  return extends ? Recorded::kExtends : Recorded::kInserted;
+  *value = std::move(recorded);
+  return at == values.end() ? Recorded::kExtends : Recorded::kInserted;
 }
 
 early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
@@ -130,6 +124,19 @@ early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
     }
     auto it = v.metrics().find(metric);
     if (it != v.metrics().end()) curve.points.push_back({v.step(), it->second});
+  }
+  return curve;
+}
+
+early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
+                                   const v1::IntermediateValue& last,
+                                   const std::string& metric) {
+  early_stopping::TrialCurve curve = CurveOf(trial, metric);
+  if (metric.empty()) {
+    curve.points.push_back({last.step(), last.value()});
+  } else if (auto it = last.metrics().find(metric);
+             it != last.metrics().end()) {
+    curve.points.push_back({last.step(), it->second});
   }
   return curve;
 }

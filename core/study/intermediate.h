@@ -66,25 +66,29 @@ struct IntermediateLimits {
   int64_t max_bytes = 0;
 };
 
-// Records the report's step, value and metrics in `trial` (keeping
-// intermediate_values by increasing step), stamped `now`; `trial_bytes` is
-// IntermediateBytes(trial), which the caller keeps, and `*added_bytes` is set
-// to what the new value adds to it (0 for a repeat). FAILED_PRECONDITION if
-// the step is recorded with another value or metrics; RESOURCE_EXHAUSTED,
-// with `trial` unchanged, if the trial already holds `limits.max_values`
-// values or the new one would take it past `limits.max_bytes`. The cost is
-// that of the new value's metrics, plus moving values for a late step.
-// Thread-compatible.
+// Checks the report's step, value and metrics against `trial`'s intermediate
+// values and sets `*value` to what the report records, stamped `now` (for a
+// repeat, the value recorded before); `trial_bytes` is
+// IntermediateBytes(trial), which the caller keeps. `trial` is not changed:
+// the caller adds `*value` (storage::InsertByStep) once it is stored.
+// FAILED_PRECONDITION if the step is recorded with another value or metrics;
+// RESOURCE_EXHAUSTED if the trial already holds `limits.max_values` values or
+// the new one would take it past `limits.max_bytes`. The cost is that of the
+// new value's metrics and a binary search. Thread-compatible.
 absl::StatusOr<Recorded> RecordIntermediate(
     const v1::ReportIntermediateRequest& request, absl::Time now,
     const IntermediateLimits& limits, int64_t trial_bytes,
-    int64_t* added_bytes, v1::Trial& trial);
+    const v1::Trial& trial, v1::IntermediateValue* value);
 
 // The trial's curve, for early_stopping::Rule: its reported values, or with a
 // non-empty `metric` (EarlyStoppingSpec.metric) that metric of each report
 // (reports without it are left out).
 early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
                                    const std::string& metric = "");
+// CurveOf `trial` with `last`, a step past its last, reported too.
+early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
+                                   const v1::IntermediateValue& last,
+                                   const std::string& metric);
 
 // The goal the study's early-stopping rule follows: `spec.metric_goal` when it
 // compares a metric and sets one, else the objective's.

@@ -90,6 +90,43 @@ TEST_F(SharedStorageTest, EachEngineSeesTheOthersChanges) {
   EXPECT_EQ(next.trials(0).id(), 5);
 }
 
+// Reports made through one engine are appended rows; the other reads them on
+// its next call (its copy was loaded before they were made), whole and in
+// step order, and records further steps after them.
+TEST_F(SharedStorageTest, EachEngineSeesTheOthersIntermediateValues) {
+  Create(0, "s", PipelineSpec(v1::ALGORITHM_KIND_RANDOM, 7));
+  ASSERT_THAT(Suggest(0, "s", 1, "w"), IsOk());
+  v1::GetTrialRequest get;
+  get.set_study_id("s");
+  get.set_trial_id(1);
+  ASSERT_THAT(engine(1).GetTrial(get), IsOk());  // engine 1 loads it now
+  v1::ReportIntermediateRequest report;
+  report.set_study_id("s");
+  report.set_trial_id(1);
+  for (const int64_t step : {0, 2}) {
+    report.set_step(step);
+    report.set_value(0.1 * step);
+    ASSERT_THAT(engine(0).ReportIntermediate(report), IsOk());
+  }
+  report.set_step(1);
+  report.set_value(0.1);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto answered,
+                               engine(1).ReportIntermediate(report));
+  ASSERT_EQ(answered.trial().intermediate_values_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(answered.trial().intermediate_values(i).step(), i);
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto seen, engine(0).GetTrial(get));
+  EXPECT_EQ(seen.trial().intermediate_values_size(), 3);
+  // A retry through the other engine is recognized as one.
+  report.set_step(2);
+  report.set_value(0.2);
+  EXPECT_THAT(engine(0).ReportIntermediate(report), IsOk());
+  report.set_value(0.3);
+  EXPECT_THAT(engine(1).ReportIntermediate(report),
+              StatusIs(absl::StatusCode::kFailedPrecondition, ::testing::_));
+}
+
 TEST_F(SharedStorageTest, ConcurrentSuggestsNeverShareACatalogueEntry) {
   constexpr int kEntries = 60;
   Create(0, "c", CatalogueSpec(kEntries));

@@ -1,5 +1,6 @@
 #include "core/study/study_access.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -109,12 +110,23 @@ absl::Status StudyAccess::Refresh(LiveStudy& study) {
 absl::Status StudyAccess::Store(LiveStudy& study,
                                 absl::Span<const v1::Trial> trials,
                                 std::optional<std::string_view> policy_state,
-                                const v1::Study* record) {
+                                const v1::Study* record,
+                                absl::Span<const storage::TrialValue> values) {
+  // A trial written without its intermediate values keeps the stored ones.
+  std::vector<v1::Trial> without_values;
+  if (std::any_of(trials.begin(), trials.end(), [](const v1::Trial& trial) {
+        return !trial.intermediate_values().empty();
+      })) {
+    without_values.assign(trials.begin(), trials.end());
+    for (v1::Trial& trial : without_values) trial.clear_intermediate_values();
+    trials = without_values;
+  }
   METAOPT_ASSIGN_OR_RETURN(
       std::shared_ptr<storage::PendingWrite> pending,
-      storage_->StartWriteStudy(
-          study.key, {trials, policy_state, study.stored_version, record},
-          study.last_write));
+      storage_->StartWriteStudy(study.key,
+                                {trials, policy_state, study.stored_version,
+                                 record, values},
+                                study.last_write));
   if (pending != nullptr) study.last_write = std::move(pending);
   ++study.stored_version;
   return absl::OkStatus();

@@ -90,17 +90,21 @@ class StudyAccess {
   // fail), and otherwise refreshes it (RefreshStudy).
   absl::Status Refresh(LiveStudy& study)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
-  // Stores `trials`, `policy_state` (if set) and the study `record` (if not
-  // null) with a write conditional on study.stored_version, and advances it:
-  // ABORTED, with nothing stored, if another process changed the study since
-  // it was last refreshed. The write may still be pending on return (then it
+  // Stores `trials`, `policy_state` (if set), the study `record` (if not
+  // null) and the new intermediate `values` with a write conditional on
+  // study.stored_version, and advances it. The trials' own intermediate
+  // values are not written again (each was stored by the report that
+  // recorded it). ABORTED, with nothing stored, if another process changed
+  // the study since it was last refreshed. The write may still be pending on
+  // return (then it
   // is study.last_write, and the caller applies the change to the copy
   // anyway): callers answer only once the last write they saw is stored
   // (WithLiveStudy, StudyEngine::Suggest), and if it fails, the copy is read
   // again (Refresh).
   absl::Status Store(LiveStudy& study, absl::Span<const v1::Trial> trials,
                      std::optional<std::string_view> policy_state,
-                     const v1::Study* record = nullptr)
+                     const v1::Study* record = nullptr,
+                     absl::Span<const storage::TrialValue> values = {})
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu);
 
   // Turns the ACTIVE trials of `study` whose lease ended by `now` STALE and

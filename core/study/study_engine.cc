@@ -72,9 +72,13 @@ constexpr int kMaxFineTuneRuns = 20;
 
 // RESOURCE_EXHAUSTED when `trial` would not fit a response (see
 // EngineOptions::max_page_bytes): checked before a change is stored.
+// `extra_bytes`: what the trial adds to its serialized size beyond `trial`
+// (intermediate values not in the message).
 absl::Status CheckTrialFits(const v1::Trial& trial, const std::string& study_id,
-                            const EngineOptions& options) {
-  const int64_t bytes = static_cast<int64_t>(trial.ByteSizeLong());
+                            const EngineOptions& options,
+                            int64_t extra_bytes = 0) {
+  const int64_t bytes =
+      static_cast<int64_t>(trial.ByteSizeLong()) + extra_bytes;
   if (bytes <= options.max_page_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrCat(
       "trial ", trial.id(), " of study \"", study_id, "\" would serialize to ",
@@ -151,13 +155,15 @@ absl::Status NotActive(const v1::Trial& trial, const std::string& study_id,
                    "\" is ", v1::TrialState_Name(trial.state()), why));
 }
 
-// Marks `trial` stopped at the report's step when its client asks for it or,
-// for a report that extends its curve, when the study's early-stopping rule
+// Marks `trial` (the reported trial `active` without its intermediate values)
+// stopped at the report's step when its client asks for it or, for a report
+// that extends its curve by `value`, when the study's early-stopping rule
 // decides so (by `metric`, or the value); a trial already marked keeps its
 // mark.
 void MarkStopIfDue(LiveStudy& study,
                    const v1::ReportIntermediateRequest& request,
                    Recorded recorded, const std::string& metric,
+                   const v1::Trial& active, const v1::IntermediateValue& value,
                    v1::Trial& trial) ABSL_EXCLUSIVE_LOCKS_REQUIRED(study.mu) {
   if (GetStopMark(trial).has_value()) return;
   const int64_t id = trial.id();
@@ -178,7 +184,8 @@ void MarkStopIfDue(LiveStudy& study,
     others.push_back(CurveOf(other, metric));
   }
   const early_stopping::Decision decision = study.stopping_rule->ShouldStop(
-      CurveOf(trial, metric), others, StoppingGoal(study.stored.spec()));
+      CurveOf(active, value, metric), others,
+      StoppingGoal(study.stored.spec()));
   if (decision.stop) {
     SetStopMark(trial, request.step(), decision.reason);
     LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ", id,
@@ -729,11 +736,13 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
           return absl::NotFoundError(absl::StrCat(
               "study \"", request.study_id(), "\" has no trial ", id));
         }
-        v1::Trial trial = study.trials.Get(id);
-        if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
-          return NotActive(trial, request.study_id(), "",
+        if (study.trials.summary(id).state != v1::TRIAL_STATE_ACTIVE) {
+          return NotActive(study.trials.Get(id), request.study_id(), "",
                            "; only ACTIVE trials report intermediate values");
         }
+        // The trial's values are read in place and the report adds one, so
+        // that a report costs the same at every step.
+        const v1::Trial& active = study.trials.GetActive(id);
         const std::string& metric =
             study.stored.spec().early_stopping().metric();
         if (!metric.empty() && !request.metrics().contains(metric)) {
@@ -743,13 +752,15 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
               "so every report must carry it"));
         }
         const int64_t trial_bytes = study.trials.intermediate_bytes(id);
-        int64_t added_bytes = 0;
+        v1::IntermediateValue value;
         METAOPT_ASSIGN_OR_RETURN(
             const Recorded recorded,
             RecordIntermediate(request, now,
                                {options_.max_intermediate_values,
                                 options_.max_trial_intermediate_bytes},
-                               trial_bytes, &added_bytes, trial));
+                               trial_bytes, active, &value));
+        const int64_t added_bytes =
+            recorded == Recorded::kRepeat ? 0 : IntermediateValueBytes(value);
         const int64_t study_bytes =
             study.trials.total_intermediate_bytes() + added_bytes;
         if (study_bytes > options_.max_study_intermediate_bytes) {
@@ -761,18 +772,38 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
               options_.max_study_intermediate_bytes,
               " (--max-study-intermediate-bytes)"));
         }
-        MarkStopIfDue(study, request, recorded, metric, trial);
-        *trial.mutable_lease_expire_time() =
+        v1::Trial head = study.trials.ActiveHead(id);
+        MarkStopIfDue(study, request, recorded, metric, active, value, head);
+        *head.mutable_lease_expire_time() =
             ToProtoTimestamp(now + options_.trial_lease);
+        METAOPT_RETURN_IF_ERROR(CheckTrialFits(head, request.study_id(),
+                                               options_,
+                                               trial_bytes + added_bytes));
+        // One row for the new value and the trial's record without its
+        // values (a repeat stores only the lease).
+        std::vector<storage::TrialValue> added;
+        if (recorded != Recorded::kRepeat) added.push_back({id, value});
         METAOPT_RETURN_IF_ERROR(
-            CheckTrialFits(trial, request.study_id(), options_));
-        METAOPT_RETURN_IF_ERROR(access_.Store(study, {trial}, std::nullopt));
-        const std::optional<StopMark> mark = GetStopMark(trial);
+            access_.Store(study, {head}, std::nullopt, nullptr, added));
+        const std::optional<StopMark> mark = GetStopMark(head);
         response.set_should_stop(mark.has_value() &&
                                  request.step() >= mark->step);
         response.set_reason(response.should_stop() ? mark->reason : "");
-        *response.mutable_trial() = trial;
-        study.trials.Put(std::move(trial), trial_bytes + added_bytes);
+        study.trials.PutReport(
+            std::move(head),
+            recorded == Recorded::kRepeat ? std::nullopt
+                                          : std::make_optional(value),
+            trial_bytes + added_bytes);
+        if (request.omit_intermediate_values()) {
+          *response.mutable_trial() = study.trials.ActiveHead(id);
+          (*response.mutable_trial()->mutable_metadata())
+              [kOmittedIntermediateKey] =
+                  absl::StrCat(study.trials.GetActive(id)
+                                   .intermediate_values_size());
+        } else {
+          *response.mutable_trial() = study.trials.GetActive(id);
+        }
+        *response.mutable_recorded() = std::move(value);
         return absl::OkStatus();
       }));
   return response;

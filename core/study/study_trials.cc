@@ -10,6 +10,7 @@
 #include "core/common/proto_time.h"
 #include "core/objective/study_objectives.h"
 #include "core/space/search_space.h"
+#include "core/storage/stored_records.h"
 #include "core/study/intermediate.h"
 
 namespace metaopt::study {
@@ -222,6 +223,34 @@ void StudyTrials::Put(v1::Trial trial,
       parsed_[id - 1] = std::move(trial);
     }
   }
+}
+
+v1::Trial StudyTrials::ActiveHead(int64_t id) const {
+  v1::Trial& active = *slots_[id - 1].active;
+  google::protobuf::RepeatedPtrField<v1::IntermediateValue> values;
+  values.Swap(active.mutable_intermediate_values());
+  v1::Trial head = active;
+  values.Swap(active.mutable_intermediate_values());
+  return head;
+}
+
+void StudyTrials::PutReport(v1::Trial head,
+                            std::optional<v1::IntermediateValue> value,
+                            int64_t intermediate_bytes) {
+  Slot& slot = slots_[head.id() - 1];
+  head.mutable_intermediate_values()->Swap(
+      slot.active->mutable_intermediate_values());
+  if (value.has_value()) storage::InsertByStep(*std::move(value), head);
+  *slot.active = std::move(head);
+  const v1::Trial& trial = *slot.active;
+  if (trial.has_lease_expire_time()) {
+    next_lease_end_ = std::min(next_lease_end_,
+                               FromProtoTimestamp(trial.lease_expire_time()));
+  }
+  slot.summary = SummaryOf(trial);
+  intermediate_bytes_ += intermediate_bytes - slot.intermediate_bytes;
+  slot.intermediate_bytes = intermediate_bytes;
+  if (parsed_valid_) parsed_[trial.id() - 1] = trial;
 }
 
 std::vector<v1::Trial> StudyTrials::ExpiredLeases(absl::Time now,

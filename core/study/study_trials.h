@@ -88,6 +88,10 @@ class StudyTrials {
   const v1::Trial& GetActive(int64_t id) const {
     return *slots_[id - 1].active;
   }
+  // A copy of the ACTIVE trial `id` without its intermediate values, at a
+  // cost that does not grow with them (they are moved aside and back, so
+  // this needs exclusive access, like all()). REQUIRES: it is ACTIVE.
+  v1::Trial ActiveHead(int64_t id) const;
   // REQUIRES: 1 <= id <= size().
   const TrialSummary& summary(int64_t id) const {
     return slots_[id - 1].summary;
@@ -106,6 +110,15 @@ class StudyTrials {
   // IntermediateBytes(trial) (saves a pass over its intermediate values).
   void Put(v1::Trial trial,
            std::optional<int64_t> intermediate_bytes = std::nullopt);
+
+  // What a ReportIntermediate changes, without a copy of the trial's values:
+  // replaces the ACTIVE trial head.id() by `head` (the trial without its
+  // intermediate values, still ACTIVE: its lease and metadata may differ)
+  // with the trial's values and `value`, if set, inserted by step; the values
+  // then take `intermediate_bytes`. Constant time for a step past the last,
+  // but while all() is built (which then gets a copy of the trial).
+  void PutReport(v1::Trial head, std::optional<v1::IntermediateValue> value,
+                 int64_t intermediate_bytes);
 
   // IntermediateBytes (core/study/intermediate.h) of trial `id`, and of all
   // trials together. REQUIRES: 1 <= id <= size().
