@@ -21,7 +21,9 @@ namespace {
 
 constexpr int kDim = 10;
 
-v1::StudySpec Spec(int catalogue_size, space::Rng& rng) {
+// With objectives = 2 the study minimises Objective and Seconds together
+// (StudySpec.objectives; the trials report Seconds in their metrics).
+v1::StudySpec Spec(int catalogue_size, space::Rng& rng, int objectives = 1) {
   v1::StudySpec spec;
   auto* stage = spec.mutable_search_space()->add_stages();
   stage->set_name("model");
@@ -33,7 +35,14 @@ v1::StudySpec Spec(int catalogue_size, space::Rng& rng) {
     p->mutable_float_domain()->set_low(0);
     p->mutable_float_domain()->set_high(1);
   }
+  spec.mutable_objective()->set_name("loss");
   spec.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
+  if (objectives > 1) {
+    *spec.add_objectives() = spec.objective();
+    v1::Objective* seconds = spec.add_objectives();
+    seconds->set_name("seconds");
+    seconds->set_goal(v1::GOAL_MINIMIZE);
+  }
   spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
   auto space = space::SearchSpace::Create(spec.search_space());
   for (int i = 0; i < catalogue_size; ++i) {
@@ -50,7 +59,15 @@ double Objective(const v1::Configuration& c) {
   return total;
 }
 
-// n COMPLETED trials valued by Objective: the first n catalogue entries, or
+// A second objective at odds with Objective: a cost that grows with x0 and
+// x1.
+double Seconds(const v1::Configuration& c) {
+  const auto& p = c.assignments(0).parameters();
+  return std::exp(2 * p.at("x0").number()) + p.at("x1").number();
+}
+
+// n COMPLETED trials valued by Objective (and Seconds in their metrics when
+// the spec has several objectives): the first n catalogue entries, or
 // n samples of the space.
 std::vector<v1::Trial> CompletedTrials(const v1::StudySpec& spec,
                                        const space::SearchSpace& space, int n,
@@ -63,6 +80,10 @@ std::vector<v1::Trial> CompletedTrials(const v1::StudySpec& spec,
         from_catalogue ? spec.candidates(i) : space.Sample(rng);
     trial.set_state(v1::TRIAL_STATE_COMPLETED);
     trial.set_value(Objective(trial.configuration()));
+    if (spec.objectives_size() > 1) {
+      (*trial.mutable_metrics())["loss"] = trial.value();
+      (*trial.mutable_metrics())["seconds"] = Seconds(trial.configuration());
+    }
     trials.push_back(std::move(trial));
   }
   return trials;
@@ -163,9 +184,10 @@ void TimeSuggestPrepared(benchmark::State& state, const PolicySetup& setup,
 // A GP study with n completed trials (catalogue entries or samples), and a
 // policy whose hyperparameters were fitted on them (so the timed Suggest
 // reuses them, as most Suggests do under the refit schedule) unless `refit`.
-PolicySetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng) {
+PolicySetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng,
+                        int objectives = 1) {
   PolicySetup setup;
-  setup.spec = Spec(catalogue, rng);
+  setup.spec = Spec(catalogue, rng, objectives);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
   setup.trials =
       CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
@@ -249,9 +271,9 @@ void BM_GpSuggestAfterObserve(benchmark::State& state) {
 // the schedule) unless `refit`: then every timed Suggest runs it (100 Adam
 // steps on the scheduled prefix of the observations, at most 128 of them).
 PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit,
-                              space::Rng& rng) {
+                              space::Rng& rng, int objectives = 1) {
   PolicySetup setup;
-  setup.spec = Spec(catalogue, rng);
+  setup.spec = Spec(catalogue, rng, objectives);
   setup.spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
   auto network = surrogate::DeepPipeModel::Create(
@@ -320,6 +342,31 @@ void BM_DeepPipeSuggestAfterObserve(benchmark::State& state) {
   state.SetLabel("catalogue");
 }
 
+// Several objectives: a cold Suggest (as BM_GpSuggest and
+// BM_DeepPipeSuggest with refit 0) of a study minimising Objective alone
+// (objectives:1) or Objective and Seconds (objectives:2: a GP of Seconds on
+// the surrogate's inputs and the exact expected hypervolume improvement), at
+// the same n over the same catalogue:
+//   BM_GpSuggest/n:<N>/catalogue:5000/objectives:<1|2>
+//   BM_DeepPipeSuggest/n:<N>/catalogue:5000/objectives:<1|2>
+void BM_GpSuggestObjectives(benchmark::State& state) {
+  space::Rng rng(42);
+  const PolicySetup setup = MakeGpSetup(
+      static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+      /*refit=*/false, rng, static_cast<int>(state.range(2)));
+  TimeSuggest(state, setup, rng);
+  state.SetLabel("catalogue");
+}
+
+void BM_DeepPipeSuggestObjectives(benchmark::State& state) {
+  space::Rng rng(7);
+  const PolicySetup setup = MakeDeepPipeSetup(
+      static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+      /*refit=*/false, rng, static_cast<int>(state.range(2)));
+  TimeSuggest(state, setup, rng);
+  state.SetLabel("catalogue");
+}
+
 // The prepared Suggests and the fits alone, under names that keep the
 // n:<N>/catalogue:5000 form of the Suggests above:
 //   BM_GpSuggest/n:<N>/catalogue:5000/prepared:1
@@ -360,6 +407,18 @@ const bool kRegistered = [] {
     dp_prepare->Args({n, 5000, 0});
     dp_prepare->Args({n, 5000, 1});
   }
+  auto* gp_objectives =
+      benchmark::RegisterBenchmark("BM_GpSuggest", BM_GpSuggestObjectives)
+          ->ArgNames({"n", "catalogue", "objectives"});
+  auto* dp_objectives = benchmark::RegisterBenchmark(
+                            "BM_DeepPipeSuggest", BM_DeepPipeSuggestObjectives)
+                            ->ArgNames({"n", "catalogue", "objectives"});
+  for (const int objectives : {1, 2}) {
+    gp_objectives->Args({100, 5000, objectives});
+    dp_objectives->Args({100, 5000, objectives});
+  }
+  configure(gp_objectives);
+  configure(dp_objectives);
   gp_prepared->Args({100, 0, 1});
   dp_prepared->Args({100, 0, 1});
   for (auto* b :
