@@ -1068,25 +1068,21 @@ TEST_F(ObjectivesRunTest, TracesAreScoredAsTheEnginesRuns) {
                 both->runs[both->RunIndex(0, t, s)].regret);
     }
   }
-  // Broken traces are named.
-  WriteText(dir_.File("bad.csv"),
-            "method,task,seed,trial,entry\ncopy,t1,0,1,99\n");
-  options.traces = {dir_.File("bad.csv")};
-  EXPECT_THAT(RunBenchmark(options),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("catalogue")));
-  WriteText(dir_.File("short.csv"),
-            "method,task,seed,trial,entry\ncopy,t1,0,1,3\n");
-  options.traces = {dir_.File("short.csv")};
-  EXPECT_THAT(RunBenchmark(options),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("no run of copy on task \"t1\" seed 1")));
-  WriteText(dir_.File("dup.csv"),
-            "method,task,seed,trial,entry\nrandom,t1,0,1,3\n");
-  options.traces = {dir_.File("dup.csv")};
-  EXPECT_THAT(RunBenchmark(options),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("already a method")));
+  // Broken traces are named: (trace, what the error says).
+  const std::pair<std::string, std::string> kBroken[] = {
+      {"copy,t1,0,1,99", "catalogue"},
+      {"copy,t1,0,1,3", "no run of copy on task \"t1\" seed 1"},
+      {"random,t1,0,1,3", "already a method"},
+  };
+  for (const auto& [row, message] : kBroken) {
+    WriteText(dir_.File("bad.csv"),
+              absl::StrCat("method,task,seed,trial,entry\n", row, "\n"));
+    options.traces = {dir_.File("bad.csv")};
+    EXPECT_THAT(RunBenchmark(options),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(message)))
+        << row;
+  }
 }
 
 TEST_F(ObjectivesRunTest, BadObjectivesAndConstraintsAreInvalidArgument) {
