@@ -906,14 +906,15 @@ TEST(HypervolumeRegretTest, TrueFrontOfATinyCatalogue) {
 TEST(HypervolumeRegretTest, RegretOnAKnownCase) {
   const std::vector<objective::Point> targets = TinyTargets();
   const double front = TrueFrontHypervolume(targets);
-  // D alone: 0.1 x 1.1; then A: 1.1 x (1.1 - 2/3); then C adds 0.1 x 1.1;
-  // carried forward after the trace ends.
+  // D alone: 0.1 x 1.1; then A: 1.1 x (1.1 - 2/3); then C adds the strip
+  // below A, 0.1 x 2/3; carried forward after the trace ends.
   const std::vector<double> curve =
       HypervolumeRegretCurve({3, 0, 2}, targets, front, 4);
   ASSERT_EQ(curve.size(), 4u);
   EXPECT_NEAR(curve[0], 1 - 0.11 / 0.71, 1e-12);
   EXPECT_NEAR(curve[1], 1 - 1.1 * (1.1 - 2.0 / 3) / 0.71, 1e-12);
-  EXPECT_NEAR(curve[2], 1 - (1.1 * (1.1 - 2.0 / 3) + 0.11) / 0.71, 1e-12);
+  EXPECT_NEAR(curve[2], 1 - (1.1 * (1.1 - 2.0 / 3) + 0.1 * 2.0 / 3) / 0.71,
+              1e-12);
   EXPECT_EQ(curve[3], curve[2]);
   // The whole front: no regret; nothing observed: 1.
   EXPECT_NEAR(HypervolumeRegretCurve({1, 2, 0}, targets, front, 3).back(), 0,
