@@ -3,13 +3,16 @@
 #include <utility>
 
 #include "core/common/status_macros.h"
+#include "core/policy/policy_factory.h"
 #include "core/space/search_space.h"
 
 namespace metaopt::policy {
 
 absl::Status AddModelCatalogue(const registry::LoadedModel* model,
                                v1::StudySpec& spec) {
-  if (spec.algorithm().kind() != v1::ALGORITHM_KIND_PMF ||
+  absl::StatusOr<const AlgorithmKindDescriptor*> kind =
+      FindAlgorithmKind(spec.algorithm().kind());
+  if (!kind.ok() || !(*kind)->catalogue_from_model ||
       !spec.candidates().empty() || model == nullptr) {
     return absl::OkStatus();
   }

@@ -6,13 +6,14 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "core/common/status_macros.h"
 #include "tests/testutil/deeppipe_catalogue_study.h"
 #include "core/policy/policy_factory.h"
-#include "core/registry/model_binding.h"
+#include "core/policy/model_binding.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -148,6 +149,47 @@ TEST(DeepPipePolicyTest, ConditionedModelReadsTheStudysDatasetFeatures) {
             "log_rows,n_classes");
 }
 
+// Several objectives and a constraint: the meta-learned surrogate models the
+// first objective, GPs on its inputs the second and the constrained metric;
+// batches are distinct and never repeat a trial's entry.
+TEST(DeepPipePolicyTest, SeveralObjectivesAndAConstraintSuggestByEhvi) {
+  v1::StudySpec spec = CatalogueSpec();
+  spec.mutable_objective()->set_name("error");
+  *spec.add_objectives() = spec.objective();
+  v1::Objective* seconds = spec.add_objectives();
+  seconds->set_name("seconds");
+  seconds->set_goal(v1::GOAL_MINIMIZE);
+  v1::Constraint* memory = spec.add_constraints();
+  memory->set_metric("memory");
+  memory->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
+  memory->set_bound(2);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto policy, CreatePolicy(spec, std::nullopt, MetaModel(spec)));
+  std::vector<v1::Trial> trials;
+  StudyView view{&spec, &*space, &trials};
+  space::Rng rng(5);
+  std::set<std::string> keys;
+  std::string source;
+  for (int step = 0; step < 6; ++step) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r,
+                                 policy->Suggest(view, 2, rng));
+    ASSERT_EQ(r.configurations.size(), 2u);
+    source = r.source;
+    for (const v1::Configuration& c : r.configurations) {
+      EXPECT_TRUE(keys.insert(space::ConfigurationKey(c)).second);
+      v1::Trial t = Completed(static_cast<int64_t>(trials.size()) + 1, c);
+      const double error = t.value();
+      (*t.mutable_metrics())["error"] = error;
+      (*t.mutable_metrics())["seconds"] = 1 / (0.1 + error);
+      (*t.mutable_metrics())["memory"] = 3 * error;
+      t.set_feasible(3 * error <= 2);
+      trials.push_back(std::move(t));
+    }
+  }
+  EXPECT_THAT(source, HasSubstr("ehvi"));
+}
+
 TEST(DeepPipePolicyTest, FineTuneLowersTheLossAndPersists) {
   const v1::StudySpec spec = CatalogueSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
@@ -221,13 +263,13 @@ TEST(DeepPipePolicyTest, ScratchTrainsOnTheStudyAndNeverRepeats) {
 TEST(DeepPipePolicyTest, NamedPmfModelIsRejected) {
   v1::AlgorithmSpec algorithm;
   algorithm.set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
-  EXPECT_THAT(registry::CheckModelKind(algorithm, v1::MODEL_KIND_PMF),
+  EXPECT_THAT(policy::CheckModelKind(algorithm, v1::MODEL_KIND_PMF),
               testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                 HasSubstr("MODEL_KIND_PMF")));
   EXPECT_TRUE(
-      registry::CheckModelKind(algorithm, v1::MODEL_KIND_DEEPPIPE).ok());
-  EXPECT_TRUE(registry::AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
-  EXPECT_FALSE(registry::AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
+      policy::CheckModelKind(algorithm, v1::MODEL_KIND_DEEPPIPE).ok());
+  EXPECT_TRUE(policy::AutoBindsModel(algorithm, v1::MODEL_KIND_DEEPPIPE));
+  EXPECT_FALSE(policy::AutoBindsModel(algorithm, v1::MODEL_KIND_PORTFOLIO));
 }
 
 TEST(DeepPipePolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {

@@ -1,7 +1,6 @@
 #include "core/policy/model_based.h"
 
 #include <algorithm>
-#include <limits>
 #include <atomic>
 #include <numeric>
 #include <utility>
@@ -10,9 +9,8 @@
 #include "absl/strings/str_join.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
-#include "core/acquisition/pareto_acquisition.h"
 #include "core/objective/objective.h"
-#include "core/objective/study_objectives.h"
+#include "core/policy/pareto_step.h"
 #include "core/policy/random_policy.h"
 
 namespace metaopt::policy {
@@ -96,106 +94,6 @@ void Append(std::vector<v1::Configuration> more,
   for (v1::Configuration& c : more) out.push_back(std::move(c));
 }
 
-// Whether the study has several objectives or constraints.
-bool SeveralOutputs(const v1::StudySpec& spec) {
-  return spec.objectives_size() > 1 || spec.constraints_size() > 0;
-}
-
-// A GP of one more output (another objective, minimised, or a constrained
-// metric) on the surrogate's inputs: fitted on the observations that report
-// `metric`, conditioned on the pending inputs as fantasies.
-absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
-    const StudyView& study, const FittedSurrogate& fitted,
-    const Eigen::MatrixXd& pending, const space::Encoder& encoder,
-    const std::string& metric, std::optional<v1::Goal> goal, space::Rng& rng) {
-  std::vector<v1::Configuration> configs;
-  std::vector<double> values;
-  for (const v1::Trial& trial : *study.trials) {
-    if (!IsObservation(trial)) continue;
-    const auto it = trial.metrics().find(metric);
-    if (it == trial.metrics().end()) continue;
-    configs.push_back(trial.configuration());
-    values.push_back(goal.has_value() ? objective::Minimized(it->second, *goal)
-                                      : it->second);
-  }
-  if (configs.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("no observation reports metric \"", metric, "\""));
-  }
-  Eigen::MatrixXd X = encoder.EncodeBatch(configs);
-  if (fitted.inputs != nullptr) {
-    METAOPT_ASSIGN_OR_RETURN(X, fitted.inputs(X));
-  }
-  const Eigen::VectorXd y =
-      Eigen::Map<const Eigen::VectorXd>(values.data(), values.size());
-  METAOPT_ASSIGN_OR_RETURN(gp::GaussianProcess prior,
-                           gp::GaussianProcess::Create("matern52", X.cols()));
-  gp::FitOptions options;
-  options.num_starts = 2;
-  options.max_iterations = 50;
-  options.time_budget = absl::Seconds(2);
-  options.seed = rng();
-  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
-                           gp::Fit(prior, X, y, options));
-  std::shared_ptr<const surrogate::Surrogate> model =
-      std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
-  if (pending.rows() > 0) {
-    METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const surrogate::Surrogate> with,
-                             model->WithFantasies(pending));
-    model = std::move(with);
-  }
-  return model;
-}
-
-// The Pareto acquisition (acquisition/pareto_acquisition.h) of a study with
-// several objectives or constraints: `fitted` models the first objective, a
-// GP each other objective and constrained metric; the front is that of the
-// feasible observations, the reference point the study's.
-absl::StatusOr<std::unique_ptr<const acquisition::AcquisitionFunction>>
-ParetoStepAcquisition(const StudyView& study, const FittedSurrogate& fitted,
-                      const Eigen::MatrixXd& pending,
-                      const space::Encoder& encoder, space::Rng& rng) {
-  const objective::StudyObjectives objectives(*study.spec);
-  std::vector<std::shared_ptr<const surrogate::Surrogate>> others;
-  for (int i = 1; i < objectives.size(); ++i) {
-    METAOPT_ASSIGN_OR_RETURN(
-        std::shared_ptr<const surrogate::Surrogate> model,
-        FitOutputModel(study, fitted, pending, encoder,
-                       objectives.objective(i).name(),
-                       objectives.objective(i).goal(), rng));
-    others.push_back(std::move(model));
-  }
-  std::vector<acquisition::ModeledConstraint> constraints;
-  for (const objective::Constraint& constraint : objectives.constraints()) {
-    acquisition::ModeledConstraint modeled;
-    METAOPT_ASSIGN_OR_RETURN(
-        modeled.model, FitOutputModel(study, fitted, pending, encoder,
-                                      constraint.metric, std::nullopt, rng));
-    modeled.at_most = constraint.sense == objective::Constraint::Sense::kAtMost;
-    modeled.bound = constraint.bound;
-    constraints.push_back(std::move(modeled));
-  }
-  std::vector<objective::Point> feasible;
-  for (const v1::Trial& trial : *study.trials) {
-    if (!IsObservation(trial) ||
-        !objective::StudyObjectives::Feasible(trial)) {
-      continue;
-    }
-    if (std::optional<objective::Point> point = objectives.Targets(trial)) {
-      feasible.push_back(*std::move(point));
-    }
-  }
-  std::vector<double> reference =
-      objectives.multiple()
-          ? objectives.ReferencePoint(feasible)
-          : std::vector<double>{std::numeric_limits<double>::infinity()};
-  return std::unique_ptr<const acquisition::AcquisitionFunction>(
-      new acquisition::ParetoAcquisition(std::move(others),
-                                         std::move(constraints),
-                                         std::move(feasible),
-                                         std::move(reference)));
-}
-
 // EI picks under `fitted`, with the study's pending trials and `picks` as
 // fantasies.
 absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
@@ -220,9 +118,15 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
   // several objectives or constraints the Pareto acquisition.
   std::unique_ptr<const acquisition::AcquisitionFunction> owned;
   if (SeveralOutputs(*study.spec)) {
+    const space::Encoder& encoder = *steps.encoder;
+    const InputsOf inputs_of = [&](const std::vector<v1::Configuration>& c)
+        -> absl::StatusOr<Eigen::MatrixXd> {
+      Eigen::MatrixXd X = encoder.EncodeBatch(c);
+      if (fitted.inputs == nullptr) return X;
+      return fitted.inputs(X);
+    };
     METAOPT_ASSIGN_OR_RETURN(
-        owned, ParetoStepAcquisition(study, fitted, pending, *steps.encoder,
-                                     rng));
+        owned, ParetoStepAcquisition(study, inputs_of, pending, rng));
   } else {
     owned = std::make_unique<acquisition::LogExpectedImprovementFunction>(
         data.y.minCoeff());
@@ -359,9 +263,7 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
       ExpectedImprovementPicks(study, result.configurations, steps, data,
                                *ahead, remaining(), rng));
   Append(std::move(picks), result.configurations);
-  sources.push_back(!SeveralOutputs(*study.spec)     ? "ei"
-                    : study.spec->objectives_size() > 1 ? "ehvi"
-                                                      : "constrained-ei");
+  sources.push_back(AcquisitionName(*study.spec));
   return finish();
 }
 

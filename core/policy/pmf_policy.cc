@@ -6,6 +6,7 @@
 #include <numeric>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -14,6 +15,7 @@
 #include "core/common/status_macros.h"
 #include "core/gp/lbfgs.h"
 #include "core/objective/objective.h"
+#include "core/policy/pareto_step.h"
 
 namespace metaopt::policy {
 
@@ -281,7 +283,7 @@ void PmfPolicy::CollectObservations(const StudyView& study,
 
 absl::StatusOr<SuggestResult> PmfPolicy::Suggest(const StudyView& study,
                                                  int count,
-                                                 space::Rng& /*rng*/) const {
+                                                 space::Rng& rng) const {
   const int n_catalogue = static_cast<int>(shared_->catalogue.size());
   std::vector<char> held(n_catalogue, 0);
   std::vector<int> pending;
@@ -354,13 +356,47 @@ absl::StatusOr<SuggestResult> PmfPolicy::Suggest(const StudyView& study,
   auto is_held = [&](const std::string& key) {
     return held[shared_->index_by_key.at(key)] != 0;
   };
+  std::unique_ptr<const acquisition::AcquisitionFunction> acquisition;
+  if (SeveralOutputs(*study.spec)) {
+    // The other outputs' GPs read the entries' latent rows too.
+    absl::flat_hash_map<int, int> row_of;
+    for (size_t row = 0; row < candidates_.size(); ++row) {
+      row_of[candidates_[row]] = static_cast<int>(row);
+    }
+    const Eigen::MatrixXd& latents = shared_->latent_candidates.X;
+    const auto rows_of = [&](absl::Span<const int> entries) {
+      Eigen::MatrixXd X(static_cast<Eigen::Index>(entries.size()),
+                        latents.cols());
+      for (size_t i = 0; i < entries.size(); ++i) {
+        X.row(i) = latents.row(row_of.at(entries[i]));
+      }
+      return X;
+    };
+    const InputsOf inputs_of = [&](const std::vector<v1::Configuration>& c)
+        -> absl::StatusOr<Eigen::MatrixXd> {
+      std::vector<int> entries;
+      for (const v1::Configuration& config : c) {
+        entries.push_back(
+            shared_->index_by_key.at(space::ConfigurationKey(config)));
+      }
+      return rows_of(entries);
+    };
+    std::vector<int> fantasies = pending;
+    fantasies.insert(fantasies.end(), picks.begin(), picks.end());
+    METAOPT_ASSIGN_OR_RETURN(
+        acquisition,
+        ParetoStepAcquisition(study, inputs_of, rows_of(fantasies), rng));
+  } else {
+    acquisition =
+        std::make_unique<acquisition::LogExpectedImprovementFunction>(threshold);
+  }
   METAOPT_ASSIGN_OR_RETURN(
       std::vector<int> rows,
-      acquisition::MaximizeOverCatalogue(
-          *posterior, shared_->latent_candidates, is_held,
-          acquisition::LogExpectedImprovementFunction(threshold), remaining));
+      acquisition::MaximizeOverCatalogue(*posterior,
+                                         shared_->latent_candidates, is_held,
+                                         *acquisition, remaining));
   for (int row : rows) pick(candidates_[row]);
-  if (!rows.empty()) sources.push_back("ei");
+  if (!rows.empty()) sources.push_back(AcquisitionName(*study.spec));
   return finish();
 }
 

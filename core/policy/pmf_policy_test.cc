@@ -1,6 +1,7 @@
 #include "core/policy/pmf_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <set>
 #include <string>
@@ -332,6 +333,50 @@ TEST_F(PmfPolicyTest, FindsGoodEntriesFasterThanTheirAverage) {
     ++tasks;
   }
   EXPECT_LT(pmf_regret / tasks, 0.5 * random_regret / tasks);
+}
+
+// With a second objective (here a made-up cost that grows with the entry's
+// value: a trade-off) and a constraint, PMF suggests by EHVI over its latent
+// rows: distinct untried entries, the sources say so.
+TEST_F(PmfPolicyTest, SeveralObjectivesSuggestByHypervolumeImprovement) {
+  const meta::Task& task = TestTask(0);
+  v1::StudySpec spec = Spec();
+  *spec.add_objectives() = spec.objective();
+  v1::Objective* cost = spec.add_objectives();
+  cost->set_name("cost");
+  cost->set_goal(v1::GOAL_MINIMIZE);
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const PmfPolicy> policy,
+      PmfPolicy::Create(spec, std::nullopt, *model_));
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  std::vector<v1::Trial> trials;
+  space::Rng rng(5);
+  std::vector<std::string> sources;
+  for (int step = 0; step < 8; ++step) {
+    StudyView view{&spec, &*space, &trials};
+    METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult result,
+                                 policy->Suggest(view, 2, rng));
+    ASSERT_EQ(result.configurations.size(), 2u);
+    sources.push_back(result.source);
+    for (const v1::Configuration& c : result.configurations) {
+      v1::Trial trial;
+      trial.set_id(static_cast<int64_t>(trials.size()) + 1);
+      *trial.mutable_configuration() = c;
+      trial.set_state(v1::TRIAL_STATE_COMPLETED);
+      const double y = ValueOn(task, c);
+      trial.set_value(y);
+      (*trial.mutable_metrics())[spec.objective().name()] = y;
+      (*trial.mutable_metrics())["cost"] = std::exp(3 * y);
+      trials.push_back(trial);
+    }
+  }
+  EXPECT_THAT(sources.back(), ::testing::EndsWith("/ehvi"))
+      << sources.back();
+  std::set<std::string> keys;
+  for (const v1::Trial& t : trials) {
+    EXPECT_TRUE(keys.insert(space::ConfigurationKey(t.configuration())).second);
+  }
 }
 
 TEST_F(PmfPolicyTest, FineTuneRefitsTheKernelAndIsPersisted) {

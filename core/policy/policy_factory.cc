@@ -66,15 +66,82 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreateGrosi(
   return GrosiPolicy::Create(spec, std::move(model));
 }
 
+using DeepPipeUse = BindingRules::DeepPipeUse;
+
+// Every model kind carries a portfolio, so a kind that needs nothing else
+// takes any; a GROSI model binds other kinds only by name (its portfolio is
+// its data's portfolio model's, which also carries the task-aware design).
+constexpr BindingRules::ModelKinds kAllButGrosi =
+    BindingRules::Set({v1::MODEL_KIND_PORTFOLIO, v1::MODEL_KIND_DEEPPIPE,
+                  v1::MODEL_KIND_PMF});
+
+BindingRules RandomBinding(const v1::AlgorithmSpec&) {
+  // Named models only (for their portfolio): the baseline stays a baseline.
+  return BindingRules();
+}
+
+BindingRules GpBinding(const v1::AlgorithmSpec&) {
+  BindingRules rules;
+  rules.binds_by_itself = kAllButGrosi;
+  return rules;
+}
+
+BindingRules DeepPipeBinding(const v1::AlgorithmSpec&) {
+  BindingRules rules;
+  // A portfolio-only model gives a scratch DeepPipe its warm start.
+  rules.accepts = BindingRules::Set({v1::MODEL_KIND_DEEPPIPE,
+                                v1::MODEL_KIND_PORTFOLIO});
+  rules.binds_by_itself = BindingRules::Set({v1::MODEL_KIND_DEEPPIPE});
+  rules.learns_from_model = true;
+  rules.deeppipe_use = DeepPipeUse::kLearnsEncoders;
+  return rules;
+}
+
+BindingRules PmfBinding(const v1::AlgorithmSpec&) {
+  BindingRules rules;
+  rules.accepts = rules.binds_by_itself = BindingRules::Set({v1::MODEL_KIND_PMF});
+  rules.learns_from_model = true;
+  return rules;
+}
+
+BindingRules MosaicBinding(const v1::AlgorithmSpec& algorithm) {
+  BindingRules rules;
+  if (algorithm.mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE) {
+    rules.binds_by_itself = BindingRules::Set({v1::MODEL_KIND_DEEPPIPE});
+    rules.deeppipe_use = DeepPipeUse::kKernelOnly;
+    rules.kernel_only_reason =
+        "Mosaic's DeepPipe surrogate fine-tunes the kernel only and cannot "
+        "learn a new algorithm's encoder; use ALGORITHM_KIND_DEEPPIPE";
+  } else {
+    rules.binds_by_itself = kAllButGrosi;
+  }
+  return rules;
+}
+
+BindingRules GrosiBinding(const v1::AlgorithmSpec&) {
+  BindingRules rules;
+  rules.accepts = rules.binds_by_itself = BindingRules::Set({v1::MODEL_KIND_GROSI});
+  rules.learns_from_model = true;
+  return rules;
+}
+
 // The table. Several objectives and constraints go through the Pareto
-// acquisition of the surrogate-based Suggest (model_based.h): GP and DeepPipe.
+// acquisition (pareto_step.h): GP and DeepPipe in the surrogate-based Suggest
+// (model_based.h), PMF over its latent rows.
 constexpr AlgorithmKindDescriptor kKinds[] = {
-    {v1::ALGORITHM_KIND_RANDOM, &CreateRandom, false, true, true},
-    {v1::ALGORITHM_KIND_GP, &CreateGp, true, true, true},
-    {v1::ALGORITHM_KIND_DEEPPIPE, &CreateDeepPipe, true, true, true},
-    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, false, false},
-    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, false},
-    {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false},
+    // kind, create, models_encoded_space, several_objectives, constraints,
+    // catalogue_from_model, binding
+    {v1::ALGORITHM_KIND_RANDOM, &CreateRandom, false, true, true, false,
+     &RandomBinding},
+    {v1::ALGORITHM_KIND_GP, &CreateGp, true, true, true, false, &GpBinding},
+    {v1::ALGORITHM_KIND_DEEPPIPE, &CreateDeepPipe, true, true, true, false,
+     &DeepPipeBinding},
+    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, true, true, true,
+     &PmfBinding},
+    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, false, false,
+     &MosaicBinding},
+    {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false, false,
+     &GrosiBinding},
 };
 
 std::string KindNames(bool (*accepts)(const AlgorithmKindDescriptor&)) {

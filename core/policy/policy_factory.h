@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/policy/model_binding.h"
 #include "core/policy/policy.h"
 #include "core/registry/artifact.h"
 #include "metaopt/v1/policy_state.pb.h"
@@ -32,6 +33,12 @@ struct AlgorithmKindDescriptor {
   // (spec.constraints).
   bool several_objectives;
   bool constraints;
+  // A study that names no candidates runs over its bound model's catalogue
+  // (AddModelCatalogue, catalogue.h).
+  bool catalogue_from_model;
+  // What a study of the kind takes from the registry (some kinds' rules
+  // depend on their options, e.g. Mosaic's surrogate).
+  BindingRules (*binding)(const v1::AlgorithmSpec& algorithm);
 };
 
 // Every kind implemented, in AlgorithmKind order.

@@ -7,7 +7,7 @@
 #include "core/common/status_macros.h"
 #include "core/objective/objective.h"
 #include "core/policy/policy_factory.h"
-#include "core/registry/model_binding.h"
+#include "core/policy/model_binding.h"
 #include "core/study/intermediate.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "google/protobuf/util/time_util.h"
@@ -50,8 +50,8 @@ void StampIncarnation(const LiveStudy& live, std::vector<v1::Trial>& trials) {
 absl::StatusOr<std::shared_ptr<const policy::Policy>> BuildPolicy(
     registry::ModelManager* models, const LiveStudy& live,
     const std::optional<std::string>& policy_state) {
-  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
-                           registry::StoredBinding(models, live.stored));
+  METAOPT_ASSIGN_OR_RETURN(policy::ModelBinding binding,
+                           policy::StoredBinding(models, live.stored));
   return policy::CreatePolicy(live.stored.spec(), policy_state,
                               std::move(binding.model));
 }

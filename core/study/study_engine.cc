@@ -16,7 +16,7 @@
 #include "core/common/strings.h"
 #include "core/policy/catalogue.h"
 #include "core/policy/policy_factory.h"
-#include "core/registry/model_binding.h"
+#include "core/policy/model_binding.h"
 #include "core/study/intermediate.h"
 #include "core/study/page_token.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -88,7 +88,7 @@ absl::Status CheckTrialFits(const v1::Trial& trial, const std::string& study_id,
 // bound to and what the model and the binding record about it, created now.
 absl::StatusOr<v1::Study> NewStudyRecord(
     const std::string& study_id, const std::string& owner,
-    const v1::StudySpec& spec, const registry::ModelBinding& binding,
+    const v1::StudySpec& spec, const policy::ModelBinding& binding,
     const std::function<absl::Time()>& clock) {
   v1::Study study;
   study.set_study_id(study_id);
@@ -289,8 +289,8 @@ absl::StatusOr<v1::CreateStudyResponse> StudyEngine::CreateStudy(
   METAOPT_RETURN_IF_ERROR(policy::CheckAlgorithmSupported(spec.algorithm()));
   METAOPT_RETURN_IF_ERROR(policy::CheckObjectivesSupported(spec));
   METAOPT_RETURN_IF_ERROR(CheckModelDimension(spec, options_));
-  METAOPT_ASSIGN_OR_RETURN(registry::ModelBinding binding,
-                           registry::BindModel(models_, spec, context.owner));
+  METAOPT_ASSIGN_OR_RETURN(policy::ModelBinding binding,
+                           policy::BindModel(models_, spec, context.owner));
   const std::shared_ptr<const registry::LoadedModel>& model = binding.model;
   // An algorithm that runs over its model's catalogue stores it as the
   // study's candidates.
@@ -784,7 +784,7 @@ absl::StatusOr<v1::ListModelsResponse> StudyEngine::ListModels(
   if (models_ != nullptr) {
     for (const auto& model : models_->List()) {
       // Models learned from another owner's studies are not theirs to see.
-      if (!registry::ServesOwner(*model, context.owner)) continue;
+      if (!policy::ServesOwner(*model, context.owner)) continue;
       *response.add_models() = registry::Describe(*model);
     }
   }

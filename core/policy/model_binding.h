@@ -1,9 +1,11 @@
 // Binding a study to a registry model: which model kinds an algorithm takes,
 // whether a model's search space can serve a study's, which model a new study
 // binds to, and the model a stored study stays bound to.
-#ifndef METAOPT_CORE_REGISTRY_MODEL_BINDING_H_
-#define METAOPT_CORE_REGISTRY_MODEL_BINDING_H_
+#ifndef METAOPT_CORE_POLICY_MODEL_BINDING_H_
+#define METAOPT_CORE_POLICY_MODEL_BINDING_H_
 
+#include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,13 +19,55 @@
 #include "metaopt/v1/model.pb.h"
 #include "metaopt/v1/study.pb.h"
 
-namespace metaopt::registry {
+namespace metaopt::policy {
+
+// What a study of one algorithm takes from the registry: the descriptor table
+// of algorithm kinds (policy_factory.h) gives each kind's.
+struct BindingRules {
+  // A set of model kinds: bit (1 << kind).
+  using ModelKinds = uint32_t;
+  static constexpr ModelKinds Set(std::initializer_list<v1::ModelKind> kinds) {
+    ModelKinds set = 0;
+    for (v1::ModelKind kind : kinds) set |= ModelKinds{1} << kind;
+    return set;
+  }
+  static constexpr ModelKinds kAnyModel = ~ModelKinds{0};
+
+  // How the algorithm uses a DeepPipe model beyond its portfolio, which
+  // decides whether the model can serve algorithms it was not trained on.
+  enum class DeepPipeUse {
+    kPortfolioOnly,  // new algorithms are fine
+    kKernelOnly,     // fine-tunes the kernel: cannot learn new algorithms
+    kLearnsEncoders  // learns new algorithms' encoders (needs encoder layers)
+  };
+
+  // The model kinds a study may name in spec.algorithm.model.
+  ModelKinds accepts = kAnyModel;
+  // The model kinds a study binds to by itself (spec.algorithm.model empty).
+  ModelKinds binds_by_itself = 0;
+  // The algorithm's point is a meta-learned model: a study that binds none
+  // records why (ModelBinding::unbound_reason).
+  bool learns_from_model = false;
+  DeepPipeUse deeppipe_use = DeepPipeUse::kPortfolioOnly;
+  // Why kKernelOnly cannot serve new algorithms, for messages.
+  const char* kernel_only_reason = "";
+
+  bool Accepts(v1::ModelKind kind) const {
+    return (accepts >> kind) & 1;
+  }
+  bool BindsByItself(v1::ModelKind kind) const {
+    return (binds_by_itself >> kind) & 1;
+  }
+};
+
+// The rules of `algorithm`'s kind (an unknown kind: the defaults above).
+BindingRules BindingRulesOf(const v1::AlgorithmSpec& algorithm);
 
 // Whether a study of this algorithm binds by itself (spec.algorithm.model
 // empty) to a served registry model of kind `kind` over its space, and whether
-// it accepts such a model when named. RANDOM uses only named models (for their
-// portfolio), so the random baseline stays a baseline; only GROSI studies bind
-// to a GROSI model by themselves.
+// it accepts such a model when named (BindingRules). RANDOM uses only named
+// models (for their portfolio), so the random baseline stays a baseline; only
+// GROSI studies bind to a GROSI model by themselves.
 bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind);
 absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
                             v1::ModelKind kind);
@@ -40,7 +84,7 @@ absl::Status CheckMatches(const v1::SearchSpace& model_space,
                           const v1::SearchSpace& study_space);
 // As above, with the message `model "oboe-portfolio@3" does not match the
 // study's space: ...`.
-absl::Status CheckMatches(const LoadedModel& model,
+absl::Status CheckMatches(const registry::LoadedModel& model,
                           const v1::SearchSpace& study_space);
 
 // Whether `model` can serve a study of `algorithm` whose space maps onto the
@@ -53,14 +97,14 @@ absl::Status CheckMatches(const LoadedModel& model,
 // and Mosaic's DeepPipe surrogate (kernel fine-tuning only) refuse them.
 // INVALID_ARGUMENT naming the model and the first new algorithm otherwise.
 absl::Status CheckPartialBinding(const v1::AlgorithmSpec& algorithm,
-                                 const LoadedModel& model,
+                                 const registry::LoadedModel& model,
                                  const space::SpaceMapping& mapping);
 
 // A study's binding to a registry model and how the study's space maps onto
 // the model's (partial binding, docs/algorithms.md).
 struct ModelBinding {
   // Null: the study binds to no model.
-  std::shared_ptr<const LoadedModel> model;
+  std::shared_ptr<const registry::LoadedModel> model;
   space::SpaceMapping mapping;
   // Without a model, for an algorithm that learns from a model (DeepPipe,
   // PMF, GROSI) and names none: why no served model binds, naming the
@@ -85,7 +129,7 @@ struct ModelBinding {
 // and a token owner's model serves no one after they are turned off); another
 // model with provenance.owner set serves only that owner; every other model
 // serves everyone.
-bool ServesOwner(const LoadedModel& model, std::string_view owner);
+bool ServesOwner(const registry::LoadedModel& model, std::string_view owner);
 
 // The binding of a new study of `owner` with canonical spec `spec`: the model
 // `spec.algorithm.model` names ("none": no model), which must serve the owner
@@ -96,7 +140,7 @@ bool ServesOwner(const LoadedModel& model, std::string_view owner);
 // first, then by name: the first whose space is the study's (up to orders),
 // else the first that serves it partially (CheckPartialBinding); else none.
 // `models` may be null (no registry). Errors name `spec.algorithm.model`.
-absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
+absl::StatusOr<ModelBinding> BindModel(registry::ModelManager* models,
                                        const v1::StudySpec& spec,
                                        std::string_view owner = "");
 
@@ -104,9 +148,9 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
 // (study.bound_model(); none when empty), even after newer versions were
 // published. FAILED_PRECONDITION if the registry can no longer load it, or if
 // it does not serve the study's owner (ServesOwner).
-absl::StatusOr<ModelBinding> StoredBinding(ModelManager* models,
+absl::StatusOr<ModelBinding> StoredBinding(registry::ModelManager* models,
                                            const v1::Study& study);
 
-}  // namespace metaopt::registry
+}  // namespace metaopt::policy
 
-#endif  // METAOPT_CORE_REGISTRY_MODEL_BINDING_H_
+#endif  // METAOPT_CORE_POLICY_MODEL_BINDING_H_

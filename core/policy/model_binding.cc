@@ -1,4 +1,4 @@
-#include "core/registry/model_binding.h"
+#include "core/policy/model_binding.h"
 
 #include <algorithm>
 #include <optional>
@@ -10,8 +10,9 @@
 #include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
+#include "core/policy/policy_factory.h"
 
-namespace metaopt::registry {
+namespace metaopt::policy {
 namespace {
 
 // The encoder layers of a DeepPipe artifact (0 when absent).
@@ -20,55 +21,25 @@ int64_t EncoderLayers(const v1::ModelArtifact& artifact) {
   return it == artifact.int_options().end() ? 0 : it->second;
 }
 
-// The algorithms whose point is a meta-learned model.
-bool LearnsFromModel(const v1::AlgorithmSpec& algorithm) {
-  return algorithm.kind() == v1::ALGORITHM_KIND_DEEPPIPE ||
-         algorithm.kind() == v1::ALGORITHM_KIND_PMF ||
-         algorithm.kind() == v1::ALGORITHM_KIND_GROSI;
-}
-
 }  // namespace
+
+BindingRules BindingRulesOf(const v1::AlgorithmSpec& algorithm) {
+  absl::StatusOr<const AlgorithmKindDescriptor*> kind =
+      FindAlgorithmKind(algorithm.kind());
+  if (!kind.ok()) return BindingRules();
+  return (*kind)->binding(algorithm);
+}
 
 absl::Status CheckModelKind(const v1::AlgorithmSpec& algorithm,
                             v1::ModelKind kind) {
-  const bool ok = [&] {
-    switch (algorithm.kind()) {
-      case v1::ALGORITHM_KIND_DEEPPIPE:
-        // A portfolio-only model gives a scratch DeepPipe its warm start.
-        return kind == v1::MODEL_KIND_DEEPPIPE ||
-               kind == v1::MODEL_KIND_PORTFOLIO;
-      case v1::ALGORITHM_KIND_PMF:
-        return kind == v1::MODEL_KIND_PMF;
-      case v1::ALGORITHM_KIND_GROSI:
-        return kind == v1::MODEL_KIND_GROSI;
-      default:
-        return true;  // every model kind carries a portfolio
-    }
-  }();
-  if (ok) return absl::OkStatus();
+  if (BindingRulesOf(algorithm).Accepts(kind)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       "spec.algorithm.model: a ", v1::ModelKind_Name(kind),
       " model cannot serve ", v1::AlgorithmKind_Name(algorithm.kind())));
 }
 
 bool AutoBindsModel(const v1::AlgorithmSpec& algorithm, v1::ModelKind kind) {
-  // A GROSI model binds other kinds only by name: its portfolio is its data's
-  // portfolio model's, which also carries the task-aware design.
-  if (kind == v1::MODEL_KIND_GROSI) {
-    return algorithm.kind() == v1::ALGORITHM_KIND_GROSI;
-  }
-  switch (algorithm.kind()) {
-    case v1::ALGORITHM_KIND_RANDOM:
-      return false;
-    case v1::ALGORITHM_KIND_DEEPPIPE:
-      return kind == v1::MODEL_KIND_DEEPPIPE;
-    case v1::ALGORITHM_KIND_MOSAIC:
-      return algorithm.mosaic().surrogate() == v1::MOSAIC_SURROGATE_DEEPPIPE
-                 ? kind == v1::MODEL_KIND_DEEPPIPE
-                 : true;
-    default:
-      return CheckModelKind(algorithm, kind).ok();
-  }
+  return BindingRulesOf(algorithm).BindsByItself(kind);
 }
 
 absl::Status CheckMatches(const v1::SearchSpace& model_space,
@@ -80,7 +51,7 @@ absl::Status CheckMatches(const v1::SearchSpace& model_space,
       absl::StrCat("search spaces do not match: ", mapping.status().message()));
 }
 
-absl::Status CheckMatches(const LoadedModel& model,
+absl::Status CheckMatches(const registry::LoadedModel& model,
                           const v1::SearchSpace& study_space) {
   absl::StatusOr<space::SpaceMapping> mapping =
       space::MapStudySpace(model.space.proto(), study_space);
@@ -91,23 +62,19 @@ absl::Status CheckMatches(const LoadedModel& model,
 }
 
 absl::Status CheckPartialBinding(const v1::AlgorithmSpec& algorithm,
-                                 const LoadedModel& model,
+                                 const registry::LoadedModel& model,
                                  const space::SpaceMapping& mapping) {
   if (mapping.new_algorithms.empty()) return absl::OkStatus();
   const v1::ModelKind kind = model.artifact.kind();
   std::string reason;
   if (kind == v1::MODEL_KIND_PORTFOLIO) return absl::OkStatus();
   if (kind == v1::MODEL_KIND_DEEPPIPE) {
-    if (algorithm.kind() != v1::ALGORITHM_KIND_DEEPPIPE) {
-      // Every other algorithm uses only the model's portfolio, except
-      // Mosaic's DeepPipe surrogate.
-      if (algorithm.kind() != v1::ALGORITHM_KIND_MOSAIC ||
-          algorithm.mosaic().surrogate() != v1::MOSAIC_SURROGATE_DEEPPIPE) {
-        return absl::OkStatus();
-      }
-      reason =
-          "Mosaic's DeepPipe surrogate fine-tunes the kernel only and cannot "
-          "learn a new algorithm's encoder; use ALGORITHM_KIND_DEEPPIPE";
+    const BindingRules rules = BindingRulesOf(algorithm);
+    if (rules.deeppipe_use == BindingRules::DeepPipeUse::kPortfolioOnly) {
+      return absl::OkStatus();
+    }
+    if (rules.deeppipe_use == BindingRules::DeepPipeUse::kKernelOnly) {
+      reason = rules.kernel_only_reason;
     } else if (EncoderLayers(model.artifact) < 1) {
       reason =
           "the model has no per-algorithm encoders (encoder_layers 0); train "
@@ -152,7 +119,7 @@ namespace {
 
 // Whose studies a model that serves only one namespace was learned from, for
 // messages.
-std::string LearnedFrom(const LoadedModel& model) {
+std::string LearnedFrom(const registry::LoadedModel& model) {
   const std::string& owner = model.artifact.provenance().owner();
   return owner.empty() ? std::string("the studies of the open namespace (a "
                                      "server without tokens)")
@@ -161,7 +128,7 @@ std::string LearnedFrom(const LoadedModel& model) {
 
 }  // namespace
 
-bool ServesOwner(const LoadedModel& model, std::string_view owner) {
+bool ServesOwner(const registry::LoadedModel& model, std::string_view owner) {
   const v1::TrainingProvenance& provenance = model.artifact.provenance();
   // Learned from history: only the namespace it was learned in, the open one
   // ("", no tokens) included, so that turning tokens on hides it.
@@ -169,7 +136,7 @@ bool ServesOwner(const LoadedModel& model, std::string_view owner) {
   return provenance.owner().empty() || provenance.owner() == owner;
 }
 
-absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
+absl::StatusOr<ModelBinding> BindModel(registry::ModelManager* models,
                                        const v1::StudySpec& spec,
                                        std::string_view owner) {
   const std::string& named = spec.algorithm().model();
@@ -214,7 +181,7 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
     }
     if (partial.has_value()) return *std::move(partial);
     ModelBinding none;
-    if (LearnsFromModel(spec.algorithm())) {
+    if (BindingRulesOf(spec.algorithm()).learns_from_model) {
       none.unbound_reason =
           closest.empty()
               ? absl::StrCat("the registry serves no model that ",
@@ -226,8 +193,8 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
     }
     return none;
   }
-  METAOPT_ASSIGN_OR_RETURN(ModelReference reference,
-                           ParseModelReference(named));
+  METAOPT_ASSIGN_OR_RETURN(registry::ModelReference reference,
+                           registry::ParseModelReference(named));
   if (models == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("spec.algorithm.model: \"", named,
@@ -262,11 +229,11 @@ absl::StatusOr<ModelBinding> BindModel(ModelManager* models,
   return ModelBinding{*std::move(model), *std::move(mapping)};
 }
 
-absl::StatusOr<ModelBinding> StoredBinding(ModelManager* models,
+absl::StatusOr<ModelBinding> StoredBinding(registry::ModelManager* models,
                                            const v1::Study& study) {
   if (study.bound_model().empty()) return ModelBinding();
-  std::shared_ptr<const LoadedModel> model;
-  auto bound = ParseModelReference(study.bound_model(), "study.bound_model");
+  std::shared_ptr<const registry::LoadedModel> model;
+  auto bound = registry::ParseModelReference(study.bound_model(), "study.bound_model");
   if (bound.ok() && models != nullptr) {
     auto loaded = models->Resolve(*bound);
     if (loaded.ok()) model = *std::move(loaded);
@@ -293,4 +260,4 @@ absl::StatusOr<ModelBinding> StoredBinding(ModelManager* models,
                                                      : space::SpaceMapping()};
 }
 
-}  // namespace metaopt::registry
+}  // namespace metaopt::policy

@@ -1,6 +1,6 @@
 // Binding studies to registry models: kinds, search-space matching and its
 // messages, the model a new study binds to and the one a stored study keeps.
-#include "core/registry/model_binding.h"
+#include "core/policy/model_binding.h"
 
 #include <functional>
 #include <map>
@@ -17,9 +17,13 @@
 #include "tests/testutil/status_matchers.h"
 #include "tests/testutil/temp_dir.h"
 
-namespace metaopt::registry {
+namespace metaopt::policy {
 namespace {
 
+using ::metaopt::registry::LoadedModel;
+using ::metaopt::registry::ModelManager;
+using ::metaopt::registry::Servable;
+using ::metaopt::registry::WriteModelVersion;
 using ::metaopt::registry::testing::TestArtifact;
 using ::metaopt::registry::testing::TestSearchSpace;
 using ::metaopt::testing::IsOk;
@@ -385,4 +389,4 @@ TEST(ModelKindTest, AlgorithmsTakeTheirKinds) {
 }
 
 }  // namespace
-}  // namespace metaopt::registry
+}  // namespace metaopt::policy

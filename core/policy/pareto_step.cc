@@ -1,0 +1,131 @@
+#include "core/policy/pareto_step.h"
+
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/acquisition/pareto_acquisition.h"
+#include "core/common/status_macros.h"
+#include "core/gp/gaussian_process.h"
+#include "core/objective/objective.h"
+#include "core/objective/study_objectives.h"
+#include "core/policy/model_based.h"
+#include "core/surrogate/surrogate.h"
+
+namespace metaopt::policy {
+namespace {
+
+// The hyperparameter fit of each other output's GP (FitOutputModel).
+constexpr int kOutputFitIterations = 30;
+constexpr int kOutputFitPoints = 64;
+
+// A GP of one more output (another objective, minimised, or a constrained
+// metric) on the surrogate's inputs: fitted on the observations that report
+// `metric`, conditioned on the pending inputs as fantasies.
+absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
+    const StudyView& study, const InputsOf& inputs_of,
+    const Eigen::MatrixXd& pending, const std::string& metric,
+    std::optional<v1::Goal> goal, space::Rng& rng) {
+  std::vector<v1::Configuration> configs;
+  std::vector<double> values;
+  for (const v1::Trial& trial : *study.trials) {
+    if (!IsObservation(trial)) continue;
+    const auto it = trial.metrics().find(metric);
+    if (it == trial.metrics().end()) continue;
+    configs.push_back(trial.configuration());
+    values.push_back(goal.has_value() ? objective::Minimized(it->second, *goal)
+                                      : it->second);
+  }
+  if (configs.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no observation reports metric \"", metric, "\""));
+  }
+  TrainingData data;
+  METAOPT_ASSIGN_OR_RETURN(data.X, inputs_of(configs));
+  data.y = Eigen::Map<const Eigen::VectorXd>(values.data(), values.size());
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::GaussianProcess prior,
+      gp::GaussianProcess::Create("matern52", data.X.cols()));
+  // Refitted at every Suggest from the defaults, so stateless: one L-BFGS
+  // start of kOutputFitIterations iterations (not the clock: equal histories
+  // give equal suggestions) on at most kOutputFitPoints observations, then
+  // conditioned on all of them.
+  gp::FitOptions options;
+  options.num_starts = 1;
+  options.max_iterations = kOutputFitIterations;
+  options.time_budget = absl::InfiniteDuration();
+  options.seed = rng();
+  const TrainingData sample = FitSample(data, kOutputFitPoints);
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
+                           gp::Fit(prior, sample.X, sample.y, options));
+  if (sample.y.size() < data.y.size()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        posterior, gp::Condition(posterior.model(), data.X, data.y));
+  }
+  std::shared_ptr<const surrogate::Surrogate> model =
+      std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
+  if (pending.rows() > 0) {
+    METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const surrogate::Surrogate> with,
+                             model->WithFantasies(pending));
+    model = std::move(with);
+  }
+  return model;
+}
+
+}  // namespace
+
+bool SeveralOutputs(const v1::StudySpec& spec) {
+  return spec.objectives_size() > 1 || spec.constraints_size() > 0;
+}
+
+std::string AcquisitionName(const v1::StudySpec& spec) {
+  if (!SeveralOutputs(spec)) return "ei";
+  return spec.objectives_size() > 1 ? "ehvi" : "constrained-ei";
+}
+
+absl::StatusOr<std::unique_ptr<const acquisition::AcquisitionFunction>>
+ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
+                      const Eigen::MatrixXd& pending, space::Rng& rng) {
+  const objective::StudyObjectives objectives(*study.spec);
+  std::vector<std::shared_ptr<const surrogate::Surrogate>> others;
+  for (int i = 1; i < objectives.size(); ++i) {
+    METAOPT_ASSIGN_OR_RETURN(
+        std::shared_ptr<const surrogate::Surrogate> model,
+        FitOutputModel(study, inputs_of, pending,
+                       objectives.objective(i).name(),
+                       objectives.objective(i).goal(), rng));
+    others.push_back(std::move(model));
+  }
+  std::vector<acquisition::ModeledConstraint> constraints;
+  for (const objective::Constraint& constraint : objectives.constraints()) {
+    acquisition::ModeledConstraint modeled;
+    METAOPT_ASSIGN_OR_RETURN(
+        modeled.model, FitOutputModel(study, inputs_of, pending,
+                                      constraint.metric, std::nullopt, rng));
+    modeled.at_most = constraint.sense == objective::Constraint::Sense::kAtMost;
+    modeled.bound = constraint.bound;
+    constraints.push_back(std::move(modeled));
+  }
+  std::vector<objective::Point> feasible;
+  for (const v1::Trial& trial : *study.trials) {
+    if (!IsObservation(trial) ||
+        !objective::StudyObjectives::Feasible(trial)) {
+      continue;
+    }
+    if (std::optional<objective::Point> point = objectives.Targets(trial)) {
+      feasible.push_back(*std::move(point));
+    }
+  }
+  std::vector<double> reference =
+      objectives.multiple()
+          ? objectives.ReferencePoint(feasible)
+          : std::vector<double>{std::numeric_limits<double>::infinity()};
+  return std::unique_ptr<const acquisition::AcquisitionFunction>(
+      new acquisition::ParetoAcquisition(std::move(others),
+                                         std::move(constraints),
+                                         std::move(feasible),
+                                         std::move(reference)));
+}
+
+}  // namespace metaopt::policy
