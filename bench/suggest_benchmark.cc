@@ -1,18 +1,23 @@
 // Speed of one GP or DeepPipe Suggest end to end (policy: fit schedule or
 // kernel fine-tune, fantasies, acquisition search), at n = 20 ... 2,000
-// observations over a 5,000-entry catalogue (names n:<N>/catalogue:5000) and
-// at n = 100 over a continuous 10-dimensional space.
+// observations over a 5,000-entry catalogue (names n:<N>/catalogue:5000), at
+// n = 100 over a continuous 10-dimensional space, and right after one new
+// Observe over a continuous 4-dimensional space and a mixed one (names
+// n:<N>/space:continuous4 and n:<N>/space:mixed, N = 100, 300, 1,000).
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
 #include "core/gp/catalogue_kernel_cache.h"
 #include "core/policy/gp_policy.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/artifact.h"
+#include "core/space/encoding.h"
 #include "core/space/search_space.h"
 #include "core/surrogate/deeppipe_model.h"
 
@@ -51,10 +56,51 @@ v1::StudySpec Spec(int catalogue_size, space::Rng& rng, int objectives = 1) {
   return spec;
 }
 
+// A GP study over a space of the families n:<N>/space:<kind>, without a
+// catalogue: "continuous4", four floats on [0, 1]; "mixed", two floats (one on
+// a log scale), an integer and a three-way categorical.
+v1::StudySpec SpaceSpec(const std::string& kind) {
+  v1::StudySpec spec;
+  auto* algorithm = spec.mutable_search_space()->add_stages();
+  algorithm->set_name("model");
+  auto* f = algorithm->add_algorithms();
+  f->set_name("f");
+  auto add_float = [f](const std::string& name, double low, double high,
+                       bool log) {
+    auto* p = f->add_parameters();
+    p->set_name(name);
+    p->mutable_float_domain()->set_low(low);
+    p->mutable_float_domain()->set_high(high);
+    p->mutable_float_domain()->set_log(log);
+  };
+  if (kind == "continuous4") {
+    for (int d = 0; d < 4; ++d) add_float("x" + std::to_string(d), 0, 1, false);
+  } else {
+    add_float("x0", 0, 1, false);
+    add_float("x1", 1e-3, 1, true);
+    auto* k = f->add_parameters();
+    k->set_name("k");
+    k->mutable_int_domain()->set_low(1);
+    k->mutable_int_domain()->set_high(10);
+    auto* c = f->add_parameters();
+    c->set_name("c");
+    for (const char* v : {"a", "bb", "ccc"}) {
+      c->mutable_categorical_domain()->add_values(v);
+    }
+  }
+  spec.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
+  spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
+  return spec;
+}
+
 double Objective(const v1::Configuration& c) {
   double total = 0;
   for (const auto& [name, value] : c.assignments(0).parameters()) {
-    total += std::sin(7 * value.number()) + value.number() * value.number();
+    // A category counts as its length (1, 2 or 3).
+    const double x = value.has_category()
+                         ? static_cast<double>(value.category().size()) / 3
+                         : value.number();
+    total += std::sin(7 * x) + x * x;
   }
   return total;
 }
@@ -124,12 +170,16 @@ void TimeSuggest(benchmark::State& state, const PolicySetup& setup,
 // first n - 1 observations cached and one new. A Suggest that would refit
 // the hyperparameters or fine-tune the kernel is an error here (those are
 // the refit:1 rows).
+// Over a space without a catalogue the other last observation is a sample of
+// the space.
 void TimeSuggestAfterObserve(benchmark::State& state, const PolicySetup& setup,
                              space::Rng& rng) {
   std::vector<v1::Trial> other = setup.trials;
   v1::Trial& last = other.back();
   const int next = static_cast<int>(setup.trials.size());
-  *last.mutable_configuration() = setup.spec.candidates(next);
+  *last.mutable_configuration() = setup.spec.candidates().empty()
+                                      ? setup.space->Sample(rng)
+                                      : setup.spec.candidates(next);
   last.set_value(Objective(last.configuration()));
   const StudyView views[2] = {setup.view(),
                               StudyView{&setup.spec, &*setup.space, &other}};
@@ -139,6 +189,9 @@ void TimeSuggestAfterObserve(benchmark::State& state, const PolicySetup& setup,
     return;
   }
   const std::string source = warm->source;
+  // The fit of the previous Suggest stays alive, as the study engine keeps
+  // it (a GP extends its Cholesky factor).
+  absl::StatusOr<SuggestResult> kept = std::move(warm);
   int i = 1;
   for (auto _ : state) {
     auto result = setup.policy->Suggest(views[i++ % 2], 1, rng);
@@ -149,6 +202,7 @@ void TimeSuggestAfterObserve(benchmark::State& state, const PolicySetup& setup,
       break;
     }
     benchmark::DoNotOptimize(result);
+    kept = std::move(result);
   }
 }
 
@@ -181,16 +235,57 @@ void TimeSuggestPrepared(benchmark::State& state, const PolicySetup& setup,
   }
 }
 
+// n COMPLETED trials valued by Objective over a space, placed as a
+// model-based search places them: the first n / 5 uniform, the others
+// concentrated around the best of those (Gaussian steps of 0.1 in the unit
+// cube, space::Encoder::Neighbor), so that most observations are dense in
+// one region and few elsewhere.
+std::vector<v1::Trial> ConcentratedTrials(const space::SearchSpace& space,
+                                          int n, space::Rng& rng) {
+  std::vector<v1::Trial> trials;
+  const space::Encoder encoder(space);
+  const v1::Configuration* best = nullptr;
+  trials.reserve(n);  // `best` points into it
+  for (int i = 0; i < n; ++i) {
+    v1::Trial trial;
+    trial.set_id(i + 1);
+    if (best == nullptr || i < n / 5) {
+      *trial.mutable_configuration() = space.Sample(rng);
+    } else {
+      for (;;) {
+        auto near = space.Canonicalize(encoder.Neighbor(*best, 0.1, rng), "x");
+        if (near.ok()) {
+          *trial.mutable_configuration() = *std::move(near);
+          break;
+        }
+      }
+    }
+    trial.set_state(v1::TRIAL_STATE_COMPLETED);
+    trial.set_value(Objective(trial.configuration()));
+    trials.push_back(std::move(trial));
+    if (i + 1 == std::max(n / 5, 1)) {
+      best = &std::min_element(trials.begin(), trials.end(),
+                               [](const v1::Trial& a, const v1::Trial& b) {
+                                 return a.value() < b.value();
+                               })
+                  ->configuration();
+    }
+  }
+  return trials;
+}
+
 // A GP study with n completed trials (catalogue entries or samples), and a
 // policy whose hyperparameters were fitted on them (so the timed Suggest
 // reuses them, as most Suggests do under the refit schedule) unless `refit`.
-PolicySetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng,
-                        int objectives = 1) {
+PolicySetup MakeGpSetupFor(v1::StudySpec spec, int n, bool refit,
+                           space::Rng& rng, bool concentrated = false) {
   PolicySetup setup;
-  setup.spec = Spec(catalogue, rng, objectives);
+  setup.spec = std::move(spec);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
-  setup.trials =
-      CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
+  setup.trials = concentrated
+                     ? ConcentratedTrials(*setup.space, n, rng)
+                     : CompletedTrials(setup.spec, *setup.space, n,
+                                       !setup.spec.candidates().empty(), rng);
   auto policy = CreatePolicy(setup.spec, std::nullopt);
   // One Suggest fits the hyperparameters; the benchmark starts from its state.
   auto first = (*policy)->Suggest(setup.view(), 1, rng);
@@ -204,6 +299,12 @@ PolicySetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng,
     setup.policy = *CreatePolicy(setup.spec, stored.SerializeAsString());
   }
   return setup;
+}
+
+PolicySetup MakeGpSetup(int n, int catalogue, bool refit, space::Rng& rng,
+                        int objectives = 1) {
+  v1::StudySpec spec = Spec(catalogue, rng, objectives);
+  return MakeGpSetupFor(std::move(spec), n, refit, rng);
 }
 
 // A Suggest that fits inline ("cold": no prepared fit).
@@ -270,10 +371,11 @@ void BM_GpSuggestAfterObserve(benchmark::State& state) {
 // fine-tune for n (so the timed Suggest reuses it, as most Suggests do under
 // the schedule) unless `refit`: then every timed Suggest runs it (100 Adam
 // steps on the scheduled prefix of the observations, at most 128 of them).
-PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit,
-                              space::Rng& rng, int objectives = 1) {
+PolicySetup MakeDeepPipeSetupFor(v1::StudySpec spec, int n, bool refit,
+                                 space::Rng& rng, bool concentrated = false) {
   PolicySetup setup;
-  setup.spec = Spec(catalogue, rng, objectives);
+  setup.spec = std::move(spec);
+  const int catalogue = setup.spec.candidates_size();
   setup.spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
   auto network = surrogate::DeepPipeModel::Create(
@@ -287,7 +389,9 @@ PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit,
                                     *setup.space, absl::UnixEpoch())
           .value();
   setup.trials =
-      CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
+      concentrated
+          ? ConcentratedTrials(*setup.space, n, rng)
+          : CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
   setup.policy = *CreatePolicy(setup.spec, std::nullopt, model);
   if (!refit) {
     // One Suggest runs the scheduled fine-tune; its policy keeps it.
@@ -297,6 +401,12 @@ PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit,
     }
   }
   return setup;
+}
+
+PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit,
+                              space::Rng& rng, int objectives = 1) {
+  v1::StudySpec spec = Spec(catalogue, rng, objectives);
+  return MakeDeepPipeSetupFor(std::move(spec), n, refit, rng);
 }
 
 // A Suggest that fits inline ("cold": no prepared fit).
@@ -419,6 +529,33 @@ const bool kRegistered = [] {
   }
   configure(gp_objectives);
   configure(dp_objectives);
+  // Over a space without a catalogue, on ConcentratedTrials, a Suggest right
+  // after one new Observe (TimeSuggestAfterObserve):
+  //   BM_GpSuggest/n:<N>/space:<continuous4|mixed>
+  //   BM_DeepPipeSuggest/n:<N>/space:<continuous4|mixed>
+  for (const char* kind : {"continuous4", "mixed"}) {
+    for (const int n : {100, 300, 1000}) {
+      const std::string name = absl::StrCat("/n:", n, "/space:", kind);
+      configure(benchmark::RegisterBenchmark(
+          ("BM_GpSuggest" + name).c_str(),
+          [n, kind](benchmark::State& state) {
+            space::Rng rng(42);
+            const PolicySetup setup =
+                MakeGpSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng,
+                               /*concentrated=*/true);
+            TimeSuggestAfterObserve(state, setup, rng);
+          }));
+      configure(benchmark::RegisterBenchmark(
+          ("BM_DeepPipeSuggest" + name).c_str(),
+          [n, kind](benchmark::State& state) {
+            space::Rng rng(7);
+            const PolicySetup setup =
+                MakeDeepPipeSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng,
+                                     /*concentrated=*/true);
+            TimeSuggestAfterObserve(state, setup, rng);
+          }));
+    }
+  }
   gp_prepared->Args({100, 0, 1});
   dp_prepared->Args({100, 0, 1});
   for (auto* b :

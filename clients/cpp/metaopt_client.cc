@@ -98,23 +98,31 @@ grpc::Status AskHealth(const std::shared_ptr<grpc::ChannelInterface>& channel,
 }
 
 // Whether `trial` holds the outcome `request` reports (value and metrics, or
-// failure state and reason).
+// failure state and reason). In a study with several objectives the server
+// also stores the first objective's value among the metrics, so a metric the
+// request did not carry matches when it equals the trial's value.
 bool HoldsOutcome(const v1::Trial& trial, const v1::ObserveRequest& request) {
-  if (request.outcome_case() == v1::ObserveRequest::kValue) {
-    if (trial.state() != v1::TRIAL_STATE_COMPLETED ||
-        trial.value() != request.value() ||
-        trial.metrics().size() != request.metrics().size()) {
+  if (request.outcome_case() == v1::ObserveRequest::kFailure) {
+    return trial.state() == request.failure().state() &&
+           trial.failure_reason() == request.failure().reason();
+  }
+  if (trial.state() != v1::TRIAL_STATE_COMPLETED || !trial.has_value()) {
+    return false;
+  }
+  if (request.outcome_case() == v1::ObserveRequest::kValue &&
+      trial.value() != request.value()) {
+    return false;
+  }
+  for (const auto& [name, value] : request.metrics()) {
+    const auto it = trial.metrics().find(name);
+    if (it == trial.metrics().end() || it->second != value) return false;
+  }
+  for (const auto& [name, value] : trial.metrics()) {
+    if (!request.metrics().contains(name) && value != trial.value()) {
       return false;
     }
-    for (const auto& [name, value] : request.metrics()) {
-      const auto it = trial.metrics().find(name);
-      if (it == trial.metrics().end() || it->second != value) return false;
-    }
-    return true;
   }
-  return request.outcome_case() == v1::ObserveRequest::kFailure &&
-         trial.state() == request.failure().state() &&
-         trial.failure_reason() == request.failure().reason();
+  return true;
 }
 
 }  // namespace
@@ -345,6 +353,12 @@ absl::StatusOr<v1::GetTrialResponse> MetaoptClient::GetTrial(
 absl::StatusOr<v1::ListTrialsResponse> MetaoptClient::ListTrials(
     const v1::ListTrialsRequest& request) {
   return Call(&v1::OptimizerService::StubInterface::ListTrials, request,
+              /*idempotent=*/true);
+}
+
+absl::StatusOr<v1::GetParetoFrontResponse> MetaoptClient::GetParetoFront(
+    const v1::GetParetoFrontRequest& request) {
+  return Call(&v1::OptimizerService::StubInterface::GetParetoFront, request,
               /*idempotent=*/true);
 }
 

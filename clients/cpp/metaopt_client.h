@@ -114,6 +114,9 @@ class MetaoptClient {
       const v1::GetTrialRequest& request);
   absl::StatusOr<v1::ListTrialsResponse> ListTrials(
       const v1::ListTrialsRequest& request);
+  // A study's Pareto front (several objectives), a page at a time.
+  absl::StatusOr<v1::GetParetoFrontResponse> GetParetoFront(
+      const v1::GetParetoFrontRequest& request);
   absl::StatusOr<v1::ListModelsResponse> ListModels(
       const v1::ListModelsRequest& request);
   // Extending a lease twice is harmless, so Heartbeat is retried too.

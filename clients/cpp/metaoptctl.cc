@@ -33,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "clients/cpp/client_flags.h"
 #include "clients/cpp/metaopt_client.h"
@@ -138,15 +139,20 @@ bool ParseScope(const std::string& text, v1::FineTuneScope* scope) {
 }
 
 // Follows next_page_token until the listing ends, appending every page to the
-// first response. `fetch` returns one page for a token; `items` selects the
-// repeated field to concatenate.
+// first response (whose other fields, such as a summary, are kept). `fetch`
+// returns one page for a token; `items` selects the repeated field to
+// concatenate.
 template <typename Response, typename Fetch, typename Items>
 absl::StatusOr<Response> FetchAllPages(std::string token, Fetch fetch,
                                        Items items) {
   Response all;
-  for (;;) {
+  for (bool first = true;; first = false) {
     absl::StatusOr<Response> page = fetch(token);
     if (!page.ok()) return page.status();
+    if (first) {
+      all = *page;
+      items(&all)->Clear();
+    }
     for (auto& item : *items(&*page)) *items(&all)->Add() = std::move(item);
     if (page->next_page_token().empty()) break;
     if (page->next_page_token() == token) {
@@ -155,6 +161,7 @@ absl::StatusOr<Response> FetchAllPages(std::string token, Fetch fetch,
     }
     token = page->next_page_token();
   }
+  all.clear_next_page_token();
   return all;
 }
 
@@ -188,6 +195,55 @@ std::map<std::string, double> ParseMetrics(
     parsed[m.substr(0, eq)] = number;
   }
   return parsed;
+}
+
+// --objective NAME:GOAL[:REFERENCE] (GOAL maximize|minimize, or max|min) as
+// an Objective; a malformed one is a usage error.
+v1::Objective ParseObjective(const std::string& text) {
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  v1::Objective objective;
+  std::string goal =
+      parts.size() >= 2 ? absl::AsciiStrToLower(parts[1]) : std::string();
+  if (goal == "max") goal = "maximize";
+  if (goal == "min") goal = "minimize";
+  double reference = 0;
+  if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() ||
+      (goal != "maximize" && goal != "minimize") ||
+      (parts.size() == 3 && (!absl::SimpleAtod(parts[2], &reference) ||
+                             !std::isfinite(reference)))) {
+    Usage("--objective",
+          absl::StrCat("expected NAME:GOAL[:REFERENCE] with GOAL maximize or "
+                       "minimize and a finite REFERENCE, got '",
+                       text, "'"));
+  }
+  objective.set_name(parts[0]);
+  objective.set_goal(goal == "maximize" ? v1::GOAL_MAXIMIZE
+                                        : v1::GOAL_MINIMIZE);
+  if (parts.size() == 3) objective.set_reference(reference);
+  return objective;
+}
+
+// --constraint METRIC<=BOUND or METRIC>=BOUND as a Constraint; a malformed one
+// is a usage error.
+v1::Constraint ParseConstraint(const std::string& text) {
+  v1::Constraint constraint;
+  size_t at = text.find("<=");
+  constraint.set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
+  if (at == std::string::npos) {
+    at = text.find(">=");
+    constraint.set_sense(v1::CONSTRAINT_SENSE_AT_LEAST);
+  }
+  double bound = 0;
+  if (at == std::string::npos || at == 0 ||
+      !absl::SimpleAtod(text.substr(at + 2), &bound) || !std::isfinite(bound)) {
+    Usage("--constraint",
+          absl::StrCat("expected METRIC<=BOUND or METRIC>=BOUND with a finite "
+                       "BOUND, got '",
+                       text, "'"));
+  }
+  constraint.set_metric(text.substr(0, at));
+  constraint.set_bound(bound);
+  return constraint;
 }
 
 int Run(int argc, char** argv) {
@@ -235,6 +291,8 @@ int Run(int argc, char** argv) {
   std::string spec_path;
   std::string dataset_features_path;
   std::string dataset_sample_path;
+  std::vector<std::string> objective_texts;
+  std::vector<std::string> constraint_texts;
   auto* create = app.add_subcommand("create-study",
                                     "Create a study (or get it, if the same "
                                     "id and spec exist)");
@@ -252,12 +310,43 @@ int Run(int argc, char** argv) {
       "metaopt.v1.DatasetSample as proto3 JSON (columnKinds, values, "
       "numTargets, targets), set as the spec's datasetSample (e.g. "
       "json_format.MessageToJson(metaopt.dataset_sample.draw(X, y)))");
+  create
+      ->add_option("--objective", objective_texts,
+                   "Objective NAME:GOAL[:REFERENCE] (GOAL maximize or "
+                   "minimize; REFERENCE: its coordinate of the hypervolume's "
+                   "reference point), repeatable: 2 or 3 are optimized "
+                   "together. Replaces the spec's objective(s)")
+      ->allow_extra_args(false);
+  create
+      ->add_option("--constraint", constraint_texts,
+                   "Constraint METRIC<=BOUND or METRIC>=BOUND on an observed "
+                   "metric (repeatable); added to the spec's")
+      ->allow_extra_args(false);
   create->callback([&] {
-    run = [&](MetaoptClient& client) -> absl::Status {
+    std::vector<v1::Objective> objectives;
+    for (const std::string& text : objective_texts) {
+      objectives.push_back(ParseObjective(text));
+    }
+    std::vector<v1::Constraint> constraints;
+    for (const std::string& text : constraint_texts) {
+      constraints.push_back(ParseConstraint(text));
+    }
+    run = [&, objectives, constraints](MetaoptClient& client) -> absl::Status {
       v1::CreateStudyRequest request;
       request.set_study_id(study_id);
       absl::Status parsed = ParseJsonFile(spec_path, request.mutable_spec());
       if (!parsed.ok()) return parsed;
+      v1::StudySpec& spec = *request.mutable_spec();
+      if (!objectives.empty()) {
+        // The server's canonical form: the first objective is also
+        // `objective`; a single one is `objective` alone.
+        spec.clear_objectives();
+        *spec.mutable_objective() = objectives[0];
+        if (objectives.size() > 1) {
+          spec.mutable_objectives()->Add(objectives.begin(), objectives.end());
+        }
+      }
+      spec.mutable_constraints()->Add(constraints.begin(), constraints.end());
       if (!dataset_features_path.empty()) {
         absl::Status merged = MergeDatasetFeatures(
             dataset_features_path,
@@ -445,20 +534,31 @@ int Run(int argc, char** argv) {
   target->require_option(1);
   auto* outcome =
       observe->add_option_group("outcome", "The result (exactly one)");
-  auto* value_opt = outcome->add_option("--value", value, "Objective value");
+  auto* value_opt = outcome->add_option(
+      "--value", value,
+      "Objective value (several objectives: the first's, or give them all "
+      "with --metric)");
   auto* failed_opt = outcome->add_option(
       "--failed", failed_reason, "The evaluation failed, for this reason");
   auto* infeasible_opt = outcome->add_option(
       "--infeasible", infeasible_reason,
       "The configuration cannot be evaluated, for this reason");
-  outcome->require_option(1);
+  outcome->require_option(0, 1);
   observe
-      ->add_option("--metric", metrics, "Extra metric NAME=NUMBER (repeatable)")
+      ->add_option("--metric", metrics,
+                   "Metric NAME=NUMBER (repeatable): extra metrics, and in a "
+                   "study with several objectives or constraints every "
+                   "objective's and constrained metric's value")
       ->allow_extra_args(false);
   observe->add_option("--study-incarnation", study_incarnation,
                       incarnation_help);
   observe->callback([&] {
     const std::map<std::string, double> parsed_metrics = ParseMetrics(metrics);
+    if (outcome->count_all() == 0 && parsed_metrics.empty()) {
+      Usage("--value",
+            "give one of --value, --failed, --infeasible, or the "
+            "objectives' values with --metric");
+    }
     run = [&, parsed_metrics](MetaoptClient& client) -> absl::Status {
       v1::ObserveRequest request;
       request.set_study_id(study_id);
@@ -582,6 +682,30 @@ int Run(int argc, char** argv) {
       return print(FetchAllPages<v1::ListTrialsResponse>(
           page_token, fetch,
           [](v1::ListTrialsResponse* r) { return r->mutable_trials(); }));
+    };
+  });
+
+  // pareto-front
+  auto* pareto_front = app.add_subcommand(
+      "pareto-front",
+      "List a study's Pareto front (its non-dominated feasible trials) with "
+      "its size, hypervolume and reference point");
+  pareto_front->add_option("study_id", study_id, "Study id")->required();
+  add_paging(pareto_front);
+  pareto_front->callback([&] {
+    run = [&](MetaoptClient& client) -> absl::Status {
+      auto fetch = [&](const std::string& token) {
+        v1::GetParetoFrontRequest request;
+        request.set_study_id(study_id);
+        request.set_page_size(page_size);
+        request.set_page_token(token);
+        return client.GetParetoFront(request);
+      };
+      if (!all_pages) return print(fetch(page_token));
+      // The first page's summary describes the whole front.
+      return print(FetchAllPages<v1::GetParetoFrontResponse>(
+          page_token, fetch,
+          [](v1::GetParetoFrontResponse* r) { return r->mutable_trials(); }));
     };
   });
 

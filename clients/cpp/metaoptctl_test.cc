@@ -207,8 +207,8 @@ TEST_F(MetaoptctlTest, CreateStudyWarnsWhenAMetaLearnedKindBindsNoModel) {
     json["algorithm"] = {{"kind", "ALGORITHM_KIND_DEEPPIPE"}};
     std::ofstream(spec) << json.dump();
   }
-  Result created =
-      Ctl({"create-study", "--id", "unbound-deeppipe", "--spec", spec.string()});
+  Result created = Ctl(
+      {"create-study", "--id", "unbound-deeppipe", "--spec", spec.string()});
   EXPECT_EQ(created.exit_code, 0) << created.err;
   const Json& metadata = created.json["study"]["metadata"];
   EXPECT_EQ(metadata["binding"], "none") << created.out;
@@ -321,6 +321,102 @@ TEST_F(MetaoptctlTest, AskTellRoundTrip) {
   EXPECT_EQ(all.json["trials"][0]["id"], id1);
   EXPECT_EQ(all.json["trials"][2]["id"], id3);
   EXPECT_FALSE(all.json.contains("nextPageToken"));
+}
+
+// Two objectives and a constraint: create-study's --objective and
+// --constraint, observe with every value as --metric, and pareto-front.
+TEST_F(MetaoptctlTest, SeveralObjectivesAndAConstraint) {
+  Result created =
+      Ctl({"create-study", "--id", "pareto", "--spec",
+           Example("study_spec.json"), "--objective", "accuracy:maximize",
+           "--objective", "fit_seconds:min", "--constraint", "memory_mb<=300"});
+  EXPECT_OK_RESULT(created);
+  const Json& spec = created.json["study"]["spec"];
+  ASSERT_EQ(spec["objectives"].size(), 2u) << created.out;
+  EXPECT_EQ(spec["objectives"][1]["name"], "fit_seconds");
+  EXPECT_EQ(spec["objectives"][1]["goal"], "GOAL_MINIMIZE");
+  EXPECT_EQ(spec["objective"]["name"], "accuracy");
+  EXPECT_EQ(spec["constraints"][0]["metric"], "memory_mb");
+  EXPECT_EQ(spec["constraints"][0]["sense"], "CONSTRAINT_SENSE_AT_MOST");
+  // Create-or-get with the same flags.
+  Result again =
+      Ctl({"--print-defaults", "create-study", "--id", "pareto", "--spec",
+           Example("study_spec.json"), "--objective", "accuracy:maximize",
+           "--objective", "fit_seconds:minimize", "--constraint",
+           "memory_mb<=300"});
+  EXPECT_OK_RESULT(again);
+  EXPECT_EQ(again.json["created"], false) << again.out;
+
+  Result suggested = Ctl({"suggest", "pareto", "--count", "6"});
+  EXPECT_OK_RESULT(suggested);
+  ASSERT_EQ(suggested.json["trials"].size(), 6u) << suggested.out;
+  std::vector<std::string> ids;
+  for (const Json& trial : suggested.json["trials"]) ids.push_back(trial["id"]);
+  // (accuracy, fit_seconds, memory_mb): the third would dominate the second
+  // and fourth but breaks the memory limit; the fourth is dominated by the
+  // second. The front: trials 1, 2, 5 and 6.
+  const double outcomes[6][3] = {{0.6, 1, 100},   {0.7, 2, 100},
+                                 {0.9, 1.5, 400}, {0.65, 3, 100},
+                                 {0.8, 4, 100},   {0.5, 0.5, 100}};
+  for (int i = 0; i < 6; ++i) {
+    Result observed =
+        Ctl({"observe", "pareto", "--trial", ids[i], "--metric",
+             "accuracy=" + std::to_string(outcomes[i][0]), "--metric",
+             "fit_seconds=" + std::to_string(outcomes[i][1]), "--metric",
+             "memory_mb=" + std::to_string(outcomes[i][2])});
+    EXPECT_OK_RESULT(observed);
+    EXPECT_EQ(observed.json["trial"]["state"], "TRIAL_STATE_COMPLETED");
+    EXPECT_DOUBLE_EQ(observed.json["trial"]["value"].get<double>(),
+                     outcomes[i][0]);
+    EXPECT_EQ(observed.json["trial"]["feasible"], i != 2) << observed.out;
+  }
+  Result front = Ctl({"pareto-front", "pareto", "--page-size", "1", "--all"});
+  EXPECT_OK_RESULT(front);
+  std::vector<std::string> front_ids;
+  for (const Json& trial : front.json["trials"]) {
+    front_ids.push_back(trial["id"]);
+  }
+  EXPECT_EQ(front_ids,
+            (std::vector<std::string>{ids[0], ids[1], ids[4], ids[5]}))
+      << front.out;
+  EXPECT_FALSE(front.json.contains("nextPageToken"));
+  const Json& summary = front.json["summary"];
+  EXPECT_EQ(summary["size"], "4") << front.out;
+  // The default reference: the worst feasible values, a tenth of the range
+  // further; the hypervolume of the four points against it.
+  ASSERT_EQ(summary["referencePoint"].size(), 2u) << front.out;
+  EXPECT_NEAR(summary["referencePoint"][0].get<double>(), 0.47, 1e-12);
+  EXPECT_NEAR(summary["referencePoint"][1].get<double>(), 4.35, 1e-12);
+  EXPECT_NEAR(summary["hypervolume"].get<double>(),
+              0.5 * 0.03 + 1 * 0.13 + 2 * 0.23 + 0.35 * 0.33, 1e-9);
+  Result one_page = Ctl({"pareto-front", "pareto", "--page-size", "3"});
+  EXPECT_OK_RESULT(one_page);
+  EXPECT_EQ(one_page.json["trials"].size(), 3u);
+  EXPECT_TRUE(one_page.json.contains("nextPageToken")) << one_page.out;
+  Result study = Ctl({"get-study", "pareto"});
+  EXPECT_OK_RESULT(study);
+  EXPECT_EQ(study.json["study"]["paretoFront"]["size"], "4");
+  EXPECT_EQ(study.json["study"]["bestTrial"]["id"], ids[4]);
+
+  // A missing objective value names the metric.
+  Result next = Ctl({"suggest", "pareto"});
+  EXPECT_OK_RESULT(next);
+  const std::string id = next.json["trials"][0]["id"];
+  Result missing = Ctl({"observe", "pareto", "--trial", id, "--value", "0.5",
+                        "--metric", "memory_mb=1"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, StartsWith("metaoptctl: INVALID_ARGUMENT: "));
+  EXPECT_THAT(missing.err, HasSubstr("metrics[\"fit_seconds\"]: missing"));
+  // Malformed flags are usage errors.
+  EXPECT_EQ(Ctl({"create-study", "--id", "x", "--spec",
+                 Example("study_spec.json"), "--objective", "a:upward"})
+                .exit_code,
+            2);
+  EXPECT_EQ(Ctl({"create-study", "--id", "x", "--spec",
+                 Example("study_spec.json"), "--constraint", "m<300"})
+                .exit_code,
+            2);
+  EXPECT_EQ(Ctl({"observe", "pareto", "--trial", id}).exit_code, 2);
 }
 
 TEST_F(MetaoptctlTest, ReportStopReasonStopsATrialWithoutARule) {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 
+	"google.golang.org/protobuf/proto"
+
 	pb "github.com/metaopt/metaopt/clients/go/metaoptv1"
 )
 
@@ -103,6 +105,41 @@ type Spec struct {
 	// Study.Report); nil: never stop. For example
 	// &pb.EarlyStoppingSpec{Rule: &pb.EarlyStoppingSpec_Asha{Asha: &pb.AshaRule{MinResource: 1}}}.
 	EarlyStopping *pb.EarlyStoppingSpec
+	// Objectives, instead of Objective and Goal: several objectives (2 or 3) optimized
+	// together; the study looks for their Pareto front (Study.ParetoFront). Observe every
+	// objective's value (ObserveMetrics, or Value(first).WithMetrics(others)).
+	Objectives []Objective
+	// Constraints are limits on observed metrics; a trial that violates one completes with
+	// Trial.Feasible false.
+	Constraints []Constraint
+}
+
+// Objective is one of a study's several objectives.
+type Objective struct {
+	Name string
+	// Goal: Maximize or Minimize (required).
+	Goal Goal
+	// Reference is the objective's coordinate of the hypervolume's reference point, in the
+	// objective's units; nil: the worst feasible value observed, moved a tenth of the range
+	// further.
+	Reference *float64
+}
+
+// ConstraintSense is which side of its bound a constrained metric must stay on.
+type ConstraintSense = pb.ConstraintSense
+
+// Constraint senses.
+const (
+	AtMost  = pb.ConstraintSense_CONSTRAINT_SENSE_AT_MOST
+	AtLeast = pb.ConstraintSense_CONSTRAINT_SENSE_AT_LEAST
+)
+
+// Constraint is a limit on a metric every completed trial reports: Metric <= Bound (AtMost) or
+// Metric >= Bound (AtLeast).
+type Constraint struct {
+	Metric string
+	Sense  ConstraintSense
+	Bound  float64
 }
 
 // Proto is the StudySpec message of s.
@@ -130,14 +167,55 @@ func (s Spec) Proto() (*pb.StudySpec, error) {
 	if algorithm == pb.AlgorithmKind_ALGORITHM_KIND_UNSPECIFIED {
 		algorithm = GP
 	}
-	return &pb.StudySpec{
+	spec := &pb.StudySpec{
 		SearchSpace:     s.Space,
 		Objective:       &pb.Objective{Name: objective, Goal: goal},
 		Algorithm:       &pb.AlgorithmSpec{Kind: algorithm, Model: s.Model, InitialTrials: s.InitialTrials},
 		DatasetFeatures: s.DatasetFeatures,
 		Seed:            s.Seed,
 		EarlyStopping:   s.EarlyStopping,
-	}, nil
+	}
+	if len(s.Objectives) > 0 {
+		if s.Objective != "" || s.Goal != pb.Goal_GOAL_UNSPECIFIED {
+			return nil, fmt.Errorf("metaopt: spec: give Objectives, or Objective and Goal, not both")
+		}
+		for i, o := range s.Objectives {
+			if o.Name == "" {
+				return nil, fmt.Errorf("metaopt: spec: Objectives[%d].Name: empty", i)
+			}
+			if o.Goal != Maximize && o.Goal != Minimize {
+				return nil, fmt.Errorf("metaopt: spec: Objectives[%d].Goal: %v; set Maximize or Minimize", i, o.Goal)
+			}
+			objective := &pb.Objective{Name: o.Name, Goal: o.Goal}
+			if o.Reference != nil {
+				if math.IsNaN(*o.Reference) || math.IsInf(*o.Reference, 0) {
+					return nil, fmt.Errorf("metaopt: spec: Objectives[%d].Reference: %v is not finite", i, *o.Reference)
+				}
+				reference := *o.Reference
+				objective.Reference = &reference
+			}
+			spec.Objectives = append(spec.Objectives, objective)
+		}
+		// The server's canonical form: the first objective is also Objective; a single one is
+		// Objective alone (so that creating the study again compares equal).
+		spec.Objective = proto.Clone(spec.Objectives[0]).(*pb.Objective)
+		if len(spec.Objectives) == 1 {
+			spec.Objectives = nil
+		}
+	}
+	for i, c := range s.Constraints {
+		if c.Metric == "" {
+			return nil, fmt.Errorf("metaopt: spec: Constraints[%d].Metric: empty", i)
+		}
+		if c.Sense != AtMost && c.Sense != AtLeast {
+			return nil, fmt.Errorf("metaopt: spec: Constraints[%d].Sense: %v; set AtMost or AtLeast", i, c.Sense)
+		}
+		if math.IsNaN(c.Bound) || math.IsInf(c.Bound, 0) {
+			return nil, fmt.Errorf("metaopt: spec: Constraints[%d].Bound: %v is not finite", i, c.Bound)
+		}
+		spec.Constraints = append(spec.Constraints, &pb.Constraint{Metric: c.Metric, Sense: c.Sense, Bound: c.Bound})
+	}
+	return spec, nil
 }
 
 // Values is a configuration of a one-stage space, parameter name to float64, int, int64 or

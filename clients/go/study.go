@@ -176,15 +176,22 @@ func (s *Study) trials(protos []*pb.Trial) []*Trial {
 }
 
 // Outcome is what an evaluation produced: an objective value, or a failure. Build it with
-// Value, Failure or Infeasibility.
+// Value, Metrics, Failure or Infeasibility.
 type Outcome struct {
-	value   float64
-	failure *pb.Failure
-	metrics map[string]float64
+	value float64
+	// inMetrics: a completed evaluation whose objectives' values are all in metrics.
+	inMetrics bool
+	failure   *pb.Failure
+	metrics   map[string]float64
 }
 
-// Value is a completed evaluation's objective value.
+// Value is a completed evaluation's objective value (in a study with several objectives, the
+// first one's; add the others WithMetrics).
 func Value(v float64) Outcome { return Outcome{value: v} }
+
+// Metrics is a completed evaluation of a study with several objectives or with constraints:
+// every objective's and constrained metric's value by name, and any other metrics.
+func Metrics(metrics map[string]float64) Outcome { return Outcome{inMetrics: true, metrics: metrics} }
 
 // Failure is an evaluation that broke (the trial becomes FAILED).
 func Failure(reason string) Outcome {
@@ -208,6 +215,10 @@ func (o Outcome) fill(request *pb.ObserveRequest) error {
 			return errors.New("metaopt: observe: a failure needs a reason")
 		}
 		request.Outcome = &pb.ObserveRequest_Failure{Failure: o.failure}
+	} else if o.inMetrics {
+		if len(o.metrics) == 0 {
+			return errors.New("metaopt: observe: Metrics: empty; give the objectives' values")
+		}
 	} else {
 		if math.IsNaN(o.value) || math.IsInf(o.value, 0) {
 			return fmt.Errorf("metaopt: observe: value %v is not finite; report a Failure instead", o.value)
@@ -229,6 +240,16 @@ func sameOutcome(t *pb.Trial, request *pb.ObserveRequest) bool {
 		return t.State == Completed && t.Value != nil && *t.Value == outcome.Value
 	case *pb.ObserveRequest_Failure:
 		return t.State == outcome.Failure.State && t.FailureReason == outcome.Failure.Reason
+	case nil: // every value in metrics: the trial holds them all
+		if t.State != Completed || t.Value == nil {
+			return false
+		}
+		for name, v := range request.Metrics {
+			if got, ok := t.Metrics[name]; !ok || got != v {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }
@@ -434,6 +455,8 @@ func (s *Study) Trials(ctx context.Context, state TrialState) ([]*Trial, error) 
 }
 
 // BestTrial is the best COMPLETED trial for the study's goal, fetched now; nil if there is none.
+// With constraints, the best feasible one; with several objectives, the Pareto front's best in
+// the first objective.
 func (s *Study) BestTrial(ctx context.Context) (*Trial, error) {
 	if err := s.Refresh(ctx); err != nil {
 		return nil, err
@@ -443,6 +466,59 @@ func (s *Study) BestTrial(ctx context.Context) (*Trial, error) {
 		return nil, nil
 	}
 	return newTrial(best, s.space()), nil
+}
+
+// ParetoFrontSummary is a study's Pareto front summarized: how many trials are on it, and the
+// hypervolume they dominate up to ReferencePoint (one coordinate per objective, in the
+// objectives' own units and order).
+type ParetoFrontSummary struct {
+	Size           int64
+	Hypervolume    float64
+	ReferencePoint []float64
+}
+
+func summaryOf(p *pb.ParetoFrontSummary) ParetoFrontSummary {
+	return ParetoFrontSummary{Size: p.GetSize(), Hypervolume: p.GetHypervolume(),
+		ReferencePoint: append([]float64(nil), p.GetReferencePoint()...)}
+}
+
+// ParetoFrontSummary is the study's Pareto front summary as last fetched (Refresh,
+// ParetoFront).
+func (s *Study) ParetoFrontSummary() ParetoFrontSummary {
+	return summaryOf(s.Proto().GetParetoFront())
+}
+
+// ParetoFront is the study's Pareto front now (GetParetoFront, every page): its non-dominated
+// feasible COMPLETED trials by increasing id, each with its objectives' values in Metrics; with
+// a single objective, its best trials (all that tie). It also returns the front's summary.
+func (s *Study) ParetoFront(ctx context.Context) ([]*Trial, ParetoFrontSummary, error) {
+	var front []*Trial
+	var summary *pb.ParetoFrontSummary
+	token := ""
+	for {
+		request := &pb.GetParetoFrontRequest{StudyId: s.ID(), PageSize: 1000, PageToken: token}
+		var response *pb.GetParetoFrontResponse
+		err := s.client.call(ctx, "GetParetoFront", retrySafe, func(ctx context.Context, opts ...grpc.CallOption) (err error) {
+			response, err = s.client.stub.GetParetoFront(ctx, request, opts...)
+			return err
+		})
+		if err != nil {
+			return nil, ParetoFrontSummary{}, err
+		}
+		if summary == nil {
+			summary = response.Summary
+		}
+		front = append(front, s.trials(response.Trials)...)
+		if token = response.NextPageToken; token == "" {
+			break
+		}
+	}
+	s.mu.Lock()
+	updated := proto.Clone(s.proto).(*pb.Study)
+	updated.ParetoFront = summary
+	s.proto = updated
+	s.mu.Unlock()
+	return front, summaryOf(summary), nil
 }
 
 // Delete deletes the study with its trials.

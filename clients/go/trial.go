@@ -67,8 +67,19 @@ func (t *Trial) Value() (value float64, ok bool) {
 	return *t.proto.Value, true
 }
 
-// Metrics are the extra metrics observed with the trial.
+// Metrics are the metrics observed with the trial; in a study with several objectives, every
+// objective's value by name (the first one's is also Value).
 func (t *Trial) Metrics() map[string]float64 { return t.proto.Metrics }
+
+// Feasible tells, in a study with constraints, whether this COMPLETED trial meets them all (a
+// trial that does not is kept, but is never best nor on the Pareto front); ok is false in a
+// study without constraints and for other states.
+func (t *Trial) Feasible() (feasible bool, ok bool) {
+	if t.proto.Feasible == nil {
+		return false, false
+	}
+	return *t.proto.Feasible, true
+}
 
 // Metadata are the server's notes, for example {"policy": "gp/ei"}.
 func (t *Trial) Metadata() map[string]string { return t.proto.Metadata }

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -257,6 +259,102 @@ TEST_P(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
       std::vector<int> slow,
       MaximizeOverCatalogue(exact, catalogue, held, certain_first, 3));
   EXPECT_EQ(fast, slow);
+}
+
+// The search over a space screens its candidates (samples, neighbours,
+// refinements) from kLocalScreeningMinPoints observations on and picks what
+// exact scores of every candidate pick, with the same random draws: batches
+// of 1 and 3, several incumbents, on a continuous and a mixed space.
+class SpaceScreeningTest
+    : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, SpaceScreeningTest,
+    ::testing::Combine(::testing::Values(surrogate::kLocalScreeningMinPoints,
+                                         300),
+                       ::testing::Bool()));
+
+TEST_P(SpaceScreeningTest, PicksWhatExactScoringPicks) {
+  const auto [n, mixed] = GetParam();
+  v1::SearchSpace proto;
+  auto* algorithm = proto.add_stages()->add_algorithms();
+  proto.mutable_stages(0)->set_name("model");
+  algorithm->set_name("f");
+  for (int d = 0; d < 3; ++d) {
+    auto* p = algorithm->add_parameters();
+    p->set_name("x" + std::to_string(d));
+    p->mutable_float_domain()->set_high(1);
+  }
+  if (mixed) {
+    auto* k = algorithm->add_parameters();
+    k->set_name("k");
+    k->mutable_int_domain()->set_low(1);
+    k->mutable_int_domain()->set_high(5);
+    auto* c = algorithm->add_parameters();
+    c->set_name("c");
+    for (const char* v : {"a", "b", "c"}) {
+      c->mutable_categorical_domain()->add_values(v);
+    }
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(space::SearchSpace space,
+                               space::SearchSpace::Create(proto));
+  const space::Encoder encoder(space);
+  space::Rng rng(11);
+  std::vector<v1::Configuration> observed;
+  for (int i = 0; i < n; ++i) observed.push_back(space.Sample(rng));
+  const Eigen::MatrixXd X = encoder.EncodeBatch(observed);
+  Eigen::VectorXd y(n);
+  for (int i = 0; i < n; ++i) {
+    y[i] = std::sin(6 * X(i, 0)) + (X(i, 1) - 0.4) * (X(i, 1) - 0.4) +
+           0.3 * X.row(i).tail(X.cols() - 2).sum();
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      gp::GaussianProcess prior,
+      gp::GaussianProcess::Create("matern52", encoder.dimension()));
+  Eigen::VectorXd h = prior.hyperparameters();
+  h.head(encoder.dimension()).setConstant(std::log(0.3));
+  ASSERT_TRUE(prior.set_hyperparameters(h).ok());
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::GpPosterior posterior,
+                               gp::Condition(prior, X, y));
+  const surrogate::GpSurrogate screened(posterior);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto bound, screened.PredictSpaceScreening(X));
+  ASSERT_TRUE(bound.has_value());
+  const ExactOnly exact(
+      std::make_unique<const surrogate::GpSurrogate>(posterior));
+  absl::flat_hash_set<std::string> held_keys;
+  for (const v1::Configuration& c : observed) {
+    held_keys.insert(space::ConfigurationKey(c));
+  }
+  auto held = [&](const std::string& key) { return held_keys.contains(key); };
+  std::vector<int> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return y[a] < y[b]; });
+  std::vector<v1::Configuration> incumbents;
+  for (int i : order) incumbents.push_back(observed[i]);
+  SearchOptions options;
+  options.random_samples = 500;
+  for (double incumbent : {y.minCoeff(), y.minCoeff() - 0.5}) {
+    const LogExpectedImprovementFunction best(incumbent);
+    for (const int count : {1, 3}) {
+      space::Rng fast_rng(99 + count);
+      space::Rng slow_rng(99 + count);
+      METAOPT_ASSERT_OK_AND_ASSIGN(
+          std::vector<v1::Configuration> fast,
+          MaximizeOverSpace(screened, space, encoder, held, best, incumbents,
+                            count, options, fast_rng));
+      METAOPT_ASSERT_OK_AND_ASSIGN(
+          std::vector<v1::Configuration> slow,
+          MaximizeOverSpace(exact, space, encoder, held, best, incumbents,
+                            count, options, slow_rng));
+      ASSERT_EQ(fast.size(), slow.size());
+      for (size_t i = 0; i < fast.size(); ++i) {
+        EXPECT_EQ(space::ConfigurationKey(fast[i]),
+                  space::ConfigurationKey(slow[i]))
+            << incumbent << " " << count << " " << i;
+      }
+      EXPECT_TRUE(fast_rng == slow_rng);
+    }
+  }
 }
 
 }  // namespace

@@ -517,6 +517,109 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithVarianceBound(
   return out;
 }
 
+absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
+    const Eigen::MatrixXd& Xq, int neighbors, int points) const {
+  const Eigen::Index n = X_.rows();
+  if (neighbors >= n || points >= n) return Predict(Xq);
+  const Eigen::Index r = std::max(points, 0);
+  const auto L_r = L_.topLeftCorner(r, r).triangularView<Eigen::Lower>();
+  Eigen::MatrixXd W;  // L_r^-1 times the first r rows of V
+  METAOPT_RETURN_IF_ERROR(model_.ValidateData(Xq, nullptr, "Predict"));
+  const Eigen::Index m = Xq.rows();
+  const int k = std::max(neighbors, 1);
+  const Kernel& kernel = model_.kernel();
+  const double diagonal = model_.noise_variance() + jitter_;
+  const double prior = kernel.output_scale();  // k(x, x), stationary
+  // Squared scaled distances are squared distances of these rows.
+  const Eigen::MatrixXd scaled = kernel.DividedByLengthscales(X_);
+  Prediction out;
+  out.mean.resize(m);
+  out.variance.resize(m);
+  Eigen::MatrixXd V;  // n x block cross-covariances
+  std::vector<Eigen::Index> nearest(kPredictBlock * k);
+  Eigen::VectorXd r2(kPredictBlock * k * (k - 1) / 2);
+  std::vector<double> chol(k * k);  // one query's k x k factor, row-major
+  std::vector<double> w(k);
+  for (Eigen::Index start = 0; start < m; start += kPredictBlock) {
+    const Eigen::Index b = std::min(kPredictBlock, m - start);
+    const auto Xb = Xq.middleRows(start, b);
+    V = kernel.Matrix(X_, Xb);
+    out.mean.segment(start, b).noalias() = V.transpose() * alpha_;
+    Eigen::VectorXd first = Eigen::VectorXd::Constant(b, prior);
+    if (r > 0) {
+      W = V.topRows(r);
+      L_r.solveInPlace(W);
+      first -= W.colwise().squaredNorm().transpose();
+    }
+    // Each query's k largest cross-covariances (nearest training points), by
+    // insertion into a sorted list: most rows fail the first comparison.
+    for (Eigen::Index j = 0; j < b; ++j) {
+      const double* column = V.col(j).data();
+      Eigen::Index* list = nearest.data() + j * k;
+      int size = 0;
+      for (Eigen::Index i = 0; i < n; ++i) {
+        const double value = column[i];
+        if (size == k && !(value > column[list[k - 1]])) continue;
+        int at = size == k ? k - 1 : size++;
+        while (at > 0 && value > column[list[at - 1]]) {
+          list[at] = list[at - 1];
+          --at;
+        }
+        list[at] = i;
+      }
+      for (int p = 1, e = static_cast<int>(j * k * (k - 1) / 2); p < k; ++p) {
+        for (int q = 0; q < p; ++q, ++e) {
+          r2[e] = (scaled.row(list[p]) - scaled.row(list[q])).squaredNorm();
+        }
+      }
+    }
+    // The neighbours' covariances, all queries of the block at once.
+    const Eigen::VectorXd among =
+        kernel.FromSquaredDistances(r2.head(b * k * (k - 1) / 2));
+    for (Eigen::Index j = 0; j < b; ++j) {
+      // Cholesky of K_SS + diagonal I, then the variance given S:
+      // prior - |L_S^-1 k_S|^2 (the prior if it fails).
+      const Eigen::Index* list = nearest.data() + j * k;
+      const double* pair = among.data() + j * k * (k - 1) / 2;
+      double bound = prior;
+      bool ok = true;
+      for (int p = 0; p < k && ok; ++p) {
+        for (int q = 0; q <= p; ++q) {
+          double sum = p == q ? prior + diagonal : pair[p * (p - 1) / 2 + q];
+          for (int t = 0; t < q; ++t) sum -= chol[p * k + t] * chol[q * k + t];
+          if (p == q) {
+            if (!(sum > 0.0)) {
+              ok = false;
+              break;
+            }
+            chol[p * k + p] = std::sqrt(sum);
+          } else {
+            chol[p * k + q] = sum / chol[q * k + q];
+          }
+        }
+      }
+      if (ok) {
+        double explained = 0.0;
+        for (int p = 0; p < k; ++p) {
+          double sum = V(list[p], j);
+          for (int t = 0; t < p; ++t) sum -= chol[p * k + t] * w[t];
+          w[p] = sum / chol[p * k + p];
+          explained += w[p] * w[p];
+        }
+        bound -= explained;
+      }
+      out.variance[start + j] =
+          std::max(std::min(bound, first[j]), 0.0) + 1e-10 * prior;
+    }
+  }
+  const double scale = standardization_.scale;
+  out.mean = ((out.mean.array() + model_.constant_mean()) * scale +
+              standardization_.offset)
+                 .matrix();
+  out.variance *= scale * scale;
+  return out;
+}
+
 absl::StatusOr<Prediction> GpPosterior::PredictWithVarianceBound(
     const Eigen::MatrixXd& catalogue, const std::vector<int>& rows, int points,
     CatalogueKernelCache& cache) const {
@@ -573,6 +676,36 @@ absl::StatusOr<GpPosterior> GpPosterior::ConditionOn(
   chol.L.bottomLeftCorner(k, n) = B.transpose();
   chol.L.bottomRightCorner(k, k) = llt.matrixL();
   return GpPosterior(model_, std::move(X), std::move(y), standardization_,
+                     std::move(chol));
+}
+
+absl::StatusOr<GpPosterior> GpPosterior::Recondition(
+    const Eigen::MatrixXd& X, const Eigen::VectorXd& y) const {
+  METAOPT_RETURN_IF_ERROR(model_.ValidateData(X, &y, "Condition"));
+  const Eigen::Index n = X.rows();
+  Eigen::Index p = 0;
+  const Eigen::Index shared = std::min<Eigen::Index>(n, X_.rows());
+  while (p < shared && X.row(p) == X_.row(p)) ++p;
+  if (jitter_ != 0.0 || p == 0 || 2 * p < n) return Condition(model_, X, y);
+  const Eigen::Index k = n - p;
+  JitteredCholesky chol;
+  chol.L.resize(n, n);
+  chol.L.topLeftCorner(p, p) = L_.topLeftCorner(p, p);  // upper part zero
+  chol.L.topRightCorner(p, k).setZero();
+  if (k > 0) {
+    // [L_p 0; B' C] with B = L_p^-1 K(X_p, X_new), C = chol(K_new - B'B).
+    const Kernel& kernel = model_.kernel();
+    Eigen::MatrixXd B = kernel.Matrix(X.topRows(p), X.bottomRows(k));
+    L_.topLeftCorner(p, p).triangularView<Eigen::Lower>().solveInPlace(B);
+    Eigen::MatrixXd S = kernel.Matrix(X.bottomRows(k));
+    S.diagonal().array() += model_.noise_variance();
+    S.noalias() -= B.transpose() * B;
+    Eigen::LLT<Eigen::MatrixXd> llt(S);
+    if (!FactorOk(llt)) return Condition(model_, X, y);
+    chol.L.bottomLeftCorner(k, p) = B.transpose();
+    chol.L.bottomRightCorner(k, k) = llt.matrixL();
+  }
+  return GpPosterior(model_, X, y, Standardization::FromTargets(y),
                      std::move(chol));
 }
 

@@ -258,6 +258,18 @@ class GpPosterior {
   // so this costs O(m n D + m points^2) instead of O(m n^2).
   absl::StatusOr<Prediction> PredictWithVarianceBound(const Eigen::MatrixXd& Xq,
                                                       int points) const;
+  // The same with, as variance bound, the smaller of the variance given only
+  // the `neighbors` training points most correlated with each query (its
+  // nearest under a stationary kernel; again fewer observations never shrink
+  // it more) and the variance given the first `points` (as above), raised by
+  // 1e-10 times the prior variance so that it stays above Predict's variance
+  // whatever the rounding of either. Near dense observations the first bound
+  // is far tighter, far from them the second; for candidates scattered over a
+  // space (a catalogue screens with the bound above, whose kernel values it
+  // keeps). O(m n (D + 1) + m neighbors^3 + m points^2) instead of O(m n^2).
+  // neighbors >= n or points >= n: Predict.
+  absl::StatusOr<Prediction> PredictWithLocalVarianceBound(
+      const Eigen::MatrixXd& Xq, int neighbors, int points) const;
   // The same for the rows `rows` of `catalogue`, from `cache`, which keeps
   // the kernel between the catalogue and the training points from one call
   // to the next (CatalogueKernelCache: after one new observation a call
@@ -275,6 +287,16 @@ class GpPosterior {
   // full factorisation with jitter if needed.
   absl::StatusOr<GpPosterior> ConditionOn(const Eigen::MatrixXd& X_new,
                                           const Eigen::VectorXd& y_new) const;
+
+  // Condition(model(), X, y): the same hyperparameters, y standardised by
+  // its own mean and deviation, where X's first rows repeat the first p rows
+  // of inputs(). When p >= n / 2 and nothing was jittered, the leading p x p
+  // block of this posterior's Cholesky factor is the factor of those rows
+  // and is extended by the other n - p (O(p^2 (n - p) + (n - p)^3) instead of
+  // O(n^3), the kernel of the new rows only); otherwise, or if the extension
+  // loses definiteness, Condition. Equal to Condition up to rounding.
+  absl::StatusOr<GpPosterior> Recondition(const Eigen::MatrixXd& X,
+                                          const Eigen::VectorXd& y) const;
 
   // Fantasies for pending points (rows of X): the posterior after also
   // "observing" its own mean at X (kriging believer), with the same

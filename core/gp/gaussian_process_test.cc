@@ -656,6 +656,118 @@ TEST(GpPosteriorTest, ConditionOnEqualsConditioningOnEverything) {
   EXPECT_EQ(post.num_points(), 12);
 }
 
+// Recondition against Condition on the same data: new rows appended, the last
+// row replaced (a shorter shared prefix), nothing new, and too short a prefix
+// (Condition itself).
+TEST(GpPosteriorTest, ReconditionEqualsConditionToRounding) {
+  std::mt19937_64 rng(47);
+  const int dim = 4;
+  Eigen::VectorXd h(dim + 3);
+  h << Eigen::VectorXd::Constant(dim, std::log(0.4)), 0.2, std::log(1e-4), 0.1;
+  const GaussianProcess gp = MakeGp("matern52", dim, h);
+  const Eigen::MatrixXd X = RandomMatrix(300, dim, rng);
+  Eigen::VectorXd y = X.rowwise().squaredNorm();
+  y += 0.1 * (3 * X.col(0)).array().sin().matrix();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior previous,
+                               Condition(gp, X.topRows(250), y.head(250)));
+  const Eigen::MatrixXd q = RandomMatrix(200, dim, rng);
+  auto expect_equal = [&](const Eigen::MatrixXd& Xn, const Eigen::VectorXd& yn) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior fresh, Condition(gp, Xn, yn));
+    METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior extended,
+                                 previous.Recondition(Xn, yn));
+    EXPECT_EQ(extended.num_points(), Xn.rows());
+    EXPECT_EQ(extended.jitter(), fresh.jitter());
+    EXPECT_EQ(extended.standardization().offset,
+              fresh.standardization().offset);
+    EXPECT_EQ(extended.standardization().scale, fresh.standardization().scale);
+    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction a, extended.Predict(q));
+    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction b, fresh.Predict(q));
+    EXPECT_LT((a.mean - b.mean).cwiseAbs().maxCoeff(), 1e-9);
+    EXPECT_LT((a.variance - b.variance).cwiseAbs().maxCoeff(), 1e-9);
+    // At the training points too, where the variance is smallest.
+    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction c, extended.Predict(Xn));
+    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction d, fresh.Predict(Xn));
+    EXPECT_LT((c.mean - d.mean).cwiseAbs().maxCoeff(), 1e-9);
+    EXPECT_LT((c.variance - d.variance).cwiseAbs().maxCoeff(), 1e-9);
+  };
+  expect_equal(X.topRows(251), y.head(251));  // one more observation
+  expect_equal(X, y);                          // fifty more
+  expect_equal(X.topRows(250), y.head(250));  // the same rows
+  Eigen::MatrixXd replaced = X.topRows(251);  // the last one replaced
+  replaced.row(249) = X.row(250);
+  Eigen::VectorXd replaced_y = y.head(251);
+  replaced_y[249] = -1.0;
+  expect_equal(replaced, replaced_y);
+  expect_equal(X.bottomRows(100), y.tail(100));  // nothing shared
+}
+
+// A jittered factor is not extended: Recondition gives what Condition does.
+TEST(GpPosteriorTest, ReconditionOfAJitteredPosteriorIsCondition) {
+  auto gp = GaussianProcess::Create("matern52", 1, /*noise_floor=*/1e-300);
+  ASSERT_TRUE(gp.ok());
+  Eigen::VectorXd h = gp->hyperparameters();
+  h[gp->noise_index()] = -80.0;
+  ASSERT_TRUE(gp->set_hyperparameters(h).ok());
+  const Eigen::MatrixXd X = Eigen::Vector3d(0.2, 0.2, 0.7);  // a repeat
+  const Eigen::Vector3d y(1.0, 1.1, 0.0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior previous, Condition(*gp, X, y));
+  ASSERT_GT(previous.jitter(), 0.0);
+  const Eigen::MatrixXd X4 = Eigen::Vector4d(0.2, 0.2, 0.7, 0.9);
+  const Eigen::Vector4d y4(1.0, 1.1, 0.0, 0.5);
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior fresh, Condition(*gp, X4, y4));
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior again, previous.Recondition(X4, y4));
+  const Eigen::MatrixXd q = Eigen::Vector2d(0.1, 0.8);
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction a, again.Predict(q));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction b, fresh.Predict(q));
+  EXPECT_EQ(a.mean, b.mean);
+  EXPECT_EQ(a.variance, b.variance);
+  EXPECT_EQ(again.jitter(), fresh.jitter());
+}
+
+// The local bound: the exact mean, a variance never below Predict's, tighter
+// than the first points' bound where observations are dense, and Predict
+// itself for as many neighbours as observations.
+TEST(GpPosteriorTest, LocalVarianceBoundIsAnUpperBound) {
+  std::mt19937_64 rng(53);
+  const int dim = 4;
+  Eigen::VectorXd h(dim + 3);
+  h << Eigen::VectorXd::Constant(dim, std::log(0.3)), 0.0, std::log(1e-5), 0.0;
+  const GaussianProcess gp = MakeGp("matern52", dim, h);
+  const Eigen::MatrixXd X = RandomMatrix(600, dim, rng);
+  const Eigen::VectorXd y = (4 * X.col(0)).array().sin().matrix() +
+                            X.rowwise().squaredNorm();
+  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(gp, X, y));
+  // Queries: uniform, and close to training points.
+  Eigen::MatrixXd q(700, dim);
+  q.topRows(400) = RandomMatrix(400, dim, rng);
+  q.bottomRows(300) =
+      X.topRows(300) + 0.02 * (RandomMatrix(300, dim, rng).array() - 0.5).matrix();
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction exact, post.Predict(q));
+  for (const int k : {1, 4, 8, 16}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction local,
+                                 post.PredictWithLocalVarianceBound(q, k, 0));
+    EXPECT_LT((local.mean - exact.mean).cwiseAbs().maxCoeff(), 1e-12) << k;
+    EXPECT_TRUE((local.variance.array() > exact.variance.array()).all()) << k;
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction local,
+                               post.PredictWithLocalVarianceBound(q, 8, 0));
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction first,
+                               post.PredictWithVarianceBound(q, 128));
+  EXPECT_LT((local.variance - exact.variance).mean(),
+            0.5 * (first.variance - exact.variance).mean());
+  // Both bounds: never above either, still above Predict's variance.
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction both,
+                               post.PredictWithLocalVarianceBound(q, 8, 128));
+  EXPECT_EQ(both.mean, local.mean);
+  EXPECT_TRUE((both.variance.array() > exact.variance.array()).all());
+  EXPECT_TRUE((both.variance.array() <= local.variance.array()).all());
+  EXPECT_TRUE((both.variance.array() <= first.variance.array() + 1e-8).all());
+  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction all,
+                               post.PredictWithLocalVarianceBound(q, 600, 0));
+  EXPECT_EQ(all.mean, exact.mean);
+  EXPECT_EQ(all.variance, exact.variance);
+}
+
 // ---- Fantasies for pending points.
 
 GpPosterior OneDimensionalPosterior() {

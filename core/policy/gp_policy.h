@@ -8,12 +8,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/base/thread_annotations.h"
 #include "core/acquisition/acquisition_search.h"
+#include "core/common/mutex.h"
 #include "core/gp/gaussian_process.h"
 #include "core/policy/model_based.h"
 #include "core/policy/policy.h"
 #include "core/registry/artifact.h"
 #include "core/space/encoding.h"
+#include "core/surrogate/surrogate.h"
 #include "metaopt/v1/policy_state.pb.h"
 
 namespace metaopt::policy {
@@ -64,7 +67,10 @@ absl::Status ValidateGpPolicyOptions(const GpPolicyOptions& options);
 // hyperparameters `state` records (the defaults for an empty state). Refits
 // (seeded by rng(), drawn only then) on a FitSample of at most
 // options.max_fit_points observations; the posterior conditions on all of
-// `data` (n >= 1).
+// `data` (n >= 1). When the hyperparameters are reused and `previous` (may be
+// null) is a posterior with the same ones (the last fit's), the posterior
+// extends its Cholesky factor (gp::GpPosterior::Recondition: O(n^2) after one
+// new observation instead of O(n^3), equal up to rounding).
 struct ScheduledGpFit {
   gp::GpPosterior posterior;
   // The state after a refit; nullopt when the hyperparameters were reused.
@@ -74,7 +80,9 @@ absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(const gp::GaussianProcess& prior,
                                                const v1::GpPolicyState& state,
                                                const TrainingData& data,
                                                const GpPolicyOptions& options,
-                                               space::Rng& rng);
+                                               space::Rng& rng,
+                                               const gp::GpPosterior* previous =
+                                                   nullptr);
 
 // With a bound registry model, the model's portfolio entries (those inside the
 // study's space or catalogue) are the first suggestions, in place of the
@@ -89,7 +97,10 @@ absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(const gp::GaussianProcess& prior,
 // cost far more than the rest): multi-start when the number of observations
 // has doubled, warm-started single-start when it grew by 10%, otherwise reused.
 // They are the policy's state, persisted after every refit, so a restarted
-// server continues identically. Immutable and thread-safe.
+// server continues identically (over a space up to rounding: between refits
+// a fit extends the Cholesky factor of the instance's last one, a restart
+// refactors).
+// Immutable (but for that reference to its last fit) and thread-safe.
 class GpPolicy final : public Policy {
  public:
   // `state` is the stored GpPolicyState (absent for a new study).
@@ -138,6 +149,15 @@ class GpPolicy final : public Policy {
   const GpPolicyOptions options_;
   // What a PreparedSurrogate of this instance is matched by.
   const uint64_t instance_id_ = NewPolicyInstanceId();
+  // Without a catalogue: the posterior of this instance's last fit that
+  // reused its hyperparameters, held weakly (alive while a kept prepared fit or a
+  // Suggest holds it, so it costs no memory of its own): the next fit extends
+  // its Cholesky factor.
+  struct LastFit {
+    Mutex mu;
+    std::weak_ptr<const surrogate::GpSurrogate> surrogate ABSL_GUARDED_BY(mu);
+  };
+  const std::shared_ptr<LastFit> last_fit_ = std::make_shared<LastFit>();
 };
 
 }  // namespace metaopt::policy

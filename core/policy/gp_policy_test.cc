@@ -448,6 +448,60 @@ TEST(GpPreparedFitTest, RestoredPolicySuggestsWhatTheRunningOneDoes) {
   }
 }
 
+// Over a space, between refits, a fit extends the Cholesky factor of the
+// policy's last fit while something holds that fit (the study engine keeps
+// it), and the search screens its candidates from
+// surrogate::kLocalScreeningMinPoints observations on; a restored policy
+// (a restarted server) refactors. Both suggest the same, step by step,
+// through refits, sequential and in pairs.
+TEST(GpPreparedFitTest, ExtendedFactorSuggestsWhatARefactorDoes) {
+  const v1::StudySpec spec = BoxSpec(4, 0, 1, 19);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  for (const int count : {1, 2}) {
+    space::Rng sampler(23);
+    std::vector<v1::Trial> history = BraninTrials(*space, 60, sampler);
+    const StudyView view{&spec, &*space, &history};
+    METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const Policy> policy,
+                                 CreatePolicy(spec, std::nullopt));
+    std::optional<std::string> state;
+    std::optional<SuggestResult> kept;
+    int reused = 0;
+    for (int step = 0; step < 16; ++step) {
+      const space::Rng start(3000 + step);
+      space::Rng running_rng = start;
+      METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult running,
+                                   policy->Suggest(view, count, running_rng));
+      space::Rng restored_rng = start;
+      METAOPT_ASSERT_OK_AND_ASSIGN(
+          SuggestResult restored,
+          (*CreatePolicy(spec, state))->Suggest(view, count, restored_rng));
+      EXPECT_TRUE(restored_rng == running_rng) << step;
+      ASSERT_EQ(restored.configurations.size(), running.configurations.size());
+      for (size_t i = 0; i < running.configurations.size(); ++i) {
+        EXPECT_EQ(space::ConfigurationKey(restored.configurations[i]),
+                  space::ConfigurationKey(running.configurations[i]))
+            << "step " << step << " pick " << i;
+      }
+      for (const v1::Configuration& c : running.configurations) {
+        v1::Trial trial;
+        trial.set_id(static_cast<int64_t>(history.size()) + 1);
+        *trial.mutable_configuration() = c;
+        trial.set_state(v1::TRIAL_STATE_COMPLETED);
+        trial.set_value(Branin(c));
+        history.push_back(std::move(trial));
+      }
+      if (running.update.has_value()) {
+        policy = running.update->policy;
+        state = running.update->state;
+      } else {
+        ++reused;
+      }
+      kept = std::move(running);  // holds the fit, as the engine does
+    }
+    EXPECT_GE(reused, 8) << count;
+  }
+}
+
 TEST(GpPreparedFitTest, AnotherPolicysOrAnotherStreamsFitIsNotUsed) {
   const v1::StudySpec spec = BoxSpec(2, 0, 1, 5);
   auto space = space::SearchSpace::Create(spec.search_space());

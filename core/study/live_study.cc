@@ -216,6 +216,7 @@ v1::Study StudyRecord(const LiveStudy& live) {
 }
 
 ParetoFrontOf DescribeParetoFront(const LiveStudy& live) {
+  if (live.pareto_front_version == live.version) return live.pareto_front;
   const objective::StudyObjectives& objectives = *live.objectives;
   // The policies' view holds every trial's value, metrics and feasibility.
   const std::vector<v1::Trial> trials = live.trials.PolicyTrials();
@@ -236,6 +237,8 @@ ParetoFrontOf DescribeParetoFront(const LiveStudy& live) {
     front_points.push_back(*objectives.Targets(trials[index]));
   }
   front.summary = objectives.Summarize(front_points, points);
+  live.pareto_front = front;
+  live.pareto_front_version = live.version;
   return front;
 }
 

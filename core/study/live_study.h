@@ -48,6 +48,12 @@ struct PreparedFitSlot {
   bool kept = false;
 };
 
+// The Pareto front of a study: its trials' ids, increasing, and summary.
+struct ParetoFrontOf {
+  std::vector<int64_t> ids;
+  v1::ParetoFrontSummary summary;
+};
+
 // One loaded study. Thread-safe: the fields above `mu` never change after
 // load; `mu` guards the rest and serializes the study's changes.
 struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
@@ -87,6 +93,11 @@ struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
   google::protobuf::RepeatedPtrField<v1::FineTuneRun> fine_tune_runs
       ABSL_GUARDED_BY(mu);
   bool deleted ABSL_GUARDED_BY(mu) = false;
+  // DescribeParetoFront's last result and the `version` it was computed at
+  // (GetStudy, ListStudies and the dashboard's polling read it until the
+  // trials change).
+  mutable ParetoFrontOf pareto_front ABSL_GUARDED_BY(mu);
+  mutable int64_t pareto_front_version ABSL_GUARDED_BY(mu) = -1;
   // The last write of the study this process started that may still be
   // pending (storage::Storage::StartWriteStudy); null once it was seen
   // stored. `trials`, `policy` and `stored_version` already include it: a
@@ -105,11 +116,8 @@ struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
 };
 
 // The Pareto front of a study: its trials' ids, increasing, and summary
-// (objective::StudyObjectives::ParetoFront and Summarize). O(trials).
-struct ParetoFrontOf {
-  std::vector<int64_t> ids;
-  v1::ParetoFrontSummary summary;
-};
+// (objective::StudyObjectives::ParetoFront and Summarize). O(trials) when the
+// trials changed since the last call, a copy otherwise.
 ParetoFrontOf DescribeParetoFront(const LiveStudy& live)
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(live.mu);
 

@@ -58,6 +58,21 @@ DeepPipeSurrogate::PredictEmbeddedScreening(const Eigen::MatrixXd& Z) const {
 }
 
 absl::StatusOr<std::optional<gp::Prediction>>
+DeepPipeSurrogate::PredictSpaceScreening(const Eigen::MatrixXd& X) const {
+  if (posterior_.num_points() < kLocalScreeningMinPoints) return std::nullopt;
+  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
+  METAOPT_ASSIGN_OR_RETURN(
+      gp::Prediction prediction,
+      posterior_.PredictWithLocalVarianceBound(
+          Z, kLocalScreeningNeighbors, ScreeningPoints(posterior_.num_points())));
+  if (model_->conditioned()) {
+    prediction.mean +=
+        posterior_.standardization().scale * model_->MeanOfEmbeddings(Z);
+  }
+  return prediction;
+}
+
+absl::StatusOr<std::optional<gp::Prediction>>
 DeepPipeSurrogate::PredictEmbeddedCatalogueScreening(
     const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,
     gp::CatalogueKernelCache& cache) const {

@@ -32,6 +32,10 @@ class DeepPipeSurrogate final : public Surrogate {
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
       const Eigen::MatrixXd& X) const override;
+  // The local bound of GpSurrogate's (the observations nearest in the
+  // embedding), for candidates of a space.
+  absl::StatusOr<std::optional<gp::Prediction>> PredictSpaceScreening(
+      const Eigen::MatrixXd& X) const override;
 
   // Predict and WithFantasies for rows that are already embeddings
   // (model().Embed(X)), so a caller can embed a fixed candidate set once per

@@ -39,6 +39,14 @@ class Surrogate {
     return std::nullopt;
   }
 
+  // PredictScreening for candidates scattered over a search space (samples
+  // and neighbours, not a catalogue), where a bound from nearby observations
+  // may be tighter. The default is PredictScreening.
+  virtual absl::StatusOr<std::optional<gp::Prediction>> PredictSpaceScreening(
+      const Eigen::MatrixXd& X) const {
+    return PredictScreening(X);
+  }
+
   // PredictScreening of the rows `rows` of `catalogue` (a study's encoded
   // catalogue: the same matrix, unchanged, at every call), for a model that
   // may keep values from one such call to the next in `cache` (one per
@@ -65,6 +73,14 @@ inline int ScreeningPoints(int n) {
   return n >= 256 ? 128 : n / 4;
 }
 
+// GP surrogates screen candidates of a space with the smaller of the
+// variances given the kLocalScreeningNeighbors observations nearest to each
+// and given the first ScreeningPoints(n)
+// (GpPosterior::PredictWithLocalVarianceBound), from kLocalScreeningMinPoints
+// observations on (0 below: score every candidate exactly).
+inline constexpr int kLocalScreeningNeighbors = 8;
+inline constexpr int kLocalScreeningMinPoints = 64;
+
 // A Surrogate backed by an exact GP posterior over the encoded inputs (or over
 // any fixed feature map applied before Predict).
 class GpSurrogate final : public Surrogate {
@@ -77,6 +93,8 @@ class GpSurrogate final : public Surrogate {
   absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
+      const Eigen::MatrixXd& X) const override;
+  absl::StatusOr<std::optional<gp::Prediction>> PredictSpaceScreening(
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::optional<gp::Prediction>> PredictCatalogueScreening(
       const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,

@@ -8,6 +8,10 @@ import { h } from './dom.js';
 import {
   configuration, goalOf, kindOf, number, shortEnum, source, statesOf, time, trialState, unsettled,
 } from './format.js';
+import {
+  constraintsText, hypervolumeHistory, hypervolumePlot, minimized, nonDominated, objectivesOf, paretoScatter,
+  valuesOf,
+} from './pareto.js';
 import { historyPlot, parallelCoordinates, slicePlot, valueRange } from './plot.js';
 import { axesOf, valueReader } from './space.js';
 import { TrialStore } from './trials.js';
@@ -186,6 +190,8 @@ function studyView(studyId) {
   const sourceFilter = h('select', { id: 'source-filter', 'aria-label': 'trial source' });
   const cards = h('div', { className: 'cards' });
   const plot = h('div', { id: 'history' });
+  const pareto = h('div', { id: 'pareto' });
+  const paretoHeading = h('h2', { id: 'pareto-heading' }, 'Pareto front');
   const parallel = h('div', { id: 'parallel', className: 'scroll' });
   const slices = h('div', { id: 'slices', className: 'slices' });
   const fineTune = h('div', { id: 'fine-tune-runs' });
@@ -223,13 +229,24 @@ function studyView(studyId) {
     page = Math.min(page, pages - 1);
     const rows = shown.slice(page * TRIALS_PER_PAGE, (page + 1) * TRIALS_PER_PAGE);
     filterCount.textContent = `${shown.length} trials`;
+    const objectives = objectivesOf(study.spec);
+    // Several objectives: every objective's value, in objective order.
+    const valueText = (t) => {
+      if (t.value === undefined) return t.failureReason ?? '';
+      const values = objectives.length > 1 ? valuesOf(t, objectives) : undefined;
+      return values ? values.map(number).join(' / ') : number(t.value);
+    };
     table.replaceChildren(h('table', { id: 'trials' },
-      h('thead', {}, h('tr', {}, ['Trial', 'State', 'Value', 'Configuration', 'Source', 'Client',
-        'Created', 'Completed'].map((label) => h('th', {}, label)))),
-      h('tbody', {}, rows.map((t) => h('tr', { 'data-trial': t.id, 'data-state': trialState(t) },
+      h('thead', {}, h('tr', {}, ['Trial', 'State', objectives.length > 1 ? objectives.map((o) => o.name).join(' / ') : 'Value',
+        'Configuration', 'Source', 'Client', 'Created', 'Completed'].map((label) => h('th', {}, label)))),
+      h('tbody', {}, rows.map((t) => h('tr', {
+        'data-trial': t.id, 'data-state': trialState(t),
+        'data-feasible': t.feasible === undefined ? undefined : String(t.feasible),
+      },
         h('td', { className: 'num' }, t.id),
-        h('td', {}, stateBadge(trialState(t) || 'UNSPECIFIED')),
-        h('td', { className: 'num' }, t.value !== undefined ? number(t.value) : (t.failureReason ?? '')),
+        h('td', {}, stateBadge(trialState(t) || 'UNSPECIFIED'),
+          t.feasible === false ? [' ', h('span', { className: 'state state-INFEASIBLE constraint', title: 'violates a constraint' }, 'violates')] : null),
+        h('td', { className: 'num' }, valueText(t)),
         h('td', { className: 'config' }, configuration(t.configuration)),
         h('td', { title: t.metadata?.reason ?? '' }, source(t)),
         h('td', {}, t.clientId ?? ''),
@@ -251,11 +268,22 @@ function studyView(studyId) {
       .filter(([state]) => !['COMPLETED', 'FAILED', 'INFEASIBLE', 'ACTIVE'].includes(state))
       .map(([state, n]) => `${(state || 'unspecified').toLowerCase()} ${n}`).join(', ');
     const runs = study.fineTuneRuns ?? [];
+    const objectives = objectivesOf(study.spec);
+    const constraints = constraintsText(study.spec);
+    const violating = trials.filter((t) => t.feasible === false).length;
+    const front = study.paretoFront ?? {};
     cards.replaceChildren(...[
       card('Algorithm', kindOf(study), 'study-kind'),
       card('Bound model', study.boundModel ?? '', 'study-model'),
       card('State', shortEnum(study.state, 'STUDY_STATE_').toLowerCase(), 'study-state'),
-      card('Objective', `${study.spec?.objective?.name ?? ''} (${goalOf(study)})`),
+      objectives.length > 1
+        ? card('Objectives', objectives.map((o) => `${o.name} (${o.maximize ? 'max' : 'min'})`).join(', '), 'study-objectives')
+        : card('Objective', `${study.spec?.objective?.name ?? ''} (${goalOf(study)})`),
+      constraints.length > 0 ? card('Constraints', constraints.join(', '), 'study-constraints') : null,
+      constraints.length > 0 ? card('Violating a constraint', violating, 'study-violating') : null,
+      objectives.length > 1
+        ? card('Pareto front', `${Number(front.size ?? 0)} trials, hypervolume ${number(front.hypervolume ?? 0)}`, 'study-front')
+        : null,
       card('Trials', Number(study.trialCount ?? 0), 'study-trials'),
       card('Best value', number(study.bestTrial?.value), 'study-best'),
       card('Completed / failed / infeasible',
@@ -281,6 +309,7 @@ function studyView(studyId) {
         h('span', { className: 'error' }, '✕ failed'), h('span', { style: 'color: var(--warn)' }, '✕ infeasible')),
       best ? h('p', {}, `Best: trial ${best.id}, ${number(best.value)} — `,
         h('span', { className: 'config' }, configuration(best.configuration))) : null);
+    renderPareto(trials);
     const completed = trials.filter((t) => trialState(t) === 'COMPLETED' && Number.isFinite(t.value));
     const axes = axesOf(study.spec);
     const read = valueReader(study.spec);
@@ -293,6 +322,40 @@ function studyView(studyId) {
     parallel.replaceChildren(parallelCoordinates(axes, completed, read, maximize));
     const yRange = valueRange(completed);
     slices.replaceChildren(...axes.map((axis) => slicePlot(axis, completed, read, maximize, yRange)));
+  }
+
+  // Several objectives: the scatter of the objectives (pairwise for three) with the front (the
+  // non-dominated feasible trials, computed here) highlighted and infeasible trials marked, and
+  // the hypervolume after each trial against the study's reported reference point.
+  function renderPareto(trials) {
+    const objectives = objectivesOf(study.spec);
+    const several = objectives.length > 1;
+    paretoHeading.hidden = !several;
+    pareto.hidden = !several;
+    if (!several) {
+      pareto.replaceChildren();
+      return;
+    }
+    const completed = trials.filter((t) => valuesOf(t, objectives) !== undefined);
+    const feasible = completed.filter((t) => t.feasible !== false);
+    const points = feasible.map((t) => minimized(valuesOf(t, objectives), objectives));
+    const frontIds = new Set(nonDominated(points).map((k) => String(feasible[k].id)));
+    const reference = study.paretoFront?.referencePoint ?? [];
+    const pairs = objectives.length === 2 ? [[0, 1]] : [[0, 1], [0, 2], [1, 2]];
+    const history = reference.length === objectives.length ? hypervolumeHistory(trials, objectives, reference) : [];
+    pareto.replaceChildren(
+      h('div', { className: objectives.length === 2 ? 'pareto-one' : 'slices', id: 'pareto-scatters' },
+        pairs.map(([i, j]) => paretoScatter(objectives, completed, frontIds, i, j, reference))),
+      h('div', { className: 'legend' },
+        h('span', { className: 'front-key' }, '● on the Pareto front'), h('span', {}, '● dominated'),
+        h('span', { style: 'color: var(--warn)' }, '✕ violates a constraint'), h('span', {}, '+ reference point'),
+        h('span', { id: 'front-size', 'data-size': frontIds.size }, `${frontIds.size} trials on the front`)),
+      h('h3', {}, 'Hypervolume over trials'),
+      h('p', { className: 'muted legend' },
+        'The volume the feasible trials so far dominate, up to the reference point ',
+        h('span', { id: 'reference-point', style: 'margin-right: 0' }, `(${reference.map(number).join(', ')})`),
+        ', computed in the browser; the last step is the study\'s hypervolume.'),
+      hypervolumePlot(history));
   }
 
   // Draws the view; the plots only when the trials changed, and for a large study at most every
@@ -313,6 +376,7 @@ function studyView(studyId) {
     h('p', {}, h('a', { href: '#/' }, '← all studies'), ' ', progress),
     h('h1', {}, 'Study ', h('span', { id: 'study-id' }, studyId)),
     cards,
+    paretoHeading, pareto,
     h('h2', {}, 'History'), plot,
     h('h2', {}, 'Parameters'),
     h('p', { className: 'muted legend' },

@@ -6,7 +6,9 @@
 // FineTune run and the exact last activity are shown, a 10,000-trial study loads in pages with
 // thinned plots (its load and draw times are printed, not asserted), the trials table filters
 // by state and source, the page refreshes itself when trials arrive, the models view shows the
-// study bound to a model, a wrong token is refused and the right one is kept for the session,
+// study bound to a model, studies with two and three objectives show their Pareto front (the
+// server's), infeasible trials and a hypervolume curve that ends at the server's hypervolume, a
+// wrong token is refused and the right one is kept for the session,
 // and the browser logs no errors. Saves screenshots to $METAOPT_SCREENSHOTS.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -465,6 +467,74 @@ try {
     await page.goto(`${url}#/models`);
     await page.waitForSelector('#models tbody tr');
     await page.screenshot({ path: path.join(screenshots, 'dashboard-models.png') });
+  });
+
+  // Several objectives: accuracy (max) against seconds (min) subject to memory_mb <= 200 with GP,
+  // and three objectives with random search; made now so that the study list above keeps its five.
+  const paretoOutcome = (p) => ({
+    accuracy: 1 - branin(p.x1.number, p.x2.number) / 300,
+    seconds: p.x1.number + 5 + p.x2.number / 3,
+    memory_mb: 20 * p.x2.number,
+  });
+  async function paretoStudy(id, objectives, constraints, kind, count) {
+    const study = await client.createStudy(id, {
+      ...braninSpec(kind), objective: undefined, objectives, constraints,
+      algorithm: { kind, initial_trials: 5 },
+    });
+    for (let i = 0; i < count; i += 1) {
+      const [trial] = await study.suggest(1);
+      const outcome = paretoOutcome(trial.configuration.assignments[0].parameters);
+      await study.observe(trial, { metrics: { ...outcome, balance: Math.abs(outcome.accuracy - 0.9) } });
+    }
+    return study;
+  }
+  // Checks the study view's front, marks and hypervolume against the server's GetParetoFront.
+  async function checkPareto(study, scatters) {
+    await page.goto(`${url}#/studies/${study.id}`);
+    await page.waitForSelector('#study-view[data-complete="true"]');
+    const trials = await study.trials();
+    const { trials: front, summary } = await study.paretoFront();
+    const frontIds = front.map((t) => t.id).sort();
+    assert.ok(front.length > 0 && Number(summary.size) === front.length);
+    const plots = page.locator('#pareto-scatters svg');
+    assert.equal(await plots.count(), scatters);
+    for (let k = 0; k < scatters; k += 1) {
+      const plot = plots.nth(k);
+      assert.equal(await plot.getAttribute('data-points'), String(trials.length));
+      assert.equal(await plot.getAttribute('data-front'), String(front.length));
+      const marked = await plot.locator('circle.front-point').evaluateAll((marks) => marks.map((m) => m.dataset.trial));
+      assert.deepEqual(marked.sort(), frontIds, 'the front the page computes is the server\'s');
+      const infeasible = trials.filter((t) => t.feasible === false).length;
+      assert.equal(await plot.locator('path.infeasible').count(), infeasible);
+    }
+    assert.equal(await page.getAttribute('#front-size', 'data-size'), String(front.length));
+    assert.match(await page.textContent('#study-front'), new RegExp(`^${front.length} trials, hypervolume `));
+    const hv = page.locator('#pareto svg.hypervolume');
+    const last = Number(await hv.getAttribute('data-last'));
+    assert.ok(Math.abs(last - summary.hypervolume) <= 1e-9 * Math.max(1, summary.hypervolume),
+      `the browser's hypervolume ${last}, the server's ${summary.hypervolume}`);
+    assert.equal(await hv.getAttribute('data-steps'), String(trials.filter((t) => t.feasible !== false).length));
+    return trials;
+  }
+
+  await step('a study with two objectives and a constraint shows its front and hypervolume', async () => {
+    const study = await paretoStudy('pareto-gp', [['accuracy', 'maximize'], ['seconds', 'minimize']],
+      [['memory_mb', '<=', 200]], 'ALGORITHM_KIND_GP', 16);
+    const trials = await checkPareto(study, 1);
+    const violating = trials.filter((t) => t.feasible === false).length;
+    assert.ok(violating > 0, 'no trial violates the constraint');
+    assert.equal(await page.textContent('#study-violating'), String(violating));
+    assert.equal(await page.locator('#trials tbody tr[data-feasible="false"]').count(), violating);
+    assert.equal(await page.textContent('#study-objectives'), 'accuracy (max), seconds (min)');
+    assert.equal(await page.textContent('#study-constraints'), 'memory_mb ≤ 200');
+    await page.locator('#pareto').screenshot({ path: path.join(screenshots, 'dashboard-pareto.png') });
+  });
+
+  await step('a study with three objectives shows pairwise scatters', async () => {
+    const study = await paretoStudy('pareto-three', [['accuracy', 'maximize'], ['seconds', 'minimize'],
+      ['balance', 'minimize']], [], 'ALGORITHM_KIND_RANDOM', 14);
+    await checkPareto(study, 3);
+    await page.locator('#pareto').screenshot({ path: path.join(screenshots, 'dashboard-pareto-three.png') });
   });
 
   await step('forgetting the token asks for it again', async () => {

@@ -1,12 +1,15 @@
 // Unit tests of the dashboard's modules that need no browser: enum and state names (states a
 // newer server adds are shown by name), the search-space axes and each trial's value on them
-// (conditional parameters absent), the plots' thinning, and the trial store's paged loading
+// (conditional parameters absent), the plots' thinning, several objectives' front and hypervolume, and the trial store's paged loading
 // and updates (against a fake /api/v1/ that counts what is fetched).
 //   node --test dashboard/test/units_test.mjs
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { shortEnum, statesOf, trialState, unsettled } from '../src/format.js';
+import {
+  constraintsText, dominates, hypervolume2D, hypervolume3D, hypervolumeHistory, nonDominated, objectivesOf, valuesOf,
+} from '../src/pareto.js';
 import { thin } from '../src/plot.js';
 import { axesOf, scaleOf, valueReader } from '../src/space.js';
 import { TrialStore } from '../src/trials.js';
@@ -140,4 +143,43 @@ test('the trial store loads page by page and then fetches only what can change',
   trials.length = 10;
   assert.equal(await store.update(10), true);
   assert.equal(store.size, 10);
+});
+
+test('Pareto: dominance, the front, exact 2-D and 3-D hypervolume, the history', () => {
+  assert.equal(dominates([1, 2], [1, 3]), true);
+  assert.equal(dominates([1, 3], [1, 3]), false);
+  assert.equal(dominates([0, 4], [1, 3]), false);
+  assert.deepEqual(nonDominated([[1, 3], [2, 2], [2, 3], [3, 1], [1, 3]]), [0, 1, 3, 4]);
+  // Three staircase points against (4, 4): 3 + 2 + 1 cells.
+  assert.equal(hypervolume2D([[1, 3], [2, 2], [3, 1]], [4, 4]), 6);
+  // A point outside the reference box adds nothing; a dominated one adds nothing.
+  assert.equal(hypervolume2D([[1, 3], [5, 0], [2, 3.5]], [4, 4]), 3);
+  // One point: a box; two points: the union of two boxes (2*2*2 + 1*1*3 - overlap 1*1*2 = 9).
+  assert.equal(hypervolume3D([[1, 1, 1]], [3, 3, 3]), 8);
+  assert.equal(hypervolume3D([[1, 1, 1], [2, 2, 0]], [3, 3, 3]), 9);
+  // Counted unit cells of a random integer front in [0, 6)^3 against (6, 6, 6).
+  let seed = 7;
+  const random = () => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % 6; };
+  const cloud = Array.from({ length: 12 }, () => [random(), random(), random()]);
+  let cells = 0;
+  for (let x = 0; x < 6; x += 1) for (let y = 0; y < 6; y += 1) for (let z = 0; z < 6; z += 1) {
+    if (cloud.some((p) => p[0] <= x && p[1] <= y && p[2] <= z)) cells += 1;
+  }
+  assert.equal(hypervolume3D(cloud, [6, 6, 6]), cells);
+  // accuracy (max) against seconds (min); trial 3 violates a constraint, trial 4 is dominated.
+  const objectives = objectivesOf({ objectives: [
+    { name: 'accuracy', goal: 'GOAL_MAXIMIZE' }, { name: 'seconds', goal: 'GOAL_MINIMIZE' }] });
+  const trial = (id, accuracy, seconds, feasible = true) => ({
+    id: String(id), state: 'TRIAL_STATE_COMPLETED', value: accuracy, metrics: { accuracy, seconds }, feasible });
+  const trials = [trial(1, 0.6, 1), trial(2, 0.7, 2), trial(3, 0.9, 0.5, false), trial(4, 0.65, 3),
+    { id: '5', state: 'TRIAL_STATE_FAILED' }, trial(6, 0.8, 4)];
+  assert.deepEqual(valuesOf(trials[1], objectives), [0.7, 2]);
+  const history = hypervolumeHistory(trials, objectives, [0.5, 5]);
+  assert.deepEqual(history.map((p) => p.id), [1, 2, 4, 6]);
+  assert.ok(Math.abs(history[0].hypervolume - 0.1 * 4) < 1e-12);
+  assert.equal(history[2].hypervolume, history[1].hypervolume); // a dominated trial adds nothing
+  const front = [[-0.6, 1], [-0.7, 2], [-0.8, 4]];
+  assert.ok(Math.abs(history[3].hypervolume - hypervolume2D(front, [-0.5, 5])) < 1e-12);
+  assert.deepEqual(constraintsText({ constraints: [{ metric: 'memory_mb', sense: 'CONSTRAINT_SENSE_AT_MOST', bound: 300 }] }),
+    ['memory_mb ≤ 300']);
 });

@@ -194,11 +194,17 @@ function outcomeOf(result) {
     }
   }
   const given = ['value', 'failed', 'infeasible'].filter((k) => result[k] !== undefined);
-  if (given.length !== 1) {
-    throw invalidArgument(`result: exactly one of value, failed, infeasible must be set (got ${given.length})`);
+  // With several objectives or constraints, every value may come in metrics alone.
+  const inMetrics = given.length === 0 && result.metrics !== null && typeof result.metrics === 'object' &&
+    Object.keys(result.metrics).length > 0;
+  if (given.length !== 1 && !inMetrics) {
+    throw invalidArgument(`result: exactly one of value, failed, infeasible must be set (got ${given.length}), ` +
+      'or every objective\'s value in metrics');
   }
   const out = {};
-  if (result.value !== undefined) {
+  if (inMetrics) {
+    // Nothing but the metrics below.
+  } else if (result.value !== undefined) {
     if (typeof result.value !== 'number' || !Number.isFinite(result.value)) {
       throw invalidArgument(`value: ${String(result.value)} is not a finite number`);
     }
@@ -229,14 +235,56 @@ function outcomeOf(result) {
  * Whether `trial` (as returned by the server) holds the outcome `request` (an ObserveRequest
  * built by observe()) reports: the value and metrics, or the failure state and reason.
  */
+const senses = { '<=': 'CONSTRAINT_SENSE_AT_MOST', '>=': 'CONSTRAINT_SENSE_AT_LEAST' };
+
+/**
+ * `spec` with its shorthands expanded: objectives as [name, goal] or [name, goal, reference]
+ * ("maximize" or "minimize"), constraints as [metric, "<=" or ">=", bound]; the first objective
+ * also as `objective`, and a single one as `objective` alone (the server's canonical form, so
+ * that creating the study again compares equal).
+ * @param {any} spec
+ */
+function withObjectives(spec) {
+  if (spec === null || typeof spec !== 'object' || Array.isArray(spec)) return spec;
+  const out = { ...spec };
+  if (Array.isArray(spec.objectives)) {
+    out.objectives = spec.objectives.map((o, i) => {
+      if (!Array.isArray(o)) return o;
+      if (o.length < 2 || o.length > 3 || typeof o[0] !== 'string' || typeof o[1] !== 'string') {
+        throw invalidArgument(`spec.objectives[${i}]: expected [name, goal] or [name, goal, reference]`);
+      }
+      const objective = { name: o[0], goal: enumName(o[1], 'GOAL_', `spec.objectives[${i}].goal`) };
+      if (o.length === 3) objective.reference = o[2];
+      return objective;
+    });
+    if (out.objectives.length > 0 && out.objective === undefined) {
+      out.objective = { ...out.objectives[0] };
+      if (out.objectives.length === 1) delete out.objectives;
+    }
+  }
+  if (Array.isArray(spec.constraints)) {
+    out.constraints = spec.constraints.map((c, i) => {
+      if (!Array.isArray(c)) return c;
+      if (c.length !== 3 || typeof c[0] !== 'string' || !(c[1] in senses)) {
+        throw invalidArgument(`spec.constraints[${i}]: expected [metric, "<=" or ">=", bound], got ` +
+          `${JSON.stringify(c)}`);
+      }
+      return { metric: c[0], sense: senses[c[1]], bound: c[2] };
+    });
+  }
+  return out;
+}
+
 function holdsOutcome(trial, request) {
-  if (request.value !== undefined) {
+  if (request.failure === undefined) {
     const metrics = trial.metrics ?? {};
     const sent = request.metrics ?? {};
-    // STOPPED: observe() of a trial that an early-stopping rule stopped.
+    // STOPPED: observe() of a trial that an early-stopping rule stopped. In a study with several
+    // objectives the server also stores the first objective's value among the metrics: a metric
+    // not sent matches when it equals the trial's value.
     return ['TRIAL_STATE_COMPLETED', 'TRIAL_STATE_STOPPED'].includes(trial.state) &&
-      (trial.value ?? 0) === request.value &&
-      Object.keys(metrics).length === Object.keys(sent).length &&
+      (request.value === undefined || (trial.value ?? 0) === request.value) &&
+      Object.entries(metrics).every(([name, metric]) => name in sent || metric === (trial.value ?? 0)) &&
       Object.entries(sent).every(([name, metric]) => metrics[name] === metric);
   }
   return request.failure !== undefined && trial.state === request.failure.state &&
@@ -358,7 +406,10 @@ export class Client {
    */
   async createStudy(studyId, spec, options = {}) {
     checkString(studyId, 'study_id');
-    const request = { study_id: studyId, spec: normalize(this.#protos, 'metaopt.v1.StudySpec', spec, 'spec') };
+    const request = {
+      study_id: studyId,
+      spec: normalize(this.#protos, 'metaopt.v1.StudySpec', withObjectives(spec), 'spec'),
+    };
     const response = await this.call('CreateStudy', request, { idempotent: true, timeoutMs: options.timeoutMs });
     const study = new Study(this, studyId, { clientId: options.clientId });
     study.info = response.study;
@@ -523,7 +574,10 @@ export class Study {
 
   /**
    * Tells the result of a suggested trial: a number (the objective value), or
-   * {value | failed: reason | infeasible: reason, metrics}. Retried on UNAVAILABLE and
+   * {value | failed: reason | infeasible: reason, metrics}. A study with several objectives or
+   * constraints takes every objective's and constrained metric's value in metrics (`value`, if
+   * given, is the first objective's): {metrics: {accuracy: 0.93, fit_seconds: 2.1}}. A trial
+   * that violates a constraint completes with feasible false. Retried on UNAVAILABLE and
    * RESOURCE_EXHAUSTED (a trial is observed once, so a repeat cannot record it twice); a retry
    * that finds the trial already holding this outcome succeeds (Client.observeTrial).
    * @param {object | string | number | bigint} trial a Trial or its id
@@ -610,6 +664,45 @@ export class Study {
       pageToken = page.nextPageToken;
     } while (pageToken);
     return all;
+  }
+
+  /**
+   * One page of the study's Pareto front (GetParetoFront): its non-dominated feasible COMPLETED
+   * trials by increasing id, with the whole front's summary {size, hypervolume, referencePoint}.
+   * @param {{pageSize?: number, pageToken?: string, timeoutMs?: number}} [options]
+   * @returns {Promise<{trials: object[], nextPageToken: string, summary: any}>}
+   */
+  async getParetoFront(options = {}) {
+    const response = await this.#client.call(
+      'GetParetoFront',
+      { study_id: this.id, page_size: options.pageSize, page_token: options.pageToken },
+      { idempotent: true, timeoutMs: options.timeoutMs },
+    );
+    return {
+      trials: response.trials ?? [],
+      nextPageToken: response.nextPageToken ?? '',
+      summary: response.summary ?? {},
+    };
+  }
+
+  /**
+   * The whole Pareto front (every page) and its summary; with a single objective, the best
+   * trials (all that tie). The summary is also kept in `info.paretoFront`.
+   * @param {{timeoutMs?: number}} [options]
+   * @returns {Promise<{trials: object[], summary: any}>}
+   */
+  async paretoFront(options = {}) {
+    const trials = [];
+    let pageToken;
+    let summary;
+    do {
+      const page = await this.getParetoFront({ ...options, pageSize: 1000, pageToken });
+      trials.push(...page.trials);
+      summary ??= page.summary;
+      pageToken = page.nextPageToken;
+    } while (pageToken);
+    if (this.info !== undefined) this.info = { ...this.info, paretoFront: summary };
+    return { trials, summary };
   }
 
   /**

@@ -190,6 +190,36 @@ export interface StudySpec {
   seed?: Int64;
   early_stopping?: EarlyStoppingSpec;
   earlyStopping?: EarlyStoppingSpec;
+  /**
+   * Several objectives (2 or 3) optimized together, as messages or as shorthand
+   * [name, goal] / [name, goal, reference] ("maximize" or "minimize"); the
+   * first is also sent as `objective`.
+   */
+  objectives?: Array<Objective | [string, GoalShort] | [string, GoalShort, number]>;
+  /** Limits on observed metrics, as messages or as [metric, "<=" or ">=", bound]. */
+  constraints?: Array<Constraint | [string, '<=' | '>=', number]>;
+}
+
+export type GoalShort = 'maximize' | 'minimize';
+
+export interface Objective {
+  name: string;
+  goal: 'GOAL_MINIMIZE' | 'GOAL_MAXIMIZE' | GoalShort | number;
+  /** This objective's coordinate of the hypervolume's reference point. */
+  reference?: number;
+}
+
+export interface Constraint {
+  metric: string;
+  sense: 'CONSTRAINT_SENSE_AT_MOST' | 'CONSTRAINT_SENSE_AT_LEAST' | number;
+  bound: number;
+}
+
+/** A study's Pareto front summarized (ParetoFrontSummary; size is a decimal string). */
+export interface ParetoFrontSummary {
+  size?: string;
+  hypervolume?: number;
+  referencePoint?: number[];
 }
 
 export interface Trial {
@@ -210,6 +240,8 @@ export interface Trial {
    */
   studyIncarnation?: string;
   intermediateValues?: IntermediateValue[];
+  /** Studies with constraints, COMPLETED trials: whether every constraint is met. */
+  feasible?: boolean;
 }
 
 export interface StudyInfo {
@@ -223,6 +255,8 @@ export interface StudyInfo {
   owner?: string;
   /** Tells this study from deleted ones with the same id (a decimal string). */
   incarnation?: string;
+  /** Studies with several objectives: their Pareto front now. */
+  paretoFront?: ParetoFrontSummary;
 }
 
 export interface Model {
@@ -248,7 +282,9 @@ export type Outcome =
   | number
   | { value: number; metrics?: Record<string, number> }
   | { failed: string; metrics?: Record<string, number> }
-  | { infeasible: string; metrics?: Record<string, number> };
+  | { infeasible: string; metrics?: Record<string, number> }
+  /** Several objectives or constraints: every objective's value in metrics. */
+  | { metrics: Record<string, number> };
 
 export declare class Client {
   constructor(options?: ClientOptions);
@@ -304,6 +340,12 @@ export declare class Study {
     options?: CallOptions & { state?: TrialStateName | TrialStateShort; pageSize?: number; pageToken?: string },
   ): Promise<{ trials: Trial[]; nextPageToken: string }>;
   trials(options?: CallOptions & { state?: TrialStateName | TrialStateShort }): Promise<Trial[]>;
+  /** One page of the Pareto front (GetParetoFront) with the whole front's summary. */
+  getParetoFront(
+    options?: CallOptions & { pageSize?: number; pageToken?: string },
+  ): Promise<{ trials: Trial[]; nextPageToken: string; summary: ParetoFrontSummary }>;
+  /** The whole Pareto front (every page) and its summary. */
+  paretoFront(options?: CallOptions): Promise<{ trials: Trial[]; summary: ParetoFrontSummary }>;
   fineTune(
     options?: CallOptions & {
       steps?: number;

@@ -318,6 +318,66 @@ describe('against one server', () => {
     assert.equal((await study.get()).bestTrial.id, '2');
   });
 
+  test('two objectives and a constraint: feasibility, the Pareto front and its summary', async () => {
+    const spec = {
+      search_space: quadraticSpec.search_space,
+      objectives: [['accuracy', 'maximize'], ['fit_seconds', 'minimize']],
+      constraints: [['memory_mb', '<=', 300]],
+      algorithm: { kind: 'ALGORITHM_KIND_GP', initial_trials: 4 },
+      seed: 3,
+    };
+    const study = await client.createStudy('node-pareto', spec);
+    assert.equal(study.created, true);
+    assert.equal(study.info.spec.objective.name, 'accuracy');
+    assert.equal(study.info.spec.objectives.length, 2);
+    assert.equal(study.info.spec.constraints[0].sense, 'CONSTRAINT_SENSE_AT_MOST');
+    assert.equal((await client.createStudy('node-pareto', spec)).created, false);
+    const feasible = [];
+    let infeasible = 0;
+    const policies = new Set();
+    for (let i = 0; i < 12; ++i) {
+      const [trial] = await study.suggest();
+      const { x, n } = parameters(trial);
+      const outcome = { accuracy: 1 - (x - 1) ** 2 / 40, fit_seconds: Number(n) + x, memory_mb: Number(n) * 40 };
+      const done = i % 2
+        ? await study.observe(trial, { metrics: outcome })
+        : await study.observe(trial, {
+          value: outcome.accuracy,
+          metrics: { fit_seconds: outcome.fit_seconds, memory_mb: outcome.memory_mb },
+        });
+      assert.equal(done.state, 'TRIAL_STATE_COMPLETED');
+      assert.equal(done.value, outcome.accuracy);
+      assert.deepEqual(done.metrics, outcome);
+      assert.equal(done.feasible, outcome.memory_mb <= 300);
+      if (done.feasible) feasible.push({ id: done.id, ...outcome });
+      else ++infeasible;
+      policies.add(done.metadata?.policy);
+    }
+    assert.ok(infeasible > 0, 'no infeasible trial');
+    assert.ok(policies.has('gp/ehvi'), [...policies].join());
+    const expected = feasible
+      .filter((p) => !feasible.some((q) => q.accuracy >= p.accuracy && q.fit_seconds <= p.fit_seconds &&
+        (q.accuracy > p.accuracy || q.fit_seconds < p.fit_seconds)))
+      .map((p) => p.id)
+      .sort((a, b) => Number(a) - Number(b));
+    const { trials, summary } = await study.paretoFront();
+    assert.deepEqual(trials.map((t) => t.id), expected);
+    assert.equal(summary.size, String(expected.length));
+    assert.equal(summary.referencePoint.length, 2);
+    assert.ok(summary.hypervolume > 0);
+    assert.deepEqual(study.info.paretoFront, summary);
+    const page = await study.getParetoFront({ pageSize: 1 });
+    assert.equal(page.trials.length, 1);
+    assert.equal(page.nextPageToken !== '', expected.length > 1);
+    // A missing objective value names the metric.
+    const [next] = await study.suggest();
+    await rejectsWith(study.observe(next, { metrics: { accuracy: 0.5, memory_mb: 1 } }), Status.INVALID_ARGUMENT,
+      'metrics["fit_seconds"]: missing');
+    await assert.rejects(study.observe(next, {}), /exactly one of value, failed, infeasible/);
+    await assert.rejects(client.createStudy('node-bad', { ...spec, constraints: [['m', '<', 1]] }),
+      /spec.constraints\[0\]: expected \[metric, "<=" or ">=", bound\]/);
+  });
+
   test('the example optimizes Branin with a GP study', async () => {
     const { stdout } = await run(process.execPath, [
       path.join(repoRoot, 'clients/node/examples/ask_tell.mjs'),

@@ -37,8 +37,21 @@ export async function typed(): Promise<number> {
   new Client({ tragte: 'x' });
   // @ts-expect-error: suggest takes a count, not a string
   await study.suggest('2');
-  // @ts-expect-error: an outcome needs value, failed or infeasible
-  await study.observe(done, { metrics: { t: 1 } });
+  // @ts-expect-error: metrics, not metric
+  await study.observe(done, { metric: { t: 1 } });
+  const several = await client.createStudy('mo', {
+    ...spec,
+    objective: undefined,
+    objectives: [['accuracy', 'maximize'], { name: 'fit_seconds', goal: 'GOAL_MINIMIZE', reference: 60 }],
+    constraints: [['memory_mb', '<=', 300]],
+  });
+  const [mo] = await several.suggest();
+  const feasible: boolean | undefined = (await several.observe(mo, { metrics: { accuracy: 0.9, fit_seconds: 2 } })).feasible;
+  const front = await several.paretoFront();
+  const hypervolume: number | undefined = front.summary.hypervolume;
+  const frontPage = await several.getParetoFront({ pageSize: 2 });
+  // @ts-expect-error: a constraint's sense is "<=" or ">="
+  const badConstraint: StudySpec = { constraints: [['m', '<', 1]] };
   // @ts-expect-error: goal is an enum name
   const bad: StudySpec = { objective: { goal: 'MINIMIZE' } };
   // @ts-expect-error: stopReason is a string
@@ -46,5 +59,6 @@ export async function typed(): Promise<number> {
   // @ts-expect-error: scope is kernel or full
   await study.fineTune({ scope: 'everything' });
   client.close();
-  return [created, x, stage, stop, when, page.nextPageToken, tuned.stepsRun, bad].length;
+  return [created, x, stage, stop, when, page.nextPageToken, tuned.stepsRun, bad, feasible, hypervolume,
+    frontPage.nextPageToken, badConstraint].length;
 }

@@ -32,7 +32,7 @@ except ImportError as _missing:
         "the system interpreter /usr/bin/python3 with Debian's python3-grpcio and "
         "python3-protobuf.") from None
 
-from metaopt.client import Client, Report, Study, default_client_id
+from metaopt.client import Client, ParetoFrontSummary, Report, Study, default_client_id
 from metaopt.errors import (AbortedError, AlreadyExistsError, DeadlineExceededError,
                             FailedPreconditionError, InvalidArgumentError, MetaoptError,
                             NotFoundError, PermissionDeniedError, ResourceExhaustedError,
@@ -47,7 +47,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AbortedError", "AlreadyExistsError", "Categorical", "Choice", "Client",
     "DeadlineExceededError", "FailedPreconditionError", "Float", "Int", "IntermediateValue",
-    "InvalidArgumentError", "MetaoptError", "NotFoundError", "PermissionDeniedError", "Pruned",
+    "InvalidArgumentError", "MetaoptError", "NotFoundError", "ParetoFrontSummary", "PermissionDeniedError", "Pruned",
     "Report", "ResourceExhaustedError", "Study", "Trial", "TrialState", "UnauthenticatedError",
     "UnavailableError", "asha", "configuration", "default_client_id", "flat_space",
     "median_stopping", "search_space", "study_spec", "successive_halving", "threshold_stopping",

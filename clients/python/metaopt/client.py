@@ -264,7 +264,8 @@ class Client:
         """Creates a study, or gets it if it exists with an equal spec.
 
         Give either ``space`` plus :func:`metaopt.study_spec` keywords (``objective``, ``goal``,
-        ``algorithm``, ``model``, ``initial_trials``, ``seed``, ``candidates``,
+        or ``objectives=[(name, goal), ...]`` and ``constraints=[(metric, "<=" or ">=",
+        bound), ...]``, ``algorithm``, ``model``, ``initial_trials``, ``seed``, ``candidates``,
         ``dataset_features``, ``early_stopping``), or a complete ``spec``. Instead of ``dataset_features``,
         ``dataset=(X, y)`` or ``(X, y, categorical)`` computes them with
         :func:`metaopt.metafeatures.compute` and also fills ``spec.dataset_sample`` with
@@ -353,22 +354,60 @@ def _dataset_features(dataset: Any) -> Dict[str, float]:
     return metafeatures.compute(*dataset)
 
 
-def _outcome(value: Optional[float], failed: Optional[str], infeasible: Optional[str],
+def _outcome(value: Union[None, float, Mapping[str, float]], failed: Optional[str],
+             infeasible: Optional[str], metrics: Optional[Mapping[str, float]],
              request: pb.ObserveRequest) -> None:
+    """Fills the outcome and metrics of ``request``. ``value`` is the objective's value, or a
+    mapping of every objective's (and constrained metric's) value, which joins ``metrics``; with
+    only ``metrics`` the objectives' values are all in them."""
+    if isinstance(value, Mapping):
+        if metrics is not None:
+            overlap = sorted(set(value) & set(metrics))
+            if overlap:
+                raise ValueError(f"observe: {overlap} given both in value and in metrics")
+        metrics = {**metrics, **value} if metrics is not None else value
+        value = None
+        if not metrics:
+            raise ValueError("observe: value is an empty mapping; give the objectives' values")
     given = [name for name, v in (("value", value), ("failed", failed),
                                   ("infeasible", infeasible)) if v is not None]
-    if len(given) != 1:
-        raise ValueError(f"observe: give exactly one of value, failed, infeasible (got {given})")
+    if len(given) > 1 or (not given and not metrics):
+        raise ValueError(f"observe: give exactly one of value (a number, or a mapping of the "
+                         f"objectives' values), failed, infeasible (got {given})")
+    for name, metric in (metrics or {}).items():
+        if isinstance(metric, bool) or not isinstance(metric, numbers.Real):
+            raise TypeError(f"metrics[{name!r}]: {metric!r} is not a number")
+        request.metrics[name] = float(metric)
     if value is not None:
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise TypeError(f"value: {value!r} is not a number")
         if not math.isfinite(float(value)):
             raise ValueError(f"value: {value!r} is not finite")
         request.value = float(value)
-    else:
+    elif failed is not None or infeasible is not None:
         request.failure.state = (study_pb2.TRIAL_STATE_FAILED if failed is not None
                                  else study_pb2.TRIAL_STATE_INFEASIBLE)
         request.failure.reason = failed if failed is not None else infeasible
+
+
+_GOAL_NAMES = {study_pb2.GOAL_MINIMIZE: "minimize", study_pb2.GOAL_MAXIMIZE: "maximize"}
+_SENSE_NAMES = {study_pb2.CONSTRAINT_SENSE_AT_MOST: "<=",
+                study_pb2.CONSTRAINT_SENSE_AT_LEAST: ">="}
+
+
+class ParetoFrontSummary(NamedTuple):
+    """A study's Pareto front summarized (``metaopt.v1.ParetoFrontSummary``): how many trials
+    are on it, the ``hypervolume`` they dominate up to ``reference_point`` (one coordinate per
+    objective, in the objectives' own units)."""
+
+    size: int
+    hypervolume: float
+    reference_point: Tuple[float, ...]
+
+    @staticmethod
+    def from_proto(proto: study_pb2.ParetoFrontSummary) -> "ParetoFrontSummary":
+        return ParetoFrontSummary(int(proto.size), float(proto.hypervolume),
+                                  tuple(proto.reference_point))
 
 
 class Report(NamedTuple):
@@ -398,10 +437,16 @@ def _report_request(study_id: str, trial_id: int, step: int, value: float,
 
 
 def _same_outcome(trial: study_pb2.Trial, request: pb.ObserveRequest) -> bool:
-    if request.WhichOneof("outcome") == "value":
-        return (trial.state in (study_pb2.TRIAL_STATE_COMPLETED, study_pb2.TRIAL_STATE_STOPPED)
-                and trial.HasField("value")
-                and trial.value == request.value)
+    outcome = request.WhichOneof("outcome")
+    if outcome != "failure":
+        completed = (trial.state in (study_pb2.TRIAL_STATE_COMPLETED,
+                                     study_pb2.TRIAL_STATE_STOPPED)
+                     and trial.HasField("value"))
+        if outcome == "value":
+            return completed and trial.value == request.value
+        # Values in metrics only: the trial holds every one of them.
+        return completed and all(trial.metrics.get(name) == v
+                                 for name, v in request.metrics.items())
     return (trial.state == request.failure.state
             and trial.failure_reason == request.failure.reason)
 
@@ -476,7 +521,7 @@ class Study:
     def observe(
         self,
         trial: Union[Trial, int],
-        value: Optional[float] = None,
+        value: Union[None, float, Mapping[str, float]] = None,
         *,
         failed: Optional[str] = None,
         infeasible: Optional[str] = None,
@@ -484,6 +529,11 @@ class Study:
     ) -> Trial:
         """Reports a trial's outcome: its objective ``value``, or that it ``failed`` or was
         ``infeasible`` (with the reason). Returns the completed trial.
+
+        A study with several objectives or with constraints takes every objective's and
+        constrained metric's value: ``study.observe(trial, {"accuracy": 0.93, "fit_seconds":
+        2.1, "memory_mb": 250})`` (a mapping is sent as metrics; ``metrics=`` alone does the
+        same). A trial that violates a constraint completes with ``trial.feasible`` False.
 
         Raises:
             FailedPreconditionError: the trial was already observed (with another outcome).
@@ -493,9 +543,7 @@ class Study:
         trial_id = trial.id if isinstance(trial, Trial) else int(trial)
         request = pb.ObserveRequest(study_id=self.id, trial_id=trial_id,
                                     study_incarnation=self._incarnation([trial]))
-        _outcome(value, failed, infeasible, request)
-        for name, metric in (metrics or {}).items():
-            request.metrics[name] = float(metric)
+        _outcome(value, failed, infeasible, metrics, request)
 
         def already_recorded(error: MetaoptError) -> Optional[pb.ObserveResponse]:
             # A lost attempt may have been applied: the trial then shows our outcome.
@@ -513,7 +561,7 @@ class Study:
     def observe_configuration(
         self,
         configuration: Any,
-        value: Optional[float] = None,
+        value: Union[None, float, Mapping[str, float]] = None,
         *,
         failed: Optional[str] = None,
         infeasible: Optional[str] = None,
@@ -526,9 +574,7 @@ class Study:
         request = pb.ObserveRequest(study_id=self.id)
         request.configuration.CopyFrom(
             spec_lib.configuration(configuration, self._proto.spec.search_space))
-        _outcome(value, failed, infeasible, request)
-        for name, metric in (metrics or {}).items():
-            request.metrics[name] = float(metric)
+        _outcome(value, failed, infeasible, metrics, request)
         response = self._client.call("Observe", request, retry_on=())
         return self._trial(response.trial)
 
@@ -606,9 +652,50 @@ class Study:
                 return
 
     def best_trial(self) -> Optional[Trial]:
-        """The best COMPLETED trial for the study's goal (fetched now), or None."""
+        """The best COMPLETED trial for the study's goal (fetched now), or None. With
+        constraints, the best feasible one; with several objectives, the Pareto front's best in
+        the first objective."""
         self.refresh()
         return self._trial(self._proto.best_trial) if self._proto.HasField("best_trial") else None
+
+    @property
+    def objectives(self) -> List[Tuple[str, str]]:
+        """The study's objectives as ``(name, goal)`` pairs (goal ``"maximize"`` or
+        ``"minimize"``); one pair for a study with a single objective."""
+        objectives = list(self._proto.spec.objectives) or [self._proto.spec.objective]
+        return [(o.name, _GOAL_NAMES.get(o.goal, str(o.goal))) for o in objectives]
+
+    @property
+    def constraints(self) -> List[Tuple[str, str, float]]:
+        """The study's constraints as ``(metric, "<=" or ">=", bound)``."""
+        return [(c.metric, _SENSE_NAMES.get(c.sense, str(c.sense)), c.bound)
+                for c in self._proto.spec.constraints]
+
+    @property
+    def pareto_front_summary(self) -> "ParetoFrontSummary":
+        """The Pareto front's size, hypervolume and reference point as last fetched (by
+        :meth:`refresh` or :meth:`pareto_front`); meaningful for several objectives."""
+        return ParetoFrontSummary.from_proto(self._proto.pareto_front)
+
+    def pareto_front(self, page_size: int = 100) -> List[Trial]:
+        """The Pareto front now (``GetParetoFront``, every page): the non-dominated feasible
+        COMPLETED trials by increasing id, each with its objectives' values in ``.metrics``
+        (``.values`` in objective order). With a single objective, the best trials (all that
+        tie). Also updates :attr:`pareto_front_summary`."""
+        token = ""
+        front: List[Trial] = []
+        while True:
+            response = self._client.call("GetParetoFront", pb.GetParetoFrontRequest(
+                study_id=self.id, page_size=page_size, page_token=token))
+            front.extend(self._trial(t) for t in response.trials)
+            token = response.next_page_token
+            if not token:
+                break
+        updated = study_pb2.Study()
+        updated.CopyFrom(self._proto)
+        updated.pareto_front.CopyFrom(response.summary)
+        self._proto = updated  # replaced whole: readers never see a half-updated proto
+        return front
 
     def fine_tune(self, steps: int = 0, scope: str = "kernel") -> pb.FineTuneResponse:
         """Fits the study's surrogate further on its observations (``scope``: ``"kernel"`` or

@@ -126,11 +126,71 @@ def _enum(value: Union[str, int], table: Mapping[str, int], what: str) -> int:
     return int(value)
 
 
+_SENSES = {
+    "<=": study_pb2.CONSTRAINT_SENSE_AT_MOST,
+    ">=": study_pb2.CONSTRAINT_SENSE_AT_LEAST,
+}
+
+
+def _objectives(spec: study_pb2.StudySpec, objectives: Sequence[Sequence[Any]]) -> None:
+    """Fills ``spec.objectives`` (and ``spec.objective``, the first) from ``(name, goal)`` or
+    ``(name, goal, reference)`` tuples."""
+    if isinstance(objectives, (str, bytes)) or not isinstance(objectives, Sequence):
+        raise TypeError(f"objectives: {objectives!r} is not a list of (name, goal) tuples")
+    if not objectives:
+        raise ValueError("objectives: empty; give at least one (name, goal)")
+    for i, item in enumerate(objectives):
+        if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or \
+                len(item) not in (2, 3):
+            raise TypeError(f"objectives[{i}]: {item!r} is not a (name, goal) or "
+                            "(name, goal, reference) tuple")
+        name = item[0]
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"objectives[{i}]: name {name!r} is not a non-empty string")
+        objective = study_pb2.Objective(name=name,
+                                        goal=_enum(item[1], _GOALS, f"objectives[{i}].goal"))
+        if len(item) == 3 and item[2] is not None:
+            reference = item[2]
+            if isinstance(reference, bool) or not isinstance(reference, numbers.Real) or \
+                    not math.isfinite(float(reference)):
+                raise ValueError(f"objectives[{i}].reference: {reference!r} is not a finite "
+                                 "number")
+            objective.reference = float(reference)
+        spec.objectives.append(objective)
+    # The server's canonical form: the first objective is also `objective`; one objective is
+    # `objective` alone (so that creating the study again compares equal).
+    spec.objective.CopyFrom(spec.objectives[0])
+    if len(spec.objectives) == 1:
+        spec.ClearField("objectives")
+
+
+def _constraints(spec: study_pb2.StudySpec, constraints: Sequence[Sequence[Any]]) -> None:
+    """Fills ``spec.constraints`` from ``(metric, "<=" or ">=", bound)`` tuples."""
+    if isinstance(constraints, (str, bytes)) or not isinstance(constraints, Sequence):
+        raise TypeError(f"constraints: {constraints!r} is not a list of (metric, sense, bound) "
+                        "tuples")
+    for i, item in enumerate(constraints):
+        if isinstance(item, (str, bytes)) or not isinstance(item, Sequence) or len(item) != 3:
+            raise TypeError(f"constraints[{i}]: {item!r} is not a (metric, \"<=\" or \">=\", "
+                            "bound) tuple")
+        metric, sense, bound = item
+        if not isinstance(metric, str) or not metric:
+            raise ValueError(f"constraints[{i}]: metric {metric!r} is not a non-empty string")
+        if sense not in _SENSES:
+            raise ValueError(f"constraints[{i}]: sense {sense!r} is not one of {sorted(_SENSES)}")
+        if isinstance(bound, bool) or not isinstance(bound, numbers.Real) or \
+                not math.isfinite(float(bound)):
+            raise ValueError(f"constraints[{i}]: bound {bound!r} is not a finite number")
+        spec.constraints.add(metric=metric, sense=_SENSES[sense], bound=float(bound))
+
+
 def study_spec(
     space: study_pb2.SearchSpace,
     *,
-    objective: str = "objective",
-    goal: Union[str, int] = "maximize",
+    objective: Optional[str] = None,
+    goal: Optional[Union[str, int]] = None,
+    objectives: Optional[Sequence[Sequence[Any]]] = None,
+    constraints: Sequence[Sequence[Any]] = (),
     algorithm: Union[str, int] = "gp",
     model: str = "",
     initial_trials: int = 0,
@@ -143,8 +203,15 @@ def study_spec(
 
     Args:
         space: the search space (see :func:`search_space`, :func:`flat_space`).
-        objective: the objective's name.
-        goal: ``"maximize"`` or ``"minimize"`` (or a ``metaopt.v1.Goal`` value).
+        objective: the objective's name (default ``"objective"``).
+        goal: ``"maximize"`` (default) or ``"minimize"`` (or a ``metaopt.v1.Goal`` value).
+        objectives: instead of ``objective`` and ``goal``, several objectives (2 or 3) optimized
+            together, as ``[(name, goal), ...]``; a third element sets the objective's
+            coordinate of the hypervolume's reference point (``(name, goal, reference)``).
+            Observe them all (``study.observe(trial, {name: value, ...})``); the study looks for
+            their Pareto front (:meth:`Study.pareto_front`).
+        constraints: limits on observed metrics, ``[(metric, "<=" or ">=", bound), ...]``; a
+            trial that violates one is kept with ``trial.feasible`` False.
         algorithm: ``"random"``, ``"gp"``, ``"deeppipe"``, ``"pmf"``, ``"mosaic"`` or
             ``"grosi"`` (or a ``metaopt.v1.AlgorithmKind`` value).
         model: a registry model (``"name"`` or ``"name@version"``); empty: the one whose space
@@ -159,8 +226,14 @@ def study_spec(
     """
     spec = study_pb2.StudySpec(seed=seed)
     spec.search_space.CopyFrom(space)
-    spec.objective.name = objective
-    spec.objective.goal = _enum(goal, _GOALS, "goal")
+    if objectives is not None:
+        if objective is not None or goal is not None:
+            raise ValueError("objectives: give objectives, or objective and goal, not both")
+        _objectives(spec, objectives)
+    else:
+        spec.objective.name = "objective" if objective is None else objective
+        spec.objective.goal = _enum("maximize" if goal is None else goal, _GOALS, "goal")
+    _constraints(spec, constraints)
     spec.algorithm.kind = _enum(algorithm, _ALGORITHMS, "algorithm")
     spec.algorithm.model = model
     spec.algorithm.initial_trials = initial_trials

@@ -150,7 +150,29 @@ class Trial:
 
     @property
     def metrics(self) -> Dict[str, float]:
+        """The metrics observed with the trial; in a study with several objectives, every
+        objective's value by name (the first one's also in :attr:`value`)."""
         return dict(self._proto.metrics)
+
+    @property
+    def feasible(self) -> Optional[bool]:
+        """In a study with constraints, whether this COMPLETED trial meets them all (a trial
+        that does not is kept, and is never best nor on the Pareto front); None otherwise."""
+        return self._proto.feasible if self._proto.HasField("feasible") else None
+
+    @property
+    def values(self) -> Optional[List[float]]:
+        """The objectives' values in the study's objective order (one for a single objective),
+        or None if the trial has no value. Needs the trial's study (trials from a
+        :class:`metaopt.Study` have it)."""
+        if not self._proto.HasField("value"):
+            return None
+        if self._study is None:
+            raise RuntimeError(f"trial {self.id}: not bound to a study (use Trial.metrics)")
+        names = [name for name, _ in self._study.objectives]
+        if len(names) == 1:
+            return [self._proto.value]
+        return [self._proto.value] + [self._proto.metrics[name] for name in names[1:]]
 
     @property
     def client_id(self) -> str:
@@ -207,5 +229,7 @@ class Trial:
 
     def __repr__(self) -> str:
         value = "" if self.value is None else f", value={self.value!r}"
+        if self._proto.HasField("feasible"):
+            value += f", feasible={self._proto.feasible!r}"
         choices = {s: (c.algorithm, c.params) for s, c in self._assignments.items()}
         return f"Trial(id={self.id}, state={self.state.name}{value}, assignments={choices!r})"

@@ -18,8 +18,8 @@ import metaopt
 from server_process import ServerTestCase
 
 if optuna is not None:
-    from metaopt.integration.optuna import (STUDY_ATTR, TRIAL_ATTR, TRIAL_NUMBER_METRIC, Sampler,
-                                            _Codec)
+    from metaopt.integration.optuna import (CONSTRAINTS_ATTR, STUDY_ATTR, TRIAL_ATTR,
+                                            TRIAL_NUMBER_METRIC, Sampler, _Codec)
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
 
@@ -278,13 +278,50 @@ class OptunaSamplerTest(ServerTestCase):
             self.assertIn(trial.params["shift"], (0.0, 0.25, 0.5, 0.75, 1.0))
             self.assertEqual("x" in trial.params, trial.params["family"] == "quadratic")
 
-    def test_multi_objective_studies_are_refused(self):
-        sampler = self.sampler(study_id="multi")
-        study = optuna.create_study(directions=["minimize", "minimize"], sampler=sampler)
-        logging.getLogger("optuna").setLevel(logging.CRITICAL)
-        with self.assertRaisesRegex(ValueError, "multi-objective"):
-            study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0), n_trials=1)
+    def test_multi_objective_study_with_constraints(self):
+        # accuracy-like (maximized) against cost (minimized), feasible when x + y <= 1.2.
+        def objective(trial):
+            x = trial.suggest_float("x", 0, 1)
+            y = trial.suggest_float("y", 0, 1)
+            trial.set_user_attr("load", x + y)
+            return x * 0.7 + y * 0.3, x * x + 0.2 * y
 
+        sampler = self.sampler(study_id="multi", algorithm="gp", initial_trials=4, seed=2,
+                               constraints_func=lambda t: (t.user_attrs["load"] - 1.2,))
+        study = optuna.create_study(directions=["maximize", "minimize"], sampler=sampler)
+        study.optimize(objective, n_trials=12)
+        handle = sampler.metaopt_study()
+        self.assertEqual(handle.objectives, [("value_0", "maximize"), ("value_1", "minimize")])
+        self.assertEqual(handle.constraints, [("optuna_constraint_0", "<=", 0.0)])
+        finished = study.get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+        self.assertEqual(len(finished), 12)
+        by_number = {t.number: t for t in finished}
+        recorded = {int(t.metrics[TRIAL_NUMBER_METRIC]): t for t in handle.trials()}
+        # Every Optuna trial reached the metaopt study (the first one by the warm start),
+        # with both values and its feasibility.
+        self.assertEqual(set(recorded), set(by_number))
+        for number, trial in recorded.items():
+            optuna_trial = by_number[number]
+            self.assertEqual(trial.values, optuna_trial.values)
+            self.assertEqual(optuna_trial.system_attrs[CONSTRAINTS_ATTR],
+                             (optuna_trial.user_attrs["load"] - 1.2,))
+            self.assertEqual(trial.feasible, optuna_trial.user_attrs["load"] <= 1.2)
+        self.assertIn("gp/ehvi", {t.metadata.get("policy") for t in recorded.values()})
+        # The metaopt front is Optuna's front of the feasible trials.
+        feasible = [t for t in finished if t.user_attrs["load"] <= 1.2]
+        expected = sorted(
+            t.number for t in feasible
+            if not any(o.values[0] >= t.values[0] and o.values[1] <= t.values[1]
+                       and o.values != t.values for o in feasible))
+        front = sorted(int(t.metrics[TRIAL_NUMBER_METRIC]) for t in handle.pareto_front())
+        self.assertEqual(front, expected)
+
+    def test_more_than_three_objectives_are_refused(self):
+        sampler = self.sampler(study_id="four")
+        study = optuna.create_study(directions=["minimize"] * 4, sampler=sampler)
+        logging.getLogger("optuna").setLevel(logging.CRITICAL)
+        with self.assertRaisesRegex(ValueError, "at most 3"):
+            study.optimize(lambda t: (t.suggest_float("x", 0, 1), 1.0, 1.0, 1.0), n_trials=1)
 
 if __name__ == "__main__":
     unittest.main()

@@ -213,6 +213,41 @@ class TuneTest(unittest.TestCase):
         states = [r.state for r in result.trials]
         self.assertEqual(states, ["FAILED", "FAILED", "COMPLETED", "COMPLETED"])
 
+    def test_ensemble_of_the_evaluated_pipelines(self) -> None:
+        X, y = sklearn.datasets.load_wine(return_X_y=True)
+        result = mosk.tune(X, y, n_trials=8, server=self.server.target, workers=2,
+                           study_id="wine-ensemble", progress=False, ensemble=10)
+        summary = result.ensemble
+        self.assertIsNotNone(summary)
+        self.assertEqual(summary.size, 10)
+        self.assertEqual(summary.library_size, 8)
+        self.assertEqual(len(summary.scores), 10)
+        completed = {t.id: t.value for t in self.trials("wine-ensemble")}
+        self.assertEqual(summary.best_single_value, max(completed.values()))
+        # The kept rounds are the best-scoring prefix, the first round the best single pipeline.
+        kept = sum(n for _, n in summary.members)
+        self.assertEqual(summary.value, max(summary.scores))
+        self.assertEqual(summary.scores[kept - 1], summary.value)
+        self.assertEqual(summary.scores[0], summary.best_single_value)
+        self.assertGreaterEqual(summary.value, summary.best_single_value)
+        self.assertTrue(all(t in completed for t, _ in summary.members))
+        # result.pipeline is the ensemble of those members, refitted on all rows.
+        self.assertIsInstance(result.pipeline, mosk.Ensemble)
+        self.assertEqual(len(result.pipeline.pipelines), len(summary.members))
+        self.assertAlmostEqual(sum(result.pipeline.weights), 1.0)
+        self.assertEqual([w * kept for w in result.pipeline.weights],
+                         [n for _, n in summary.members])
+        for member in result.pipeline.pipelines:
+            self.assertEqual(member.named_steps["preprocess"].n_features_in_, 13)
+        self.assertGreater(np.mean(result.pipeline.predict(X) == y), 0.9)
+        self.assertIn("ensemble: validation balanced accuracy", result.summary())
+
+        # A resumed call with nothing left to run has no library: the best single pipeline.
+        again = mosk.tune(X, y, n_trials=8, server=self.server.target, study_id="wine-ensemble",
+                          progress=False, ensemble=10)
+        self.assertIsNone(again.ensemble)
+        self.assertNotIsInstance(again.pipeline, mosk.Ensemble)
+
     def test_arguments_are_validated_before_anything_is_sent(self) -> None:
         X, y = iris()
         cases = [
@@ -229,6 +264,9 @@ class TuneTest(unittest.TestCase):
             (dict(model=""), "model: '' must be a registry model name"),
             (dict(refit="yes"), "refit: 'yes' must be True or False"),
             (dict(report_dir=3), "report_dir: 3 must be None or a folder path"),
+            (dict(ensemble=0), "ensemble: 0 must be an integer >= 1"),
+            (dict(ensemble=True), "ensemble: True must be an integer >= 1"),
+            (dict(ensemble=1001), "ensemble: 1001 must be None or at most 1000 rounds"),
         ]
         for kwargs, message in cases:
             with self.subTest(message=message):

@@ -36,7 +36,22 @@ How it samples (Optuna's BaseSampler protocol):
 
 Each Optuna trial asks as its own client id (``optuna-<trial id>-<client id>``), so Optuna's
 parallel workers (threads or processes) get distinct trials, and a retried ``Suggest`` the same.
-Single-objective studies only. Requires Optuna 3.0 or later.
+
+Several objectives (``optuna.create_study(directions=[...])``, 2 or 3 of them): the metaopt study
+has the objectives ``value_0``, ``value_1`` (, ``value_2``) with Optuna's directions, and looks for
+their Pareto front (algorithm ``"gp"``, ``"deeppipe"`` or ``"random"``). A pruned trial of such a
+study is observed as FAILED (Optuna does not prune multi-objective trials; a STOPPED trial would
+need every objective's value).
+
+Constraints (``constraints_func``, Optuna's convention: it maps a finished trial to a sequence of
+floats, and the trial is feasible when every one is <= 0): each value is observed as the metric
+``optuna_constraint_<i>`` and the metaopt study constrains it ``<= 0``, so its GP models
+feasibility (EI x P(feasible), or the Pareto equivalent) and its best trial and Pareto front are
+feasible ones. As Optuna's own samplers do, the values are also stored in the trial's system
+attribute ``constraints``. The number of constraints is learned from the first trial that
+finishes; until then parameters are sampled independently.
+
+Requires Optuna 3.0 or later.
 """
 
 from __future__ import annotations
@@ -47,7 +62,7 @@ import logging
 import math
 import re
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 try:
     import optuna
@@ -79,6 +94,10 @@ STUDY_ATTR = "metaopt:study_id"
 TRIAL_ATTR = "metaopt:trial_id"
 # The metric that records the Optuna trial number of every observation.
 TRIAL_NUMBER_METRIC = "optuna_trial_number"
+# Optuna's system attribute of a trial's constraint values (optuna.samplers._base).
+CONSTRAINTS_ATTR = "constraints"
+# The most objectives a metaopt study optimizes together.
+_MAX_OBJECTIVES = 3
 _STAGE = "optuna"
 _MAX_ID = 128
 # The most intermediate values a pruned trial reports (the server keeps at most 10,000).
@@ -144,6 +163,17 @@ class _Codec:
         return float(value)
 
 
+def objective_names(count: int) -> List[str]:
+    """The metaopt objective names of an Optuna study with ``count`` objectives: ``value`` for
+    one, ``value_0``, ``value_1``, ... for several."""
+    return ["value"] if count == 1 else [f"value_{i}" for i in range(count)]
+
+
+def constraint_metric(index: int) -> str:
+    """The metric that carries the constraint value ``index`` of ``constraints_func``."""
+    return f"optuna_constraint_{index}"
+
+
 def _supported(distribution: BaseDistribution) -> bool:
     return (isinstance(distribution, (CategoricalDistribution, IntDistribution,
                                       FloatDistribution))
@@ -181,6 +211,9 @@ class Sampler(BaseSampler):
             trial on, instead of the intersection search space of the finished trials.
         independent_sampler: samples the parameters outside the relative search space (default:
             ``optuna.samplers.RandomSampler(seed)``).
+        constraints_func: Optuna's constraints: maps a finished ``FrozenTrial`` to a sequence of
+            floats, each <= 0 when its constraint is met (as for Optuna's NSGAIISampler and
+            TPESampler). The metaopt study constrains each to be <= 0.
         client_options: keyword arguments of :class:`metaopt.Client` when ``client`` is a target
             (``token``, ``root_certificates``, ``timeout``, ...).
     """
@@ -197,6 +230,7 @@ class Sampler(BaseSampler):
         search_space: Optional[Mapping[str, BaseDistribution]] = None,
         independent_sampler: Optional[BaseSampler] = None,
         client_options: Optional[Mapping[str, Any]] = None,
+        constraints_func: Optional[Callable[[FrozenTrial], Sequence[float]]] = None,
     ) -> None:
         if not isinstance(client, (str, metaopt.Client)):
             raise TypeError(f"client: {client!r} is neither a metaopt.Client nor host:port")
@@ -212,6 +246,8 @@ class Sampler(BaseSampler):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"seed: {seed!r} must be a non-negative integer")
         metaopt.study_spec(metaopt.flat_space({}), algorithm=algorithm)  # checks the name
+        if constraints_func is not None and not callable(constraints_func):
+            raise TypeError(f"constraints_func: {constraints_func!r} is not callable")
         self._fixed_space: Optional[Dict[str, BaseDistribution]] = None
         if search_space is not None:
             self._fixed_space = {}
@@ -241,14 +277,17 @@ class Sampler(BaseSampler):
         self._warned: Set[str] = set()
         # The relative parameters suggested to each running Optuna trial (by trial id).
         self._suggested: Dict[int, Dict[str, Any]] = {}
+        self._constraints_func = constraints_func
+        # How many values constraints_func returns (None until a trial has finished).
+        self._constraint_count: Optional[int] = None
 
     # -- BaseSampler ----------------------------------------------------------------------
 
     def infer_relative_search_space(self, study: OptunaStudy,
                                     trial: FrozenTrial) -> Dict[str, BaseDistribution]:
-        if len(study.directions) > 1:
-            raise ValueError("metaopt.integration.optuna.Sampler: multi-objective studies are not "
-                             "supported (a metaopt study has one objective)")
+        if len(study.directions) > _MAX_OBJECTIVES:
+            raise ValueError(f"metaopt.integration.optuna.Sampler: {len(study.directions)} "
+                             f"objectives; a metaopt study optimizes at most {_MAX_OBJECTIVES}")
         if self._fixed_space is not None:
             return dict(self._fixed_space)
         space = self._intersection.calculate(study)
@@ -258,6 +297,8 @@ class Sampler(BaseSampler):
                         search_space: Dict[str, BaseDistribution]) -> Dict[str, Any]:
         if not search_space:
             return {}
+        if self._constraints_func is not None and self._constraints(study) is None:
+            return {}  # how many constraints: known once a trial has finished
         space_study = self._space_study(study, search_space)
         client_id = f"optuna-{trial._trial_id}-{self._client.client_id}"[:_MAX_ID]
         suggested = space_study.study.suggest(client_id=client_id)
@@ -288,11 +329,17 @@ class Sampler(BaseSampler):
     def after_trial(self, study: OptunaStudy, trial: FrozenTrial, state: OptunaTrialState,
                     values: Optional[Sequence[float]]) -> None:
         metrics = {TRIAL_NUMBER_METRIC: float(trial.number)}
+        constraints = self._constraint_values(study, trial, state)
+        if constraints is not None:
+            metrics.update((constraint_metric(i), v) for i, v in enumerate(constraints))
+        multiple = len(study.directions) > 1
         outcome: Dict[str, Any]
         if state == OptunaTrialState.COMPLETE and values:
-            value = float(values[0])
-            outcome = ({"value": value} if math.isfinite(value)
-                       else {"failed": f"objective value {value} is not finite"})
+            outcome = _values_outcome(values, metrics)
+        elif state == OptunaTrialState.PRUNED and multiple:
+            step = trial.last_step
+            outcome = {"failed": "pruned (a multi-objective trial has no value to stop with)"
+                       if step is None else f"pruned at step {step}"}
         elif state == OptunaTrialState.PRUNED:
             step = trial.last_step
             outcome = {"failed": "pruned" if step is None else f"pruned at step {step}"}
@@ -322,7 +369,7 @@ class Sampler(BaseSampler):
                                                  metrics=metrics, **outcome)
                 return
             try:
-                if state == OptunaTrialState.PRUNED and self._observe_stopped(
+                if state == OptunaTrialState.PRUNED and not multiple and self._observe_stopped(
                         handle, int(trial_id), trial, type(study.pruner).__name__, metrics):
                     return
                 handle.observe(int(trial_id), metrics=metrics, **outcome)
@@ -369,14 +416,61 @@ class Sampler(BaseSampler):
     def reseed_rng(self) -> None:
         self._independent.reseed_rng()
 
+    # -- constraints -----------------------------------------------------------------------
+
+    def _constraint_values(self, study: OptunaStudy, trial: FrozenTrial,
+                           state: OptunaTrialState) -> Optional[Tuple[float, ...]]:
+        """constraints_func's values for a finished trial (COMPLETE or PRUNED, as Optuna's own
+        samplers evaluate it), stored in the trial's ``constraints`` system attribute; None
+        without constraints_func or for other states."""
+        if self._constraints_func is None or state not in (OptunaTrialState.COMPLETE,
+                                                           OptunaTrialState.PRUNED):
+            return None
+        values = None
+        try:
+            values = tuple(float(v) for v in self._constraints_func(trial))
+            if any(math.isnan(v) for v in values):
+                raise ValueError(f"constraints_func: trial {trial.number}: {values} has NaN; "
+                                 "constraint values cannot be NaN")
+        finally:
+            study._storage.set_trial_system_attr(trial._trial_id, CONSTRAINTS_ATTR, values)
+        with self._lock:
+            if self._constraint_count is None:
+                self._constraint_count = len(values)
+            elif len(values) != self._constraint_count:
+                raise ValueError(f"constraints_func: trial {trial.number}: {len(values)} values, "
+                                 f"earlier trials had {self._constraint_count}")
+        return values
+
+    def _constraints(self, study: OptunaStudy) -> Optional[int]:
+        """How many values constraints_func returns: learned from a finished trial (of this
+        process, or recorded in the Optuna storage by an earlier one); None before any."""
+        with self._lock:
+            if self._constraint_count is not None:
+                return self._constraint_count
+        for trial in study.get_trials(deepcopy=False, states=(OptunaTrialState.COMPLETE,
+                                                              OptunaTrialState.PRUNED)):
+            recorded = trial.system_attrs.get(CONSTRAINTS_ATTR)
+            if recorded is not None:
+                with self._lock:
+                    self._constraint_count = len(recorded)
+                return len(recorded)
+        return None
+
     # -- metaopt studies -------------------------------------------------------------------
 
     def _space_study(self, study: OptunaStudy,
                      search_space: Dict[str, BaseDistribution]) -> _SpaceStudy:
         codecs = {name: _Codec(name, d) for name, d in sorted(search_space.items())}
-        fingerprint = hashlib.sha256(json.dumps(
-            [[name, optuna.distributions.distribution_to_json(c.distribution)]
-             for name, c in codecs.items()]).encode()).hexdigest()[:12]
+        shape: List[Any] = [[name, optuna.distributions.distribution_to_json(c.distribution)]
+                            for name, c in codecs.items()]
+        directions = [d == StudyDirection.MAXIMIZE for d in study.directions]
+        constraint_count = self._constraints(study) if self._constraints_func else 0
+        if len(directions) > 1 or constraint_count:
+            # Another objective or constraint shape is another study (single-objective ids as
+            # before).
+            shape.append({"maximize": directions, "constraints": constraint_count})
+        fingerprint = hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:12]
         prefix = self._prefix or _study_prefix(study.study_name)
         study_id = f"{prefix}-{fingerprint}"
         with self._lock:
@@ -384,10 +478,14 @@ class Sampler(BaseSampler):
             if space_study is None:
                 space = metaopt.flat_space({name: c.domain for name, c in codecs.items()},
                                            name=_STAGE)
-                goal = "maximize" if study.direction == StudyDirection.MAXIMIZE else "minimize"
+                goals = ["maximize" if maximize else "minimize" for maximize in directions]
+                objectives = list(zip(objective_names(len(goals)), goals))
+                constraints = [(constraint_metric(i), "<=", 0.0)
+                               for i in range(constraint_count or 0)]
                 handle = self._client.create_study(
-                    study_id, space, objective="value", goal=goal, algorithm=self._algorithm,
-                    model=self._model, initial_trials=self._initial_trials, seed=self._seed or 0)
+                    study_id, space, objectives=objectives, constraints=constraints,
+                    algorithm=self._algorithm, model=self._model,
+                    initial_trials=self._initial_trials, seed=self._seed or 0)
                 space_study = _SpaceStudy(handle, codecs)
                 self._warm_start(study, space_study)
                 self._studies[study_id] = space_study
@@ -400,15 +498,21 @@ class Sampler(BaseSampler):
         recorded = {int(t.metrics[TRIAL_NUMBER_METRIC]) for t in space_study.study.trials()
                     if TRIAL_NUMBER_METRIC in t.metrics}
         added = 0
+        constrained = bool(space_study.study.constraints)
         for trial in study.get_trials(deepcopy=False, states=(OptunaTrialState.COMPLETE,)):
             if trial.number in recorded or not space_study.covers(trial) or not trial.values:
                 continue
-            value = float(trial.values[0])
-            if not math.isfinite(value):
+            metrics = {TRIAL_NUMBER_METRIC: float(trial.number)}
+            if constrained:
+                values = trial.system_attrs.get(CONSTRAINTS_ATTR)
+                if values is None:
+                    continue  # finished before constraints were evaluated
+                metrics.update((constraint_metric(i), float(v)) for i, v in enumerate(values))
+            outcome = _values_outcome(trial.values, metrics)
+            if "value" not in outcome:
                 continue
-            space_study.study.observe_configuration(
-                space_study.configuration(trial), value,
-                metrics={TRIAL_NUMBER_METRIC: float(trial.number)})
+            space_study.study.observe_configuration(space_study.configuration(trial),
+                                                    metrics=metrics, **outcome)
             added += 1
         if added:
             _logger.info("metaopt study %s: warm-started with %d Optuna trials",
@@ -428,6 +532,21 @@ class Sampler(BaseSampler):
         """Closes the client if the sampler made it."""
         if self._owns_client:
             self._client.close()
+
+
+def _values_outcome(values: Sequence[float], metrics: Dict[str, float]) -> Dict[str, Any]:
+    """The observation of a COMPLETE trial's ``values``: ``{"value": values[0]}`` with the other
+    objectives' values added to ``metrics`` (``value_1``, ...), or a failure naming a value that
+    is not finite."""
+    values = [float(v) for v in values]
+    for i, value in enumerate(values):
+        if not math.isfinite(value):
+            what = "objective value" if len(values) == 1 else f"objective value {i}"
+            return {"failed": f"{what} {value} is not finite"}
+    if len(values) > 1:
+        names = objective_names(len(values))
+        metrics.update((names[i], values[i]) for i in range(1, len(values)))
+    return {"value": values[0]}
 
 
 def _study_prefix(study_name: str) -> str:

@@ -32,11 +32,13 @@ Evaluation runs in worker processes (fresh interpreters): POSIX only.
 The package, by concept: :mod:`~metaopt.sklearn.space` (the space, its constants and
 configurations), :mod:`~metaopt.sklearn.pipelines` (building the pipelines),
 :mod:`~metaopt.sklearn.evaluation` (the protocol, worker processes and the CPU-time limit),
+:mod:`~metaopt.sklearn.ensemble` (greedy ensemble selection over the evaluated pipelines),
 :mod:`~metaopt.sklearn.report` (the trial table and plot) and :mod:`~metaopt.sklearn.tune` (the
 loop). Everything public is importable from ``metaopt.sklearn``.
 """
 
-from metaopt.sklearn.evaluation import Evaluation, Evaluator, evaluate
+from metaopt.sklearn.ensemble import Ensemble, EnsembleSummary, Selection, greedy_selection
+from metaopt.sklearn.evaluation import Evaluation, Evaluator, class_scores, evaluate
 from metaopt.sklearn.pipelines import (ColumnsInfo, build_pipeline, columns_info,
                                       f_classif_nan_to_zero)
 from metaopt.sklearn.report import TrialRecord, TuneResult, svg_line_plot
@@ -49,6 +51,7 @@ __all__ = [
     "SPACE", "STAGES", "OBJECTIVE", "MODEL", "HOLDOUT_TEST_SIZE", "SPLIT_SEED", "RANDOM_STATE",
     "DEFAULT_FIT_TIME_LIMIT", "INTERRUPTED", "Configuration", "search_space_proto",
     "parse_configuration", "describe", "ColumnsInfo", "columns_info", "f_classif_nan_to_zero",
-    "build_pipeline", "Evaluation", "Evaluator", "evaluate", "TrialRecord", "TuneResult",
+    "build_pipeline", "Evaluation", "Evaluator", "evaluate", "class_scores", "Ensemble",
+    "EnsembleSummary", "Selection", "greedy_selection", "TrialRecord", "TuneResult",
     "svg_line_plot", "tune",
 ]

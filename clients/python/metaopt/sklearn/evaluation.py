@@ -16,6 +16,8 @@ import select
 import signal
 import subprocess
 import sys
+import sysconfig
+import threading
 import time
 import warnings
 from typing import Any, Callable, Optional, Tuple
@@ -23,7 +25,7 @@ from typing import Any, Callable, Optional, Tuple
 import numpy as np
 
 from metaopt import metafeatures
-from metaopt.sklearn.pipelines import build_pipeline, columns_info
+from metaopt.sklearn.pipelines import build_pipeline, columns_info, import_sklearn
 from metaopt.sklearn.space import (DEFAULT_FIT_TIME_LIMIT, HOLDOUT_TEST_SIZE, SPLIT_SEED,
                                    Configuration, parse_configuration)
 
@@ -36,6 +38,19 @@ class _Data:
     mask: Tuple[bool, ...]
     splits: Tuple[Tuple[np.ndarray, np.ndarray], ...]
     cv_folds: int  # 0: the holdout split
+    # Also return the validation predictions (_fit_and_score, validation_predictions).
+    keep_predictions: bool = False
+
+    @property
+    def classes(self) -> np.ndarray:
+        """The sorted class labels: the columns of validation predictions."""
+        return np.unique(self.y)
+
+    @property
+    def validation_rows(self) -> np.ndarray:
+        """The rows that the splits score, split after split: the rows of validation
+        predictions (the holdout's 30 %, or with cross-validation every row once)."""
+        return np.concatenate([test for _, test in self.splits])
 
 
 def _as_table(X: Any) -> Any:
@@ -104,14 +119,34 @@ def _limit_cpu(seconds: float) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
+def class_scores(pipeline: Any, X: Any, classes: np.ndarray) -> np.ndarray:
+    """A fitted pipeline's per-class scores for the rows of X, one column per class of
+    ``classes``: its predict_proba where the estimator has one, else 1 for the predicted class
+    and 0 elsewhere (SVC without probability estimates). float32, rows x classes."""
+    out = np.zeros((_n_rows(X), len(classes)), dtype=np.float32)
+    columns = np.searchsorted(classes, pipeline.classes_)
+    if hasattr(pipeline, "predict_proba"):
+        out[:, columns] = pipeline.predict_proba(X)
+    else:
+        out[np.arange(len(out)), np.searchsorted(classes, pipeline.predict(X))] = 1.0
+    return out
+
+
+def _n_rows(X: Any) -> int:
+    return int(X.shape[0]) if hasattr(X, "shape") else len(X)
+
+
 def _fit_and_score(config: Configuration, data: _Data,
-                   fit_time_limit: Optional[float]) -> Tuple[float, float]:
+                   fit_time_limit: Optional[float]) -> Tuple[Any, ...]:
     """Balanced accuracy of the configuration's pipeline, averaged over the splits, and the CPU
-    seconds of building, fitting and predicting, summed over them."""
+    seconds of building, fitting and predicting, summed over them; with
+    ``data.keep_predictions`` also its :func:`class_scores` on ``data.validation_rows`` (computed
+    after the timed part, so ``fit_seconds`` is unchanged)."""
     from sklearn.metrics import balanced_accuracy_score
 
     scores = []
     cpu = 0.0
+    predictions = []
     for train, test in data.splits:
         if fit_time_limit is not None:
             _limit_cpu(fit_time_limit)
@@ -119,9 +154,14 @@ def _fit_and_score(config: Configuration, data: _Data,
         X_train = _rows(data.X, train)
         pipeline = build_pipeline(config, columns_info(X_train, list(data.mask)))
         pipeline.fit(X_train, data.y[train])
-        predicted = pipeline.predict(_rows(data.X, test))
+        X_test = _rows(data.X, test)
+        predicted = pipeline.predict(X_test)
         cpu += time.process_time() - start
         scores.append(balanced_accuracy_score(data.y[test], predicted))
+        if data.keep_predictions:
+            predictions.append(class_scores(pipeline, X_test, data.classes))
+    if data.keep_predictions:
+        return float(np.mean(scores)), cpu, np.concatenate(predictions)
     return float(np.mean(scores)), cpu
 
 
@@ -129,9 +169,10 @@ def _worker_main() -> None:
     """An evaluation worker: a fresh interpreter that tune talks to over stdin/stdout.
 
     Never a fork of the caller: a process that uses gRPC cannot fork safely (gRPC's fork
-    handlers can wait forever for its own threads). Reads the caller's sys.path, then the
-    evaluation function (by reference) and the data, then configurations; answers each with
-    (kind, value, cpu seconds, reason). Exits at end of input, or after a fit over its CPU limit.
+    handlers can wait forever for its own threads). Reads the caller's sys.path, imports
+    scikit-learn, then reads the evaluation function (by reference) and the data, then
+    configurations; answers each with (kind, value, cpu seconds, reason, validation predictions
+    or None). Exits at end of input, or after a fit over its CPU limit.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C stops
     # Nothing but replies on the pipe: the replies get their own descriptor, and whatever the
@@ -140,8 +181,9 @@ def _worker_main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     sys.path[:0] = [p for p in pickle.load(requests) if p not in sys.path]
-    fit_and_score, data = pickle.load(requests)
     warnings.simplefilter("ignore")
+    import_sklearn()
+    fit_and_score, data = pickle.load(requests)
     while True:
         try:
             config, fit_time_limit = pickle.load(requests)
@@ -150,16 +192,18 @@ def _worker_main() -> None:
         start = time.process_time()
         over_limit = False
         try:
-            value, cpu = fit_and_score(config, data, fit_time_limit)
-            reply: Tuple[str, Optional[float], float, str] = ("ok", value, cpu, "")
+            outcome = fit_and_score(config, data, fit_time_limit)
+            predictions = outcome[2] if len(outcome) > 2 else None
+            reply: Tuple[str, Optional[float], float, str, Any] = (
+                "ok", outcome[0], outcome[1], "", predictions)
         except _FitTimeLimit:
             over_limit = True
             reply = ("failed", None, time.process_time() - start,
-                     f"fit over the CPU-time limit of {fit_time_limit:g} s")
+                     f"fit over the CPU-time limit of {fit_time_limit:g} s", None)
         except Exception as error:  # any failure of the pipeline is the trial's outcome
             text = " ".join(str(error).split())[:300]
             reply = ("failed", None, time.process_time() - start,
-                     f"{type(error).__name__}: {text}")
+                     f"{type(error).__name__}: {text}", None)
         signal.signal(signal.SIGXCPU, signal.SIG_IGN)
         pickle.dump(reply, replies)
         replies.flush()
@@ -177,6 +221,8 @@ class Evaluation:
         wall_seconds: wall-clock seconds of the whole evaluation.
         failure: why it failed (an error, or the time limit); empty if it did not.
         interrupted: stopped from outside (Ctrl-C, tune's own stop) before it finished.
+        predictions: with ``keep_predictions``, the pipeline's :func:`class_scores` on the
+            validation rows (rows x classes, float32); else None.
     """
 
     value: Optional[float]
@@ -184,6 +230,7 @@ class Evaluation:
     wall_seconds: float
     failure: str = ""
     interrupted: bool = False
+    predictions: Optional[np.ndarray] = None
 
 
 def _wall_guard(fit_time_limit: Optional[float], n_splits: int) -> Optional[float]:
@@ -198,10 +245,14 @@ class Evaluator:
     """Evaluates configurations of :data:`SPACE` on one dataset as :func:`tune` does: in a
     worker process (a fresh single-threaded interpreter, restarted after a fit it had to stop),
     under a per-fit CPU-time limit, on the meta-dataset's stratified 70/30 holdout split (seed 0)
-    or, with ``cv=k``, on stratified k folds (shuffled with seed 0)::
+    or, with ``cv=k``, on stratified k folds (shuffled with seed 0); with ``keep_predictions``
+    each :class:`Evaluation` also carries the pipeline's validation class scores::
 
         with metaopt.sklearn.Evaluator(X, y) as evaluator:
             evaluator.evaluate(configuration).value
+
+    The validation class scores are :func:`class_scores` on the splits' test rows
+    (``validation_rows`` of the evaluator's data), float32.
 
     Not thread-safe: one Evaluator per thread.
 
@@ -210,18 +261,31 @@ class Evaluator:
     """
 
     def __init__(self, X: Any, y: Any, *, categorical: Any = None, cv: Optional[int] = None,
-                 fit_time_limit: Optional[float] = DEFAULT_FIT_TIME_LIMIT) -> None:
+                 fit_time_limit: Optional[float] = DEFAULT_FIT_TIME_LIMIT,
+                 keep_predictions: bool = False) -> None:
         _check_cv(cv)
         _check_limit(fit_time_limit)
-        self.data = _prepare(X, y, categorical, cv)
+        if not isinstance(keep_predictions, bool):
+            raise ValueError(f"keep_predictions: {keep_predictions!r} must be True or False")
+        self.data = dataclasses.replace(_prepare(X, y, categorical, cv),
+                                        keep_predictions=keep_predictions)
         self.fit_time_limit = fit_time_limit
         self._process: Optional[subprocess.Popen] = None
+        self._sending: Optional[threading.Thread] = None
 
     @classmethod
     def _of(cls, data: _Data, fit_time_limit: Optional[float]) -> "Evaluator":
         evaluator = cls.__new__(cls)
-        evaluator.data, evaluator.fit_time_limit, evaluator._process = data, fit_time_limit, None
+        evaluator.data, evaluator.fit_time_limit = data, fit_time_limit
+        evaluator._process, evaluator._sending = None, None
         return evaluator
+
+    def start(self) -> None:
+        """Starts the worker process now rather than at the first :meth:`evaluate`, and returns
+        at once: its start-up (a fresh interpreter importing scikit-learn, then reading the
+        data) overlaps whatever the caller does until then."""
+        if self._process is None or self._process.poll() is not None:
+            self._process = self._start()
 
     def _start(self) -> subprocess.Popen:
         # The folder holding the metaopt package (this file is metaopt/sklearn/evaluation.py).
@@ -231,18 +295,31 @@ class Evaluator:
             [package_root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
         for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[name] = "1"  # one thread per fit, as the meta-dataset measured them
+        if "SETUPTOOLS_USE_DISTUTILS" not in env and os.path.isdir(
+                os.path.join(sysconfig.get_paths()["stdlib"], "distutils")):
+            # joblib (under scikit-learn) imports distutils for its version checks; setuptools'
+            # own copy brings pkg_resources along: 0.35 of the 1.1 s that importing
+            # scikit-learn takes.
+            env["SETUPTOOLS_USE_DISTUTILS"] = "stdlib"
         process = subprocess.Popen(
             [sys.executable, "-c",
              "from metaopt.sklearn.evaluation import _worker_main; _worker_main()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
             start_new_session=True)  # Ctrl-C in a terminal reaches the caller only
-        assert process.stdin is not None
-        try:
-            pickle.dump([p for p in sys.path if p], process.stdin)
-            pickle.dump((_fit_and_score, self.data), process.stdin)
-            process.stdin.flush()
-        except BrokenPipeError:
-            pass  # it died at start; evaluate() reports how
+        stdin = process.stdin
+        assert stdin is not None
+        path = [p for p in sys.path if p]
+
+        def send() -> None:
+            # The data can exceed the pipe's buffer: written while the worker imports, by this
+            # thread, so that start() does not wait for it.
+            with contextlib.suppress(OSError, ValueError):  # it died, or was killed; evaluate()
+                pickle.dump(path, stdin)                     # reports how
+                pickle.dump((_fit_and_score, self.data), stdin)
+                stdin.flush()
+
+        self._sending = threading.Thread(target=send, daemon=True, name="metaopt-evaluator-send")
+        self._sending.start()
         return process
 
     def evaluate(self, configuration: Any, *, should_stop: Callable[[], bool] = lambda: False,
@@ -258,6 +335,8 @@ class Evaluator:
             self._process = self._start()
         process = self._process
         assert process.stdin is not None and process.stdout is not None
+        if self._sending is not None:
+            self._sending.join()  # the data first
         try:
             pickle.dump((config, self.fit_time_limit), process.stdin)
             process.stdin.flush()
@@ -269,14 +348,14 @@ class Evaluator:
             wall = time.monotonic() - start
             if ready:
                 try:
-                    kind, value, cpu, reason = pickle.load(process.stdout)
+                    kind, value, cpu, reason, predictions = pickle.load(process.stdout)
                 except (EOFError, pickle.UnpicklingError):
                     reason = self._died(process)
                     if should_stop():
                         return Evaluation(None, 0.0, wall, "stopped", interrupted=True)
                     return Evaluation(None, 0.0, wall, reason)
                 if kind == "ok":
-                    return Evaluation(value, cpu, wall)
+                    return Evaluation(value, cpu, wall, predictions=predictions)
                 return Evaluation(None, cpu, wall, reason)
             if should_stop():
                 self._kill()
@@ -303,6 +382,9 @@ class Evaluator:
             if self._process.poll() is None:
                 self._process.kill()
             self._process.wait()
+            if self._sending is not None:  # its write fails now that the reader is gone
+                self._sending.join()
+                self._sending = None
             for stream in (self._process.stdin, self._process.stdout):
                 if stream is not None:
                     with contextlib.suppress(OSError):
@@ -310,15 +392,9 @@ class Evaluator:
             self._process = None
 
     def close(self) -> None:
-        """Stops the worker process."""
-        if self._process is not None and self._process.poll() is None:
-            with contextlib.suppress(OSError):
-                assert self._process.stdin is not None
-                self._process.stdin.close()  # end of input: it exits when idle
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
+        """Stops the worker process. Between evaluations it holds nothing worth a clean exit, so
+        it is killed rather than waited for (an interpreter's exit with scikit-learn loaded
+        takes about 0.4 s)."""
         self._kill()
 
     def __enter__(self) -> "Evaluator":

@@ -10,6 +10,7 @@ import math
 import os
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
+from metaopt.sklearn.ensemble import EnsembleSummary
 from metaopt.sklearn.space import Configuration, describe, parse_configuration
 from metaopt.trial import Trial
 
@@ -134,8 +135,9 @@ class TuneResult:
     """What :func:`tune` returns.
 
     Attributes:
-        pipeline: the best configuration's pipeline refitted on all of ``(X, y)`` (None with
-            ``refit=False``).
+        pipeline: the best configuration's pipeline refitted on all of ``(X, y)``; with
+            ``ensemble=K``, the selected :class:`~metaopt.sklearn.ensemble.Ensemble` refitted on
+            all of ``(X, y)`` (None with ``refit=False``).
         best_configuration: ``{stage: Choice(algorithm, params)}`` of the best trial.
         best_value: its balanced accuracy under the evaluation protocol.
         best_trial_id: its trial id in the study.
@@ -147,6 +149,9 @@ class TuneResult:
         trials: every trial of the study by id (:class:`TrialRecord`).
         protocol: ``"holdout 70/30"`` or ``"stratified k-fold (k=...)"``.
         wall_seconds: the wall-clock time of this call.
+        ensemble: with ``ensemble=K``, the selected ensemble's members and validation score
+            beside the best single pipeline's (None without, or when this call evaluated no
+            pipeline).
     """
 
     pipeline: Any
@@ -159,6 +164,7 @@ class TuneResult:
     trials: List[TrialRecord]
     protocol: str
     wall_seconds: float
+    ensemble: Optional[EnsembleSummary] = None
 
     def table(self) -> str:
         """The trials as a fixed-width text table."""
@@ -206,7 +212,15 @@ class TuneResult:
         for record in self.trials:
             counts[record.state] = counts.get(record.state, 0) + 1
         states = ", ".join(f"{n} {state.lower()}" for state, n in sorted(counts.items()))
-        return (f"best: trial {self.best_trial_id}, balanced accuracy {self.best_value:.4f} "
+        ensemble = ""
+        if self.ensemble is not None:
+            members = ", ".join(f"trial {t} x{n}" for t, n in self.ensemble.members)
+            ensemble = (f"ensemble: validation balanced accuracy {self.ensemble.value:.4f} "
+                        f"(best single pipeline {self.ensemble.best_single_value:.4f}), "
+                        f"{sum(n for _, n in self.ensemble.members)} of {self.ensemble.size} "
+                        f"rounds kept from {self.ensemble.library_size} pipelines: {members}\n")
+        return (ensemble
+                + f"best: trial {self.best_trial_id}, balanced accuracy {self.best_value:.4f} "
                 f"({self.protocol}): {describe(self.best_configuration)}\n"
                 f"study {self.study_id}: {len(self.trials)} trials ({states}); model "
                 f"{self.bound_model or 'none'}, first suggestions from the "

@@ -5,6 +5,7 @@ progress and a resumable study."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import math
 import numbers
@@ -17,6 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Union
 from metaopt import metafeatures
 from metaopt.client import Client, Study, default_client_id
 from metaopt.errors import AlreadyExistsError, MetaoptError
+from metaopt.sklearn.ensemble import Ensemble, _Library, select
 from metaopt.sklearn.evaluation import (Evaluation, Evaluator, _check_cv, _check_limit, _Data,
                                         _prepare)
 from metaopt.sklearn.pipelines import build_pipeline, columns_info
@@ -119,8 +121,10 @@ class _Run:
     """The shared state of one tune call's worker threads."""
 
     def __init__(self, study: Study, data: _Data, budget: int, fit_time_limit: Optional[float],
-                 deadline: Optional[float], progress: _Progress) -> None:
+                 deadline: Optional[float], progress: _Progress,
+                 library: Optional[_Library] = None) -> None:
         self.study = study
+        self.library = library
         self.data = data
         self.budget = budget
         self.fit_time_limit = fit_time_limit
@@ -157,9 +161,8 @@ class _Run:
         return {"fit_seconds": evaluation.fit_seconds, "wall_seconds": evaluation.wall_seconds,
                 "cv_folds": float(self.data.cv_folds)}
 
-    def work(self, client_id: str, finished: threading.Event) -> None:
+    def work(self, client_id: str, evaluator: Evaluator, finished: threading.Event) -> None:
         trial: Optional[Trial] = None
-        evaluator = Evaluator._of(self.data, self.fit_time_limit)
         try:
             while self.claim():
                 trials = self.study.suggest(client_id=client_id)
@@ -198,6 +201,8 @@ class _Run:
             self.study.observe(trial, failed=evaluation.failure, metrics=self.metrics(evaluation))
         else:
             self.study.observe(trial, evaluation.value, metrics=self.metrics(evaluation))
+            if self.library is not None and evaluation.predictions is not None:
+                self.library.add(trial.id, config, evaluation.value, evaluation.predictions)
         self.progress.finish(trial.id, evaluation.value, evaluation.failure, pipeline)
 
 
@@ -226,14 +231,16 @@ def tune(X: Any, y: Any, n_trials: int = 25, *, server: Union[str, Client] = "lo
          categorical: Any = None, cv: Optional[int] = None,
          fit_time_limit: Optional[float] = DEFAULT_FIT_TIME_LIMIT, seed: int = 0,
          model: str = MODEL, refit: bool = True, progress: bool = True,
-         report_dir: Optional[Union[str, "os.PathLike[str]"]] = None) -> TuneResult:
+         report_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+         ensemble: Optional[int] = None) -> TuneResult:
     """Tunes a scikit-learn pipeline for the classification data ``(X, y)`` with metaopt.
 
     Creates (or, with an existing ``study_id``, resumes) a DeepPipe study over :data:`SPACE`
     bound to the server's meta-learned ``model``, with the data's meta-features as
     ``dataset_features``; evaluates the suggested pipelines here, ``workers`` at a time, each
     worker with its own evaluation process (:class:`Evaluator`); reports each balanced accuracy
-    back; then refits the best pipeline on all of ``(X, y)``.
+    back; then refits the best pipeline on all of ``(X, y)``, or with ``ensemble=K`` an ensemble
+    of the evaluated pipelines selected greedily (:mod:`metaopt.sklearn.ensemble`).
 
     Args:
         X, y: the data: a 2-D array or DataFrame (missing values as NaN or None) and one class
@@ -255,6 +262,12 @@ def tune(X: Any, y: Any, n_trials: int = 25, *, server: Union[str, Client] = "lo
         refit: refit the best pipeline on all of ``(X, y)``.
         progress: show progress on stderr.
         report_dir: if given, :meth:`TuneResult.save` writes the report there.
+        ensemble: None, or K: keep the validation class scores of the best
+            :data:`~metaopt.sklearn.ensemble.LIBRARY_SIZE` pipelines this call evaluates and
+            select an ensemble of them by K rounds of greedy selection with replacement (Caruana
+            et al.); ``result.pipeline`` is then that ensemble refitted on all of ``(X, y)`` and
+            ``result.ensemble`` reports its members and validation score beside the best single
+            pipeline's. Pipelines of earlier calls on a resumed study are not in the library.
 
     Returns:
         A :class:`TuneResult`: the refitted pipeline, the best configuration and the trials.
@@ -289,83 +302,109 @@ def tune(X: Any, y: Any, n_trials: int = 25, *, server: Union[str, Client] = "lo
             raise ValueError(f"{name}: {flag!r} must be True or False")
     if report_dir is not None and not isinstance(report_dir, (str, os.PathLike)):
         raise ValueError(f"report_dir: {report_dir!r} must be None or a folder path")
+    if ensemble is not None:
+        _check_positive_int("ensemble", ensemble)
+        if ensemble > 1000:
+            raise ValueError(f"ensemble: {ensemble} must be None or at most 1000 rounds")
 
     data = _prepare(X, y, categorical, cv)
-    # The sklearn-pipelines models know their tasks by the simple features only (the
-    # meta-dataset records no landmarkers), so the cross-validated landmarkers are not computed.
-    features = metafeatures.compute(X, y, list(data.mask), landmarkers=False)
-    protocol = "holdout 70/30" if cv is None else f"stratified {cv}-fold CV"
-    study_id = study_id or f"sklearn-{default_client_id().rsplit('-', 1)[-1]}-{int(time.time())}"
-
-    client = Client(server) if isinstance(server, str) else server
+    library = None
+    if ensemble is not None:
+        data = dataclasses.replace(data, keep_predictions=True)
+        library = _Library()
+    # The evaluation processes start now: their start-up (an interpreter importing scikit-learn)
+    # overlaps the meta-features, the study's creation and the first Suggest.
+    evaluators = [Evaluator._of(data, fit_time_limit) for _ in range(workers)]
+    for evaluator in evaluators:
+        evaluator.start()
     try:
-        try:
-            study = client.create_study(
-                study_id, search_space_proto(), objective=OBJECTIVE, goal="maximize",
-                algorithm="deeppipe", model=model, seed=seed, dataset_features=features)
-        except AlreadyExistsError as error:
-            raise ValueError(f"study_id: {study_id!r} exists with another spec (another dataset, "
-                             f"categorical columns, seed or model); give another study_id "
-                             f"({error.message})") from error
-        existing = list(study.trials())
-        _check_protocol(existing, data.cv_folds, study_id)
-        done = _finished_count(existing)
-        budget = max(0, n_trials - done)
-        bar = _Progress(budget, done, progress)
-        bar.set_best(max((t.value for t in existing if t.value is not None), default=None))
-        deadline = None if timeout is None else started + float(timeout)
-        run = _Run(study, data, budget, fit_time_limit, deadline, bar)
-        base = default_client_id()
-        # Each worker sets its event when it has returned. (Not Thread.join: in Python 3.11 a
-        # KeyboardInterrupt inside join() can mark a running thread as stopped.)
-        finished = [threading.Event() for _ in range(workers)]
-        for i in range(workers):
-            threading.Thread(target=run.work, args=(f"{base}-w{i}", finished[i]), daemon=True,
-                             name=f"metaopt-tune-{i}").start()
-        interrupted = False
-        try:
-            for event in finished:
-                while not event.wait(0.2):
-                    pass
-        except KeyboardInterrupt:
-            interrupted = True
-            run.halt("Ctrl-C")
-        # Cleanup: wait for every worker to stop its evaluation and record its trial, even through a
-        # second Ctrl-C.
-        for event in finished:
-            while not event.is_set():
-                try:
-                    event.wait(0.2)
-                except KeyboardInterrupt:
-                    interrupted = True
-        if interrupted:
-            bar.close(f"metaopt tune: interrupted; study {study_id} keeps its trials; "
-                      f"tune(..., study_id={study_id!r}) resumes it")
-            raise KeyboardInterrupt
-        bar.close()
-        if run.errors:
-            raise run.errors[0]
+        # The sklearn-pipelines models know their tasks by the simple features only (the
+        # meta-dataset records no landmarkers), so the cross-validated landmarkers are not
+        # computed.
+        features = metafeatures.compute(X, y, list(data.mask), landmarkers=False)
+        protocol = "holdout 70/30" if cv is None else f"stratified {cv}-fold CV"
+        study_id = (study_id
+                    or f"sklearn-{default_client_id().rsplit('-', 1)[-1]}-{int(time.time())}")
 
-        study.refresh()
-        records = _records(study.trials())
-        best_trial = study.best_trial()
-        if best_trial is None or best_trial.value is None:
-            reasons = sorted({r.failure_reason for r in records if r.failure_reason})
-            raise RuntimeError(f"study {study_id}: no trial completed, so there is no best "
-                               f"pipeline; failures: {reasons[:5]}")
-        best = parse_configuration(best_trial)
-        pipeline = None
-        if refit:
-            pipeline = build_pipeline(best, columns_info(data.X, list(data.mask)))
-            pipeline.fit(data.X, data.y)
-        result = TuneResult(
-            pipeline=pipeline, best_configuration=best, best_value=float(best_trial.value),
-            best_trial_id=best_trial.id, study_id=study_id, bound_model=study.bound_model,
-            zero_shot_design=dict(study.proto.metadata).get("zero_shot_design", ""),
-            trials=records, protocol=protocol, wall_seconds=time.monotonic() - started)
-        if report_dir is not None:
-            result.save(report_dir)
-        return result
+        client = Client(server) if isinstance(server, str) else server
+        try:
+            try:
+                study = client.create_study(
+                    study_id, search_space_proto(), objective=OBJECTIVE, goal="maximize",
+                    algorithm="deeppipe", model=model, seed=seed, dataset_features=features)
+            except AlreadyExistsError as error:
+                raise ValueError(f"study_id: {study_id!r} exists with another spec (another "
+                                 f"dataset, categorical columns, seed or model); give another "
+                                 f"study_id ({error.message})") from error
+            existing = list(study.trials())
+            _check_protocol(existing, data.cv_folds, study_id)
+            done = _finished_count(existing)
+            budget = max(0, n_trials - done)
+            bar = _Progress(budget, done, progress)
+            bar.set_best(max((t.value for t in existing if t.value is not None), default=None))
+            deadline = None if timeout is None else started + float(timeout)
+            run = _Run(study, data, budget, fit_time_limit, deadline, bar, library)
+            base = default_client_id()
+            # Each worker sets its event when it has returned. (Not Thread.join: in Python 3.11 a
+            # KeyboardInterrupt inside join() can mark a running thread as stopped.)
+            finished = [threading.Event() for _ in range(workers)]
+            for i in range(workers):
+                threading.Thread(target=run.work, args=(f"{base}-w{i}", evaluators[i], finished[i]),
+                                 daemon=True,
+                                 name=f"metaopt-tune-{i}").start()
+            interrupted = False
+            try:
+                for event in finished:
+                    while not event.wait(0.2):
+                        pass
+            except KeyboardInterrupt:
+                interrupted = True
+                run.halt("Ctrl-C")
+            # Cleanup: wait for every worker to stop its evaluation and record its trial, even
+            # through a second Ctrl-C.
+            for event in finished:
+                while not event.is_set():
+                    try:
+                        event.wait(0.2)
+                    except KeyboardInterrupt:
+                        interrupted = True
+            if interrupted:
+                bar.close(f"metaopt tune: interrupted; study {study_id} keeps its trials; "
+                          f"tune(..., study_id={study_id!r}) resumes it")
+                raise KeyboardInterrupt
+            bar.close()
+            if run.errors:
+                raise run.errors[0]
+
+            study.refresh()
+            records = _records(study.trials())
+            best_trial = study.best_trial()
+            if best_trial is None or best_trial.value is None:
+                reasons = sorted({r.failure_reason for r in records if r.failure_reason})
+                raise RuntimeError(f"study {study_id}: no trial completed, so there is no best "
+                                   f"pipeline; failures: {reasons[:5]}")
+            best = parse_configuration(best_trial)
+            pipeline: Any = None
+            selected = select(library, data, ensemble) if library is not None else None
+            info = columns_info(data.X, list(data.mask))
+            if refit and selected is not None:
+                members = [build_pipeline(config, info).fit(data.X, data.y)
+                           for config in selected[1]]
+                pipeline = Ensemble(members, selected[2], data.classes)
+            elif refit:
+                pipeline = build_pipeline(best, info).fit(data.X, data.y)
+            result = TuneResult(
+                pipeline=pipeline, best_configuration=best, best_value=float(best_trial.value),
+                best_trial_id=best_trial.id, study_id=study_id, bound_model=study.bound_model,
+                zero_shot_design=dict(study.proto.metadata).get("zero_shot_design", ""),
+                trials=records, protocol=protocol, wall_seconds=time.monotonic() - started,
+                ensemble=selected[0] if selected is not None else None)
+            if report_dir is not None:
+                result.save(report_dir)
+            return result
+        finally:
+            if isinstance(server, str):
+                client.close()
     finally:
-        if isinstance(server, str):
-            client.close()
+        for evaluator in evaluators:
+            evaluator.close()
