@@ -958,6 +958,14 @@ class ObjectivesRunTest : public BenchRunTest {
         meta::WriteMetaDataset(WithSeconds(MakeDataset()), dir_.File("toy")),
         IsOk());
   }
+
+  // The test split as the bench reads it, with fit_seconds.
+  absl::StatusOr<meta::MetaDataset> ReadTestSplit() const {
+    meta::ReadOptions read;
+    read.splits = {"test"};
+    read.value_columns = {"fit_seconds"};
+    return meta::ReadMetaDataset(dir_.File("toy"), read);
+  }
 };
 
 TEST_F(ObjectivesRunTest, SeveralObjectivesReportHypervolumeRegret) {
@@ -967,11 +975,7 @@ TEST_F(ObjectivesRunTest, SeveralObjectivesReportHypervolumeRegret) {
   absl::StatusOr<BenchResult> result = RunBenchmark(options);
   ASSERT_THAT(result, IsOk());
   EXPECT_THAT(result->objectives, ElementsAre("y", "fit_seconds"));
-  meta::ReadOptions read;
-  read.splits = {"test"};
-  read.value_columns = {"fit_seconds"};
-  absl::StatusOr<meta::MetaDataset> data =
-      meta::ReadMetaDataset(dir_.File("toy"), read);
+  absl::StatusOr<meta::MetaDataset> data = ReadTestSplit();
   ASSERT_THAT(data, IsOk());
   for (size_t t = 0; t < result->task_ids.size(); ++t) {
     const meta::Task* task = data->FindTask(result->task_ids[t]);
@@ -1015,11 +1019,7 @@ TEST_F(ObjectivesRunTest, ConstraintReportsTheBestFeasibleRegret) {
   absl::StatusOr<BenchResult> result = RunBenchmark(options);
   ASSERT_THAT(result, IsOk());
   EXPECT_EQ(result->constraint, "fit_seconds");
-  meta::ReadOptions read;
-  read.splits = {"test"};
-  read.value_columns = {"fit_seconds"};
-  absl::StatusOr<meta::MetaDataset> data =
-      meta::ReadMetaDataset(dir_.File("toy"), read);
+  absl::StatusOr<meta::MetaDataset> data = ReadTestSplit();
   ASSERT_THAT(data, IsOk());
   for (size_t t = 0; t < result->task_ids.size(); ++t) {
     const meta::Task* task = data->FindTask(result->task_ids[t]);
