@@ -18,6 +18,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -179,17 +180,35 @@ class ProgressReporter {
 // ---------------------------------------------------------------------------
 // One replay.
 
-v1::CreateStudyRequest MakeCreateRequest(const std::string& study_id,
-                                         const ReplayTask& task,
-                                         const v1::SearchSpace& space,
-                                         const v1::Objective& objective,
-                                         const MethodDefinition& method,
-                                         uint64_t seed) {
+// The study of one run. With several objectives (task.targets set) y's
+// objective comes first, then `objectives` (the further columns, minimised);
+// with a constraint (task.constraint_values set) `constraint_column` stays at
+// most the task's bound.
+v1::CreateStudyRequest MakeCreateRequest(
+    const std::string& study_id, const ReplayTask& task,
+    const v1::SearchSpace& space, const v1::Objective& objective,
+    const std::vector<std::string>& objectives,
+    const std::string& constraint_column, const MethodDefinition& method,
+    uint64_t seed) {
   v1::CreateStudyRequest request;
   request.set_study_id(study_id);
   v1::StudySpec* spec = request.mutable_spec();
   *spec->mutable_search_space() = space;
   *spec->mutable_objective() = objective;
+  if (!task.targets.empty()) {
+    *spec->add_objectives() = objective;
+    for (const std::string& column : objectives) {
+      v1::Objective* other = spec->add_objectives();
+      other->set_name(column);
+      other->set_goal(v1::GOAL_MINIMIZE);
+    }
+  }
+  if (!task.constraint_values.empty()) {
+    v1::Constraint* constraint = spec->add_constraints();
+    constraint->set_metric(constraint_column);
+    constraint->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
+    constraint->set_bound(task.constraint_bound);
+  }
   *spec->mutable_algorithm() = method.algorithm;
   spec->mutable_candidates()->Reserve(static_cast<int>(task.catalogue.size()));
   for (const v1::Configuration& config : task.catalogue) {
@@ -244,11 +263,13 @@ absl::StatusOr<int> ReplayCurve(StudyBackend& backend,
 
 // One run. With curves (task.curves set) every trial replays its curve and
 // no trial starts once `budget` steps are spent.
-absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
-                                    v1::CreateStudyRequest create,
-                                    const ReplayTask& task, v1::Goal goal,
-                                    int trials, int64_t budget,
-                                    bool keep_study) {
+// The further objectives' and the constraint's values are reported in
+// ObserveRequest.metrics under their column names.
+absl::StatusOr<RunResult> ReplayOne(
+    StudyBackend& backend, v1::CreateStudyRequest create,
+    const ReplayTask& task, v1::Goal goal, int trials, int64_t budget,
+    bool keep_study, const std::vector<std::string>& objective_columns,
+    const std::string& constraint_column) {
   const bool curves = !task.curves.empty();
   const std::string study_id = create.study_id();
   METAOPT_RETURN_IF_ERROR(backend.CreateStudy(create).status());
@@ -291,6 +312,14 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
     observe.set_study_id(study_id);
     observe.set_trial_id(trial.id());
     observe.set_value(value);
+    for (size_t k = 0; k < objective_columns.size(); ++k) {
+      (*observe.mutable_metrics())[objective_columns[k]] =
+          task.objective_values[k][it->second];
+    }
+    if (!task.constraint_values.empty()) {
+      (*observe.mutable_metrics())[constraint_column] =
+          task.constraint_values[it->second];
+    }
     METAOPT_RETURN_IF_ERROR(backend.Observe(observe).status());
     observed.push_back(value);
     result.entries.push_back(it->second);
@@ -302,7 +331,7 @@ absl::StatusOr<RunResult> ReplayOne(StudyBackend& backend,
   }
   result.trials_observed = static_cast<int>(observed.size());
   result.values = observed;
-  result.regret = RegretCurve(observed, task.best, task.worst, goal, trials);
+  result.regret = RunRegret(task, result.entries, goal, trials);
   if (curves) {
     result.regret_by_cost = RegretByCost(observed, result.costs, task.best,
                                          task.worst, goal, budget);
@@ -371,7 +400,8 @@ struct ProbeOutcome {
 absl::StatusOr<ProbeOutcome> ProbeMethods(
     StudyBackend& backend, const std::vector<ReplayTask>& tasks,
     const std::vector<MethodDefinition>& methods, const v1::SearchSpace& space,
-    const v1::Objective& objective, int jobs, const std::string& nonce,
+    const v1::Objective& objective, const std::vector<std::string>& objectives,
+    const std::string& constraint_column, int jobs, const std::string& nonce,
     const std::string& backend_name) {
   ProbeOutcome out;
   out.reasons.assign(methods.size(), std::vector<std::string>(tasks.size()));
@@ -384,6 +414,7 @@ absl::StatusOr<ProbeOutcome> ProbeMethods(
     absl::Status created =
         backend
             .CreateStudy(MakeCreateRequest(id, tasks[t], space, objective,
+                                           objectives, constraint_column,
                                            methods[m],
                                            StudySeed(tasks[t].id, 0)))
             .status();
@@ -606,8 +637,45 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
         "--budget and --curves apply to --early-stopping runs only");
   }
 
+  // --objectives: y, then the further columns; --constraint: COLUMN<=median.
+  std::vector<std::string> further_objectives;
+  if (!options.objectives.empty()) {
+    if (options.objectives.front() != "y" || options.objectives.size() < 2 ||
+        options.objectives.size() > 3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--objectives: \"", absl::StrJoin(options.objectives, ","),
+          "\" must be y followed by 1 or 2 columns of evaluations.csv (e.g. "
+          "y,fit_seconds)"));
+    }
+    further_objectives.assign(options.objectives.begin() + 1,
+                              options.objectives.end());
+  }
+  std::string constraint_column;
+  if (!options.constraint.empty()) {
+    constexpr absl::string_view kMedian = "<=median";
+    if (!absl::EndsWith(options.constraint, kMedian) ||
+        options.constraint.size() == kMedian.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--constraint: \"", options.constraint,
+                       "\" is not COLUMN<=median (e.g. fit_seconds<=median)"));
+    }
+    if (!further_objectives.empty()) {
+      return absl::InvalidArgumentError(
+          "--constraint applies to y alone, not with --objectives");
+    }
+    constraint_column = options.constraint.substr(
+        0, options.constraint.size() - kMedian.size());
+  }
+  if ((!further_objectives.empty() || !constraint_column.empty()) &&
+      early_stopping) {
+    return absl::InvalidArgumentError(
+        "--objectives and --constraint do not apply to --early-stopping runs");
+  }
+
   meta::ReadOptions read;
   if (options.split != "all") read.splits = {options.split};
+  read.value_columns = further_objectives;
+  if (!constraint_column.empty()) read.value_columns = {constraint_column};
   METAOPT_ASSIGN_OR_RETURN(meta::MetaDataset data,
                            meta::ReadMetaDataset(options.data_dir, read));
   METAOPT_ASSIGN_OR_RETURN(std::vector<const meta::Task*> split_tasks,
@@ -630,6 +698,8 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
   result.seeds = options.seeds;
   result.jobs = options.jobs;
   result.split_task_count = static_cast<int>(split_tasks.size());
+  result.objectives = options.objectives;
+  result.constraint = constraint_column;
 
   CurveTable curves;
   // The metrics the rules compare (EarlyStoppingSpec.metric), by name.
@@ -674,6 +744,14 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
     if (options.max_tasks > 0 &&
         static_cast<int>(tasks.size()) >= options.max_tasks) {
       continue;
+    }
+    if (!further_objectives.empty()) {
+      METAOPT_RETURN_IF_ERROR(
+          AttachObjectives(*task, further_objectives, result.goal, replay));
+    }
+    if (!constraint_column.empty()) {
+      METAOPT_RETURN_IF_ERROR(
+          AttachConstraint(*task, constraint_column, result.goal, replay));
     }
     if (early_stopping) {
       METAOPT_RETURN_IF_ERROR(AttachCurves(curves, replay));
@@ -738,6 +816,7 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
   METAOPT_ASSIGN_OR_RETURN(
       ProbeOutcome probe,
       ProbeMethods(*backend, tasks, methods, data.space, data.objective,
+                   further_objectives, constraint_column,
                    options.jobs, nonce, result.backend));
   if (probe.unavailable > 0 && !options.skip_unavailable) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -815,11 +894,13 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
                   .substr(0, 128)
             : absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
     v1::CreateStudyRequest create = MakeCreateRequest(
-        id, tasks[t], data.space, data.objective, methods[m],
+        id, tasks[t], data.space, data.objective, further_objectives,
+        constraint_column, methods[m],
         StudySeed(tasks[t].id, static_cast<int>(s)));
     absl::StatusOr<RunResult> run =
         ReplayOne(*backend, std::move(create), tasks[t], result.goal,
-                  options.trials, result.budget, options.keep_studies);
+                  options.trials, result.budget, options.keep_studies,
+                  further_objectives, constraint_column);
     if (!run.ok()) {
       metaopt::MutexLock lock(&error_mu);
       if (first_error.ok()) {
@@ -871,6 +952,10 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
     result.task_ids = std::move(ids);
     tasks = std::move(kept);
     result.failure = first_error;
+  }
+  if (!options.traces.empty()) {
+    METAOPT_RETURN_IF_ERROR(
+        ImportTraces(options.traces, tasks, result.goal, result));
   }
   for (const ReplayTask& task : tasks) {
     result.duplicate_rows += task.duplicate_rows;

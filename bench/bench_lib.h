@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/meta_dataset/meta_dataset.h"
+#include "core/objective/pareto.h"
 #include "core/registry/model_manager.h"
 #include "metaopt/v1/optimizer_service.pb.h"
 #include "metaopt/v1/study.pb.h"
@@ -100,6 +101,44 @@ std::vector<double> RegretByCost(const std::vector<double>& observed,
                                  const std::vector<int>& costs, double best,
                                  double worst, v1::Goal goal, int64_t budget);
 
+// Several objectives and constraints (bench/objectives.cc).
+
+// Each coordinate of the hypervolume's reference point in normalised targets:
+// a tenth beyond the worst value of every objective, so that the catalogue's
+// extreme points count.
+inline constexpr double kNormalizedReference = 1.1;
+
+// The normalised targets of a task's catalogue: for entry i and objective k,
+// columns[k][i] minimised by goals[k] (objective::Minimized), on a log10 scale
+// where log_scale[k] (values below 1e-3 count as 1e-3: times measured to the
+// millisecond), then min-max scaled over the catalogue to [0, 1] (0 = the
+// task's best value; an objective without spread is 0 everywhere).
+std::vector<objective::Point> NormalizedTargets(
+    const std::vector<std::vector<double>>& columns,
+    const std::vector<v1::Goal>& goals, const std::vector<bool>& log_scale);
+
+// The hypervolume the Pareto front of `targets` (normalised, 2 or 3
+// objectives) dominates up to kNormalizedReference in every coordinate.
+double TrueFrontHypervolume(const std::vector<objective::Point>& targets);
+
+// Hypervolume regret after each of `trials` trials, given the catalogue
+// entries observed in trial order: 1 - HV(observed so far) / front_hypervolume
+// (0: the task's whole Pareto front is dominated; 1: nothing yet), carried
+// forward once `entries` runs out. Requires front_hypervolume > 0.
+std::vector<double> HypervolumeRegretCurve(
+    const std::vector<int>& entries,
+    const std::vector<objective::Point>& targets, double front_hypervolume,
+    int trials);
+
+// Regret of the best feasible value after each of `trials` trials:
+// NormalizedRegret(best feasible so far, feasible_best, feasible_worst), 1
+// before the first feasible trial; `feasible` is aligned with `observed`.
+std::vector<double> FeasibleRegretCurve(const std::vector<double>& observed,
+                                        const std::vector<bool>& feasible,
+                                        double feasible_best,
+                                        double feasible_worst, v1::Goal goal,
+                                        int trials);
+
 // Ranks 1..n of `values` in increasing order (rank 1 = smallest = best
 // regret); equal values share the average of the ranks they span.
 std::vector<double> AverageRanks(const std::vector<double>& values);
@@ -133,6 +172,19 @@ struct ReplayTask {
   // `curves`), for rules that compare a metric (EarlyStoppingSpec.metric).
   std::vector<std::pair<std::string, std::vector<std::vector<double>>>>
       metric_curves;
+  // Several objectives (AttachObjectives): per further objective its
+  // evaluations.csv column (aligned with `catalogue`); every entry's
+  // normalised targets (NormalizedTargets) and the hypervolume of the
+  // catalogue's Pareto front (TrueFrontHypervolume).
+  std::vector<std::vector<double>> objective_values;
+  std::vector<objective::Point> targets;
+  double front_hypervolume = 0;
+  // A constraint (AttachConstraint): the constrained column, its bound (the
+  // task's median of it), and the best and worst y of the feasible entries.
+  std::vector<double> constraint_values;
+  double constraint_bound = 0;
+  double feasible_best = 0;
+  double feasible_worst = 0;
 };
 
 // Builds the replay form of `task`. INVALID_ARGUMENT if it has no
@@ -178,6 +230,30 @@ using CurveTable =
 // file:line and the rule for anything else (a missing column included).
 absl::StatusOr<CurveTable> ReadCurves(const std::string& path,
                                       const std::string& column = "value");
+
+// The regret curve of a run on `task` that observed its catalogue `entries`
+// in trial order: HypervolumeRegretCurve when the task has several objectives
+// (AttachObjectives), FeasibleRegretCurve when it has a constraint
+// (AttachConstraint), RegretCurve of their y otherwise.
+std::vector<double> RunRegret(const ReplayTask& task,
+                              const std::vector<int>& entries, v1::Goal goal,
+                              int trials);
+
+// Gives `task` the further objectives `columns` (meta::Task::values, each
+// aligned with the task's rows; all minimised and compared on a log10 scale,
+// as times are) and its normalised targets (the first objective y in the
+// direction of `goal`) and front hypervolume. INVALID_ARGUMENT when a column
+// is missing or not aligned, or there are more than 2 further objectives.
+absl::Status AttachObjectives(const meta::Task& task,
+                              const std::vector<std::string>& columns,
+                              v1::Goal goal, ReplayTask& replay);
+
+// Gives `task` the constraint "column <= the task's median of column" (the
+// median over its catalogue: the mean of the two middle values of an even
+// count) and the best and worst feasible y. INVALID_ARGUMENT when the column
+// is missing or not aligned.
+absl::Status AttachConstraint(const meta::Task& task, const std::string& column,
+                              v1::Goal goal, ReplayTask& replay);
 
 // Gives `task` its curves from `table`: one per catalogue entry, each as long
 // as the longest (every configuration is trained for the same number of
@@ -289,6 +365,21 @@ struct BenchOptions {
   // empty: none): the methods that take the task's meta-features also get its
   // sample in spec.dataset_sample.
   std::string dataset_samples;
+  // Several objectives: "y" (the meta-dataset's objective, with its goal)
+  // then 1 or 2 columns of evaluations.csv after y (minimised, e.g.
+  // fit_seconds). Empty: y alone. Runs then report hypervolume regret
+  // (HypervolumeRegretCurve) instead of normalised regret.
+  std::vector<std::string> objectives;
+  // A constraint "COLUMN<=median": y subject to that column of evaluations.csv
+  // staying at most the task's median of it. Runs then report the regret of
+  // the best feasible value (FeasibleRegretCurve). Empty: none.
+  std::string constraint;
+  // Trace files of runs made elsewhere on the same replay (trials.csv's first
+  // five columns, `method,task,seed,trial,entry`, e.g. Optuna's from
+  // bench/optuna_replay.py): each of their methods is added after
+  // `methods`, its regret computed here as the engine's runs' are. Each such
+  // method needs a run of every task and seed, of at most `trials` trials.
+  std::vector<std::string> traces;
   // Progress line destination (null: none).
   std::FILE* progress = stderr;
   // Opens the engine instead of `server` and `registry_dir` (empty: those
@@ -348,6 +439,10 @@ struct BenchResult {
   std::string curves_path;
   int curve_length = 0;
   int64_t budget = 0;
+  // The objectives (BenchOptions::objectives; empty: y alone) and the
+  // constraint column (empty: none) the regret is of.
+  std::vector<std::string> objectives;
+  std::string constraint;
   // Pooled from per_task.csv files (PoolPerTaskCsvs): the runs hold regrets
   // only (no traces, no timings); `pooled_from` names the files.
   std::vector<std::string> pooled_from;
@@ -381,6 +476,19 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options);
 
 // ---------------------------------------------------------------------------
 // Aggregation and outputs
+
+// Adds the methods of trace files (BenchOptions::traces) to `result`, whose
+// task_ids, seeds, trials and runs of its own methods are set: a method, in
+// order of first appearance, per distinct `method` of the files, its runs'
+// regret by RunRegret over `tasks` (aligned with result.task_ids).
+// INVALID_ARGUMENT, naming the file and line, for a header that does not
+// start with method,task,seed,trial,entry, an entry outside the task's
+// catalogue, a task not in the replay, a seed >= result.seeds, trials that
+// are not 1, 2, ... or exceed result.trials, a method already in the result,
+// or (naming the run) a (task, seed) without a run.
+absl::Status ImportTraces(const std::vector<std::string>& paths,
+                          const std::vector<ReplayTask>& tasks, v1::Goal goal,
+                          BenchResult& result);
 
 // One result from metaopt-bench per_task.csv files (`method,task,seed,trial,
 // regret`): the union of their methods and tasks (in order of first

@@ -870,6 +870,244 @@ void WriteText(const std::string& path, const std::string& text) {
   out << text;
 }
 
+// ---------------------------------------------------------------------------
+// Several objectives and constraints.
+
+// A catalogue of four entries, y maximised, seconds minimised: after
+// normalisation (seconds on a log10 scale) the points are A (0, 2/3),
+// B (0.5, 1/3), C (1, 0) and D (0, 1); D is dominated by A.
+std::vector<objective::Point> TinyTargets() {
+  return NormalizedTargets({{0.9, 0.8, 0.7, 0.9}, {10, 1, 0.1, 100}},
+                           {v1::GOAL_MAXIMIZE, v1::GOAL_MINIMIZE},
+                           {false, true});
+}
+
+TEST(HypervolumeRegretTest, TrueFrontOfATinyCatalogue) {
+  const std::vector<objective::Point> targets = TinyTargets();
+  ASSERT_EQ(targets.size(), 4u);
+  const std::vector<objective::Point> want = {
+      {0, 2.0 / 3}, {0.5, 1.0 / 3}, {1, 0}, {0, 1}};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_NEAR(targets[i][0], want[i][0], 1e-12) << i;
+    EXPECT_NEAR(targets[i][1], want[i][1], 1e-12) << i;
+  }
+  // The front A, B, C up to (1.1, 1.1): slabs of width 0.5, 0.5 and 0.1
+  // under heights 1.1 - 2/3, 1.1 - 1/3 and 1.1.
+  EXPECT_NEAR(TrueFrontHypervolume(targets), 0.71, 1e-12);
+  // Times below a millisecond count as one; an objective without spread is
+  // 0 everywhere.
+  const std::vector<objective::Point> flat = NormalizedTargets(
+      {{1, 2}, {1e-6, 1e-3}}, {v1::GOAL_MINIMIZE, v1::GOAL_MINIMIZE},
+      {false, true});
+  EXPECT_EQ(flat[0][1], 0.0);
+  EXPECT_EQ(flat[1][1], 0.0);
+}
+
+TEST(HypervolumeRegretTest, RegretOnAKnownCase) {
+  const std::vector<objective::Point> targets = TinyTargets();
+  const double front = TrueFrontHypervolume(targets);
+  // D alone: 0.1 x 1.1; then A: 1.1 x (1.1 - 2/3); then C adds the strip
+  // below A, 0.1 x 2/3; carried forward after the trace ends.
+  const std::vector<double> curve =
+      HypervolumeRegretCurve({3, 0, 2}, targets, front, 4);
+  ASSERT_EQ(curve.size(), 4u);
+  EXPECT_NEAR(curve[0], 1 - 0.11 / 0.71, 1e-12);
+  EXPECT_NEAR(curve[1], 1 - 1.1 * (1.1 - 2.0 / 3) / 0.71, 1e-12);
+  EXPECT_NEAR(curve[2], 1 - (1.1 * (1.1 - 2.0 / 3) + 0.1 * 2.0 / 3) / 0.71,
+              1e-12);
+  EXPECT_EQ(curve[3], curve[2]);
+  // The whole front: no regret; nothing observed: 1.
+  EXPECT_NEAR(HypervolumeRegretCurve({1, 2, 0}, targets, front, 3).back(), 0,
+              1e-12);
+  EXPECT_THAT(HypervolumeRegretCurve({}, targets, front, 2),
+              ElementsAre(1.0, 1.0));
+}
+
+TEST(FeasibleRegretTest, CountsFeasibleTrialsOnly) {
+  // Maximised; the feasible values span [0.5, 0.9].
+  const std::vector<double> curve =
+      FeasibleRegretCurve({0.95, 0.6, 0.99, 0.9}, {false, true, false, true},
+                          0.9, 0.5, v1::GOAL_MAXIMIZE, 5);
+  ASSERT_EQ(curve.size(), 5u);
+  EXPECT_EQ(curve[0], 1.0);  // infeasible, however good
+  EXPECT_NEAR(curve[1], 0.75, 1e-12);
+  EXPECT_NEAR(curve[2], 0.75, 1e-12);
+  EXPECT_EQ(curve[3], 0.0);
+  EXPECT_EQ(curve[4], 0.0);
+}
+
+// MakeDataset with a fit time per configuration that grows with x, so that a
+// small error (x near the task's center) costs more time on some tasks.
+meta::MetaDataset WithSeconds(meta::MetaDataset data) {
+  for (meta::Task& task : data.tasks) {
+    std::vector<double>& seconds = task.values["fit_seconds"];
+    for (size_t i = 0; i < task.y.size(); ++i) {
+      const double x =
+          task.configurations[i].assignments(0).parameters().at("x").number();
+      seconds.push_back(0.01 * std::exp(5 * x) + 0.001 * (i % 3));
+    }
+  }
+  return data;
+}
+
+class ObjectivesRunTest : public BenchRunTest {
+ protected:
+  void SetUp() override {
+    SetMinLogSeverity(LogSeverity::kWarning);
+    ASSERT_THAT(
+        meta::WriteMetaDataset(WithSeconds(MakeDataset()), dir_.File("toy")),
+        IsOk());
+  }
+
+  // The test split as the bench reads it, with fit_seconds.
+  absl::StatusOr<meta::MetaDataset> ReadTestSplit() const {
+    meta::ReadOptions read;
+    read.splits = {"test"};
+    read.value_columns = {"fit_seconds"};
+    return meta::ReadMetaDataset(dir_.File("toy"), read);
+  }
+};
+
+TEST_F(ObjectivesRunTest, SeveralObjectivesReportHypervolumeRegret) {
+  BenchOptions options = Options();
+  options.methods = {"random", "gp"};
+  options.objectives = {"y", "fit_seconds"};
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_THAT(result->objectives, ElementsAre("y", "fit_seconds"));
+  absl::StatusOr<meta::MetaDataset> data = ReadTestSplit();
+  ASSERT_THAT(data, IsOk());
+  for (size_t t = 0; t < result->task_ids.size(); ++t) {
+    const meta::Task* task = data->FindTask(result->task_ids[t]);
+    ASSERT_NE(task, nullptr);
+    absl::StatusOr<ReplayTask> replay = PrepareTask(*task, result->goal);
+    ASSERT_THAT(replay, IsOk());
+    ASSERT_THAT(AttachObjectives(*task, {"fit_seconds"}, result->goal,
+                                 *replay),
+                IsOk());
+    for (size_t m = 0; m < 2; ++m) {
+      for (int s = 0; s < 2; ++s) {
+        const RunResult& run = result->runs[result->RunIndex(m, t, s)];
+        // The regret is the hypervolume regret of the run's own trace.
+        EXPECT_EQ(run.regret,
+                  HypervolumeRegretCurve(run.entries, replay->targets,
+                                         replay->front_hypervolume, 10));
+        for (size_t k = 1; k < run.regret.size(); ++k) {
+          EXPECT_LE(run.regret[k], run.regret[k - 1]);
+        }
+        // The whole catalogue of "small" covers its front.
+        if (result->task_ids[t] == "small") {
+          EXPECT_NEAR(run.regret.back(), 0, 1e-12);
+        }
+      }
+    }
+  }
+  ReportInfo info;
+  const std::string out = dir_.File("out");
+  ASSERT_THAT(WriteOutputs(*result, info, out), IsOk());
+  const std::string report = ReadFile(out + "/report.md");
+  EXPECT_THAT(report, HasSubstr("## Hypervolume regret"));
+  EXPECT_THAT(report, HasSubstr("`fit_seconds` (minimize)"));
+  EXPECT_THAT(ReadFile(out + "/regret_vs_trials.svg"),
+              HasSubstr("hypervolume regret"));
+}
+
+TEST_F(ObjectivesRunTest, ConstraintReportsTheBestFeasibleRegret) {
+  BenchOptions options = Options();
+  options.methods = {"random"};
+  options.constraint = "fit_seconds<=median";
+  absl::StatusOr<BenchResult> result = RunBenchmark(options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(result->constraint, "fit_seconds");
+  absl::StatusOr<meta::MetaDataset> data = ReadTestSplit();
+  ASSERT_THAT(data, IsOk());
+  for (size_t t = 0; t < result->task_ids.size(); ++t) {
+    const meta::Task* task = data->FindTask(result->task_ids[t]);
+    absl::StatusOr<ReplayTask> replay = PrepareTask(*task, result->goal);
+    ASSERT_THAT(replay, IsOk());
+    ASSERT_THAT(AttachConstraint(*task, "fit_seconds", result->goal, *replay),
+                IsOk());
+    // The median of an even count is the mean of the middle two.
+    std::vector<double> sorted = replay->constraint_values;
+    std::sort(sorted.begin(), sorted.end());
+    const size_t n = sorted.size();
+    EXPECT_DOUBLE_EQ(replay->constraint_bound,
+                     (sorted[n / 2 - 1] + sorted[n / 2]) / 2);
+    for (int s = 0; s < 2; ++s) {
+      const RunResult& run = result->runs[result->RunIndex(0, t, s)];
+      EXPECT_EQ(run.regret, RunRegret(*replay, run.entries, result->goal, 10));
+      if (result->task_ids[t] == "small") EXPECT_EQ(run.regret.back(), 0.0);
+    }
+  }
+}
+
+TEST_F(ObjectivesRunTest, TracesAreScoredAsTheEnginesRuns) {
+  BenchOptions options = Options();
+  options.objectives = {"y", "fit_seconds"};
+  absl::StatusOr<BenchResult> engine = RunBenchmark(options);
+  ASSERT_THAT(engine, IsOk());
+  // The random runs' traces under another name, with a further column.
+  std::string trace = "method,task,seed,trial,entry,suggest_ms\n";
+  for (size_t t = 0; t < engine->task_ids.size(); ++t) {
+    for (int s = 0; s < 2; ++s) {
+      const RunResult& run = engine->runs[engine->RunIndex(0, t, s)];
+      for (size_t k = 0; k < run.entries.size(); ++k) {
+        absl::StrAppend(&trace, "copy,", engine->task_ids[t], ",", s, ",",
+                        k + 1, ",", run.entries[k], ",0.5\n");
+      }
+    }
+  }
+  WriteText(dir_.File("trace.csv"), trace);
+  options.traces = {dir_.File("trace.csv")};
+  absl::StatusOr<BenchResult> both = RunBenchmark(options);
+  ASSERT_THAT(both, IsOk());
+  ASSERT_EQ(both->methods.size(), 2u);
+  EXPECT_EQ(both->methods[1].name, "copy");
+  for (size_t t = 0; t < both->task_ids.size(); ++t) {
+    for (int s = 0; s < 2; ++s) {
+      EXPECT_EQ(both->runs[both->RunIndex(1, t, s)].regret,
+                both->runs[both->RunIndex(0, t, s)].regret);
+    }
+  }
+  // Broken traces are named: (trace, what the error says).
+  const std::pair<std::string, std::string> kBroken[] = {
+      {"copy,t1,0,1,99", "catalogue"},
+      {"copy,t1,0,1,3", "no run of copy on task \"t1\" seed 1"},
+      {"random,t1,0,1,3", "already a method"},
+  };
+  for (const auto& [row, message] : kBroken) {
+    WriteText(dir_.File("bad.csv"),
+              absl::StrCat("method,task,seed,trial,entry\n", row, "\n"));
+    options.traces = {dir_.File("bad.csv")};
+    EXPECT_THAT(RunBenchmark(options),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(message)))
+        << row;
+  }
+}
+
+TEST_F(ObjectivesRunTest, BadObjectivesAndConstraintsAreInvalidArgument) {
+  BenchOptions options = Options();
+  options.objectives = {"fit_seconds", "y"};
+  EXPECT_THAT(RunBenchmark(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("must be y followed by")));
+  options.objectives = {"y", "memory"};
+  EXPECT_THAT(RunBenchmark(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"memory\" is not a column")));
+  options.objectives = {};
+  options.constraint = "fit_seconds<1";
+  EXPECT_THAT(RunBenchmark(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not COLUMN<=median")));
+  options.constraint = "fit_seconds<=median";
+  options.objectives = {"y", "fit_seconds"};
+  EXPECT_THAT(RunBenchmark(options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("y alone")));
+}
+
 TEST(ReadCurvesTest, ReadsCurvesAndRejectsBrokenOrder) {
   ScopedTempDir dir;
   const std::string path = dir.File("curves.csv");

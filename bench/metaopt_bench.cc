@@ -14,6 +14,12 @@
 // tasks all of whose runs finished; report.md says the run is partial and
 // why) and exits with status 1.
 //
+// Several objectives (hypervolume regret against each task's Pareto front),
+// with Optuna's samplers replayed by bench/optuna_replay.py beside them:
+//
+//   metaopt-bench --data $METAOPT_DATA/oboe --objectives y,runtime_s \
+//       --methods random,gp --traces /tmp/optuna/traces.csv --out /tmp/mo
+//
 // Pooling earlier runs' per_task.csv (the folds of bench/cross_validate.sh):
 //
 //   metaopt-bench --pool /tmp/cv/fold-0/bench,/tmp/cv/fold-1/bench \
@@ -136,6 +142,22 @@ int main(int argc, char** argv) {
                  "folder of raw dataset samples <task>.json for the methods "
                  "that take meta-features (data/prep/dataset_samples/"
                  "export_samples.py)");
+  app.add_option("--objectives", options.objectives,
+                 "several objectives (comma list): y (the meta-dataset's "
+                 "objective, with its goal) then 1 or 2 columns of "
+                 "evaluations.csv after y, minimised (e.g. y,fit_seconds; "
+                 "oboe: y,runtime_s). Reports hypervolume regret against each "
+                 "task's true Pareto front (docs/benchmarks.md)")
+      ->delimiter(',');
+  app.add_option("--constraint", options.constraint,
+                 "COLUMN<=median: y subject to that column of "
+                 "evaluations.csv staying at most the task's median of it; "
+                 "reports the regret of the best feasible trial");
+  app.add_option("--traces", options.traces,
+                 "trace files of runs made elsewhere on the same replay "
+                 "(method,task,seed,trial,entry; e.g. bench/optuna_replay.py): "
+                 "their methods are reported beside --methods")
+      ->delimiter(',');
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
   if (options.data_dir.empty() && pool.empty()) {

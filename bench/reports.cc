@@ -53,6 +53,48 @@ std::string GoalName(v1::Goal goal) {
   }
 }
 
+// What the runs' regret measures: a short name (plot titles, axis) and
+// report.md's heading and definition.
+struct RegretKind {
+  std::string name;
+  std::string heading;
+  std::string definition;
+};
+
+RegretKind RegretKindOf(const BenchResult& result) {
+  if (result.objectives.size() > 1) {
+    const std::string further = absl::StrJoin(result.objectives.begin() + 1,
+                                              result.objectives.end(), ", ");
+    return {"hypervolume regret", "Hypervolume regret",
+            absl::StrCat(
+                "Objectives: `", result.objective_name, "` (",
+                GoalName(result.goal), ") and `", further,
+                "` (minimize). Per task each objective is minimised, the "
+                "further ones (times) taken on a log10 scale (below 1e-3 as "
+                "1e-3), then scaled to [0, 1] by its minimum and maximum over "
+                "the task's catalogue; the reference point is ",
+                absl::StrFormat("%.1f", kNormalizedReference),
+                " in every coordinate. Mean ± standard error over tasks x "
+                "seeds of `1 - HV(front of the trials so far) / HV(Pareto "
+                "front of the task's whole catalogue)` (0: the true front is "
+                "dominated; 1: nothing yet).")};
+  }
+  if (!result.constraint.empty()) {
+    return {"feasible regret", "Regret of the best feasible trial",
+            absl::StrCat(
+                "`", result.objective_name, "` (", GoalName(result.goal),
+                ") subject to `", result.constraint,
+                "` <= the task's median of it over its catalogue. Mean ± "
+                "standard error over tasks x seeds of `(best feasible so far "
+                "- best feasible in task) / (worst feasible in task - best "
+                "feasible in task)`, 1 before the first feasible trial.")};
+  }
+  return {"normalised regret", "Normalised regret",
+          "Mean ± standard error over tasks x seeds of `(best so far - best "
+          "in task) / (worst in task - best in task)` (0: the task's best "
+          "configuration was found)."};
+}
+
 // regret_vs_cost.svg and log_regret_vs_cost.svg: one line per method over
 // steps 1..budget.
 absl::Status WriteCostPlots(const BenchResult& result,
@@ -290,11 +332,8 @@ std::string ReportMarkdown(const BenchResult& result,
     }
     return absl::StrCat(h, "\n", rule, "\n");
   };
-  absl::StrAppend(&md,
-                  "## Normalised regret\n\nMean ± standard error over tasks x "
-                  "seeds of `(best so far - best in task) / (worst in task - "
-                  "best in task)` (0: the task's best configuration was "
-                  "found).\n\n",
+  const RegretKind kind = RegretKindOf(result);
+  absl::StrAppend(&md, "## ", kind.heading, "\n\n", kind.definition, "\n\n",
                   header("method"));
   for (const std::string& name : method_names) {
     absl::StrAppend(&md, "| ", name, " |");
@@ -337,9 +376,10 @@ std::string ReportMarkdown(const BenchResult& result,
   }
   absl::StrAppend(
       &md,
-      "\n## Plots\n\n![Normalised regret](regret_vs_trials.svg)\n\n"
-      "![Average rank](rank_vs_trials.svg)\n\n"
-      "![Normalised regret, log scale](log_regret_vs_trials.svg)\n");
+      absl::StrCat("\n## Plots\n\n![", kind.heading,
+                   "](regret_vs_trials.svg)\n\n"
+                   "![Average rank](rank_vs_trials.svg)\n\n"
+                   "![", kind.heading, ", log scale](log_regret_vs_trials.svg)\n"));
   if (!result.short_tasks.empty() || result.duplicate_rows > 0) {
     absl::StrAppend(&md, "\n## Notes\n\n");
     if (!result.short_tasks.empty()) {
@@ -513,14 +553,18 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
       result.task_ids.size(),
       result.task_ids.size() == 1 ? " task x " : " tasks x ", result.seeds,
       result.seeds == 1 ? " seed" : " seeds", "; mean ± 1 standard error");
+  const RegretKind kind = RegretKindOf(result);
   LineChart regret;
-  regret.title = absl::StrCat(where, ": normalised regret");
-  regret.subtitle = absl::StrCat(sample, "; 0 = the task's best configuration");
+  regret.title = absl::StrCat(where, ": ", kind.name);
+  regret.subtitle = absl::StrCat(
+      sample, result.objectives.size() > 1
+                  ? "; 0 = the task's Pareto front"
+                  : "; 0 = the task's best (feasible) configuration");
   regret.x_label = "trials";
-  regret.y_label = "normalised regret";
+  regret.y_label = kind.name;
   regret.y_min = 0;
   LineChart log_regret = regret;
-  log_regret.title = absl::StrCat(where, ": normalised regret, log scale");
+  log_regret.title = absl::StrCat(where, ": ", kind.name, ", log scale");
   log_regret.log_y = true;
   log_regret.y_min.reset();
   LineChart rank;

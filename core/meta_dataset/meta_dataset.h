@@ -48,6 +48,9 @@ struct Task {
   // for categoricals) in file order.
   std::vector<v1::Configuration> configurations;
   std::vector<double> y;  // Objective values, aligned with `configurations`.
+  // The evaluations.csv columns of ReadOptions::value_columns, by name, each
+  // aligned with `y`.
+  std::map<std::string, std::vector<double>> values;
   // Meta-features of the task: only the non-empty cells of its metafeatures.csv
   // row (if any).
   std::map<std::string, double> metafeatures;
@@ -89,6 +92,11 @@ struct ReadOptions {
   // If > 0, keep only the first this many rows of each task (all rows are still
   // validated).
   int64_t max_rows_per_task = 0;
+  // Columns of evaluations.csv after `y` to read as numbers into
+  // Task::values (e.g. oboe's `runtime_s`). A name the header lacks, a
+  // repeated name, `y` itself, or an empty or non-numeric cell of a selected
+  // task's row is INVALID_ARGUMENT naming the column (and file:line).
+  std::vector<std::string> value_columns;
 };
 
 // Reads and validates the meta-dataset folder `dir`. README.md is not read.

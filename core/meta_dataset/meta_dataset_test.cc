@@ -229,6 +229,42 @@ TEST_F(MetaDatasetTest, CapsRowsPerTask) {
   EXPECT_EQ(data.tasks[0].y[0], 0.25);
 }
 
+TEST_F(MetaDatasetTest, ReadsValueColumnsAlignedWithY) {
+  ReadOptions options;
+  options.value_columns = {"runtime_s", "y_seed0"};
+  options.splits = {"train", "valid"};
+  // y_seed0 is empty on t2's first row: a value column must be set.
+  EXPECT_THAT(Read(options),
+              StatusIs(kInvalid, HasSubstr("y_seed0")));
+  options.value_columns = {"runtime_s"};
+  METAOPT_ASSERT_OK_AND_ASSIGN(MetaDataset data, Read(options));
+  ASSERT_EQ(data.tasks.size(), 2u);
+  EXPECT_THAT(data.tasks[0].values,
+              ElementsAre(Pair("runtime_s", ElementsAre(1.5, 2, 0.5))));
+  EXPECT_THAT(data.tasks[1].values,
+              ElementsAre(Pair("runtime_s", ElementsAre(0.25, 3))));
+  // Not read unless asked for.
+  METAOPT_ASSERT_OK_AND_ASSIGN(MetaDataset plain, Read());
+  EXPECT_TRUE(plain.tasks[0].values.empty());
+}
+
+TEST_F(MetaDatasetTest, RejectsBadValueColumns) {
+  ReadOptions options;
+  options.value_columns = {"fit_seconds"};
+  EXPECT_THAT(Read(options),
+              StatusIs(kInvalid, HasSubstr("\"fit_seconds\" is not a column")));
+  options.value_columns = {"y"};
+  EXPECT_THAT(Read(options),
+              StatusIs(kInvalid, HasSubstr("\"y\" is not a column")));
+  options.value_columns = {"runtime_s", "runtime_s"};
+  EXPECT_THAT(Read(options), StatusIs(kInvalid, HasSubstr("listed twice")));
+  options.value_columns = {"runtime_s"};
+  SetLine(&text_.evaluations_csv, 3,
+          "t1,scale,svm,1.5,,,,0.1,rbf,0.5,0.5,,slow");
+  EXPECT_THAT(Read(options),
+              StatusIs(kInvalid, HasSubstr("runtime_s")));
+}
+
 TEST_F(MetaDatasetTest, TasksOfSplitAndFindTask) {
   METAOPT_ASSERT_OK_AND_ASSIGN(MetaDataset data, Read());
   METAOPT_ASSERT_OK_AND_ASSIGN(std::vector<const Task*> valid,

@@ -281,6 +281,26 @@ absl::Status ReadEvaluations(CsvReader csv, const v1::SearchSpace& space,
   const size_t first_param = 1 + num_stages;
   const size_t y_column = first_param + num_params;
   const size_t num_seeds = header.seed_columns.size();
+  // ReadOptions::value_columns: their positions in the header.
+  std::vector<size_t> value_positions;
+  for (size_t v = 0; v < options.value_columns.size(); ++v) {
+    const std::string& name = options.value_columns[v];
+    const auto it = std::find(fields.begin() + y_column + 1, fields.end(),
+                              absl::string_view(name));
+    if (it == fields.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "ReadOptions.value_columns: ", Quote(name), " is not a column of ",
+          csv.label(), " after \"y\""));
+    }
+    if (std::find(options.value_columns.begin(),
+                  options.value_columns.begin() + v,
+                  name) != options.value_columns.begin() + v) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("ReadOptions.value_columns: ", Quote(name),
+                       " is listed twice"));
+    }
+    value_positions.push_back(static_cast<size_t>(it - fields.begin()));
+  }
 
   std::vector<int> chosen(num_stages);
   std::vector<double> numbers(num_params);
@@ -462,6 +482,16 @@ absl::Status ReadEvaluations(CsvReader csv, const v1::SearchSpace& space,
       }
     }
     current_task->y.push_back(y);
+    for (size_t v = 0; v < value_positions.size(); ++v) {
+      const std::string& name = options.value_columns[v];
+      const absl::string_view cell = fields[value_positions[v]];
+      double value;
+      if (cell.empty()) return csv.ColumnError(name, "empty (a value column)");
+      if (auto reason = ParseNumber(cell, &value)) {
+        return csv.ColumnError(name, absl::StrCat(Quote(cell), " ", *reason));
+      }
+      current_task->values[name].push_back(value);
+    }
   }
 
   for (size_t t = 0; t < table->tasks.size(); ++t) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string_view>
+#include <vector>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -22,8 +23,17 @@ absl::StatusOr<FolderText> RenderMetaDataset(const MetaDataset& dataset) {
   task_header.insert(task_header.end(), dataset.task_property_names.begin(),
                      dataset.task_property_names.end());
   text.tasks_csv = absl::StrCat(absl::StrJoin(task_header, ","), "\n");
-  text.evaluations_csv =
-      absl::StrCat(absl::StrJoin(EvaluationColumns(dataset.space), ","), "\n");
+  // Task::values as columns after y (those of the first task, every task has
+  // them).
+  std::vector<std::string> value_columns;
+  if (!dataset.tasks.empty()) {
+    for (const auto& [name, values] : dataset.tasks.front().values) {
+      value_columns.push_back(name);
+    }
+  }
+  std::vector<std::string> header = EvaluationColumns(dataset.space);
+  header.insert(header.end(), value_columns.begin(), value_columns.end());
+  text.evaluations_csv = absl::StrCat(absl::StrJoin(header, ","), "\n");
   for (const Task& task : dataset.tasks) {
     std::vector<std::string> cells = {
         task.id, task.name, task.split,
@@ -38,9 +48,21 @@ absl::StatusOr<FolderText> RenderMetaDataset(const MetaDataset& dataset) {
       return absl::InvalidArgumentError(absl::StrCat(
           "task \"", task.id, "\": configurations and y differ in size"));
     }
+    for (const std::string& name : value_columns) {
+      const auto it = task.values.find(name);
+      if (it == task.values.end() || it->second.size() != task.y.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("task \"", task.id, "\": values \"", name,
+                         "\" missing or not aligned with y"));
+      }
+    }
     for (size_t i = 0; i < task.configurations.size(); ++i) {
+      std::vector<std::string> extra;
+      for (const std::string& name : value_columns) {
+        extra.push_back(FormatNumber(task.values.at(name)[i]));
+      }
       METAOPT_RETURN_IF_ERROR(AppendEvaluationRow(
-          dataset.space, task.id, task.configurations[i], task.y[i], {},
+          dataset.space, task.id, task.configurations[i], task.y[i], extra,
           absl::StrCat("task \"", task.id, "\" configuration ", i),
           &text.evaluations_csv));
     }

@@ -20,7 +20,8 @@ struct FolderText {
 };
 
 // Renders `dataset` in the folder format: evaluations.csv has the columns task,
-// stages, params, y (no seed or auxiliary columns); numbers in shortest
+// stages, params, y, then the first task's Task::values names (every task
+// must have them, aligned with y; no seed columns); numbers in shortest
 // round-trip form; metafeatures.csv only when `metafeature_names` is non-empty
 // (one row per task with metafeatures). INVALID_ARGUMENT when a configuration
 // does not fit the space (missing assignment or parameter, wrong value kind).
