@@ -52,7 +52,8 @@ const LogExpectedImprovementFunction kNothingImproves(-1);
 class LowVarianceFirst final : public AcquisitionFunction {
  public:
   absl::StatusOr<Eigen::VectorXd> Score(
-      const gp::Prediction& prediction) const override {
+      const gp::Prediction& prediction,
+      const Eigen::MatrixXd& /*inputs*/) const override {
     return Eigen::VectorXd(-prediction.mean - prediction.variance);
   }
   bool GrowsWithVariance() const override { return false; }
