@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/common/strings.h"
 #include "core/objective/objective.h"
 
 namespace metaopt::objective {
@@ -18,10 +19,6 @@ Constraint FromProto(const v1::Constraint& constraint) {
                   : Constraint::Sense::kAtMost;
   out.bound = constraint.bound();
   return out;
-}
-
-std::string Quoted(const std::string& name) {
-  return absl::StrCat("\"", name, "\"");
 }
 
 }  // namespace
@@ -47,7 +44,7 @@ absl::Status StudyObjectives::CompleteOutcome(
   const auto named = first.empty() ? metrics.end() : metrics.find(first);
   if (value.has_value() && named != metrics.end() && named->second != *value) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "metrics[", Quoted(first), "]: ", named->second,
+        "metrics[", Quote(first), "]: ", named->second,
         " differs from value ", *value,
         "; the objective's value is given once, or twice the same"));
   }
@@ -56,7 +53,7 @@ absl::Status StudyObjectives::CompleteOutcome(
       return absl::InvalidArgumentError(
           first.empty() || !multiple()
               ? std::string("value or failure: one of them is required")
-              : absl::StrCat("metrics[", Quoted(first),
+              : absl::StrCat("metrics[", Quote(first),
                              "]: missing; an observation carries every "
                              "objective's value (value or metrics)"));
     }
@@ -66,7 +63,7 @@ absl::Status StudyObjectives::CompleteOutcome(
   for (int i = 1; i < size(); ++i) {
     if (!metrics.contains(objectives_[i].name())) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "metrics[", Quoted(objectives_[i].name()),
+          "metrics[", Quote(objectives_[i].name()),
           "]: missing; an observation carries every objective's value"));
     }
   }
@@ -76,7 +73,7 @@ absl::Status StudyObjectives::CompleteOutcome(
       return absl::InvalidArgumentError(absl::StrCat(
           i == 0 && !named_given ? std::string("value")
                                  : absl::StrCat("metrics[",
-                                                Quoted(objectives_[i].name()),
+                                                Quote(objectives_[i].name()),
                                                 "]"),
           ": ", v, " is outside [-1e100, 1e100]; rescale the objective"));
     }
@@ -86,7 +83,7 @@ absl::Status StudyObjectives::CompleteOutcome(
   for (const Constraint& constraint : constraints_) {
     if (!by_name.contains(constraint.metric)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "metrics[", Quoted(constraint.metric),
+          "metrics[", Quote(constraint.metric),
           "]: missing; the study constrains it (spec.constraints), so every "
           "completed trial reports it"));
     }
@@ -133,10 +130,9 @@ Point StudyObjectives::ReferencePoint(absl::Span<const Point> points) const {
   return reference;
 }
 
-std::vector<int> StudyObjectives::ParetoFront(
+StudyObjectives::FeasibleTargets StudyObjectives::FeasibleOf(
     absl::Span<const v1::Trial> trials) const {
-  std::vector<int> index;
-  std::vector<Point> points;
+  FeasibleTargets feasible;
   for (size_t i = 0; i < trials.size(); ++i) {
     const v1::Trial& trial = trials[i];
     if (trial.state() != v1::TRIAL_STATE_COMPLETED || !Feasible(trial)) {
@@ -144,11 +140,19 @@ std::vector<int> StudyObjectives::ParetoFront(
     }
     std::optional<Point> point = Targets(trial);
     if (!point.has_value()) continue;
-    index.push_back(static_cast<int>(i));
-    points.push_back(*std::move(point));
+    feasible.index.push_back(static_cast<int>(i));
+    feasible.targets.push_back(*std::move(point));
   }
+  return feasible;
+}
+
+std::vector<int> StudyObjectives::ParetoFront(
+    absl::Span<const v1::Trial> trials) const {
+  const FeasibleTargets feasible = FeasibleOf(trials);
   std::vector<int> front;
-  for (int kept : NonDominated(points)) front.push_back(index[kept]);
+  for (int kept : NonDominated(feasible.targets)) {
+    front.push_back(feasible.index[kept]);
+  }
   return front;
 }
 

@@ -64,9 +64,16 @@ class StudyObjectives {
   // either.
   Point ReferencePoint(absl::Span<const Point> points) const;
 
+  // The COMPLETED feasible trials of `trials` that have every target: their
+  // indices in `trials` (ascending) and their targets.
+  struct FeasibleTargets {
+    std::vector<int> index;
+    std::vector<Point> targets;
+  };
+  FeasibleTargets FeasibleOf(absl::Span<const v1::Trial> trials) const;
+
   // The trials on the Pareto front: the indices of `trials` whose targets no
-  // other feasible trial's dominate, among the COMPLETED feasible trials with
-  // all targets; ascending.
+  // other feasible trial's dominate, among FeasibleOf(trials); ascending.
   std::vector<int> ParetoFront(absl::Span<const v1::Trial> trials) const;
 
   // The front's summary for trials[front] (ParetoFront's indices) given the

@@ -107,16 +107,10 @@ ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
     modeled.bound = constraint.bound;
     constraints.push_back(std::move(modeled));
   }
-  std::vector<objective::Point> feasible;
-  for (const v1::Trial& trial : *study.trials) {
-    if (!IsObservation(trial) ||
-        !objective::StudyObjectives::Feasible(trial)) {
-      continue;
-    }
-    if (std::optional<objective::Point> point = objectives.Targets(trial)) {
-      feasible.push_back(*std::move(point));
-    }
-  }
+  // The incumbents: COMPLETED feasible trials only (a STOPPED trial's
+  // constrained metrics are unknown).
+  std::vector<objective::Point> feasible =
+      objectives.FeasibleOf(*study.trials).targets;
   std::vector<double> reference =
       objectives.multiple()
           ? objectives.ReferencePoint(feasible)

@@ -220,23 +220,15 @@ ParetoFrontOf DescribeParetoFront(const LiveStudy& live) {
   const objective::StudyObjectives& objectives = *live.objectives;
   // The policies' view holds every trial's value, metrics and feasibility.
   const std::vector<v1::Trial> trials = live.trials.PolicyTrials();
-  std::vector<objective::Point> points;
-  for (const v1::Trial& trial : trials) {
-    if (trial.state() != v1::TRIAL_STATE_COMPLETED ||
-        !objective::StudyObjectives::Feasible(trial)) {
-      continue;
-    }
-    if (std::optional<objective::Point> point = objectives.Targets(trial)) {
-      points.push_back(*std::move(point));
-    }
-  }
+  const objective::StudyObjectives::FeasibleTargets feasible =
+      objectives.FeasibleOf(trials);
   ParetoFrontOf front;
   std::vector<objective::Point> front_points;
-  for (const int index : objectives.ParetoFront(trials)) {
-    front.ids.push_back(trials[index].id());
-    front_points.push_back(*objectives.Targets(trials[index]));
+  for (const int kept : objective::NonDominated(feasible.targets)) {
+    front.ids.push_back(trials[feasible.index[kept]].id());
+    front_points.push_back(feasible.targets[kept]);
   }
-  front.summary = objectives.Summarize(front_points, points);
+  front.summary = objectives.Summarize(front_points, feasible.targets);
   live.pareto_front = front;
   live.pareto_front_version = live.version;
   return front;
