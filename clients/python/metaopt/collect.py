@@ -237,9 +237,26 @@ def evaluation_view(table: Table) -> np.ndarray:
     return X
 
 
+# The meta-features a collected folder records: metaopt.metafeatures' simple (non-landmarker)
+# features as they were when the sklearn-pipelines collection started. Pinned, so that every study of
+# one collection carries the same columns and a resumed run sends the spec it created its studies with
+# (compute() has since gained the auto-sklearn statistical features oboe reads).
+COLLECTED_FEATURES = (
+    "ClassEntropy", "ClassProbabilityMax", "ClassProbabilityMean", "ClassProbabilityMin",
+    "ClassProbabilitySTD", "DatasetRatio", "InverseDatasetRatio", "LogDatasetRatio",
+    "LogInverseDatasetRatio", "LogNumberOfFeatures", "LogNumberOfInstances",
+    "NumberOfCategoricalFeatures", "NumberOfClasses", "NumberOfFeatures",
+    "NumberOfFeaturesOneHotEncoded", "NumberOfFeaturesWithMissingValues", "NumberOfInstances",
+    "NumberOfInstancesWithMissingValues", "NumberOfMissingValues", "NumberOfNumericFeatures",
+    "PercentageOfFeaturesWithMissingValues", "PercentageOfInstancesWithMissingValues",
+    "PercentageOfMissingValues", "RatioNominalToNumerical", "RatioNumericalToNominal",
+)
+
+
 def features(table: Table) -> Dict[str, float]:
-    """The table's meta-features, as the bundled sklearn-pipelines models read them."""
-    return metafeatures.compute(table.X, table.labels, table.categorical, landmarkers=False)
+    """The table's COLLECTED_FEATURES (a superset of what the bundled sklearn-pipelines models read)."""
+    computed = metafeatures.compute(table.X, table.labels, table.categorical, landmarkers=False)
+    return {name: computed[name] for name in COLLECTED_FEATURES}
 
 
 # -- collecting ---------------------------------------------------------------------------------
