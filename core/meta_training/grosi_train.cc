@@ -474,11 +474,12 @@ absl::StatusOr<v1::ModelArtifact> TrainGrosiArtifact(
   progress.Log(absl::StrFormat(
       "grosi: %d train / %d valid tasks, %d epochs, meta-batch %d, %d inner "
       "steps (SGD %g), Adam %g, %d configurations per step, alpha %g, delta "
-      "%g, K %d, towers %dx%d, head %dx%d",
+      "%g, K %d, psi1 %s %dx%d, head %dx%d",
       data.train.size(), data.valid.size(), train.epochs, train.meta_batch,
       train.inner_steps, train.inner_lr, train.lr, train.batch_configs,
-      train.weights.alpha, train.weights.delta, a.embedding, a.tower_layers,
-      a.tower_width, a.head_layers, a.head_width));
+      train.weights.alpha, train.weights.delta, a.embedding,
+      a.joint_psi1 ? "joint" : "towers", a.tower_layers, a.tower_width,
+      a.head_layers, a.head_width));
   METAOPT_ASSIGN_OR_RETURN(
       GrosiTrainResult trained,
       TrainGrosi(data.dataset, data.train, data.valid, train, &progress));
@@ -592,12 +593,23 @@ TrainerKind GrosiTrainerKind() {
         ->capture_default_str()
         ->check(CLI::Range(0, 4096));
     flags
-        .add_option("--tower-layers", a.tower_layers, "layers of psi1's towers")
+        .add_option_function<std::string>(
+            "--psi1",
+            [&a](const std::string& layout) {
+              a.joint_psi1 = layout == "joint";
+            },
+            "psi1's layout: joint (one network over the (configuration, "
+            "meta-feature) pair, the paper's) or towers (one per input, "
+            "meeting in psi2)")
+        ->default_str("joint")
+        ->check(CLI::IsMember({"joint", "towers"}));
+    flags
+        .add_option("--tower-layers", a.tower_layers, "layers of psi1 (each tower)")
         ->capture_default_str()
         ->check(CLI::Range(1, 8));
     flags
         .add_option("--tower-width", a.tower_width,
-                    "output width of psi1's towers (widths double upwards)")
+                    "output width of psi1 (each tower; widths double upwards)")
         ->capture_default_str()
         ->check(CLI::Range(1, 4096));
     flags.add_option("--head-layers", a.head_layers, "hidden layers of psi2")

@@ -138,7 +138,7 @@ absl::StatusOr<std::map<std::string, surrogate::RawSample>> ReadDatasetSamples(
 
 // metaopt-train --kind grosi. Flags: --epochs, --meta-batch, --inner-steps,
 // --inner-lr, --lr, --batch-configs, --alpha, --delta, --feature-dropout,
-// --embedding, --feature-hidden, --tower-layers, --tower-width,
+// --embedding, --feature-hidden, --psi1, --tower-layers, --tower-width,
 // --head-layers, --head-width, --select-k, --max-minutes; Dataset2Vec:
 // --dataset-samples DIR, --d2v-only (no engineered meta-features),
 // --d2v-rows, --d2v-columns, --d2v-width, --d2v-pretrain-epochs. The artifact:

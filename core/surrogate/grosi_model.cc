@@ -14,6 +14,7 @@ namespace {
 constexpr char kFeaturesPrefix[] = "features";
 constexpr char kPhiTowerPrefix[] = "phi_tower";
 constexpr char kConfigTowerPrefix[] = "config_tower";
+constexpr char kPsi1Prefix[] = "psi1";
 constexpr char kHeadPrefix[] = "head";
 constexpr char kD2vPrefix[] = "d2v";
 constexpr char kD2vMeanTensor[] = "d2v.mean";
@@ -67,14 +68,15 @@ GrosiModel::GrosiModel(GrosiArchitecture architecture,
                        v1::SearchSpace space_proto,
                        std::shared_ptr<const space::Encoder> encoder,
                        FeatureScaler scaler, nn::Mlp features,
-                       nn::Mlp phi_tower, nn::Mlp config_tower, nn::Mlp head)
+                       std::optional<nn::Mlp> phi_tower, nn::Mlp psi1,
+                       nn::Mlp head)
     : architecture_(architecture),
       space_proto_(std::move(space_proto)),
       encoder_(std::move(encoder)),
       scaler_(std::move(scaler)),
       features_(std::move(features)),
       phi_tower_(std::move(phi_tower)),
-      config_tower_(std::move(config_tower)),
+      psi1_(std::move(psi1)),
       head_(std::move(head)) {}
 
 absl::StatusOr<GrosiModel> GrosiModel::Create(
@@ -111,26 +113,29 @@ absl::StatusOr<GrosiModel> GrosiModel::Create(
   feature_widths.push_back(a.embedding);
   METAOPT_ASSIGN_OR_RETURN(nn::Mlp features,
                            nn::Mlp::Create(input, feature_widths));
+  const std::vector<int> psi1_widths = Funnel(a.tower_layers, a.tower_width);
+  std::optional<nn::Mlp> phi_tower;
+  if (!a.joint_psi1) {
+    METAOPT_ASSIGN_OR_RETURN(
+        phi_tower,
+        nn::Mlp::Create(a.embedding, psi1_widths, /*relu_on_output=*/true));
+  }
   METAOPT_ASSIGN_OR_RETURN(
-      nn::Mlp phi_tower,
-      nn::Mlp::Create(a.embedding, Funnel(a.tower_layers, a.tower_width),
-                      /*relu_on_output=*/true));
-  METAOPT_ASSIGN_OR_RETURN(
-      nn::Mlp config_tower,
-      nn::Mlp::Create(encoder->dimension(),
-                      Funnel(a.tower_layers, a.tower_width),
-                      /*relu_on_output=*/true));
+      nn::Mlp psi1,
+      nn::Mlp::Create(encoder->dimension() + (a.joint_psi1 ? a.embedding : 0),
+                      psi1_widths, /*relu_on_output=*/true));
   std::vector<int> head_widths = Funnel(a.head_layers, a.head_width);
   head_widths.push_back(1);
-  METAOPT_ASSIGN_OR_RETURN(nn::Mlp head,
-                           nn::Mlp::Create(2 * a.tower_width, head_widths));
+  METAOPT_ASSIGN_OR_RETURN(
+      nn::Mlp head,
+      nn::Mlp::Create((a.joint_psi1 ? 1 : 2) * a.tower_width, head_widths));
   features.Initialize(nn::InitScheme::kAuto, rng);
-  phi_tower.Initialize(nn::InitScheme::kAuto, rng);
-  config_tower.Initialize(nn::InitScheme::kAuto, rng);
+  if (phi_tower.has_value()) phi_tower->Initialize(nn::InitScheme::kAuto, rng);
+  psi1.Initialize(nn::InitScheme::kAuto, rng);
   head.Initialize(nn::InitScheme::kAuto, rng);
   GrosiModel model(a, space, std::move(encoder), *std::move(scaler),
-                   std::move(features), std::move(phi_tower),
-                   std::move(config_tower), std::move(head));
+                   std::move(features), std::move(phi_tower), std::move(psi1),
+                   std::move(head));
   if (d2v.has_value()) {
     model.d2v_mean_ = Eigen::VectorXd::Zero(d2v->output());
     model.d2v_ = std::move(d2v);
@@ -180,12 +185,61 @@ Eigen::VectorXd GrosiModel::Embed(const Eigen::VectorXd& z) const {
 
 Eigen::VectorXd GrosiModel::Predict(const Eigen::VectorXd& phi,
                                     const Eigen::MatrixXd& X) const {
+  return head_.Forward(Psi1(phi.transpose(), X, nullptr, nullptr)).col(0);
+}
+
+Eigen::MatrixXd GrosiModel::Psi1(const Eigen::MatrixXd& Phi,
+                                 const Eigen::MatrixXd& X,
+                                 nn::Mlp::Trace* psi1_trace,
+                                 nn::Mlp::Trace* phi_trace) const {
+  const Eigen::Index n = X.rows();
+  const Eigen::Index heads = Phi.rows();
   const int w = architecture_.tower_width;
-  const Eigen::MatrixXd t = phi_tower_.Forward(phi.transpose());
-  Eigen::MatrixXd in(X.rows(), 2 * w);
-  in.leftCols(w) = config_tower_.Forward(X);
-  in.rightCols(w) = t.replicate(X.rows(), 1);
-  return head_.Forward(in).col(0);
+  if (!phi_tower_.has_value()) {
+    Eigen::MatrixXd in(heads * n, X.cols() + Phi.cols());
+    for (Eigen::Index h = 0; h < heads; ++h) {
+      in.block(h * n, 0, n, X.cols()) = X;
+      in.block(h * n, X.cols(), n, Phi.cols()) = Phi.row(h).replicate(n, 1);
+    }
+    return psi1_.Forward(in, psi1_trace);
+  }
+  const Eigen::MatrixXd T = phi_tower_->Forward(Phi, phi_trace);
+  const Eigen::MatrixXd L = psi1_.Forward(X, psi1_trace);
+  Eigen::MatrixXd out(heads * n, 2 * w);
+  for (Eigen::Index h = 0; h < heads; ++h) {
+    out.block(h * n, 0, n, w) = L;
+    out.block(h * n, w, n, w) = T.row(h).replicate(n, 1);
+  }
+  return out;
+}
+
+Eigen::MatrixXd GrosiModel::Psi1Backward(
+    const nn::Mlp::Trace& psi1_trace, const nn::Mlp::Trace& phi_trace,
+    const Eigen::MatrixXd& d_out, int heads, Eigen::Index n,
+    Eigen::Ref<Eigen::VectorXd> gradient) const {
+  const int w = architecture_.tower_width;
+  const int K = architecture_.embedding;
+  Eigen::MatrixXd d_phi(heads, K);
+  if (!phi_tower_.has_value()) {
+    Eigen::MatrixXd d_in;
+    psi1_.Backward(psi1_trace, d_out, gradient, &d_in);
+    const Eigen::Index D = d_in.cols() - K;
+    for (int h = 0; h < heads; ++h) {
+      d_phi.row(h) = d_in.block(h * n, D, n, K).colwise().sum();
+    }
+    return d_phi;
+  }
+  const int np = phi_tower_->num_parameters();
+  Eigen::MatrixXd d_L = Eigen::MatrixXd::Zero(n, w);
+  Eigen::MatrixXd d_T(heads, w);
+  for (int h = 0; h < heads; ++h) {
+    d_L += d_out.block(h * n, 0, n, w);
+    d_T.row(h) = d_out.block(h * n, w, n, w).colwise().sum();
+  }
+  psi1_.Backward(psi1_trace, d_L, gradient.segment(np, psi1_.num_parameters()),
+                 nullptr);
+  phi_tower_->Backward(phi_trace, d_T, gradient.segment(0, np), &d_phi);
+  return d_phi;
 }
 
 GrosiLoss GrosiModel::Loss(const GrosiStepBatch& batch,
@@ -234,7 +288,6 @@ GrosiLoss GrosiModel::Evaluate(const Eigen::MatrixXd& M,
                                const Eigen::VectorXd& y,
                                const GrosiLossWeights& weights,
                                Eigen::MatrixXd* d_inputs) const {
-  const int w = architecture_.tower_width;
   const Eigen::Index n = X.rows();
   // Rows of M: z_t, then (with a pair) z_t' and z_q.
   const bool paired = M.rows() == 3;
@@ -246,15 +299,11 @@ GrosiLoss GrosiModel::Evaluate(const Eigen::MatrixXd& M,
   Eigen::MatrixXd tower_in(heads, Phi.cols());
   tower_in.row(0) = Phi.row(0);
   if (paired) tower_in.row(1) = Phi.row(2);
-  nn::Mlp::Trace phi_trace, config_trace, head_trace;
-  const Eigen::MatrixXd T = phi_tower_.Forward(tower_in, &phi_trace);
-  const Eigen::MatrixXd L = config_tower_.Forward(X, &config_trace);
-  Eigen::MatrixXd head_in(heads * n, 2 * w);
-  for (int h = 0; h < heads; ++h) {
-    head_in.block(h * n, 0, n, w) = L;
-    head_in.block(h * n, w, n, w) = T.row(h).replicate(n, 1);
-  }
-  const Eigen::VectorXd out = head_.Forward(head_in, &head_trace).col(0);
+  nn::Mlp::Trace phi_trace, psi1_trace, head_trace;
+  const Eigen::VectorXd out =
+      head_
+          .Forward(Psi1(tower_in, X, &psi1_trace, &phi_trace), &head_trace)
+          .col(0);
 
   GrosiLoss loss;
   Eigen::VectorXd d_out = Eigen::VectorXd::Zero(heads * n);
@@ -293,26 +342,19 @@ GrosiLoss GrosiModel::Evaluate(const Eigen::MatrixXd& M,
                weights.alpha * loss.consistency +
                weights.delta * loss.identification;
 
-  // Backward: head, towers, h; parameters in that layout's order.
+  // Backward: head, psi1 (and the phi tower), h; parameters in the order of
+  // parameters().
   const int nf = features_.num_parameters();
-  const int np = phi_tower_.num_parameters();
-  const int nc = config_tower_.num_parameters();
+  const int n1 = (phi_tower_.has_value() ? phi_tower_->num_parameters() : 0) +
+                 psi1_.num_parameters();
   const int nh = head_.num_parameters();
   loss.gradient = Eigen::VectorXd::Zero(num_parameters());
   Eigen::MatrixXd d_head_in;
-  head_.Backward(head_trace, d_out, loss.gradient.segment(nf + np + nc, nh),
+  head_.Backward(head_trace, d_out, loss.gradient.segment(nf + n1, nh),
                  &d_head_in);
-  Eigen::MatrixXd d_L = Eigen::MatrixXd::Zero(n, w);
-  Eigen::MatrixXd d_T(heads, w);
-  for (int h = 0; h < heads; ++h) {
-    d_L += d_head_in.block(h * n, 0, n, w);
-    d_T.row(h) = d_head_in.block(h * n, w, n, w).colwise().sum();
-  }
-  config_tower_.Backward(config_trace, d_L, loss.gradient.segment(nf + np, nc),
-                         nullptr);
-  Eigen::MatrixXd d_tower_in;
-  phi_tower_.Backward(phi_trace, d_T, loss.gradient.segment(nf, np),
-                      &d_tower_in);
+  const Eigen::MatrixXd d_tower_in =
+      Psi1Backward(psi1_trace, phi_trace, d_head_in, heads, n,
+                   loss.gradient.segment(nf, n1));
   d_phi.row(0) += d_tower_in.row(0);
   if (paired) d_phi.row(2) += d_tower_in.row(1);
   features_.Backward(features_trace, d_phi, loss.gradient.segment(0, nf),
@@ -321,15 +363,16 @@ GrosiLoss GrosiModel::Evaluate(const Eigen::MatrixXd& M,
 }
 
 int GrosiModel::num_parameters() const {
-  return features_.num_parameters() + phi_tower_.num_parameters() +
-         config_tower_.num_parameters() + head_.num_parameters() +
-         (d2v_.has_value() ? d2v_->num_parameters() : 0);
+  int count = 0;
+  for (const nn::Mlp* mlp : Networks(*this)) count += mlp->num_parameters();
+  return count + (d2v_.has_value() ? d2v_->num_parameters() : 0);
 }
+
 
 Eigen::VectorXd GrosiModel::parameters() const {
   Eigen::VectorXd p(num_parameters());
   int offset = 0;
-  for (const nn::Mlp* mlp : {&features_, &phi_tower_, &config_tower_, &head_}) {
+  for (const nn::Mlp* mlp : Networks(*this)) {
     mlp->GetParameters(p.segment(offset, mlp->num_parameters()));
     offset += mlp->num_parameters();
   }
@@ -346,7 +389,7 @@ absl::Status GrosiModel::set_parameters(const Eigen::VectorXd& params) {
                      " finite values (got ", params.size(), ")"));
   }
   int offset = 0;
-  for (nn::Mlp* mlp : {&features_, &phi_tower_, &config_tower_, &head_}) {
+  for (nn::Mlp* mlp : Networks(*this)) {
     mlp->SetParameters(params.segment(offset, mlp->num_parameters()));
     offset += mlp->num_parameters();
   }
@@ -362,8 +405,12 @@ void GrosiModel::ToArtifact(v1::ModelArtifact* artifact) const {
   artifact->clear_tensors();
   std::vector<v1::Tensor> tensors;
   features_.AppendTensors(kFeaturesPrefix, &tensors);
-  phi_tower_.AppendTensors(kPhiTowerPrefix, &tensors);
-  config_tower_.AppendTensors(kConfigTowerPrefix, &tensors);
+  if (phi_tower_.has_value()) {
+    phi_tower_->AppendTensors(kPhiTowerPrefix, &tensors);
+    psi1_.AppendTensors(kConfigTowerPrefix, &tensors);
+  } else {
+    psi1_.AppendTensors(kPsi1Prefix, &tensors);
+  }
   head_.AppendTensors(kHeadPrefix, &tensors);
   if (d2v_.has_value()) {
     tensors.push_back(
@@ -374,6 +421,7 @@ void GrosiModel::ToArtifact(v1::ModelArtifact* artifact) const {
   auto& ints = *artifact->mutable_int_options();
   ints["dataset2vec"] = d2v_.has_value() ? 1 : 0;
   ints["embedding"] = architecture_.embedding;
+  ints["joint_psi1"] = architecture_.joint_psi1 ? 1 : 0;
   ints["feature_hidden"] = architecture_.feature_hidden;
   ints["tower_layers"] = architecture_.tower_layers;
   ints["tower_width"] = architecture_.tower_width;
@@ -407,6 +455,13 @@ absl::StatusOr<GrosiModel> GrosiModel::FromArtifact(
       a.head_width, nn::ReadIntOption(artifact, "head_width", 1, kMaxWidth));
   METAOPT_ASSIGN_OR_RETURN(FeatureScaler scaler,
                            FeatureScaler::ReadFrom(artifact.normalization()));
+  // Artifacts from before the joint psi1 have two towers and no option.
+  a.joint_psi1 = false;
+  if (artifact.int_options().contains("joint_psi1")) {
+    METAOPT_ASSIGN_OR_RETURN(const int joint,
+                             nn::ReadIntOption(artifact, "joint_psi1", 0, 1));
+    a.joint_psi1 = joint == 1;
+  }
   // Artifacts from before the extractor have no "dataset2vec" option.
   if (artifact.int_options().contains("dataset2vec")) {
     METAOPT_ASSIGN_OR_RETURN(const int d2v,
@@ -451,10 +506,14 @@ absl::StatusOr<GrosiModel> GrosiModel::FromArtifact(
   }
   METAOPT_RETURN_IF_ERROR(
       model.features_.ReadTensors(kFeaturesPrefix, tensors));
-  METAOPT_RETURN_IF_ERROR(
-      model.phi_tower_.ReadTensors(kPhiTowerPrefix, tensors));
-  METAOPT_RETURN_IF_ERROR(
-      model.config_tower_.ReadTensors(kConfigTowerPrefix, tensors));
+  if (model.phi_tower_.has_value()) {
+    METAOPT_RETURN_IF_ERROR(
+        model.phi_tower_->ReadTensors(kPhiTowerPrefix, tensors));
+    METAOPT_RETURN_IF_ERROR(
+        model.psi1_.ReadTensors(kConfigTowerPrefix, tensors));
+  } else {
+    METAOPT_RETURN_IF_ERROR(model.psi1_.ReadTensors(kPsi1Prefix, tensors));
+  }
   METAOPT_RETURN_IF_ERROR(model.head_.ReadTensors(kHeadPrefix, tensors));
   return model;
 }

@@ -2,7 +2,8 @@
 // Learning for Gray-box Hyper-parameter Optimization", §4 and Table 1).
 //
 //   phi = h(z)                      meta-feature embedding (R^K, K = 16)
-//   psi(x, phi) = psi2([t_x(x), t_phi(phi)])
+//   psi(x, phi) = psi2(psi1([x; phi]))             joint psi1 (the paper's)
+//   psi(x, phi) = psi2([t_x(x), t_phi(phi)])       two towers (an option)
 //
 // z is the model's input for the dataset: its engineered meta-features,
 // standardised with the training means and standard deviations (a missing
@@ -12,10 +13,12 @@
 // learns phi end to end from the data: z = [engineered; D2V(sample)]. h is an
 // MLP over z. Engineered meta-features alone are a deviation for the
 // meta-datasets without raw data. A D2V model given no sample takes the mean
-// D2V output over its training tasks (dataset2vec_mean()). t_x and t_phi are
-// the two towers of psi1 (widths halving down to `tower_width`, ReLU
-// throughout); psi2 is an MLP whose widths halve down to `head_width`, then a
-// linear Dense(1).
+// D2V output over its training tasks (dataset2vec_mean()). psi1 reads the
+// (configuration, meta-feature) pair jointly, as the paper's psi1 : R^K x
+// Lambda -> R^{K_psi1} does; the two-tower option instead gives each input its
+// own network, t_x and t_phi, which meet only in psi2. Either way psi1's
+// widths halve down to `tower_width` (ReLU throughout); psi2 is an MLP whose
+// widths halve down to `head_width`, then a linear Dense(1).
 //
 // The target is the task's normalised regret (0: the task's best evaluated
 // configuration, 1: its worst), so the zero-shot design is the arg-min top K
@@ -64,7 +67,9 @@ struct GrosiArchitecture {
   bool dataset2vec = false;
   Dataset2VecArchitecture d2v;
   int feature_hidden = 32;  // Hidden width of h (0 hidden layers if 0).
-  int tower_layers = 4;     // psi1 towers: widths 32-16-8-4.
+  // psi1 over [x; phi] (the paper's) instead of one tower per input.
+  bool joint_psi1 = true;
+  int tower_layers = 4;     // psi1 (each tower): widths 32-16-8-4.
   int tower_width = 4;
   int head_layers = 4;  // psi2: widths 128-64-32-16, then Dense(1).
   int head_width = 16;
@@ -184,8 +189,31 @@ class GrosiModel {
  private:
   GrosiModel(GrosiArchitecture architecture, v1::SearchSpace space_proto,
              std::shared_ptr<const space::Encoder> encoder,
-             FeatureScaler scaler, nn::Mlp features, nn::Mlp phi_tower,
-             nn::Mlp config_tower, nn::Mlp head);
+             FeatureScaler scaler, nn::Mlp features,
+             std::optional<nn::Mlp> phi_tower, nn::Mlp psi1, nn::Mlp head);
+
+  // h, the phi tower (if any), psi1 and psi2: the order of parameters().
+  template <typename Model>
+  static auto Networks(Model& model) {
+    std::vector<decltype(&model.features_)> networks = {&model.features_};
+    if (model.phi_tower_.has_value()) networks.push_back(&*model.phi_tower_);
+    networks.push_back(&model.psi1_);
+    networks.push_back(&model.head_);
+    return networks;
+  }
+
+  // psi1's output for the rows of X at each row of Phi (stacked: the rows of
+  // X at Phi.row(0), then at Phi.row(1), ...). `trace` as nn::Mlp::Forward's.
+  Eigen::MatrixXd Psi1(const Eigen::MatrixXd& Phi, const Eigen::MatrixXd& X,
+                       nn::Mlp::Trace* psi1_trace,
+                       nn::Mlp::Trace* phi_trace) const;
+  // Backward through Psi1: adds psi1's (and the phi tower's) parameter
+  // gradients to `gradient` (the layout after h) and returns dL/dPhi.
+  Eigen::MatrixXd Psi1Backward(const nn::Mlp::Trace& psi1_trace,
+                               const nn::Mlp::Trace& phi_trace,
+                               const Eigen::MatrixXd& d_out, int heads,
+                               Eigen::Index n,
+                               Eigen::Ref<Eigen::VectorXd> gradient) const;
 
   // Losses of (X, y) at the input M.row(0) plus, when M has 3 rows, R and P
   // against its positive (row 1) and negative (row 2) views; sets *d_inputs to
@@ -198,10 +226,10 @@ class GrosiModel {
   v1::SearchSpace space_proto_;
   std::shared_ptr<const space::Encoder> encoder_;
   FeatureScaler scaler_;
-  nn::Mlp features_;      // h
-  nn::Mlp phi_tower_;     // t_phi
-  nn::Mlp config_tower_;  // t_x
-  nn::Mlp head_;          // psi2
+  nn::Mlp features_;                   // h
+  std::optional<nn::Mlp> phi_tower_;   // t_phi (two-tower models only)
+  nn::Mlp psi1_;                       // psi1 over [x; phi], or the tower t_x
+  nn::Mlp head_;                       // psi2
   std::optional<Dataset2Vec> d2v_;
   Eigen::VectorXd d2v_mean_;
 };

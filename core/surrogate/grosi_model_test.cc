@@ -17,21 +17,22 @@ namespace {
 using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
 
-GrosiArchitecture SmallArchitecture() {
+GrosiArchitecture SmallArchitecture(bool joint_psi1 = true) {
   GrosiArchitecture a;
+  a.joint_psi1 = joint_psi1;
   a.embedding = 4;
   a.feature_hidden = 5;
   a.tower_layers = 2;
-  a.tower_width = 3;
+  a.tower_width = 4;
   a.head_layers = 2;
   a.head_width = 4;
   return a;
 }
 
-GrosiModel SmallModel(uint64_t seed = 1) {
+GrosiModel SmallModel(uint64_t seed = 1, bool joint_psi1 = true) {
   absl::StatusOr<GrosiModel> model =
       GrosiModel::Create(metaopt::testing::PipelineSpec().search_space(),
-                         {"a", "b", "c"}, SmallArchitecture(), seed);
+                         {"a", "b", "c"}, SmallArchitecture(joint_psi1), seed);
   EXPECT_TRUE(model.ok()) << model.status();
   return *model;
 }
@@ -66,19 +67,28 @@ GrosiLossWeights Weights(double regression, double alpha, double delta) {
   return w;
 }
 
-// Central differences of Loss(weights).value against its gradient, for every
-// parameter.
-void ExpectGradientMatches(const GrosiLossWeights& weights, uint64_t seed) {
-  GrosiModel model = SmallModel(seed);
-  const GrosiStepBatch batch = RandomBatch(model, 7, seed + 100);
-  // Zero biases put ReLU inputs exactly on the kink (a row of zeros times
-  // any weight): jitter every parameter away from it.
-  space::Rng rng(seed + 200);
+// Zero biases put ReLU inputs exactly on the kink (a row of zeros times any
+// weight): every parameter moved away from it.
+void Jitter(GrosiModel& model, uint64_t seed) {
+  space::Rng rng(seed);
   Eigen::VectorXd theta = model.parameters();
   for (Eigen::Index i = 0; i < theta.size(); ++i) {
     theta[i] += 0.05 * space::StandardNormal(rng);
   }
   ASSERT_TRUE(model.set_parameters(theta).ok());
+}
+
+void ExpectGradientMatchesFor(GrosiModel model,
+                              const GrosiLossWeights& weights, uint64_t seed) {
+  const GrosiStepBatch batch = RandomBatch(model, 7, seed + 100);
+  Jitter(model, seed + 200);
+  const Eigen::VectorXd theta = model.parameters();
+  // Not a network whose ReLUs are all off (its gradient would be 0 both
+  // ways): psi varies over the configurations at each view.
+  for (const Eigen::VectorXd* z : {&batch.features, &batch.negative}) {
+    const Eigen::VectorXd psi = model.Predict(model.Embed(*z), batch.X);
+    ASSERT_GT(psi.maxCoeff() - psi.minCoeff(), 1e-6) << "seed " << seed;
+  }
   const GrosiLoss loss = model.Loss(batch, weights);
   ASSERT_EQ(loss.gradient.size(), theta.size());
   constexpr double kStep = 1e-6;
@@ -99,6 +109,15 @@ void ExpectGradientMatches(const GrosiLossWeights& weights, uint64_t seed) {
   }
   ASSERT_TRUE(model.set_parameters(theta).ok());
   EXPECT_EQ(checked, model.num_parameters());
+}
+
+// Central differences of Loss(weights).value against its gradient, for every
+// parameter, with psi1 joint (the paper's) or as two towers.
+void ExpectGradientMatches(const GrosiLossWeights& weights, uint64_t seed) {
+  for (const bool joint_psi1 : {true, false}) {
+    SCOPED_TRACE(joint_psi1 ? "joint psi1" : "two towers");
+    ExpectGradientMatchesFor(SmallModel(seed, joint_psi1), weights, seed);
+  }
 }
 
 TEST(GrosiModelTest, RegressionLossGradient) {
@@ -207,6 +226,58 @@ TEST(GrosiModelTest, ArtifactRoundTrip) {
   EXPECT_THAT(GrosiModel::FromArtifact(broken).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("MODEL_KIND_GROSI")));
+}
+
+// psi reads the dataset in both layouts, and the joint psi1's first layer
+// reads the pair [x; phi] (the paper's psi1 : R^K x Lambda -> R^{K_psi1}).
+TEST(GrosiModelTest, PredictionsDependOnTheDatasetInBothLayouts) {
+  for (const bool joint_psi1 : {true, false}) {
+    SCOPED_TRACE(joint_psi1 ? "joint psi1" : "two towers");
+    GrosiModel model = SmallModel(7, joint_psi1);
+    Jitter(model, 8);
+    const GrosiStepBatch batch = RandomBatch(model, 6, 13);
+    const Eigen::VectorXd at_t =
+        model.Predict(model.Embed(batch.features), batch.X);
+    const Eigen::VectorXd at_q =
+        model.Predict(model.Embed(batch.negative), batch.X);
+    EXPECT_GT((at_t - at_q).norm(), 1e-6);
+  }
+  const GrosiModel joint = SmallModel(7, true);
+  const GrosiModel towers = SmallModel(7, false);
+  EXPECT_NE(joint.num_parameters(), towers.num_parameters());
+  v1::ModelArtifact artifact;
+  joint.ToArtifact(&artifact);
+  EXPECT_EQ(artifact.int_options().at("joint_psi1"), 1);
+  bool found_psi1 = false;
+  for (const v1::Tensor& t : artifact.tensors()) {
+    if (t.name() == "psi1.layer0.weight") {
+      found_psi1 = true;
+      // Input rows: the encoded configuration, then phi (K = 4).
+      EXPECT_THAT(t.shape(),
+                  ::testing::Contains(joint.encoder().dimension() + 4));
+    }
+  }
+  EXPECT_TRUE(found_psi1);
+}
+
+// Artifacts written before the joint psi1 carry no "joint_psi1" option and
+// hold two towers: they still load as two-tower models.
+TEST(GrosiModelTest, ArtifactsWithoutTheLayoutOptionAreTwoTowerModels) {
+  const GrosiModel towers = SmallModel(3, false);
+  v1::ModelArtifact artifact;
+  towers.ToArtifact(&artifact);
+  artifact.mutable_int_options()->erase("joint_psi1");
+  absl::StatusOr<GrosiModel> read = GrosiModel::FromArtifact(artifact);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_FALSE(read->architecture().joint_psi1);
+  EXPECT_EQ(read->parameters(), towers.parameters());
+
+  const GrosiModel joint = SmallModel(3, true);
+  joint.ToArtifact(&artifact);
+  artifact.mutable_int_options()->erase("joint_psi1");
+  EXPECT_THAT(GrosiModel::FromArtifact(artifact).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("phi_tower")));
 }
 
 TEST(GrosiModelTest, CreateRejectsBadInputs) {
