@@ -456,7 +456,7 @@ void BM_DeepPipeSuggestAfterObserve(benchmark::State& state) {
 // BM_DeepPipeSuggest with refit 0) of a study minimising Objective alone
 // (objectives:1) or Objective and Seconds (objectives:2: a GP of Seconds on
 // the surrogate's inputs and the exact expected hypervolume improvement), at
-// the same n over the same catalogue:
+// the same n (100, 1,000) over the same catalogue:
 //   BM_GpSuggest/n:<N>/catalogue:5000/objectives:<1|2>
 //   BM_DeepPipeSuggest/n:<N>/catalogue:5000/objectives:<1|2>
 void BM_GpSuggestObjectives(benchmark::State& state) {
@@ -523,9 +523,11 @@ const bool kRegistered = [] {
   auto* dp_objectives = benchmark::RegisterBenchmark(
                             "BM_DeepPipeSuggest", BM_DeepPipeSuggestObjectives)
                             ->ArgNames({"n", "catalogue", "objectives"});
-  for (const int objectives : {1, 2}) {
-    gp_objectives->Args({100, 5000, objectives});
-    dp_objectives->Args({100, 5000, objectives});
+  for (const int n : {100, 1000}) {
+    for (const int objectives : {1, 2}) {
+      gp_objectives->Args({n, 5000, objectives});
+      dp_objectives->Args({n, 5000, objectives});
+    }
   }
   configure(gp_objectives);
   configure(dp_objectives);

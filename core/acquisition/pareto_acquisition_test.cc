@@ -87,6 +87,29 @@ TEST(NonDominatedBoxesTest, ExpectedMatchesMonteCarlo) {
   }
 }
 
+// Dominated points add no boxes: the boxes of a set are those of its
+// non-dominated points, (k+1)^(D-1) for k of them, and EHVI is the same.
+TEST(NonDominatedBoxesTest, DominatedPointsAddNoBoxes) {
+  std::mt19937_64 rng(13);
+  for (const int dimension : {2, 3}) {
+    const Points all = RandomPoints(40, dimension, rng);
+    Points front;
+    for (int i : objective::NonDominated(all)) front.push_back(all[i]);
+    ASSERT_LT(front.size(), all.size());
+    const std::vector<double> reference(dimension, 1.1);
+    const NonDominatedBoxes with(all, reference);
+    const NonDominatedBoxes without(front, reference);
+    const int k = static_cast<int>(front.size());
+    EXPECT_EQ(with.size(), dimension == 2 ? k + 1 : (k + 1) * (k + 1));
+    EXPECT_EQ(with.size(), without.size());
+    for (const auto& mean : RandomPoints(20, dimension, rng)) {
+      const std::vector<double> sd(dimension, 0.15);
+      const double expected = without.Expected(mean, sd);
+      EXPECT_NEAR(with.Expected(mean, sd), expected, 1e-12 * expected);
+    }
+  }
+}
+
 TEST(NonDominatedBoxesTest, OneObjectiveIsExpectedImprovement) {
   const NonDominatedBoxes boxes({{0.7}, {0.4}, {0.9}}, {kInf});
   EXPECT_NEAR(boxes.Expected({0.5}, {0.2}),
