@@ -15,6 +15,7 @@
 #include "benchmark/benchmark.h"
 #include "core/gp/catalogue_kernel_cache.h"
 #include "core/policy/gp_policy.h"
+#include "core/policy/output_fit_cache.h"
 #include "core/policy/policy_factory.h"
 #include "core/registry/artifact.h"
 #include "core/space/encoding.h"
@@ -151,12 +152,17 @@ struct PolicySetup {
 // The cold Suggest keeps nothing between calls (the catalogue's kernel
 // cache is off): what the first Suggest after a restart, a hyperparameter
 // refit or a fine-tune computes.
+// The other outputs' GPs of a study with several objectives fit their
+// hyperparameters in every cold Suggest too (OutputFitCache is cleared),
+// unless `kept_output_fits`: a Suggest between their refits, which reads
+// the fit kept from the previous Suggest.
 void TimeSuggest(benchmark::State& state, const PolicySetup& setup,
-                 space::Rng& rng) {
+                 space::Rng& rng, bool kept_output_fits = false) {
   const StudyView view = setup.view();
   const int64_t budget = gp::CatalogueKernelCache::ProcessBudgetBytes();
   gp::CatalogueKernelCache::SetProcessBudgetBytes(0);
   for (auto _ : state) {
+    if (!kept_output_fits) OutputFitCache::Global().Clear();
     auto result = setup.policy->Suggest(view, 1, rng);
     benchmark::DoNotOptimize(result);
   }
@@ -456,25 +462,43 @@ void BM_DeepPipeSuggestAfterObserve(benchmark::State& state) {
 // BM_DeepPipeSuggest with refit 0) of a study minimising Objective alone
 // (objectives:1) or Objective and Seconds (objectives:2: a GP of Seconds on
 // the surrogate's inputs and the exact expected hypervolume improvement), at
-// the same n over the same catalogue:
+// the same n (100, 1,000) over the same catalogue:
 //   BM_GpSuggest/n:<N>/catalogue:5000/objectives:<1|2>
 //   BM_DeepPipeSuggest/n:<N>/catalogue:5000/objectives:<1|2>
-void BM_GpSuggestObjectives(benchmark::State& state) {
+//   BM_GpSuggest/n:<N>/catalogue:5000/objectives:2/kept_fit:1
+//   BM_DeepPipeSuggest/n:<N>/catalogue:5000/objectives:2/kept_fit:1
+// With kept_fit (the Kept variants: objectives:2/kept_fit:1), a Suggest
+// between the other output's hyperparameter refits (TimeSuggest's
+// kept_output_fits).
+void GpSuggestObjectives(benchmark::State& state, bool kept_fit) {
   space::Rng rng(42);
   const PolicySetup setup = MakeGpSetup(
       static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
       /*refit=*/false, rng, static_cast<int>(state.range(2)));
-  TimeSuggest(state, setup, rng);
+  TimeSuggest(state, setup, rng, kept_fit);
   state.SetLabel("catalogue");
 }
 
-void BM_DeepPipeSuggestObjectives(benchmark::State& state) {
+void DeepPipeSuggestObjectives(benchmark::State& state, bool kept_fit) {
   space::Rng rng(7);
   const PolicySetup setup = MakeDeepPipeSetup(
       static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
       /*refit=*/false, rng, static_cast<int>(state.range(2)));
-  TimeSuggest(state, setup, rng);
+  TimeSuggest(state, setup, rng, kept_fit);
   state.SetLabel("catalogue");
+}
+
+void BM_GpSuggestObjectives(benchmark::State& state) {
+  GpSuggestObjectives(state, false);
+}
+void BM_GpSuggestObjectivesKept(benchmark::State& state) {
+  GpSuggestObjectives(state, true);
+}
+void BM_DeepPipeSuggestObjectives(benchmark::State& state) {
+  DeepPipeSuggestObjectives(state, false);
+}
+void BM_DeepPipeSuggestObjectivesKept(benchmark::State& state) {
+  DeepPipeSuggestObjectives(state, true);
 }
 
 // The prepared Suggests and the fits alone, under names that keep the
@@ -523,12 +547,24 @@ const bool kRegistered = [] {
   auto* dp_objectives = benchmark::RegisterBenchmark(
                             "BM_DeepPipeSuggest", BM_DeepPipeSuggestObjectives)
                             ->ArgNames({"n", "catalogue", "objectives"});
-  for (const int objectives : {1, 2}) {
-    gp_objectives->Args({100, 5000, objectives});
-    dp_objectives->Args({100, 5000, objectives});
+  auto* gp_kept =
+      benchmark::RegisterBenchmark("BM_GpSuggest", BM_GpSuggestObjectivesKept)
+          ->ArgNames({"n", "catalogue", "objectives", "kept_fit"});
+  auto* dp_kept = benchmark::RegisterBenchmark(
+                      "BM_DeepPipeSuggest", BM_DeepPipeSuggestObjectivesKept)
+                      ->ArgNames({"n", "catalogue", "objectives", "kept_fit"});
+  for (const int n : {100, 1000}) {
+    for (const int objectives : {1, 2}) {
+      gp_objectives->Args({n, 5000, objectives});
+      dp_objectives->Args({n, 5000, objectives});
+    }
+    gp_kept->Args({n, 5000, 2, 1});
+    dp_kept->Args({n, 5000, 2, 1});
   }
   configure(gp_objectives);
   configure(dp_objectives);
+  configure(gp_kept);
+  configure(dp_kept);
   // Over a space without a catalogue, on ConcentratedTrials, a Suggest right
   // after one new Observe (TimeSuggestAfterObserve):
   //   BM_GpSuggest/n:<N>/space:<continuous4|mixed>

@@ -28,6 +28,17 @@ class AcquisitionFunction {
       const gp::Prediction& prediction,
       const Eigen::MatrixXd& inputs) const = 0;
 
+  // An upper bound on Score at each row for every prediction whose mean is
+  // `bound.mean` and whose variance is at most `bound.variance` (a screening
+  // prediction, Surrogate::PredictScreening): what the optimizer ranks rows
+  // by before it scores the best of them exactly. Read only when
+  // GrowsWithVariance(); the default, Score(bound, inputs), is then such a
+  // bound.
+  virtual absl::StatusOr<Eigen::VectorXd> ScoreBound(
+      const gp::Prediction& bound, const Eigen::MatrixXd& inputs) const {
+    return Score(bound, inputs);
+  }
+
   // The function for a batch's next pick once `input` (one row) was picked
   // and its surrogate believed to take its mean `mean` there (the optimizer
   // conditions its own surrogate on that fantasy); null when the function

@@ -110,7 +110,7 @@ absl::StatusOr<Scores> ScoreForArgMax(
     return ScoreRows(model, X, acquisition, ties);
   }
   METAOPT_ASSIGN_OR_RETURN(const Eigen::VectorXd bound_log_ei,
-                           acquisition.Score(*bound, X));
+                           acquisition.ScoreBound(*bound, X));
   constexpr double kInf = std::numeric_limits<double>::infinity();
   // A NaN bound bounds nothing: such rows come first and are never skipped.
   auto key = [&](int i) {
@@ -164,7 +164,7 @@ absl::StatusOr<Scores> ScoreScreened(const surrogate::Surrogate& model,
   }
   if (!bound.has_value()) return ScoreRows(model, X, acquisition, ties);
   METAOPT_ASSIGN_OR_RETURN(const Eigen::VectorXd bound_score,
-                           acquisition.Score(*bound, X));
+                           acquisition.ScoreBound(*bound, X));
   constexpr double kInf = std::numeric_limits<double>::infinity();
   // A NaN bound bounds nothing: such rows come first and are never skipped.
   auto key = [&](Eigen::Index i) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/acquisition/acquisition.h"
+#include "core/objective/pareto.h"
 
 namespace metaopt::acquisition {
 namespace {
@@ -36,11 +37,17 @@ NonDominatedBoxes::NonDominatedBoxes(
     absl::Span<const std::vector<double>> front, std::vector<double> reference)
     : reference_(std::move(reference)) {
   const int D = static_cast<int>(reference_.size());
-  std::vector<std::vector<double>> inside;
+  // The non-dominated points strictly below the reference: a dominated
+  // point adds no region, only grid lines.
+  std::vector<std::vector<double>> below_reference;
   for (const std::vector<double>& p : front) {
     bool below = true;
     for (int d = 0; d < D; ++d) below = below && p[d] < reference_[d];
-    if (below) inside.push_back(p);
+    if (below) below_reference.push_back(p);
+  }
+  std::vector<std::vector<double>> inside;
+  for (int i : objective::NonDominated(below_reference)) {
+    inside.push_back(std::move(below_reference[i]));
   }
   // Grid over the first D-1 coordinates; each cell gets one box whose last
   // coordinate runs from -infinity up to the lowest last coordinate of the
@@ -66,6 +73,8 @@ NonDominatedBoxes::NonDominatedBoxes(
     upper[D - 1] = top;
     lower_.push_back(std::move(lower));
     upper_.push_back(std::move(upper));
+    cell_.push_back(cell);
+    tops_.push_back(top);
     // The next cell, the first coordinate fastest.
     int d = 0;
     while (d + 1 < D && ++cell[d] + 1 == static_cast<int>(lines[d].size())) {
@@ -74,18 +83,43 @@ NonDominatedBoxes::NonDominatedBoxes(
     }
     if (d + 1 >= D) break;
   }
+  lines_ = std::move(lines);
+  // The distinct tops, and each box's among them.
+  std::vector<double> tops = tops_;
+  std::sort(tops.begin(), tops.end());
+  tops.erase(std::unique(tops.begin(), tops.end()), tops.end());
+  for (double top : tops_) {
+    top_.push_back(static_cast<int>(
+        std::lower_bound(tops.begin(), tops.end(), top) - tops.begin()));
+  }
+  tops_ = std::move(tops);
 }
 
 double NonDominatedBoxes::Expected(absl::Span<const double> mean,
                                    absl::Span<const double> sd) const {
   const int D = dimension();
-  double total = 0;
-  for (size_t b = 0; b < lower_.size(); ++b) {
-    double volume = 1;
-    for (int d = 0; d < D && volume > 0; ++d) {
-      volume *= ExpectedShortfall(upper_[b][d], mean[d], sd[d]) -
-                ExpectedShortfall(lower_[b][d], mean[d], sd[d]);
+  // Psi_d at each grid line of the first D-1 coordinates and at each top of
+  // the last: the same values the boxes' factors take, computed once.
+  std::vector<std::vector<double>> psi(D - 1);
+  for (int d = 0; d + 1 < D; ++d) {
+    psi[d].reserve(lines_[d].size());
+    for (double line : lines_[d]) {
+      psi[d].push_back(ExpectedShortfall(line, mean[d], sd[d]));
     }
+  }
+  std::vector<double> psi_top;
+  psi_top.reserve(tops_.size());
+  for (double top : tops_) {
+    psi_top.push_back(ExpectedShortfall(top, mean[D - 1], sd[D - 1]) -
+                      ExpectedShortfall(-kInf, mean[D - 1], sd[D - 1]));
+  }
+  double total = 0;
+  for (size_t b = 0; b < cell_.size(); ++b) {
+    double volume = 1;
+    for (int d = 0; d + 1 < D && volume > 0; ++d) {
+      volume *= psi[d][cell_[b][d] + 1] - psi[d][cell_[b][d]];
+    }
+    if (volume > 0) volume *= psi_top[top_[b]];
     total += volume;
   }
   return std::max(total, 0.0);

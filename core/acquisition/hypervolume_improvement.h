@@ -13,7 +13,9 @@
 // the volume of those boxes' parts above y, so with independent marginals
 //   EHVI = sum over boxes of prod_d [Psi_d(upper_d) - Psi_d(lower_d)],
 //   Psi_d(c) = E[(c - Y_d)+] = (c - mu_d) Phi(z) + sigma_d phi(z), z = (c - mu_d) / sigma_d,
-// exactly. (k+1)^(D-1) boxes for k front points.
+// exactly. (k+1)^(D-1) boxes for the k non-dominated points. Psi_d is
+// evaluated once per grid line and per distinct box top for a candidate
+// (the boxes share them), not twice per box.
 //
 // Thread-safe: immutable after construction.
 #ifndef METAOPT_CORE_ACQUISITION_HYPERVOLUME_IMPROVEMENT_H_
@@ -50,6 +52,14 @@ class NonDominatedBoxes {
   // Box b is [lower_[b][d], upper_[b][d]) for each coordinate d.
   std::vector<std::vector<double>> lower_;
   std::vector<std::vector<double>> upper_;
+  // The same boxes by index, for Expected: the grid lines of the first D-1
+  // coordinates (-infinity first), box b's cell (its lower line's index in
+  // each), the distinct box tops of the last coordinate and box b's top's
+  // index among them (its lower bound there is -infinity).
+  std::vector<std::vector<double>> lines_;
+  std::vector<std::vector<int>> cell_;
+  std::vector<double> tops_;
+  std::vector<int> top_;
 };
 
 // E[(c - Y)+] for Y ~ N(mean, sd^2): 0 at c = -infinity.

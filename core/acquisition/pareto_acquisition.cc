@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,19 @@ namespace metaopt::acquisition {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The model's prediction at `inputs`: exact, or with `bound` its screening
+// prediction (Predict when it has none).
+absl::StatusOr<gp::Prediction> PredictOutput(const surrogate::Surrogate& model,
+                                             const Eigen::MatrixXd& inputs,
+                                             bool bound) {
+  if (bound) {
+    METAOPT_ASSIGN_OR_RETURN(std::optional<gp::Prediction> screening,
+                             model.PredictScreening(inputs));
+    if (screening.has_value()) return *std::move(screening);
+  }
+  return model.Predict(inputs);
+}
 
 }  // namespace
 
@@ -35,6 +49,17 @@ ParetoAcquisition::ParetoAcquisition(
 
 absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::Score(
     const gp::Prediction& prediction, const Eigen::MatrixXd& inputs) const {
+  return Scores(prediction, inputs, /*bound=*/false);
+}
+
+absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::ScoreBound(
+    const gp::Prediction& bound, const Eigen::MatrixXd& inputs) const {
+  return Scores(bound, inputs, /*bound=*/true);
+}
+
+absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::Scores(
+    const gp::Prediction& prediction, const Eigen::MatrixXd& inputs,
+    bool bound) const {
   const Eigen::Index n = prediction.mean.size();
   if (prediction.variance.size() != n || inputs.rows() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -44,12 +69,13 @@ absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::Score(
   Eigen::VectorXd score = Eigen::VectorXd::Zero(n);
   for (const ModeledConstraint& constraint : constraints_) {
     METAOPT_ASSIGN_OR_RETURN(gp::Prediction metric,
-                             constraint.model->Predict(inputs));
+                             PredictOutput(*constraint.model, inputs, bound));
     for (Eigen::Index i = 0; i < n; ++i) {
       const double sd = std::sqrt(std::max(metric.variance[i], 0.0));
       const double margin = constraint.at_most
                                 ? constraint.bound - metric.mean[i]
                                 : metric.mean[i] - constraint.bound;
+      if (bound && margin >= 0) continue;  // log 1 bounds log Phi(margin / sd)
       score[i] += sd > 0 ? LogNormalCdf(margin / sd)
                          : (margin >= 0 ? 0.0 : -kInf);
     }
@@ -65,7 +91,8 @@ absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::Score(
   }
   std::vector<gp::Prediction> others;
   for (const auto& model : objectives_) {
-    METAOPT_ASSIGN_OR_RETURN(gp::Prediction other, model->Predict(inputs));
+    METAOPT_ASSIGN_OR_RETURN(gp::Prediction other,
+                             PredictOutput(*model, inputs, bound));
     others.push_back(std::move(other));
   }
   const int D = objectives();

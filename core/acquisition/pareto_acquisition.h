@@ -49,6 +49,14 @@ class ParetoAcquisition final : public AcquisitionFunction {
   absl::StatusOr<Eigen::VectorXd> Score(
       const gp::Prediction& prediction,
       const Eigen::MatrixXd& inputs) const override;
+  // Score with the other outputs' screening predictions (exact means,
+  // variances bounded above; Predict where a model has none): EHVI never
+  // decreases as any objective's variance grows, and a constraint's
+  // probability is bounded by 1 where its mean meets the bound and by the
+  // probability at the larger variance where it does not.
+  absl::StatusOr<Eigen::VectorXd> ScoreBound(
+      const gp::Prediction& bound,
+      const Eigen::MatrixXd& inputs) const override;
   absl::StatusOr<std::unique_ptr<const AcquisitionFunction>> AfterPick(
       const Eigen::MatrixXd& input, double mean) const override;
   // EHVI never decreases as the first objective's variance grows, and the
@@ -62,6 +70,11 @@ class ParetoAcquisition final : public AcquisitionFunction {
   std::vector<ModeledConstraint> constraints_;
   std::vector<std::vector<double>> front_;
   std::vector<double> reference_;
+  // Score (bound false) or ScoreBound (true).
+  absl::StatusOr<Eigen::VectorXd> Scores(const gp::Prediction& prediction,
+                                         const Eigen::MatrixXd& inputs,
+                                         bool bound) const;
+
   NonDominatedBoxes boxes_;
 };
 

@@ -3,11 +3,13 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "core/acquisition/acquisition.h"
 #include "core/acquisition/hypervolume_improvement.h"
+#include "core/common/status_macros.h"
 #include "core/objective/pareto.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -84,6 +86,29 @@ TEST(NonDominatedBoxesTest, ExpectedMatchesMonteCarlo) {
     const double expected = boxes.Expected(mean, sd);
     EXPECT_NEAR(expected, sum / kSamples, 0.01 * expected)
         << "dimension " << dimension;
+  }
+}
+
+// Dominated points add no boxes: the boxes of a set are those of its
+// non-dominated points, (k+1)^(D-1) for k of them, and EHVI is the same.
+TEST(NonDominatedBoxesTest, DominatedPointsAddNoBoxes) {
+  std::mt19937_64 rng(13);
+  for (const int dimension : {2, 3}) {
+    const Points all = RandomPoints(40, dimension, rng);
+    Points front;
+    for (int i : objective::NonDominated(all)) front.push_back(all[i]);
+    ASSERT_LT(front.size(), all.size());
+    const std::vector<double> reference(dimension, 1.1);
+    const NonDominatedBoxes with(all, reference);
+    const NonDominatedBoxes without(front, reference);
+    const int k = static_cast<int>(front.size());
+    EXPECT_EQ(with.size(), dimension == 2 ? k + 1 : (k + 1) * (k + 1));
+    EXPECT_EQ(with.size(), without.size());
+    for (const auto& mean : RandomPoints(20, dimension, rng)) {
+      const std::vector<double> sd(dimension, 0.15);
+      const double expected = without.Expected(mean, sd);
+      EXPECT_NEAR(with.Expected(mean, sd), expected, 1e-12 * expected);
+    }
   }
 }
 
@@ -193,6 +218,63 @@ TEST(ParetoAcquisitionTest, TwoObjectivesScoreTheirEhvi) {
   const NonDominatedBoxes boxes(front, reference);
   EXPECT_NEAR(score[0], std::log(boxes.Expected({0.5, -0.5}, {0.2, 1.0})),
               1e-12);
+}
+
+// LinearSurrogate whose screening prediction has the same mean and a
+// variance `bound` (>= 1) above the exact one.
+class ScreenedLinearSurrogate final : public surrogate::Surrogate {
+ public:
+  ScreenedLinearSurrogate(double slope, double offset, double bound)
+      : exact_(slope, offset), bound_(bound) {}
+
+  absl::StatusOr<gp::Prediction> Predict(
+      const Eigen::MatrixXd& X) const override {
+    return exact_.Predict(X);
+  }
+  absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
+      const Eigen::MatrixXd& X) const override {
+    METAOPT_ASSIGN_OR_RETURN(gp::Prediction p, exact_.Predict(X));
+    p.variance.setConstant(bound_);
+    return std::optional<gp::Prediction>(std::move(p));
+  }
+  absl::StatusOr<std::unique_ptr<const surrogate::Surrogate>> WithFantasies(
+      const Eigen::MatrixXd& X) const override {
+    return exact_.WithFantasies(X);
+  }
+
+ private:
+  LinearSurrogate exact_;
+  double bound_;
+};
+
+// ScoreBound, at variances above the exact ones (the first objective's and
+// the other models' screening variances), is never below Score: for both
+// sides of each constraint's bound and across the front.
+TEST(ParetoAcquisitionTest, ScoreBoundBoundsTheScore) {
+  const Points front = {{0.2, -0.8}, {0.8, -0.2}};
+  ParetoAcquisition acquisition(
+      {std::make_shared<ScreenedLinearSurrogate>(-1, 0, 3)},
+      {{std::make_shared<ScreenedLinearSurrogate>(1, 0, 2), true, 0.5},
+       {std::make_shared<ScreenedLinearSurrogate>(1, 0, 5), false, 0.1}},
+      front, {1, 0});
+  Eigen::MatrixXd X(9, 1);
+  X << -1, -0.2, 0, 0.1, 0.3, 0.5, 0.7, 1, 1.5;
+  for (const double variance : {0.01, 0.25, 1.0}) {
+    const Eigen::VectorXd mean = X.col(0) * 0.8 + Eigen::VectorXd::Constant(9, 0.1);
+    METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd exact,
+                                 acquisition.Score(Fixed(mean, variance), X));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Eigen::VectorXd bound,
+        acquisition.ScoreBound(Fixed(mean, 2 * variance), X));
+    for (int i = 0; i < X.rows(); ++i) {
+      EXPECT_GE(bound[i], exact[i] - 1e-12) << X(i, 0) << " " << variance;
+    }
+    // At the exact variances the bound differs only by the constraints met
+    // by their means (log 1 in place of log P).
+    METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd same,
+                                 acquisition.ScoreBound(Fixed(mean, variance), X));
+    EXPECT_GT((same - exact).maxCoeff(), 0);
+  }
 }
 
 TEST(ParetoAcquisitionTest, APickJoinsTheFrontAsBelieved) {

@@ -14,7 +14,6 @@ namespace metaopt::early_stopping {
 namespace {
 
 constexpr int kDefaultMinTrials = 3;
-constexpr int kDefaultReductionFactor = 3;
 constexpr int kMaxReductionFactor = 1000;
 constexpr int kMaxCohortSize = 1000000;
 constexpr int kMaxMinTrials = 1000000;
@@ -34,35 +33,6 @@ int64_t PreviousStep(const TrialCurve& trial) {
   const size_t n = trial.points.size();
   return n >= 2 ? trial.points[n - 2].step : -1;
 }
-
-// The rungs of successive halving (zero settings replaced by their defaults)
-// and the rung a trial's last report crossed.
-class Rungs {
- public:
-  Rungs(int64_t min_resource, int32_t reduction_factor)
-      : eta_(reduction_factor == 0 ? kDefaultReductionFactor
-                                   : reduction_factor),
-        steps_(RungSteps(min_resource == 0 ? 1 : min_resource, eta_)) {}
-
-  int eta() const { return eta_; }
-
-  // The index of the highest rung the trial's last report crossed (previous
-  // step < rung <= last step), or -1.
-  int Crossed(const TrialCurve& trial) const {
-    const int64_t last = trial.points.back().step;
-    const int64_t previous = PreviousStep(trial);
-    for (int k = static_cast<int>(steps_.size()) - 1; k >= 0; --k) {
-      if (steps_[k] <= last) return steps_[k] > previous ? k : -1;
-    }
-    return -1;
-  }
-
-  int64_t step(int k) const { return steps_[k]; }
-
- private:
-  const int eta_;
-  const std::vector<int64_t> steps_;
-};
 
 absl::Status Invalid(const std::string& field, const std::string& rule) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", rule));
@@ -158,7 +128,7 @@ class AshaRuleImpl final : public Rule {
   Decision ShouldStop(const TrialCurve& trial,
                       absl::Span<const TrialCurve> others,
                       v1::Goal goal) const override {
-    const int k = rungs_.Crossed(trial);
+    const int k = rungs_.Crossed(PreviousStep(trial), trial.points.back().step);
     if (k < 0 || rungs_.step(k) < grace_period_) return {};
     const int64_t rung = rungs_.step(k);
     const double value = trial.points.back().value;
@@ -191,20 +161,17 @@ class SuccessiveHalvingRuleImpl final : public Rule {
   Decision ShouldStop(const TrialCurve& trial,
                       absl::Span<const TrialCurve> others,
                       v1::Goal goal) const override {
-    const int k = rungs_.Crossed(trial);
+    const int k = rungs_.Crossed(PreviousStep(trial), trial.points.back().step);
     if (k < 0) return {};
     const int64_t rung = rungs_.step(k);
     const double value = trial.points.back().value;
-    const int64_t cohort = Cohort(trial.trial_id);
-    // floor(cohort_size / eta^(k+1)), at least 1.
-    int64_t quota = cohort_size_;
-    for (int i = 0; i <= k && quota > 0; ++i) quota /= rungs_.eta();
-    quota = std::max<int64_t>(1, quota);
+    const int64_t cohort = CohortOf(trial.trial_id, cohort_size_);
+    const int64_t quota = rungs_.Quota(cohort_size_, k);
     int64_t reached = 0;
     const int64_t better = CountBetterAtRung(
         others, rung, value, goal,
         [&](const TrialCurve& other) {
-          return Cohort(other.trial_id) == cohort;
+          return CohortOf(other.trial_id, cohort_size_) == cohort;
         },
         &reached);
     const bool stop = better >= quota;
@@ -218,10 +185,6 @@ class SuccessiveHalvingRuleImpl final : public Rule {
   std::string name() const override { return "successive_halving"; }
 
  private:
-  int64_t Cohort(int64_t trial_id) const {
-    return (trial_id - 1) / cohort_size_;
-  }
-
   const Rungs rungs_;
   const int64_t cohort_size_;
 };
@@ -250,6 +213,23 @@ class ThresholdRuleImpl final : public Rule {
 };
 
 }  // namespace
+
+Rungs::Rungs(int64_t min_resource, int32_t reduction_factor)
+    : eta_(reduction_factor == 0 ? kDefaultReductionFactor : reduction_factor),
+      steps_(RungSteps(min_resource == 0 ? 1 : min_resource, eta_)) {}
+
+int64_t Rungs::Quota(int64_t cohort_size, int k) const {
+  int64_t quota = cohort_size;
+  for (int i = 0; i <= k && quota > 0; ++i) quota /= eta_;
+  return std::max<int64_t>(1, quota);
+}
+
+int Rungs::Crossed(int64_t previous_step, int64_t last_step) const {
+  for (int k = static_cast<int>(steps_.size()) - 1; k >= 0; --k) {
+    if (steps_[k] <= last_step) return steps_[k] > previous_step ? k : -1;
+  }
+  return -1;
+}
 
 std::vector<int64_t> RungSteps(int64_t min_resource, int reduction_factor) {
   std::vector<int64_t> rungs;

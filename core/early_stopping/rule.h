@@ -63,6 +63,38 @@ absl::Status ValidateEarlyStoppingSpec(const v1::EarlyStoppingSpec& spec,
 absl::StatusOr<std::unique_ptr<Rule>> CreateRule(
     const v1::EarlyStoppingSpec& spec);
 
+// The reduction factor of asha and successive_halving when it is 0.
+inline constexpr int kDefaultReductionFactor = 3;
+
+// The rungs of successive halving (asha, successive_halving) with zero
+// settings replaced by their defaults. Immutable.
+class Rungs {
+ public:
+  Rungs(int64_t min_resource, int32_t reduction_factor);
+
+  int eta() const { return eta_; }
+  int64_t step(int k) const { return steps_[k]; }
+
+  // The index of the highest rung a report at `last_step` crossed, its
+  // trial's previous largest step being `previous_step` (-1: none):
+  // previous_step < rung <= last_step. -1 when it crossed none.
+  int Crossed(int64_t previous_step, int64_t last_step) const;
+
+  // How many trials of a cohort of `cohort_size` pass rung k in synchronous
+  // successive halving: floor(cohort_size / eta^(k+1)), at least 1.
+  int64_t Quota(int64_t cohort_size, int k) const;
+
+ private:
+  const int eta_;
+  const std::vector<int64_t> steps_;
+};
+
+// The cohort of successive_halving a trial belongs to: trials 1..N are
+// cohort 0, N+1..2N cohort 1, ... (N = `cohort_size`).
+inline int64_t CohortOf(int64_t trial_id, int64_t cohort_size) {
+  return (trial_id - 1) / cohort_size;
+}
+
 // The rungs of successive halving: min_resource * reduction_factor^k for
 // k = 0, 1, ... while the product fits int64, increasing. Exposed for tests.
 std::vector<int64_t> RungSteps(int64_t min_resource, int reduction_factor);

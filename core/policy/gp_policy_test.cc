@@ -10,6 +10,7 @@
 #include "tests/testutil/conditional_problem.h"
 #include "core/policy/policy_factory.h"
 #include "tests/testutil/prepared_fit_check.h"
+#include "core/policy/output_fit_cache.h"
 #include "core/policy/random_policy.h"
 #include "core/space/encoding.h"
 #include "gmock/gmock.h"
@@ -237,6 +238,70 @@ TEST(GpPolicyTest, InitialDesignThenModelAndStateRoundTrip) {
     EXPECT_EQ(space::ConfigurationKey(a.configurations[i]),
               space::ConfigurationKey(b.configurations[i]));
   }
+}
+
+// The other objective's GP keeps its hyperparameter fit across Suggests
+// (OutputFitCache): a Suggest that reads the kept fit suggests what one that
+// fits afresh does.
+TEST(GpPolicyTest, KeptOutputFitsSuggestWhatAFreshFitDoes) {
+  v1::StudySpec spec = BoxSpec(2, 0, 1, 9);
+  spec.clear_objective();
+  v1::Objective* branin = spec.add_objectives();
+  branin->set_name("branin");
+  branin->set_goal(v1::GOAL_MINIMIZE);
+  v1::Objective* cost = spec.add_objectives();
+  cost->set_name("cost");
+  cost->set_goal(v1::GOAL_MINIMIZE);
+  *spec.mutable_objective() = spec.objectives(0);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  space::Rng sample_rng(5);
+  std::vector<v1::Trial> trials = BraninTrials(*space, 30, sample_rng);
+  for (v1::Trial& trial : trials) {
+    (*trial.mutable_metrics())["branin"] = trial.value();
+    (*trial.mutable_metrics())["cost"] =
+        std::exp(2 * Number(trial.configuration(), 0, "x0"));
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+  StudyView view{&spec, &*space, &trials};
+  OutputFitCache::Global().Clear();
+  space::Rng rng_a(77), rng_b(77);
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult fresh,
+                               policy->Suggest(view, 2, rng_a));
+  EXPECT_EQ(fresh.source, "gp/ehvi");
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult kept,
+                               policy->Suggest(view, 2, rng_b));
+  ASSERT_EQ(fresh.configurations.size(), 2u);
+  ASSERT_EQ(kept.configurations.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(space::ConfigurationKey(fresh.configurations[i]),
+              space::ConfigurationKey(kept.configurations[i]));
+  }
+  EXPECT_TRUE(rng_a == rng_b);
+}
+
+TEST(OutputFitCacheTest, FindsOnlyEqualKeysAndDropsTheOldest) {
+  OutputFitCache cache;
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::GaussianProcess model,
+                               gp::GaussianProcess::Create("matern52", 2));
+  OutputFitKey key{"matern52", Eigen::MatrixXd::Identity(2, 2),
+                   Eigen::VectorXd::Ones(2), 7, 30};
+  EXPECT_FALSE(cache.Find(key).has_value());
+  cache.Insert(key, model);
+  ASSERT_TRUE(cache.Find(key).has_value());
+  EXPECT_EQ(cache.Find(key)->hyperparameters(), model.hyperparameters());
+  OutputFitKey other = key;
+  other.y[1] = std::nextafter(1.0, 2.0);
+  EXPECT_FALSE(cache.Find(other).has_value());
+  other = key;
+  other.seed = 8;
+  EXPECT_FALSE(cache.Find(other).has_value());
+  for (size_t i = 0; i < OutputFitCache::kCapacity; ++i) {
+    OutputFitKey filler = key;
+    filler.seed = 100 + i;
+    cache.Insert(filler, model);
+  }
+  EXPECT_FALSE(cache.Find(key).has_value());
 }
 
 TEST(GpPolicyTest, CatalogueStudiesPickUntriedEntries) {

@@ -1,5 +1,7 @@
 #include "core/policy/pareto_step.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "core/objective/objective.h"
 #include "core/objective/study_objectives.h"
 #include "core/policy/model_based.h"
+#include "core/policy/output_fit_cache.h"
 #include "core/surrogate/surrogate.h"
 
 namespace metaopt::policy {
@@ -19,6 +22,20 @@ namespace {
 // The hyperparameter fit of each other output's GP (FitOutputModel).
 constexpr int kOutputFitIterations = 30;
 constexpr int kOutputFitPoints = 64;
+
+// How many of an output's n observations its hyperparameters are fitted on:
+// the largest of 1, 2, ..., p + max(1, floor(p / 10)), ... not above n. So
+// they are refitted once the observations grew by a tenth, as the main GP's
+// quick refits (GpPolicyOptions.refit_growth), and in between the fit's
+// inputs are unchanged: OutputFitCache reads it instead of fitting again.
+int64_t FittedPrefix(int64_t n) {
+  int64_t p = 1;
+  while (true) {
+    const int64_t next = p + std::max<int64_t>(1, p / 10);
+    if (next > n) return p;
+    p = next;
+  }
+}
 
 // A GP of one more output (another objective, minimised, or a constrained
 // metric) on the surrogate's inputs: fitted on the observations that report
@@ -47,22 +64,35 @@ absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
   METAOPT_ASSIGN_OR_RETURN(
       gp::GaussianProcess prior,
       gp::GaussianProcess::Create("matern52", data.X.cols()));
-  // Refitted at every Suggest from the defaults, so stateless: one L-BFGS
-  // start of kOutputFitIterations iterations (not the clock: equal histories
-  // give equal suggestions) on at most kOutputFitPoints observations, then
-  // conditioned on all of them.
-  gp::FitOptions options;
-  options.num_starts = 1;
-  options.max_iterations = kOutputFitIterations;
-  options.time_budget = absl::InfiniteDuration();
-  options.seed = rng();
-  const TrainingData sample = FitSample(data, kOutputFitPoints);
-  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
-                           gp::Fit(prior, sample.X, sample.y, options));
-  if (sample.y.size() < data.y.size()) {
-    METAOPT_ASSIGN_OR_RETURN(
-        posterior, gp::Condition(posterior.model(), data.X, data.y));
+  // Fitted from the defaults on the first FittedPrefix(n) observations (at
+  // most kOutputFitPoints of them), by one L-BFGS start of
+  // kOutputFitIterations iterations (not the clock) seeded by that prefix's
+  // size: a function of the history alone, so equal histories give equal
+  // suggestions and the fit is kept across Suggests (OutputFitCache). Then
+  // conditioned on all observations.
+  (void)rng();  // the draw the fit's seed once was: later draws stay the same
+  const int64_t prefix = FittedPrefix(data.y.size());
+  TrainingData fitted_on;
+  fitted_on.X = data.X.topRows(prefix);
+  fitted_on.y = data.y.head(prefix);
+  const TrainingData sample = FitSample(fitted_on, kOutputFitPoints);
+  OutputFitKey key{std::string(prior.kernel().name()), sample.X, sample.y,
+                   static_cast<uint64_t>(prefix), kOutputFitIterations};
+  std::optional<gp::GaussianProcess> fitted =
+      OutputFitCache::Global().Find(key);
+  if (!fitted.has_value()) {
+    gp::FitOptions options;
+    options.num_starts = 1;
+    options.max_iterations = kOutputFitIterations;
+    options.time_budget = absl::InfiniteDuration();
+    options.seed = key.seed;
+    METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior on_sample,
+                             gp::Fit(prior, sample.X, sample.y, options));
+    fitted = on_sample.model();
+    OutputFitCache::Global().Insert(std::move(key), *fitted);
   }
+  METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
+                           gp::Condition(*fitted, data.X, data.y));
   std::shared_ptr<const surrogate::Surrogate> model =
       std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
   if (pending.rows() > 0) {

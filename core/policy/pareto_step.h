@@ -32,8 +32,9 @@ using InputsOf = std::function<absl::StatusOr<Eigen::MatrixXd>(
     const std::vector<v1::Configuration>&)>;
 
 // The Pareto acquisition of `study`: GPs (Matern 5/2, hyperparameters fitted
-// at every call by one L-BFGS start of 30 iterations on at most 64
-// observations, its seed drawn from `rng`) of the other objectives (minimised)
+// by one L-BFGS start of 30 iterations on at most 64 of the first
+// observations, refitted once the observations grew by a tenth and kept
+// across calls in between; one draw from `rng`) of the other objectives (minimised)
 // and the constrained metrics on the observations that report them, each
 // conditioned on `pending` (model inputs) as fantasies; the front of the
 // feasible observations; the study's reference point (docs/api.md). The

@@ -94,11 +94,6 @@ absl::Status CanonicalizeSeveral(const v1::StudySpec& spec,
                    "differs from spec.objectives[0]; with several objectives "
                    "leave it unset (or equal to the first)");
   }
-  if (spec.has_early_stopping()) {
-    return Invalid("spec.early_stopping",
-                   "is not supported with several objectives; a rule ranks "
-                   "trials by one value");
-  }
   *out->mutable_objective() = spec.objectives(0);
   return absl::OkStatus();
 }

@@ -331,6 +331,92 @@ TEST_F(EarlyStoppingTest, AshaRanksByTheMetricWithTheObjectivesGoal) {
   EXPECT_THAT(second->reason(), HasSubstr("asha: value 0.7 at rung 0"));
 }
 
+// accuracy (the value, maximised) against fit_seconds (minimised), subject
+// to memory_mb <= 300, stopped by ASHA over Pareto ranks (eta 2).
+v1::StudySpec TwoObjectiveAsha() {
+  v1::StudySpec spec = PipelineSpec();
+  spec.clear_objective();
+  v1::Objective* accuracy = spec.add_objectives();
+  accuracy->set_name("accuracy");
+  accuracy->set_goal(v1::GOAL_MAXIMIZE);
+  v1::Objective* seconds = spec.add_objectives();
+  seconds->set_name("fit_seconds");
+  seconds->set_goal(v1::GOAL_MINIMIZE);
+  v1::Constraint* memory = spec.add_constraints();
+  memory->set_metric("memory_mb");
+  memory->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
+  memory->set_bound(300);
+  spec.mutable_early_stopping()->mutable_asha()->set_min_resource(1);
+  spec.mutable_early_stopping()->mutable_asha()->set_reduction_factor(2);
+  return spec;
+}
+
+TEST_F(EarlyStoppingTest, TwoObjectiveAshaStopsByParetoRank) {
+  UseSqlite();
+  ASSERT_THAT(Create(TwoObjectiveAsha()), IsOk());
+  const std::vector<int64_t> ids = Suggest(4);
+  ASSERT_EQ(ids.size(), 4u);
+  // Every report carries every objective and constrained metric; a refused
+  // report records nothing.
+  EXPECT_THAT(Report(ids[0], 1, 0.8, {{"memory_mb", 100}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics[\"fit_seconds\"]: missing")));
+  EXPECT_THAT(Report(ids[0], 1, 0.8, {{"fit_seconds", 10}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metrics[\"memory_mb\"]: missing")));
+  EXPECT_THAT(
+      Report(ids[0], 1, 0.8,
+             {{"accuracy", 0.7}, {"fit_seconds", 10}, {"memory_mb", 100}}),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("metrics[\"accuracy\"]: 0.7 differs from value 0.8")));
+  EXPECT_EQ(Get(ids[0]).intermediate_values_size(), 0);
+  // Alone at rung 0 (step 1): continues.
+  auto first = Report(ids[0], 1, 0.8,
+                      {{"accuracy", 0.8}, {"fit_seconds", 10}, {"memory_mb", 100}});
+  ASSERT_THAT(first, IsOk());
+  EXPECT_FALSE(first->should_stop()) << first->reason();
+  // Less accurate and slower than trial 1: dominated; of 2, 1 continues.
+  auto dominated =
+      Report(ids[1], 1, 0.7, {{"fit_seconds", 20}, {"memory_mb", 100}});
+  ASSERT_THAT(dominated, IsOk());
+  EXPECT_TRUE(dominated->should_stop());
+  EXPECT_THAT(dominated->reason(),
+              HasSubstr("asha: targets (-0.7, 20) at rung 0 (step 1) rank 2 "
+                        "of 2 trial(s) there (Pareto front 2)"));
+  // Better in both objectives but over the memory bound: ranks after the
+  // feasible trials.
+  auto infeasible =
+      Report(ids[2], 1, 0.9, {{"fit_seconds", 5}, {"memory_mb", 400}});
+  ASSERT_THAT(infeasible, IsOk());
+  EXPECT_TRUE(infeasible->should_stop());
+  EXPECT_THAT(infeasible->reason(),
+              HasSubstr("violating the constraints by 100"));
+  // On the first front with trial 1 and the most accurate: of 4, 2 continue
+  // and it is the first.
+  auto front = Report(ids[3], 1, 0.95, {{"fit_seconds", 30}, {"memory_mb", 200}});
+  ASSERT_THAT(front, IsOk());
+  EXPECT_FALSE(front->should_stop()) << front->reason();
+  // The rule and the reports survive a restart: at rung 1 (step 2) trial 4,
+  // now dominated by trial 1's report there, stops.
+  Restart();
+  ASSERT_THAT(Report(ids[0], 2, 0.85, {{"fit_seconds", 12}, {"memory_mb", 100}}),
+              IsOk());
+  auto later = Report(ids[3], 2, 0.6, {{"fit_seconds", 40}, {"memory_mb", 200}});
+  ASSERT_THAT(later, IsOk());
+  EXPECT_TRUE(later->should_stop());
+  EXPECT_THAT(later->reason(), HasSubstr("at rung 1 (step 2) rank 2 of 2"));
+  // A stopped trial ends STOPPED, observed with every objective.
+  v1::ObserveRequest observe;
+  observe.set_study_id("s");
+  observe.set_trial_id(ids[1]);
+  (*observe.mutable_metrics())["accuracy"] = 0.7;
+  (*observe.mutable_metrics())["fit_seconds"] = 20;
+  (*observe.mutable_metrics())["memory_mb"] = 100;
+  auto stopped = engine_->Observe(observe);
+  ASSERT_THAT(stopped, IsOk());
+  EXPECT_EQ(stopped->trial().state(), v1::TRIAL_STATE_STOPPED);
+}
+
 TEST_F(EarlyStoppingTest, ReportExtendsTheLease) {
   ASSERT_THAT(Create(PipelineSpec()), IsOk());
   const int64_t id = Suggest(1).at(0);

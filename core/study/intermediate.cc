@@ -2,10 +2,14 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "core/common/proto_time.h"
+#include "core/common/status_macros.h"
+#include "core/common/strings.h"
+#include "core/objective/objective.h"
 
 namespace metaopt::study {
 
@@ -139,6 +143,86 @@ early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
     curve.points.push_back({last.step(), it->second});
   }
   return curve;
+}
+
+namespace {
+
+// The report's point, or nullopt when it lacks an objective's value.
+std::optional<early_stopping::ParetoPoint> ParetoPointOf(
+    const v1::IntermediateValue& report,
+    const objective::StudyObjectives& objectives) {
+  early_stopping::ParetoPoint point;
+  point.step = report.step();
+  absl::flat_hash_map<std::string, double> metrics(report.metrics().begin(),
+                                                   report.metrics().end());
+  metrics[objectives.objective(0).name()] = report.value();
+  for (int i = 0; i < objectives.size(); ++i) {
+    const v1::Objective& objective = objectives.objective(i);
+    const auto it = metrics.find(objective.name());
+    if (it == metrics.end()) return std::nullopt;
+    point.targets.push_back(objective::Minimized(it->second, objective.goal()));
+  }
+  point.violation =
+      objective::TotalViolation(objectives.constraints(), metrics);
+  return point;
+}
+
+}  // namespace
+
+early_stopping::ParetoCurve ParetoCurveOf(
+    const v1::Trial& trial, const objective::StudyObjectives& objectives,
+    const v1::IntermediateValue* last) {
+  early_stopping::ParetoCurve curve;
+  curve.trial_id = trial.id();
+  curve.state = trial.state();
+  curve.points.reserve(trial.intermediate_values_size() + 1);
+  auto add = [&](const v1::IntermediateValue& report) {
+    std::optional<early_stopping::ParetoPoint> point =
+        ParetoPointOf(report, objectives);
+    if (point.has_value()) curve.points.push_back(*std::move(point));
+  };
+  for (const v1::IntermediateValue& report : trial.intermediate_values()) {
+    add(report);
+  }
+  if (last != nullptr) add(*last);
+  return curve;
+}
+
+absl::Status CheckParetoReport(const v1::ReportIntermediateRequest& request,
+                               const objective::StudyObjectives& objectives,
+                               const std::string& study_id) {
+  const std::string& first = objectives.objective(0).name();
+  if (const auto it = request.metrics().find(first);
+      it != request.metrics().end() && it->second != request.value()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics[", Quote(first), "]: ", FormatNumber(it->second),
+        " differs from value ", FormatNumber(request.value()),
+        "; the value is the first objective's (leave it out of metrics or "
+        "repeat it)"));
+  }
+  auto require = [&](const std::string& name,
+                     const char* why) -> absl::Status {
+    if (name == first || request.metrics().contains(name)) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics[", Quote(name), "]: missing; study ",
+                     Quote(study_id), why));
+  };
+  for (int i = 1; i < objectives.size(); ++i) {
+    METAOPT_RETURN_IF_ERROR(require(
+        objectives.objective(i).name(),
+        " stops trials by the Pareto rank of their reports "
+        "(spec.early_stopping with several objectives), so every report "
+        "carries every objective's value"));
+  }
+  for (const objective::Constraint& constraint : objectives.constraints()) {
+    METAOPT_RETURN_IF_ERROR(require(
+        constraint.metric,
+        " stops trials by the Pareto rank of their reports and constrains "
+        "this metric (spec.constraints), so every report carries it"));
+  }
+  return absl::OkStatus();
 }
 
 v1::Goal StoppingGoal(const v1::StudySpec& spec) {

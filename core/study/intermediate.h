@@ -10,7 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/early_stopping/pareto_rule.h"
 #include "core/early_stopping/rule.h"
+#include "core/objective/study_objectives.h"
 #include "metaopt/v1/optimizer_service.pb.h"
 
 namespace metaopt::study {
@@ -89,6 +91,24 @@ early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
 early_stopping::TrialCurve CurveOf(const v1::Trial& trial,
                                    const v1::IntermediateValue& last,
                                    const std::string& metric);
+
+// The trial's reports as points of a study with several objectives: each
+// report's minimised targets (the first objective's from its value, the
+// others' from its metrics) and its summed constraint violation (a missing
+// constrained metric violates infinitely); reports that lack an objective's
+// value are left out. With `last`, a step past its last, reported too.
+early_stopping::ParetoCurve ParetoCurveOf(
+    const v1::Trial& trial, const objective::StudyObjectives& objectives,
+    const v1::IntermediateValue* last = nullptr);
+
+// OK when `request`, a report to study `study_id` with several objectives
+// and an early-stopping rule, carries what the rule ranks: every further
+// objective's value and every constrained metric in its metrics, and the
+// first objective's as its value (if metrics holds it too, equal).
+// INVALID_ARGUMENT naming the metric otherwise.
+absl::Status CheckParetoReport(const v1::ReportIntermediateRequest& request,
+                               const objective::StudyObjectives& objectives,
+                               const std::string& study_id);
 
 // The goal the study's early-stopping rule follows: `spec.metric_goal` when it
 // compares a metric and sets one, else the objective's.

@@ -150,7 +150,12 @@ absl::StatusOr<std::shared_ptr<LiveStudy>> LoadStudy(
     live->candidate_key_list.push_back(space::ConfigurationKey(candidate));
     live->candidate_keys.insert(live->candidate_key_list.back());
   }
-  if (live->stored.spec().has_early_stopping()) {
+  if (live->stored.spec().has_early_stopping() &&
+      live->objectives->multiple()) {
+    METAOPT_ASSIGN_OR_RETURN(live->pareto_stopping_rule,
+                             early_stopping::CreateParetoRule(
+                                 live->stored.spec().early_stopping()));
+  } else if (live->stored.spec().has_early_stopping()) {
     METAOPT_ASSIGN_OR_RETURN(
         live->stopping_rule,
         early_stopping::CreateRule(live->stored.spec().early_stopping()));

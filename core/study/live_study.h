@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/common/mutex.h"
+#include "core/early_stopping/pareto_rule.h"
 #include "core/early_stopping/rule.h"
 #include "core/objective/study_objectives.h"
 #include "core/policy/policy.h"
@@ -67,8 +68,10 @@ struct LiveStudy : std::enable_shared_from_this<LiveStudy> {
   std::vector<std::string> candidate_key_list;
   // What the study optimizes (its objectives and constraints).
   std::unique_ptr<const objective::StudyObjectives> objectives;
-  // The spec's early-stopping rule; null: trials are never stopped.
+  // The spec's early-stopping rule; null: trials are never stopped. A study
+  // with several objectives has pareto_stopping_rule instead.
   std::unique_ptr<const early_stopping::Rule> stopping_rule;
+  std::unique_ptr<const early_stopping::ParetoRule> pareto_stopping_rule;
 
   // Set (once) with `deleted`, readable without `mu`: the engine then loads
   // the study afresh instead of using this copy (it may have been created

@@ -163,8 +163,25 @@ TEST_F(ObjectivesTest, SpecsAreValidatedNamingTheFieldAndRule) {
   stopping.mutable_early_stopping()->mutable_median();
   EXPECT_THAT(Create(stopping),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("spec.early_stopping: is not supported with "
-                                 "several objectives")));
+                       HasSubstr("spec.early_stopping.median: is not "
+                                 "supported with several objectives")));
+  stopping.mutable_early_stopping()->mutable_threshold()->set_threshold(0.5);
+  EXPECT_THAT(Create(stopping),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.early_stopping.threshold: is not "
+                                 "supported with several objectives")));
+  stopping.mutable_early_stopping()->mutable_asha();
+  stopping.mutable_early_stopping()->set_metric("loss");
+  EXPECT_THAT(Create(stopping),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.early_stopping.metric: \"loss\" is "
+                                 "not supported with several objectives")));
+  stopping.mutable_early_stopping()->clear_metric();
+  stopping.mutable_early_stopping()->mutable_asha()->set_reduction_factor(1);
+  EXPECT_THAT(Create(stopping),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.early_stopping.asha.reduction_factor: "
+                                 "1 is outside [2, 1000]")));
 }
 
 TEST_F(ObjectivesTest, ObjectivesAreStoredCanonically) {

@@ -13,6 +13,7 @@
 #include "core/common/status_macros.h"
 #include "core/policy/policy_factory.h"
 #include "core/common/strings.h"
+#include "core/early_stopping/pareto_rule.h"
 #include "core/early_stopping/rule.h"
 #include "core/space/encoding.h"
 #include "core/space/search_space.h"
@@ -268,6 +269,10 @@ absl::Status ValidateCreateStudyRequest(const v1::CreateStudyRequest& request,
   if (request.spec().has_early_stopping()) {
     METAOPT_RETURN_IF_ERROR(early_stopping::ValidateEarlyStoppingSpec(
         request.spec().early_stopping(), "spec.early_stopping"));
+    if (request.spec().objectives_size() > 1) {
+      METAOPT_RETURN_IF_ERROR(early_stopping::CheckParetoRule(
+          request.spec().early_stopping(), "spec.early_stopping"));
+    }
   }
   return CheckSpecLimits(request.spec(), options);
 }

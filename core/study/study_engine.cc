@@ -177,15 +177,27 @@ void MarkStopIfDue(LiveStudy& study,
                          ": ", reason));
     return;
   }
-  if (recorded != Recorded::kExtends || study.stopping_rule == nullptr) return;
-  std::vector<early_stopping::TrialCurve> others;
-  for (const v1::Trial& other : study.trials.all()) {
-    if (other.id() == id || other.intermediate_values().empty()) continue;
-    others.push_back(CurveOf(other, metric));
+  if (recorded != Recorded::kExtends) return;
+  early_stopping::Decision decision;
+  if (study.pareto_stopping_rule != nullptr) {
+    // Several objectives: the reports' targets and constraint violations.
+    std::vector<early_stopping::ParetoCurve> others;
+    for (const v1::Trial& other : study.trials.all()) {
+      if (other.id() == id || other.intermediate_values().empty()) continue;
+      others.push_back(ParetoCurveOf(other, *study.objectives));
+    }
+    decision = study.pareto_stopping_rule->ShouldStop(
+        ParetoCurveOf(active, *study.objectives, &value), others);
+  } else if (study.stopping_rule != nullptr) {
+    std::vector<early_stopping::TrialCurve> others;
+    for (const v1::Trial& other : study.trials.all()) {
+      if (other.id() == id || other.intermediate_values().empty()) continue;
+      others.push_back(CurveOf(other, metric));
+    }
+    decision = study.stopping_rule->ShouldStop(
+        CurveOf(active, value, metric), others,
+        StoppingGoal(study.stored.spec()));
   }
-  const early_stopping::Decision decision = study.stopping_rule->ShouldStop(
-      CurveOf(active, value, metric), others,
-      StoppingGoal(study.stored.spec()));
   if (decision.stop) {
     SetStopMark(trial, request.step(), decision.reason);
     LogInfo(absl::StrCat("study \"", request.study_id(), "\": trial ", id,
@@ -750,6 +762,10 @@ absl::StatusOr<v1::ReportIntermediateResponse> StudyEngine::ReportIntermediate(
               "metrics: no \"", metric, "\"; study \"", request.study_id(),
               "\" stops trials by that metric (spec.early_stopping.metric), "
               "so every report must carry it"));
+        }
+        if (study.pareto_stopping_rule != nullptr) {
+          METAOPT_RETURN_IF_ERROR(CheckParetoReport(
+              request, *study.objectives, request.study_id()));
         }
         const int64_t trial_bytes = study.trials.intermediate_bytes(id);
         v1::IntermediateValue value;
