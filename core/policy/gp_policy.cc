@@ -28,14 +28,11 @@ absl::Status ValidateFitOptions(const gp::FitOptions& fit,
 absl::Status ValidateGpPolicyOptions(const GpPolicyOptions& options) {
   METAOPT_RETURN_IF_ERROR(ValidateFitOptions(options.full_fit, "full_fit"));
   METAOPT_RETURN_IF_ERROR(ValidateFitOptions(options.quick_fit, "quick_fit"));
-  if (options.initial_trials < 0 ||
-      options.multi_objective_initial_trials < 0 ||
-      !(options.refit_growth >= 0.0) ||
+  if (options.initial_trials < 0 || !(options.refit_growth >= 0.0) ||
       !std::isfinite(options.refit_growth) || options.max_fit_points < 0 ||
       options.max_fit_points == 1) {
     return absl::InvalidArgumentError(
-        "GP policy options: need initial_trials >= 0, "
-        "multi_objective_initial_trials >= 0, a finite refit_growth "
+        "GP policy options: need initial_trials >= 0, a finite refit_growth "
         ">= 0 and max_fit_points 0 (all) or >= 2");
   }
   return absl::OkStatus();
@@ -72,8 +69,6 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
   state->set_kernel(kernel);
   const int initial_trials = spec.algorithm().initial_trials() > 0
                                  ? spec.algorithm().initial_trials()
-                             : spec.objectives_size() > 1
-                                 ? options.multi_objective_initial_trials
                                  : options.initial_trials;
   std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
       acquisition::EncodeCatalogue(spec, encoder);

@@ -23,12 +23,8 @@ namespace metaopt::policy {
 
 struct GpPolicyOptions {
   // Random suggestions before the GP takes over (AlgorithmSpec.initial_trials
-  // overrides it when positive), in a study with one objective and in one
-  // with several. With several objectives the GP's picks after 5 random
-  // trials do worse than random picks at 10 trials (hypervolume regret on
-  // oboe's training tasks, docs/benchmarks.md): the front needs the spread.
+  // overrides it when positive).
   int initial_trials = 5;
-  int multi_objective_initial_trials = 10;
   std::string kernel = "matern52";
   // Suggest-time fits stop on iteration counts, not on the clock, so equal
   // histories give equal suggestions on any machine; their cost is bounded by

@@ -239,11 +239,17 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
     return count - static_cast<int>(result.configurations.size());
   };
   if (remaining() == 0) return finish();
-  // `k` random configurations more, the step named `source`.
+  // `k` random configurations more, the step named `source`. With several
+  // objectives a catalogue's structures are drawn uniformly first
+  // (RandomPolicy::SampleStructures): the front runs across algorithms whose
+  // entries the catalogue holds in very different numbers.
   auto add_random = [&](int k, const char* source) {
     HeldConfigurations held(study);
     held.Add(result.configurations);
-    Append(RandomPolicy::Sample(study, held, k, rng), result.configurations);
+    Append(study.spec->objectives_size() > 1
+               ? RandomPolicy::SampleStructures(study, held, k, rng)
+               : RandomPolicy::Sample(study, held, k, rng),
+           result.configurations);
     sources.push_back(source);
   };
 
