@@ -62,6 +62,12 @@ constexpr MethodRow kMethodTable[] = {
      "training tasks) first, then random search"},
     {"gp", "kind: ALGORITHM_KIND_GP model: \"none\"", true,
      "GP (Matern-5/2 ARD) + EI over the catalogue, no transfer"},
+    {"gp-parego",
+     "kind: ALGORITHM_KIND_GP model: \"none\" multi_objective_acquisition: "
+     "MULTI_OBJECTIVE_ACQUISITION_PAREGO",
+     true,
+     "GP + EI on ParEGO's scalarisation of several objectives (a weight "
+     "vector per Suggest), no transfer; with one objective the same as gp"},
     {"gp+portfolio", "kind: ALGORITHM_KIND_GP model: \"{data}-portfolio\"",
      false, "GP + EI after the zero-shot portfolio of the registry model"},
     {"gp+metabu", "kind: ALGORITHM_KIND_GP model: \"{data}-portfolio\"", true,

@@ -10,18 +10,27 @@
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "core/objective/objective.h"
+#include "core/policy/parego_step.h"
 #include "core/policy/pareto_step.h"
 #include "core/policy/random_policy.h"
 
 namespace metaopt::policy {
 
-TrainingData CollectTrainingData(const StudyView& study,
-                                 const space::Encoder& encoder) {
+TrainingData CollectTrainingData(
+    const StudyView& study, const space::Encoder& encoder,
+    const std::vector<std::optional<double>>* targets) {
   const v1::Goal goal = study.spec->objective().goal();
   std::vector<const v1::Trial*> completed;
-  for (const v1::Trial& trial : *study.trials) {
-    if (IsObservation(trial)) {
-      completed.push_back(&trial);
+  std::vector<double> values;
+  const std::vector<v1::Trial>& trials = *study.trials;
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (!IsObservation(trials[i])) continue;
+    if (targets == nullptr) {
+      completed.push_back(&trials[i]);
+      values.push_back(objective::Minimized(trials[i].value(), goal));
+    } else if ((*targets)[i].has_value()) {
+      completed.push_back(&trials[i]);
+      values.push_back(*(*targets)[i]);
     }
   }
   TrainingData data;
@@ -30,7 +39,7 @@ TrainingData CollectTrainingData(const StudyView& study,
   data.y.resize(static_cast<Eigen::Index>(completed.size()));
   for (size_t i = 0; i < completed.size(); ++i) {
     data.X.row(i) = encoder.Encode(completed[i]->configuration()).transpose();
-    data.y[i] = objective::Minimized(completed[i]->value(), goal);
+    data.y[i] = values[i];
   }
   std::vector<int> order(completed.size());
   std::iota(order.begin(), order.end(), 0);
@@ -94,11 +103,22 @@ void Append(std::vector<v1::Configuration> more,
   for (v1::Configuration& c : more) out.push_back(std::move(c));
 }
 
+// With ParEGO: draws the step's weight vector from `rng` into `parego` and
+// replaces `data` by the observations' scalarised values.
+void UseParegoTargets(const StudyView& study, const space::Encoder& encoder,
+                      space::Rng& rng, std::optional<ParegoTargets>& parego,
+                      TrainingData& data) {
+  if (!UsesParego(*study.spec)) return;
+  parego = DrawParegoTargets(study, rng);
+  data = CollectTrainingData(study, encoder, &parego->values);
+}
+
 // EI picks under `fitted`, with the study's pending trials and `picks` as
-// fantasies.
+// fantasies (`parego`: the values `data` holds, with ParEGO).
 absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
     const StudyView& study, const std::vector<v1::Configuration>& picks,
     const SurrogateSuggestSteps& steps, const TrainingData& data,
+    const std::optional<ParegoTargets>& parego,
     const PreparedSurrogate& fit, int count, space::Rng& rng) {
   const FittedSurrogate& fitted = *fit.fitted;
   Eigen::MatrixXd pending = PendingInputs(study, picks, *steps.encoder);
@@ -117,14 +137,17 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
   // The incumbent of the minimised objective (data.y is Minimized), or with
   // several objectives or constraints the Pareto acquisition.
   std::unique_ptr<const acquisition::AcquisitionFunction> owned;
-  if (SeveralOutputs(*study.spec)) {
-    const space::Encoder& encoder = *steps.encoder;
-    const InputsOf inputs_of = [&](const std::vector<v1::Configuration>& c)
-        -> absl::StatusOr<Eigen::MatrixXd> {
-      Eigen::MatrixXd X = encoder.EncodeBatch(c);
-      if (fitted.inputs == nullptr) return X;
-      return fitted.inputs(X);
-    };
+  const space::Encoder& encoder = *steps.encoder;
+  const InputsOf inputs_of = [&](const std::vector<v1::Configuration>& c)
+      -> absl::StatusOr<Eigen::MatrixXd> {
+    Eigen::MatrixXd X = encoder.EncodeBatch(c);
+    if (fitted.inputs == nullptr) return X;
+    return fitted.inputs(X);
+  };
+  if (parego.has_value()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        owned, ParegoStepAcquisition(study, *parego, inputs_of, pending, rng));
+  } else if (SeveralOutputs(*study.spec)) {
     METAOPT_ASSIGN_OR_RETURN(
         owned, ParetoStepAcquisition(study, inputs_of, pending, rng));
   } else {
@@ -166,9 +189,12 @@ bool PreparedSurrogate::Matches(uint64_t producer_id, const TrainingData& data,
 absl::StatusOr<std::shared_ptr<const PreparedFit>> PrepareSurrogate(
     const StudyView& study, const space::Rng& rng,
     const SurrogateSuggestSteps& steps) {
-  const TrainingData data = CollectTrainingData(study, *steps.encoder);
+  TrainingData data = CollectTrainingData(study, *steps.encoder);
   if (data.y.size() < steps.min_observations) return nullptr;
   space::Rng copy = rng;
+  std::optional<ParegoTargets> parego;
+  UseParegoTargets(study, *steps.encoder, copy, parego, data);
+  if (data.y.size() < steps.min_observations) return nullptr;
   std::shared_ptr<PreparedSurrogate> fit = FitNow(data, copy, steps);
   if (fit->fitted.ok() && fit->fitted->catalogue != nullptr) {
     HeldConfigurations held(study);
@@ -213,6 +239,19 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
     return count - static_cast<int>(result.configurations.size());
   };
   if (remaining() == 0) return finish();
+  // `k` random configurations more, the step named `source`. With several
+  // objectives a catalogue's structures are drawn uniformly first
+  // (RandomPolicy::SampleStructures): the front runs across algorithms whose
+  // entries the catalogue holds in very different numbers.
+  auto add_random = [&](int k, const char* source) {
+    HeldConfigurations held(study);
+    held.Add(result.configurations);
+    Append(study.spec->objectives_size() > 1
+               ? RandomPolicy::SampleStructures(study, held, k, rng)
+               : RandomPolicy::Sample(study, held, k, rng),
+           result.configurations);
+    sources.push_back(source);
+  };
 
   // Initial design: random for its first trials, and whenever there are too
   // few observations for the surrogate.
@@ -224,15 +263,18 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
   } else if (steps.random_design) {
     design = std::min(design_left, remaining());
   }
-  if (design > 0) {
-    HeldConfigurations held(study);
-    held.Add(result.configurations);
-    Append(RandomPolicy::Sample(study, held, design, rng),
-           result.configurations);
-    sources.push_back("initial-design");
-  }
+  if (design > 0) add_random(design, "initial-design");
   // (A catalogue that ran out leaves remaining() > 0 with nothing to add.)
   if (remaining() == 0 || n < steps.min_observations) return finish();
+  std::optional<ParegoTargets> parego;
+  if (UsesParego(*study.spec)) {
+    UseParegoTargets(study, *steps.encoder, rng, parego, data);
+    if (data.y.size() < steps.min_observations) {
+      // Too few observations report every objective to scalarise.
+      add_random(remaining(), "random");
+      return finish();
+    }
+  }
 
   std::shared_ptr<const PreparedSurrogate> ahead =
       std::dynamic_pointer_cast<const PreparedSurrogate>(prepared);
@@ -251,17 +293,13 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
     LogWarning(absl::StrCat(steps.name, " surrogate failed (",
                             fitted.status().ToString(),
                             "); suggesting at random"));
-    HeldConfigurations held(study);
-    held.Add(result.configurations);
-    Append(RandomPolicy::Sample(study, held, remaining(), rng),
-           result.configurations);
-    sources.push_back("random-fallback");
+    add_random(remaining(), "random-fallback");
     return finish();
   }
   METAOPT_ASSIGN_OR_RETURN(
       std::vector<v1::Configuration> picks,
       ExpectedImprovementPicks(study, result.configurations, steps, data,
-                               *ahead, remaining(), rng));
+                               parego, *ahead, remaining(), rng));
   Append(std::move(picks), result.configurations);
   sources.push_back(AcquisitionName(*study.spec));
   return finish();

@@ -22,14 +22,17 @@ namespace metaopt::policy {
 
 // The completed observations of a study as training data: encoded inputs and
 // targets to MINIMISE (negated for GOAL_MAXIMIZE), plus the configurations
-// sorted best first.
+// sorted best first. With `targets` (one per study.trials entry), the
+// observations that have one, with those targets instead (ParEGO's
+// scalarised values, parego_step.h).
 struct TrainingData {
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
   std::vector<v1::Configuration> best_first;
 };
-TrainingData CollectTrainingData(const StudyView& study,
-                                 const space::Encoder& encoder);
+TrainingData CollectTrainingData(
+    const StudyView& study, const space::Encoder& encoder,
+    const std::vector<std::optional<double>>* targets = nullptr);
 
 // The observations a Suggest-time hyperparameter fit reads, so that its cost
 // is bounded whatever the study's size: all of `data` when it has at most
@@ -91,7 +94,10 @@ struct SurrogateSuggestSteps {
 // Suggests up to `count` configurations: the portfolio, the random initial
 // design, then EI (pending trials and this call's earlier picks as
 // fantasies), recording the steps taken in the result's source
-// ("<name>/portfolio+initial-design+ei"). The surrogate is `prepared`'s when
+// ("<name>/portfolio+initial-design+ei"). With several objectives or
+// constraints the acquisition is pareto_step.h's, or with ParEGO
+// (parego_step.h) the surrogate fits the values scalarised by a weight vector
+// drawn from `rng` first. The surrogate is `prepared`'s when
 // it matches (PreparedSurrogate::Matches), else steps.fit's.
 absl::StatusOr<SuggestResult> SuggestWithSurrogate(
     const StudyView& study, int count, space::Rng& rng,

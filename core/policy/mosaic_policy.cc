@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
+#include "core/policy/parego_step.h"
 #include "core/policy/random_policy.h"
 #include "core/space/space_mapping.h"
 #include "core/surrogate/pipeline_forest.h"
@@ -167,7 +168,12 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
     sources.push_back(shared.zero_shot.source);
   if (remaining() <= 0) return finish();
 
-  MosaicSearch search(shared, study, rng);
+  // Several objectives: ParEGO's scalarisation (a weight vector drawn at
+  // every Suggest) is the value the tree and the playouts minimise.
+  std::optional<ParegoTargets> parego;
+  if (UsesParego(*study.spec)) parego = DrawParegoTargets(study, rng);
+  MosaicSearch search(shared, study, rng,
+                      parego.has_value() ? &parego->values : nullptr);
   auto pick = [&](v1::Configuration c) {
     search.AddPick(c);
     result.configurations.push_back(std::move(c));
@@ -227,7 +233,7 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
     pick(*std::move(found));
     walked = true;
   }
-  if (walked) sources.push_back("mcts");
+  if (walked) sources.push_back(parego.has_value() ? "mcts-parego" : "mcts");
   if (tree.added().size() > tree_.added().size()) {
     v1::MosaicPolicyState state;
     for (const MctsPath& path : tree.added()) {

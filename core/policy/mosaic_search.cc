@@ -20,13 +20,21 @@ bool IsPrefix(const MctsPath& prefix, const MctsPath& structure) {
 }  // namespace
 
 MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
-                           space::Rng& rng)
+                           space::Rng& rng,
+                           const std::vector<std::optional<double>>* targets)
     : shared_(shared), spec_(*study.spec), rng_(rng), held_(study) {
+  const std::vector<v1::Trial>& trials = *study.trials;
+  // The value to minimise of trials[i], if it is an observation that has one.
+  auto target = [&](size_t i) -> std::optional<double> {
+    if (!IsObservation(trials[i])) return std::nullopt;
+    if (targets != nullptr) return (*targets)[i];
+    return objective::Minimized(trials[i].value(), shared.goal);
+  };
   std::vector<double> ys;
-  for (const v1::Trial& trial : *study.trials) {
-    if (IsObservation(trial)) {
-      completed_.push_back(trial.configuration());
-      ys.push_back(objective::Minimized(trial.value(), shared.goal));
+  for (size_t i = 0; i < trials.size(); ++i) {
+    if (std::optional<double> y = target(i); y.has_value()) {
+      completed_.push_back(trials[i].configuration());
+      ys.push_back(*y);
     }
   }
   y_ = Eigen::Map<const Eigen::VectorXd>(ys.data(), ys.size());
@@ -43,14 +51,15 @@ MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
     }
     best_target_ = targets_.minCoeff();
   }
-  for (const v1::Trial& trial : *study.trials) {
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const v1::Trial& trial = trials[i];
     if (!HoldsConfiguration(trial.state())) continue;
     if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
       pending_.push_back(trial.configuration());
     }
     std::optional<double> reward;
-    if (IsObservation(trial)) {
-      reward = Reward(trial.value());
+    if (std::optional<double> y = target(i); y.has_value()) {
+      reward = Reward(*y);
     } else if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
       reward = 0.0;  // failed or infeasible (or completed without a value)
     }
@@ -225,8 +234,7 @@ double MosaicSearch::Quantile(double y) const {
   return (less + std::max(0.0, equal - 1) / 2) / (n - 1);
 }
 
-double MosaicSearch::Reward(double value) const {
-  const double y = objective::Minimized(value, shared_.goal);
+double MosaicSearch::Reward(double y) const {
   if (shared_.options.rank_scale) return 1.0 - Quantile(y);
   if (!(worst_ > best_)) return 0.5;
   return (worst_ - y) / scale_;

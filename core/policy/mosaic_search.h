@@ -247,9 +247,13 @@ struct MosaicShared {
 // thread-safe (one per call).
 class MosaicSearch final : public MctsEnvironment {
  public:
-  // Valid while `study` is.
+  // Valid while `study` is. With `targets` (one per study.trials entry: a
+  // study with several objectives, ParEGO's scalarised values), the
+  // observations that have one, with that value to minimise instead of their
+  // objective's.
   MosaicSearch(const MosaicShared& shared, const StudyView& study,
-               space::Rng& rng);
+               space::Rng& rng,
+               const std::vector<std::optional<double>>* targets = nullptr);
 
   int64_t completed() const { return y_.size(); }
 
@@ -293,8 +297,8 @@ class MosaicSearch final : public MctsEnvironment {
   // for the best, 1 for the worst, ties averaged; 0.5 for a single value.
   double Quantile(double y) const;
 
-  // Reward in [0, 1] of an objective value (1: the best observed).
-  double Reward(double value) const;
+  // Reward in [0, 1] of a value to minimise (1: the best observed).
+  double Reward(double y) const;
 
   // The reward scale of a surrogate mean.
   double RewardOfMean(double mean) const;

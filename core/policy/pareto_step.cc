@@ -14,6 +14,7 @@
 #include "core/objective/study_objectives.h"
 #include "core/policy/model_based.h"
 #include "core/policy/output_fit_cache.h"
+#include "core/policy/parego_step.h"
 #include "core/surrogate/surrogate.h"
 
 namespace metaopt::policy {
@@ -37,9 +38,8 @@ int64_t FittedPrefix(int64_t n) {
   }
 }
 
-// A GP of one more output (another objective, minimised, or a constrained
-// metric) on the surrogate's inputs: fitted on the observations that report
-// `metric`, conditioned on the pending inputs as fantasies.
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
     const StudyView& study, const InputsOf& inputs_of,
     const Eigen::MatrixXd& pending, const std::string& metric,
@@ -103,7 +103,22 @@ absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
   return model;
 }
 
-}  // namespace
+absl::StatusOr<std::vector<acquisition::ModeledConstraint>>
+FitConstraintModels(const StudyView& study, const InputsOf& inputs_of,
+                    const Eigen::MatrixXd& pending, space::Rng& rng) {
+  const objective::StudyObjectives objectives(*study.spec);
+  std::vector<acquisition::ModeledConstraint> constraints;
+  for (const objective::Constraint& constraint : objectives.constraints()) {
+    acquisition::ModeledConstraint modeled;
+    METAOPT_ASSIGN_OR_RETURN(
+        modeled.model, FitOutputModel(study, inputs_of, pending,
+                                      constraint.metric, std::nullopt, rng));
+    modeled.at_most = constraint.sense == objective::Constraint::Sense::kAtMost;
+    modeled.bound = constraint.bound;
+    constraints.push_back(std::move(modeled));
+  }
+  return constraints;
+}
 
 bool SeveralOutputs(const v1::StudySpec& spec) {
   return spec.objectives_size() > 1 || spec.constraints_size() > 0;
@@ -111,6 +126,7 @@ bool SeveralOutputs(const v1::StudySpec& spec) {
 
 std::string AcquisitionName(const v1::StudySpec& spec) {
   if (!SeveralOutputs(spec)) return "ei";
+  if (UsesParego(spec)) return "parego";
   return spec.objectives_size() > 1 ? "ehvi" : "constrained-ei";
 }
 
@@ -127,16 +143,9 @@ ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
                        objectives.objective(i).goal(), rng));
     others.push_back(std::move(model));
   }
-  std::vector<acquisition::ModeledConstraint> constraints;
-  for (const objective::Constraint& constraint : objectives.constraints()) {
-    acquisition::ModeledConstraint modeled;
-    METAOPT_ASSIGN_OR_RETURN(
-        modeled.model, FitOutputModel(study, inputs_of, pending,
-                                      constraint.metric, std::nullopt, rng));
-    modeled.at_most = constraint.sense == objective::Constraint::Sense::kAtMost;
-    modeled.bound = constraint.bound;
-    constraints.push_back(std::move(modeled));
-  }
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<acquisition::ModeledConstraint> constraints,
+      FitConstraintModels(study, inputs_of, pending, rng));
   // The incumbents: COMPLETED feasible trials only (a STOPPED trial's
   // constrained metrics are unknown).
   std::vector<objective::Point> feasible =

@@ -7,14 +7,17 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "core/acquisition/acquisition_function.h"
+#include "core/acquisition/pareto_acquisition.h"
 #include "core/policy/policy.h"
 #include "core/space/random.h"
+#include "core/surrogate/surrogate.h"
 
 namespace metaopt::policy {
 
@@ -23,13 +26,28 @@ namespace metaopt::policy {
 bool SeveralOutputs(const v1::StudySpec& spec);
 
 // The name of the study's acquisition in a suggestion's source: "ei",
-// "ehvi" (several objectives) or "constrained-ei".
+// "ehvi" or "parego" (several objectives) or "constrained-ei".
 std::string AcquisitionName(const v1::StudySpec& spec);
 
 // The model inputs of configurations (canonical, in the study's space): the
 // rows the acquisition optimizer scores.
 using InputsOf = std::function<absl::StatusOr<Eigen::MatrixXd>(
     const std::vector<v1::Configuration>&)>;
+
+// A GP of one more output (another objective, minimised when `goal` is set,
+// or a constrained metric) on the model inputs: fitted as
+// ParetoStepAcquisition's on the observations that report `metric`,
+// conditioned on `pending` as fantasies.
+absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
+    const StudyView& study, const InputsOf& inputs_of,
+    const Eigen::MatrixXd& pending, const std::string& metric,
+    std::optional<v1::Goal> goal, space::Rng& rng);
+
+// A model of each of the study's constrained metrics (FitOutputModel), in
+// the order of spec.constraints.
+absl::StatusOr<std::vector<acquisition::ModeledConstraint>>
+FitConstraintModels(const StudyView& study, const InputsOf& inputs_of,
+                    const Eigen::MatrixXd& pending, space::Rng& rng);
 
 // The Pareto acquisition of `study`: GPs (Matern 5/2, hyperparameters fitted
 // by one L-BFGS start of 30 iterations on at most 64 of the first

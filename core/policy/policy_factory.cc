@@ -10,6 +10,7 @@
 #include "core/policy/gp_policy.h"
 #include "core/policy/grosi_policy.h"
 #include "core/policy/mosaic_policy.h"
+#include "core/policy/parego_step.h"
 #include "core/policy/pmf_policy.h"
 #include "core/policy/random_policy.h"
 
@@ -127,20 +128,24 @@ BindingRules GrosiBinding(const v1::AlgorithmSpec&) {
 
 // The table. Several objectives and constraints go through the Pareto
 // acquisition (pareto_step.h): GP and DeepPipe in the surrogate-based Suggest
-// (model_based.h), PMF over its latent rows.
+// (model_based.h), PMF over its latent rows. ParEGO (parego_step.h) hands a
+// scalarised objective to GP's and DeepPipe's surrogate and to Mosaic's tree
+// and playouts (PMF's latent rows come from the meta-dataset's y, which a
+// scalarised value is not).
 constexpr AlgorithmKindDescriptor kKinds[] = {
-    // kind, create, models_encoded_space, several_objectives, constraints,
+    // kind, create, models_encoded_space, ehvi, parego, constraints,
     // catalogue_from_model, binding
-    {v1::ALGORITHM_KIND_RANDOM, &CreateRandom, false, true, true, false,
+    {v1::ALGORITHM_KIND_RANDOM, &CreateRandom, false, true, true, true, false,
      &RandomBinding},
-    {v1::ALGORITHM_KIND_GP, &CreateGp, true, true, true, false, &GpBinding},
-    {v1::ALGORITHM_KIND_DEEPPIPE, &CreateDeepPipe, true, true, true, false,
-     &DeepPipeBinding},
-    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, true, true, true,
+    {v1::ALGORITHM_KIND_GP, &CreateGp, true, true, true, true, false,
+     &GpBinding},
+    {v1::ALGORITHM_KIND_DEEPPIPE, &CreateDeepPipe, true, true, true, true,
+     false, &DeepPipeBinding},
+    {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, true, false, true, true,
      &PmfBinding},
-    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, false, false,
+    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, true, false, false,
      &MosaicBinding},
-    {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false, false,
+    {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false, false, false,
      &GrosiBinding},
 };
 
@@ -181,13 +186,47 @@ absl::Status CheckObjectivesSupported(const v1::StudySpec& spec) {
   METAOPT_ASSIGN_OR_RETURN(const AlgorithmKindDescriptor* d,
                            FindAlgorithmKind(spec.algorithm().kind()));
   const std::string kind = v1::AlgorithmKind_Name(d->kind);
-  if (spec.objectives_size() > 1 && !d->several_objectives) {
+  const v1::MultiObjectiveAcquisition set =
+      spec.algorithm().multi_objective_acquisition();
+  if (!v1::MultiObjectiveAcquisition_IsValid(set)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.algorithm.multi_objective_acquisition: ", static_cast<int>(set),
+        " is not a MultiObjectiveAcquisition; set "
+        "MULTI_OBJECTIVE_ACQUISITION_EHVI or "
+        "MULTI_OBJECTIVE_ACQUISITION_PAREGO (or leave it unset)"));
+  }
+  if (spec.objectives_size() > 1 && !d->ehvi && !d->parego) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.objectives: ", spec.objectives_size(), " objectives; ", kind,
         " optimizes one; for several use one of ",
         KindNames([](const AlgorithmKindDescriptor& k) {
-          return k.several_objectives;
+          return k.ehvi || k.parego;
         })));
+  }
+  if (spec.objectives_size() > 1) {
+    const v1::MultiObjectiveAcquisition used =
+        MultiObjectiveAcquisitionOf(spec.algorithm());
+    if (used == v1::MULTI_OBJECTIVE_ACQUISITION_EHVI && !d->ehvi) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.algorithm.multi_objective_acquisition: "
+          "MULTI_OBJECTIVE_ACQUISITION_EHVI: ",
+          kind,
+          " takes several objectives by ParEGO only; set "
+          "MULTI_OBJECTIVE_ACQUISITION_PAREGO (or leave it unset), or use "
+          "one of ",
+          KindNames([](const AlgorithmKindDescriptor& k) { return k.ehvi; })));
+    }
+    if (used == v1::MULTI_OBJECTIVE_ACQUISITION_PAREGO && !d->parego) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "spec.algorithm.multi_objective_acquisition: "
+          "MULTI_OBJECTIVE_ACQUISITION_PAREGO: ",
+          kind,
+          " takes several objectives by EHVI only; set "
+          "MULTI_OBJECTIVE_ACQUISITION_EHVI (or leave it unset), or use one "
+          "of ",
+          KindNames(
+              [](const AlgorithmKindDescriptor& k) { return k.parego; })));
+    }
   }
   if (spec.constraints_size() > 0 && !d->constraints) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -29,9 +29,12 @@ struct AlgorithmKindDescriptor {
   // --max-model-dimension applies); false for kinds that sample it or model
   // catalogue entries by their own latent factors.
   bool models_encoded_space;
-  // Accepts several objectives (spec.objectives) and constraints
+  // Accepts several objectives (spec.objectives), by expected hypervolume
+  // improvement or by ParEGO (algorithm.multi_objective_acquisition; the
+  // default is parego_step.h's MultiObjectiveAcquisitionOf), and constraints
   // (spec.constraints).
-  bool several_objectives;
+  bool ehvi;
+  bool parego;
   bool constraints;
   // A study that names no candidates runs over its bound model's catalogue
   // (AddModelCatalogue, catalogue.h).
@@ -61,8 +64,10 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
 // kind otherwise.
 absl::Status CheckAlgorithmSupported(const v1::AlgorithmSpec& algorithm);
 
-// OK if the spec's kind accepts its objectives and constraints;
-// INVALID_ARGUMENT naming the field, the kind and the kinds that do otherwise.
+// OK if the spec's kind accepts its objectives, their acquisition
+// (algorithm.multi_objective_acquisition, a known value even with one
+// objective) and its constraints; INVALID_ARGUMENT naming the field, the
+// value, the kind and what is accepted otherwise.
 absl::Status CheckObjectivesSupported(const v1::StudySpec& spec);
 
 }  // namespace metaopt::policy

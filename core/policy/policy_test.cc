@@ -1,5 +1,7 @@
 #include "core/policy/policy.h"
 
+#include <set>
+#include <string>
 #include <vector>
 
 #include "core/policy/gp_policy.h"
@@ -141,6 +143,75 @@ TEST_F(PortfolioForStudyTest, RandomPolicySuggestsFromTheHeldKeysAlone) {
   auto gp = GpPolicy::Create(spec_, std::nullopt);
   ASSERT_TRUE(gp.ok());
   EXPECT_TRUE((*gp)->ReadsTrials());
+}
+
+// A catalogue of 40 entries of algorithm "f" and one of "g".
+v1::StudySpec UnevenCatalogue() {
+  v1::StudySpec spec;
+  auto* stage = spec.mutable_search_space()->add_stages();
+  stage->set_name("model");
+  for (const char* name : {"f", "g"}) {
+    auto* algorithm = stage->add_algorithms();
+    algorithm->set_name(name);
+    auto* x = algorithm->add_parameters();
+    x->set_name("x");
+    x->mutable_float_domain()->set_low(0);
+    x->mutable_float_domain()->set_high(1);
+  }
+  for (int i = 0; i < 40; ++i) *spec.add_candidates() = Point(i / 40.0);
+  v1::Configuration g = Point(0.5);
+  g.mutable_assignments(0)->set_algorithm("g");
+  *spec.add_candidates() = g;
+  return spec;
+}
+
+TEST(SampleStructuresTest, DrawsTheStructureUniformlyThenAnEntry) {
+  const v1::StudySpec spec = UnevenCatalogue();
+  const space::SearchSpace space =
+      *space::SearchSpace::Create(spec.search_space());
+  const std::vector<v1::Trial> trials;
+  const StudyView study{&spec, &space, &trials};
+  const HeldConfigurations held(study);
+  int by_structure = 0;
+  int by_entry = 0;
+  for (uint64_t seed = 0; seed < 400; ++seed) {
+    space::Rng rng(seed);
+    const std::vector<v1::Configuration> one =
+        RandomPolicy::SampleStructures(study, held, 1, rng);
+    ASSERT_EQ(one.size(), 1u);
+    by_structure += one[0].assignments(0).algorithm() == "g";
+    space::Rng other(seed);
+    by_entry += RandomPolicy::Sample(study, held, 1, other)[0]
+                    .assignments(0)
+                    .algorithm() == "g";
+  }
+  // About half of the draws against about 1 in 41.
+  EXPECT_GT(by_structure, 150);
+  EXPECT_LT(by_structure, 250);
+  EXPECT_LT(by_entry, 40);
+}
+
+TEST(SampleStructuresTest, WithoutReplacementAndNeverHeld) {
+  const v1::StudySpec spec = UnevenCatalogue();
+  const space::SearchSpace space =
+      *space::SearchSpace::Create(spec.search_space());
+  std::vector<v1::Trial> trials(1);
+  trials[0].set_id(1);
+  trials[0].set_state(v1::TRIAL_STATE_COMPLETED);
+  *trials[0].mutable_configuration() = spec.candidates(40);  // "g"
+  const StudyView study{&spec, &space, &trials};
+  HeldConfigurations held(study);
+  held.Add({spec.candidates(0)});
+  space::Rng rng(7);
+  const std::vector<v1::Configuration> all =
+      RandomPolicy::SampleStructures(study, held, 100, rng);
+  ASSERT_EQ(all.size(), 39u);
+  std::set<std::string> keys;
+  for (const v1::Configuration& c : all) {
+    EXPECT_EQ(c.assignments(0).algorithm(), "f");
+    EXPECT_TRUE(keys.insert(space::ConfigurationKey(c)).second);
+    EXPECT_FALSE(held.contains(space::ConfigurationKey(c)));
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
@@ -41,6 +42,39 @@ std::vector<v1::Configuration> RandomPolicy::Sample(
     std::string key = space::ConfigurationKey(config);
     if (!held.contains(key) && drawn.insert(std::move(key)).second)
       out.push_back(std::move(config));
+  }
+  return out;
+}
+
+std::vector<v1::Configuration> RandomPolicy::SampleStructures(
+    const StudyView& study, const HeldConfigurations& held, int count,
+    space::Rng& rng) {
+  if (study.spec->candidates().empty()) return Sample(study, held, count, rng);
+  // The untried entries by structure, structures in catalogue order.
+  std::vector<std::vector<const v1::Configuration*>> groups;
+  absl::flat_hash_map<std::string, int> group_of;
+  for (const v1::Configuration* c : UntriedCandidates(study, held)) {
+    std::string structure;
+    for (const v1::Assignment& a : c->assignments()) {
+      absl::StrAppend(&structure, a.algorithm(), "\n");
+    }
+    auto [it, inserted] =
+        group_of.emplace(std::move(structure), static_cast<int>(groups.size()));
+    if (inserted) groups.emplace_back();
+    groups[it->second].push_back(c);
+  }
+  std::vector<v1::Configuration> out;
+  while (static_cast<int>(out.size()) < count && !groups.empty()) {
+    const size_t g = space::UniformIndex(rng, groups.size());
+    std::vector<const v1::Configuration*>& group = groups[g];
+    const size_t pick = space::UniformIndex(rng, group.size());
+    out.push_back(*group[pick]);
+    group[pick] = group.back();
+    group.pop_back();
+    if (group.empty()) {
+      groups[g] = std::move(groups.back());
+      groups.pop_back();
+    }
   }
   return out;
 }

@@ -26,6 +26,14 @@ class RandomPolicy final : public Policy {
                                                int count, space::Rng& rng);
   static std::vector<v1::Configuration> Sample(const StudyView& study,
                                                int count, space::Rng& rng);
+  // As Sample, but over a catalogue each draw first picks a structure (the
+  // algorithm of every stage) uniformly among those of the untried entries,
+  // then one of its untried entries uniformly, as sampling the space and
+  // snapping to the catalogue would: an algorithm with few entries is drawn
+  // as often as one with many. Over a space, Sample.
+  static std::vector<v1::Configuration> SampleStructures(
+      const StudyView& study, const HeldConfigurations& held, int count,
+      space::Rng& rng);
 
   absl::StatusOr<SuggestResult> Suggest(const StudyView& study, int count,
                                         space::Rng& rng) const override;

@@ -1,6 +1,7 @@
 // Studies with several objectives and with constraints through the engine:
 // validation, Observe's outcomes, the Pareto front and its summary, and the
 // Pareto acquisition's suggestions.
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -98,6 +99,20 @@ class ObjectivesTest : public ::testing::Test {
     return r->trials(0).metadata().at("policy");
   }
 
+  // The ids of the trials on the study's Pareto front.
+  std::vector<int64_t> FrontIds(const std::string& id = "s") {
+    v1::GetParetoFrontRequest request;
+    request.set_study_id(id);
+    absl::StatusOr<v1::GetParetoFrontResponse> front =
+        engine_->GetParetoFront(request);
+    EXPECT_THAT(front, IsOk());
+    std::vector<int64_t> ids;
+    if (front.ok()) {
+      for (const v1::Trial& t : front->trials()) ids.push_back(t.id());
+    }
+    return ids;
+  }
+
   std::vector<v1::Trial> AllTrials(const std::string& id = "s") {
     v1::ListTrialsRequest list;
     list.set_study_id(id);
@@ -152,13 +167,14 @@ TEST_F(ObjectivesTest, SpecsAreValidatedNamingTheFieldAndRule) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("spec.constraints[0].bound: nan is not "
                                  "finite")));
-  v1::StudySpec mosaic = TwoObjectiveSpec(v1::ALGORITHM_KIND_MOSAIC);
-  EXPECT_THAT(Create(mosaic),
+  v1::StudySpec grosi = TwoObjectiveSpec(v1::ALGORITHM_KIND_GROSI);
+  EXPECT_THAT(Create(grosi),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("spec.objectives: 2 objectives; "
-                                 "ALGORITHM_KIND_MOSAIC optimizes one; for "
+                                 "ALGORITHM_KIND_GROSI optimizes one; for "
                                  "several use one of ALGORITHM_KIND_RANDOM, "
-                                 "ALGORITHM_KIND_GP, ALGORITHM_KIND_DEEPPIPE")));
+                                 "ALGORITHM_KIND_GP, ALGORITHM_KIND_DEEPPIPE, "
+                                 "ALGORITHM_KIND_PMF, ALGORITHM_KIND_MOSAIC")));
   v1::StudySpec stopping = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
   stopping.mutable_early_stopping()->mutable_median();
   EXPECT_THAT(Create(stopping),
@@ -182,6 +198,56 @@ TEST_F(ObjectivesTest, SpecsAreValidatedNamingTheFieldAndRule) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("spec.early_stopping.asha.reduction_factor: "
                                  "1 is outside [2, 1000]")));
+}
+
+TEST_F(ObjectivesTest, TheMultiObjectiveAcquisitionIsValidated) {
+  v1::StudySpec unknown = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  unknown.mutable_algorithm()->set_multi_objective_acquisition(
+      static_cast<v1::MultiObjectiveAcquisition>(7));
+  EXPECT_THAT(Create(unknown),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.algorithm.multi_objective_acquisition: "
+                                 "7 is not a MultiObjectiveAcquisition")));
+  // Mosaic takes several objectives by ParEGO only (its default), and no
+  // constraints.
+  v1::StudySpec mosaic = TwoObjectiveSpec(v1::ALGORITHM_KIND_MOSAIC);
+  mosaic.clear_constraints();
+  mosaic.mutable_algorithm()->set_multi_objective_acquisition(
+      v1::MULTI_OBJECTIVE_ACQUISITION_EHVI);
+  EXPECT_THAT(
+      Create(mosaic),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("spec.algorithm.multi_objective_acquisition: "
+                         "MULTI_OBJECTIVE_ACQUISITION_EHVI: "
+                         "ALGORITHM_KIND_MOSAIC takes several objectives by "
+                         "ParEGO only; set MULTI_OBJECTIVE_ACQUISITION_PAREGO "
+                         "(or leave it unset)")));
+  v1::StudySpec constrained = TwoObjectiveSpec(v1::ALGORITHM_KIND_MOSAIC);
+  EXPECT_THAT(Create(constrained),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.constraints: ALGORITHM_KIND_MOSAIC "
+                                 "does not take constraints")));
+  // PMF's latent rows model y: EHVI only.
+  v1::StudySpec pmf = TwoObjectiveSpec(v1::ALGORITHM_KIND_PMF);
+  pmf.mutable_algorithm()->set_multi_objective_acquisition(
+      v1::MULTI_OBJECTIVE_ACQUISITION_PAREGO);
+  EXPECT_THAT(
+      Create(pmf),
+      StatusIs(absl::StatusCode::kInvalidArgument,
+               HasSubstr("spec.algorithm.multi_objective_acquisition: "
+                         "MULTI_OBJECTIVE_ACQUISITION_PAREGO: "
+                         "ALGORITHM_KIND_PMF takes several objectives by EHVI "
+                         "only; set MULTI_OBJECTIVE_ACQUISITION_EHVI (or leave "
+                         "it unset), or use one of ALGORITHM_KIND_RANDOM, "
+                         "ALGORITHM_KIND_GP, ALGORITHM_KIND_DEEPPIPE, "
+                         "ALGORITHM_KIND_MOSAIC")));
+  // With one objective the field is ignored, as long as it is known.
+  v1::StudySpec one = TwoObjectiveSpec(v1::ALGORITHM_KIND_MOSAIC);
+  one.mutable_objectives()->RemoveLast();
+  one.clear_constraints();
+  one.mutable_algorithm()->set_multi_objective_acquisition(
+      v1::MULTI_OBJECTIVE_ACQUISITION_EHVI);
+  EXPECT_THAT(Create(one), IsOk());
 }
 
 TEST_F(ObjectivesTest, ObjectivesAreStoredCanonically) {
@@ -323,6 +389,87 @@ TEST_F(ObjectivesTest, GpSuggestsByExpectedHypervolumeImprovement) {
   ASSERT_EQ(r->trials_size(), 3);
   EXPECT_NE(r->trials(0).configuration().DebugString(),
             r->trials(1).configuration().DebugString());
+}
+
+// ParEGO's weight vectors make the suggestions after the design spread along
+// the front: some among the fastest trials, some among the most accurate.
+void ExpectSpreadAlongTheFront(const std::vector<v1::Trial>& trials,
+                               int design, size_t front_size) {
+  ASSERT_GT(static_cast<int>(trials.size()), design);
+  std::vector<double> accuracy;
+  std::vector<double> seconds;
+  for (const v1::Trial& trial : trials) {
+    accuracy.push_back(trial.metrics().at("accuracy"));
+    seconds.push_back(trial.metrics().at("fit_seconds"));
+  }
+  std::vector<double> sorted_accuracy = accuracy;
+  std::vector<double> sorted_seconds = seconds;
+  std::sort(sorted_accuracy.begin(), sorted_accuracy.end());
+  std::sort(sorted_seconds.begin(), sorted_seconds.end());
+  const size_t quarter = trials.size() / 4;
+  const double accurate = sorted_accuracy[trials.size() - 1 - quarter];
+  const double fast = sorted_seconds[quarter];
+  int accurate_picks = 0;
+  int fast_picks = 0;
+  for (size_t i = design; i < trials.size(); ++i) {
+    if (accuracy[i] >= accurate) ++accurate_picks;
+    if (seconds[i] <= fast) ++fast_picks;
+  }
+  EXPECT_GE(accurate_picks, 2);
+  EXPECT_GE(fast_picks, 2);
+  EXPECT_GE(front_size, 4u);
+}
+
+TEST_F(ObjectivesTest, GpParegoSuggestionsSpreadAlongTheFront) {
+  v1::StudySpec spec = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  spec.clear_constraints();
+  spec.mutable_algorithm()->set_multi_objective_acquisition(
+      v1::MULTI_OBJECTIVE_ACQUISITION_PAREGO);
+  ASSERT_THAT(Create(spec), IsOk());
+  std::vector<std::string> sources;
+  for (int i = 0; i < 30; ++i) sources.push_back(Step());
+  EXPECT_THAT(sources.front(), HasSubstr("initial-design"));
+  EXPECT_EQ(sources.back(), "gp/parego");
+  ExpectSpreadAlongTheFront(AllTrials(), 5, FrontIds().size());
+  // Deterministic given the seed: a second study suggests the same.
+  ASSERT_THAT(Create(spec, "again"), IsOk());
+  for (int i = 0; i < 8; ++i) Step("again");
+  const std::vector<v1::Trial> first = AllTrials();
+  const std::vector<v1::Trial> second = AllTrials("again");
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(first[i].configuration().DebugString(),
+              second[i].configuration().DebugString())
+        << i;
+  }
+}
+
+TEST_F(ObjectivesTest, ParegoWithAConstraint) {
+  v1::StudySpec spec = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  spec.mutable_algorithm()->set_multi_objective_acquisition(
+      v1::MULTI_OBJECTIVE_ACQUISITION_PAREGO);
+  ASSERT_THAT(Create(spec), IsOk());
+  std::vector<std::string> sources;
+  for (int i = 0; i < 12; ++i) sources.push_back(Step());
+  EXPECT_EQ(sources.back(), "gp/parego");
+  // A batch of three distinct suggestions.
+  v1::SuggestRequest batch;
+  batch.set_study_id("s");
+  batch.set_count(3);
+  absl::StatusOr<v1::SuggestResponse> r = engine_->Suggest(batch);
+  ASSERT_THAT(r, IsOk());
+  ASSERT_EQ(r->trials_size(), 3);
+  EXPECT_NE(r->trials(0).configuration().DebugString(),
+            r->trials(1).configuration().DebugString());
+}
+
+TEST_F(ObjectivesTest, MosaicSuggestionsSpreadAlongTheFront) {
+  v1::StudySpec spec = TwoObjectiveSpec(v1::ALGORITHM_KIND_MOSAIC);
+  spec.clear_constraints();
+  ASSERT_THAT(Create(spec), IsOk());
+  std::vector<std::string> sources;
+  for (int i = 0; i < 30; ++i) sources.push_back(Step());
+  EXPECT_THAT(sources.back(), HasSubstr("mcts-parego"));
+  ExpectSpreadAlongTheFront(AllTrials(), 5, FrontIds().size());
 }
 
 TEST_F(ObjectivesTest, ConstrainedSingleObjective) {

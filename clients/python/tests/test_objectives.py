@@ -148,9 +148,9 @@ class ObjectivesTest(ServerTestCase):
         self.assertEqual(len(one.objectives), 0)
         self.assertEqual(one.objective.name, "loss")
         # The server names the field and the rule.
-        with self.assertRaisesRegex(metaopt.InvalidArgumentError, "ALGORITHM_KIND_MOSAIC"):
-            self.client().create_study("mo-mosaic", space(), objectives=OBJECTIVES,
-                                       algorithm="mosaic")
+        with self.assertRaisesRegex(metaopt.InvalidArgumentError, "ALGORITHM_KIND_GROSI"):
+            self.client().create_study("mo-grosi", space(), objectives=OBJECTIVES,
+                                       algorithm="grosi")
         with self.assertRaisesRegex(metaopt.InvalidArgumentError, "spec.early_stopping"):
             self.client().create_study("mo-stopping", space(), objectives=OBJECTIVES,
                                        early_stopping=metaopt.median_stopping())
