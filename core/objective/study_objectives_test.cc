@@ -4,23 +4,15 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "tests/testutil/test_specs.h"
 
 namespace metaopt::objective {
 namespace {
 
 v1::StudySpec TwoObjectives() {
   v1::StudySpec spec;
-  v1::Objective* accuracy = spec.add_objectives();
-  accuracy->set_name("accuracy");
-  accuracy->set_goal(v1::GOAL_MAXIMIZE);
-  v1::Objective* seconds = spec.add_objectives();
-  seconds->set_name("fit_seconds");
-  seconds->set_goal(v1::GOAL_MINIMIZE);
+  metaopt::testing::SetAccuracyAndFitSeconds(100, &spec);
   *spec.mutable_objective() = spec.objectives(0);
-  v1::Constraint* memory = spec.add_constraints();
-  memory->set_metric("memory_mb");
-  memory->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
-  memory->set_bound(100);
   return spec;
 }
 

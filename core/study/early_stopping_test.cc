@@ -335,17 +335,7 @@ TEST_F(EarlyStoppingTest, AshaRanksByTheMetricWithTheObjectivesGoal) {
 // to memory_mb <= 300, stopped by ASHA over Pareto ranks (eta 2).
 v1::StudySpec TwoObjectiveAsha() {
   v1::StudySpec spec = PipelineSpec();
-  spec.clear_objective();
-  v1::Objective* accuracy = spec.add_objectives();
-  accuracy->set_name("accuracy");
-  accuracy->set_goal(v1::GOAL_MAXIMIZE);
-  v1::Objective* seconds = spec.add_objectives();
-  seconds->set_name("fit_seconds");
-  seconds->set_goal(v1::GOAL_MINIMIZE);
-  v1::Constraint* memory = spec.add_constraints();
-  memory->set_metric("memory_mb");
-  memory->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
-  memory->set_bound(300);
+  metaopt::testing::SetAccuracyAndFitSeconds(300, &spec);
   spec.mutable_early_stopping()->mutable_asha()->set_min_resource(1);
   spec.mutable_early_stopping()->mutable_asha()->set_reduction_factor(2);
   return spec;

@@ -30,16 +30,7 @@ using ::testing::HasSubstr;
 v1::StudySpec TwoObjectiveSpec(v1::AlgorithmKind kind) {
   v1::StudySpec spec;
   *spec.mutable_search_space() = HpoSpace();
-  v1::Objective* accuracy = spec.add_objectives();
-  accuracy->set_name("accuracy");
-  accuracy->set_goal(v1::GOAL_MAXIMIZE);
-  v1::Objective* seconds = spec.add_objectives();
-  seconds->set_name("fit_seconds");
-  seconds->set_goal(v1::GOAL_MINIMIZE);
-  v1::Constraint* memory = spec.add_constraints();
-  memory->set_metric("memory_mb");
-  memory->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
-  memory->set_bound(300);
+  metaopt::testing::SetAccuracyAndFitSeconds(300, &spec);
   spec.mutable_algorithm()->set_kind(kind);
   spec.mutable_algorithm()->set_initial_trials(5);
   spec.set_seed(5);
@@ -120,6 +111,19 @@ class ObjectivesTest : public ::testing::Test {
     absl::StatusOr<v1::ListTrialsResponse> r = engine_->ListTrials(list);
     EXPECT_THAT(r, IsOk());
     return {r->trials().begin(), r->trials().end()};
+  }
+
+  // A batch Suggest of three on study "s" returns three trials, the first two
+  // distinct (pending picks are fantasies, believed picks join the front).
+  void ExpectADistinctBatchOfThree() {
+    v1::SuggestRequest batch;
+    batch.set_study_id("s");
+    batch.set_count(3);
+    absl::StatusOr<v1::SuggestResponse> r = engine_->Suggest(batch);
+    ASSERT_THAT(r, IsOk());
+    ASSERT_EQ(r->trials_size(), 3);
+    EXPECT_NE(r->trials(0).configuration().DebugString(),
+              r->trials(1).configuration().DebugString());
   }
 
   std::unique_ptr<storage::Storage> storage_;
@@ -380,15 +384,7 @@ TEST_F(ObjectivesTest, GpSuggestsByExpectedHypervolumeImprovement) {
   for (int i = 0; i < 12; ++i) sources.push_back(Step());
   EXPECT_THAT(sources.front(), HasSubstr("initial-design"));
   EXPECT_EQ(sources.back(), "gp/ehvi");
-  // A batch of three distinct suggestions (believed points join the front).
-  v1::SuggestRequest batch;
-  batch.set_study_id("s");
-  batch.set_count(3);
-  absl::StatusOr<v1::SuggestResponse> r = engine_->Suggest(batch);
-  ASSERT_THAT(r, IsOk());
-  ASSERT_EQ(r->trials_size(), 3);
-  EXPECT_NE(r->trials(0).configuration().DebugString(),
-            r->trials(1).configuration().DebugString());
+  ExpectADistinctBatchOfThree();
 }
 
 // ParEGO's weight vectors make the suggestions after the design spread along
@@ -451,15 +447,7 @@ TEST_F(ObjectivesTest, ParegoWithAConstraint) {
   std::vector<std::string> sources;
   for (int i = 0; i < 12; ++i) sources.push_back(Step());
   EXPECT_EQ(sources.back(), "gp/parego");
-  // A batch of three distinct suggestions.
-  v1::SuggestRequest batch;
-  batch.set_study_id("s");
-  batch.set_count(3);
-  absl::StatusOr<v1::SuggestResponse> r = engine_->Suggest(batch);
-  ASSERT_THAT(r, IsOk());
-  ASSERT_EQ(r->trials_size(), 3);
-  EXPECT_NE(r->trials(0).configuration().DebugString(),
-            r->trials(1).configuration().DebugString());
+  ExpectADistinctBatchOfThree();
 }
 
 TEST_F(ObjectivesTest, MosaicSuggestionsSpreadAlongTheFront) {

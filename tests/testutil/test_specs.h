@@ -137,6 +137,26 @@ inline v1::Parameter* FirstParameter(v1::SearchSpace& space) {
   return space.mutable_stages(0)->mutable_algorithms(0)->mutable_parameters(0);
 }
 
+// Sets two objectives, accuracy (maximised) and fit_seconds (minimised), and
+// the constraint memory_mb <= memory_bound_mb on `spec` (its single
+// `objective` cleared).
+inline void SetAccuracyAndFitSeconds(double memory_bound_mb,
+                                     v1::StudySpec* spec) {
+  spec->clear_objective();
+  spec->clear_objectives();
+  spec->clear_constraints();
+  v1::Objective* accuracy = spec->add_objectives();
+  accuracy->set_name("accuracy");
+  accuracy->set_goal(v1::GOAL_MAXIMIZE);
+  v1::Objective* seconds = spec->add_objectives();
+  seconds->set_name("fit_seconds");
+  seconds->set_goal(v1::GOAL_MINIMIZE);
+  v1::Constraint* memory = spec->add_constraints();
+  memory->set_metric("memory_mb");
+  memory->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
+  memory->set_bound(memory_bound_mb);
+}
+
 // A two-stage pipeline space: scaler {none, standard}, estimator {svm(C log
 // float, kernel cat), knn(n_neighbors int)}.
 inline v1::StudySpec PipelineSpec(

@@ -237,20 +237,13 @@ def evaluation_view(table: Table) -> np.ndarray:
     return X
 
 
-# The meta-features a collected folder records: metaopt.metafeatures' simple (non-landmarker)
-# features as they were when the sklearn-pipelines collection started. Pinned, so that every study of
-# one collection carries the same columns and a resumed run sends the spec it created its studies with
-# (compute() has since gained the auto-sklearn statistical features oboe reads).
-COLLECTED_FEATURES = (
-    "ClassEntropy", "ClassProbabilityMax", "ClassProbabilityMean", "ClassProbabilityMin",
-    "ClassProbabilitySTD", "DatasetRatio", "InverseDatasetRatio", "LogDatasetRatio",
-    "LogInverseDatasetRatio", "LogNumberOfFeatures", "LogNumberOfInstances",
-    "NumberOfCategoricalFeatures", "NumberOfClasses", "NumberOfFeatures",
-    "NumberOfFeaturesOneHotEncoded", "NumberOfFeaturesWithMissingValues", "NumberOfInstances",
-    "NumberOfInstancesWithMissingValues", "NumberOfMissingValues", "NumberOfNumericFeatures",
-    "PercentageOfFeaturesWithMissingValues", "PercentageOfInstancesWithMissingValues",
-    "PercentageOfMissingValues", "RatioNominalToNumerical", "RatioNumericalToNominal",
-)
+# The meta-features a collected folder records: metaopt.metafeatures' simple features without the
+# Symbols* ones, as they were when the sklearn-pipelines collection started. Pinned, so that every
+# study of one collection carries the same columns and a resumed run sends the spec it created
+# its studies with (compute() has since gained features; one added to SIMPLE_FEATURES would need
+# excluding here too).
+COLLECTED_FEATURES = tuple(name for name in metafeatures.SIMPLE_FEATURES
+                           if not name.startswith("Symbols"))
 
 
 def features(table: Table) -> Dict[str, float]:

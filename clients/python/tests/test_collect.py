@@ -201,6 +201,15 @@ class TableTest(unittest.TestCase):
             self.assertEqual(collect.evaluation_view(table)[missing[0], 1],
                              collect.CATEGORICAL_MISSING)
 
+    def test_collected_features_are_the_committed_folders_columns(self) -> None:
+        # A resumed collection sends the features its studies were created with: the pinned set
+        # must not follow metaopt.metafeatures as it grows.
+        path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "data",
+                            "sklearn-pipelines-collected", "metafeatures.csv")
+        with open(path, newline="") as file:
+            header = next(csv.reader(file))
+        self.assertEqual(list(collect.COLLECTED_FEATURES), header[1:])
+
     def test_bad_kinds_are_named(self) -> None:
         with tempfile.TemporaryDirectory() as directory:
             with open(os.path.join(directory, "t.csv"), "w") as file:
