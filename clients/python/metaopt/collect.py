@@ -46,6 +46,7 @@ import dataclasses
 import datetime
 import math
 import os
+import signal
 import socket
 import sys
 import threading
@@ -67,6 +68,10 @@ MIN_CLASS_ROWS = 6
 SUBSAMPLE_SEED = 0
 CLASS_COLUMN = "class"
 STUDY_PREFIX = "collect-"
+# An evaluation whose process was lost (killed from outside, not by the CPU-time limit) is run
+# again this many times before it is recorded as failed: the meta-dataset's failures are the
+# configurations' own.
+LOST_RETRIES = 1
 # R writes a factor's missing level as an empty cell; the meta-dataset's export made it the level
 # "c_NA" before evaluation (a category of its own), while its meta-features count it missing.
 CATEGORICAL_MISSING = "c_NA"
@@ -327,8 +332,14 @@ def collect_task(client: Client, table: Table, catalogue: Catalogue, *, worker_i
                 return
             trial = trials[0]
             heartbeat = _Heartbeat(study, trial)
-            evaluation = evaluator.evaluate(pipelines.parse_configuration(trial),
-                                            should_stop=stop.is_set, on_tick=heartbeat.tick)
+            configuration = pipelines.parse_configuration(trial)
+            for attempt in range(1 + LOST_RETRIES):
+                evaluation = evaluator.evaluate(configuration, should_stop=stop.is_set,
+                                                on_tick=heartbeat.tick)
+                if not evaluation.lost or attempt == LOST_RETRIES:
+                    break
+                progress.say(f"{table.task}: trial {trial.id}: {evaluation.failure}; "
+                             "evaluating it again in a new process")
             if evaluation.interrupted:
                 return  # leased to this worker id: a restart gets it back first
             metrics = {"fit_seconds": evaluation.fit_seconds,
@@ -385,6 +396,11 @@ def run(args: argparse.Namespace) -> int:
             errors.append(error)
             stop.set()
 
+    # SIGTERM (kill, a pod's shutdown) stops a run as Ctrl-C does: running fits are abandoned,
+    # not recorded as failures.
+    on_main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler) if on_main_thread \
+        else None
     threads = [threading.Thread(target=work, args=(i,), daemon=True)
                for i in range(args.workers)]
     for thread in threads:
@@ -400,6 +416,9 @@ def run(args: argparse.Namespace) -> int:
         for thread in threads:
             thread.join()
         return 130
+    finally:
+        if on_main_thread:
+            signal.signal(signal.SIGTERM, previous)
     if errors:
         raise errors[0]
     progress.say(f"done: {progress.evaluated} evaluations this run; {len(skipped)} dataset(s) "

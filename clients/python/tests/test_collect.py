@@ -12,6 +12,7 @@ Needs the meta-datasets ($METAOPT_DATA, else the data folder beside the checkout
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import signal
@@ -174,6 +175,86 @@ class CollectTest(unittest.TestCase):
             configs = [collect.configuration_key(pipelines.parse_configuration(t))
                        for t in study.trials() if t.state.name != "STALE"]
             self.assertEqual(len(configs), len(set(configs)), study.id)
+
+    def test_lost_evaluation_processes_are_evaluated_again(self) -> None:
+        # Evaluation processes killed from outside (SIGTERM, as a careless pkill does) are not
+        # the configurations' failures: their trials are evaluated again and get their values.
+        process = subprocess.Popen([sys.executable, "-m", "metaopt.collect", *self.args("run")],
+                                   stderr=subprocess.PIPE, text=True)
+        # Two kills, far enough apart that a retried evaluation's new process is not killed too.
+        killed = 0
+        for pause in (1.0, 3.0):
+            time.sleep(pause)
+            if process.poll() is not None:
+                break
+            children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True,
+                                      text=True).stdout.split()
+            for child in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(child), signal.SIGTERM)
+                    killed += 1
+        _, stderr = process.communicate(timeout=300)
+        self.assertEqual(process.returncode, 0, stderr)
+        self.assertGreater(killed, 0, "no evaluation process was running to kill")
+        failed = [t.id for s in self._studies() for t in s.trials() if t.state.name == "FAILED"]
+        self.assertEqual(failed, [], stderr)
+        out = os.path.join(self.directory.name, "out")
+        self.assertEqual(collect.main(self.args("write", "--out", out)), 0)
+        self.check_folder(out)
+
+    def test_a_lost_evaluation_is_retried_once(self) -> None:
+        # Deterministic: the first evaluation's process is reported lost, then the second attempt
+        # of the same trial runs for real; a trial lost twice is recorded as failed.
+        descriptor = pipelines.Evaluator.__dict__["_of"]
+        original = pipelines.Evaluator._of
+        lost_first = {"left": 1}
+        calls: List[str] = []
+
+        def losing_of(data, fit_time_limit):
+            evaluator = original(data, fit_time_limit)
+            evaluate = evaluator.evaluate
+
+            def flaky(configuration, **kwargs):
+                calls.append(str(configuration))
+                if lost_first["left"] > 0:
+                    lost_first["left"] -= 1
+                    return pipelines.Evaluation(None, 0.0, 0.0, "the evaluating process died "
+                                                "of signal SIGTERM", lost=True)
+                return evaluate(configuration, **kwargs)
+            evaluator.evaluate = flaky
+            return evaluator
+
+        pipelines.Evaluator._of = staticmethod(losing_of)
+        try:
+            self.assertEqual(collect.main(self.args("run", "--only", "sklearn_iris")), 0)
+            self.assertEqual(calls[0], calls[1])  # the same configuration, evaluated again
+            self.assertEqual(len(calls), 17)
+            failed = [t.id for s in self._studies() for t in s.trials()
+                      if t.state.name == "FAILED"]
+            self.assertEqual(failed, [])
+            lost_first["left"] = 2  # twice in a row on the next dataset: recorded as failed
+            self.assertEqual(collect.main(self.args("run", "--only", "sklearn_wine")), 0)
+        finally:
+            pipelines.Evaluator._of = descriptor
+        failed = [t for s in self._studies() for t in s.trials() if t.state.name == "FAILED"]
+        self.assertEqual(len(failed), 1)
+
+    def test_sigterm_stops_without_recording_failures(self) -> None:
+        process = subprocess.Popen([sys.executable, "-m", "metaopt.collect", *self.args("run")],
+                                   stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        observed = 0
+        while time.monotonic() < deadline and observed < 3 and process.poll() is None:
+            time.sleep(0.1)
+            observed = sum(len(list(s.trials())) for s in self._studies())
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=120)
+        if observed < 3:
+            self.skipTest("the collection finished before it could be stopped")
+        self.assertEqual(process.returncode, 130, stderr)
+        self.assertIn("interrupted", stderr)
+        failed = [t.id for s in self._studies() for t in s.trials() if t.state.name == "FAILED"]
+        self.assertEqual(failed, [])
 
     def _studies(self):
         return [s for s in self.client.list_studies() if s.id.startswith(collect.STUDY_PREFIX)]

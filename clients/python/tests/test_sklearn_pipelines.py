@@ -25,6 +25,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+import signal
+import threading
+import time
 import unittest
 import warnings
 from typing import Dict, List
@@ -281,6 +284,30 @@ class TimeLimitTest(unittest.TestCase):
         evaluation = mosk.evaluate(fast, X, y, fit_time_limit=5)
         self.assertEqual(evaluation.failure, "")
         self.assertGreater(evaluation.value, 0.7)
+
+    def test_a_process_killed_from_outside_is_lost_not_failed(self) -> None:
+        X, y = sklearn.datasets.load_digits(return_X_y=True)
+        slow = {"imputer": metaopt.Choice("mean", {}), "scaler": metaopt.Choice("none", {}),
+                "reducer": metaopt.Choice("none", {}),
+                "estimator": metaopt.Choice("mlp", {"hidden_size": 128, "alpha": 1e-5,
+                                                    "learning_rate_init": 1e-4})}
+        with mosk.Evaluator(X, y, fit_time_limit=60) as evaluator:
+            def kill_once_running() -> None:
+                time.sleep(1.0)
+                evaluator._process.send_signal(signal.SIGTERM)
+            killer = threading.Thread(target=kill_once_running)
+            killer.start()
+            evaluation = evaluator.evaluate(slow)
+            killer.join()
+            self.assertIsNone(evaluation.value)
+            self.assertTrue(evaluation.lost)
+            self.assertIn("SIGTERM", evaluation.failure)
+            # The next evaluation starts a new process.
+            again = evaluator.evaluate(dict(slow, estimator=metaopt.Choice("gnb", {})))
+            self.assertFalse(again.lost)
+            self.assertGreater(again.value, 0.7)
+        over = mosk.evaluate(slow, X, y, fit_time_limit=1)
+        self.assertFalse(over.lost)  # the CPU-time limit is the configuration's failure
 
 
 if __name__ == "__main__":

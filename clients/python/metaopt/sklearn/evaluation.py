@@ -221,6 +221,10 @@ class Evaluation:
         wall_seconds: wall-clock seconds of the whole evaluation.
         failure: why it failed (an error, or the time limit); empty if it did not.
         interrupted: stopped from outside (Ctrl-C, tune's own stop) before it finished.
+        lost: the evaluating process ended without a result for a reason that is not the
+            configuration's: killed by a signal other than the CPU-time limit's and other than
+            a crash of its own (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT), or exited without
+            answering. Evaluating it again may succeed.
         predictions: with ``keep_predictions``, the pipeline's :func:`class_scores` on the
             validation rows (rows x classes, float32); else None.
     """
@@ -231,6 +235,12 @@ class Evaluation:
     failure: str = ""
     interrupted: bool = False
     predictions: Optional[np.ndarray] = None
+    lost: bool = False
+
+
+# Signals a process raises on itself when the code it runs crashes: the configuration's failure.
+_OWN_CRASHES = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL,
+                          signal.SIGABRT})
 
 
 def _wall_guard(fit_time_limit: Optional[float], n_splits: int) -> Optional[float]:
@@ -350,10 +360,10 @@ class Evaluator:
                 try:
                     kind, value, cpu, reason, predictions = pickle.load(process.stdout)
                 except (EOFError, pickle.UnpicklingError):
-                    reason = self._died(process)
+                    reason, lost = self._died(process)
                     if should_stop():
                         return Evaluation(None, 0.0, wall, "stopped", interrupted=True)
-                    return Evaluation(None, 0.0, wall, reason)
+                    return Evaluation(None, 0.0, wall, reason, lost=lost)
                 if kind == "ok":
                     return Evaluation(value, cpu, wall, predictions=predictions)
                 return Evaluation(None, cpu, wall, reason)
@@ -367,15 +377,18 @@ class Evaluator:
                                   "wall)")
             on_tick()
 
-    def _died(self, process: subprocess.Popen) -> str:
+    def _died(self, process: subprocess.Popen) -> Tuple[str, bool]:
+        """Why the process ended without a result, and whether that was the configuration's
+        doing (False) or not (True: Evaluation.lost)."""
         code = process.wait()
         self._process = None
         if code < 0:
             number = -code
             if number in (signal.SIGXCPU, signal.SIGKILL) and self.fit_time_limit is not None:
-                return f"fit over the CPU-time limit of {self.fit_time_limit:g} s"
-            return f"the evaluating process died of signal {signal.Signals(number).name}"
-        return f"the evaluating process exited with code {code} without a result"
+                return f"fit over the CPU-time limit of {self.fit_time_limit:g} s", False
+            return (f"the evaluating process died of signal {signal.Signals(number).name}",
+                    number not in _OWN_CRASHES)
+        return f"the evaluating process exited with code {code} without a result", True
 
     def _kill(self) -> None:
         if self._process is not None:
