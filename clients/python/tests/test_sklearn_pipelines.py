@@ -269,13 +269,15 @@ class PipelineTest(unittest.TestCase):
 
 
 class TimeLimitTest(unittest.TestCase):
+    # An MLP that takes many CPU seconds on digits.
+    SLOW = {"imputer": metaopt.Choice("mean", {}), "scaler": metaopt.Choice("none", {}),
+            "reducer": metaopt.Choice("none", {}),
+            "estimator": metaopt.Choice("mlp", {"hidden_size": 128, "alpha": 1e-5,
+                                                "learning_rate_init": 1e-4})}
 
     def test_a_fit_over_the_cpu_limit_fails_and_others_do_not(self) -> None:
         X, y = sklearn.datasets.load_digits(return_X_y=True)
-        slow = {"imputer": metaopt.Choice("mean", {}), "scaler": metaopt.Choice("none", {}),
-                "reducer": metaopt.Choice("none", {}),
-                "estimator": metaopt.Choice("mlp", {"hidden_size": 128, "alpha": 1e-5,
-                                                    "learning_rate_init": 1e-4})}
+        slow = self.SLOW
         evaluation = mosk.evaluate(slow, X, y, fit_time_limit=1)
         self.assertIsNone(evaluation.value)
         self.assertIn("CPU-time limit of 1 s", evaluation.failure)
@@ -287,10 +289,7 @@ class TimeLimitTest(unittest.TestCase):
 
     def test_a_process_killed_from_outside_is_lost_not_failed(self) -> None:
         X, y = sklearn.datasets.load_digits(return_X_y=True)
-        slow = {"imputer": metaopt.Choice("mean", {}), "scaler": metaopt.Choice("none", {}),
-                "reducer": metaopt.Choice("none", {}),
-                "estimator": metaopt.Choice("mlp", {"hidden_size": 128, "alpha": 1e-5,
-                                                    "learning_rate_init": 1e-4})}
+        slow = self.SLOW
         with mosk.Evaluator(X, y, fit_time_limit=60) as evaluator:
             def kill_once_running() -> None:
                 time.sleep(1.0)
