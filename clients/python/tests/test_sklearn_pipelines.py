@@ -308,6 +308,19 @@ class TimeLimitTest(unittest.TestCase):
         over = mosk.evaluate(slow, X, y, fit_time_limit=1)
         self.assertFalse(over.lost)  # the CPU-time limit is the configuration's failure
 
+    def test_the_evaluation_after_one_over_the_limit_runs(self) -> None:
+        # The worker exits after a fit over the limit; the next configuration goes to a new one
+        # (it used to be sent to the exiting process and come back "exited without a result").
+        X, y = sklearn.datasets.load_digits(return_X_y=True)
+        fast = dict(self.SLOW, estimator=metaopt.Choice("gnb", {}))
+        with mosk.Evaluator(X, y, fit_time_limit=1) as evaluator:
+            for _ in range(2):
+                over = evaluator.evaluate(self.SLOW)
+                self.assertIn("CPU-time limit", over.failure)
+                after = evaluator.evaluate(fast)
+                self.assertEqual(after.failure, "")
+                self.assertGreater(after.value, 0.7)
+
 
 if __name__ == "__main__":
     unittest.main()

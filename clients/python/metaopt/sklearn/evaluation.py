@@ -172,7 +172,8 @@ def _worker_main() -> None:
     handlers can wait forever for its own threads). Reads the caller's sys.path, imports
     scikit-learn, then reads the evaluation function (by reference) and the data, then
     configurations; answers each with (kind, value, cpu seconds, reason, validation predictions
-    or None). Exits at end of input, or after a fit over its CPU limit.
+    or None), kind "ok", "failed" or "over_limit". Exits at end of input, or after an
+    "over_limit" reply (a fit over its CPU limit).
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the caller decides what Ctrl-C stops
     # Nothing but replies on the pipe: the replies get their own descriptor, and whatever the
@@ -198,7 +199,7 @@ def _worker_main() -> None:
                 "ok", outcome[0], outcome[1], "", predictions)
         except _FitTimeLimit:
             over_limit = True
-            reply = ("failed", None, time.process_time() - start,
+            reply = ("over_limit", None, time.process_time() - start,
                      f"fit over the CPU-time limit of {fit_time_limit:g} s", None)
         except Exception as error:  # any failure of the pipeline is the trial's outcome
             text = " ".join(str(error).split())[:300]
@@ -366,6 +367,10 @@ class Evaluator:
                     return Evaluation(None, 0.0, wall, reason, lost=lost)
                 if kind == "ok":
                     return Evaluation(value, cpu, wall, predictions=predictions)
+                if kind == "over_limit":
+                    # The worker exits after this reply: the next evaluation must not be sent to
+                    # it (it would find the process gone and report it lost).
+                    self._kill()
                 return Evaluation(None, cpu, wall, reason)
             if should_stop():
                 self._kill()
