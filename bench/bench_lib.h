@@ -507,7 +507,9 @@ struct SummaryRow {
   std::string method;
   int trials = 0;
   double regret_mean = 0;
-  double regret_sem = 0;  // standard error over tasks x seeds
+  // Standard errors of the task means (seeds averaged within a task first):
+  // a task's runs are not independent of each other.
+  double regret_sem = 0;
   double rank_mean = 0;
   double rank_sem = 0;
 };

@@ -447,6 +447,37 @@ TEST_F(BenchRunTest, IdenticalMethodsTieAtRankOneAndAHalf) {
   EXPECT_EQ(rows[3].regret_mean, rows[13].regret_mean);
 }
 
+// The standard error is that of the task means: a method that repeats one run
+// on every seed (as a deterministic policy does) has the standard error of
+// its task regrets, however many seeds ran, not one shrunk by sqrt(seeds).
+TEST_F(BenchRunTest, StandardErrorsAreOverTaskMeans) {
+  absl::StatusOr<BenchResult> result = RunBenchmark(Options());
+  ASSERT_THAT(result, IsOk());
+  ASSERT_GE(result->task_ids.size(), 2u);
+  ASSERT_GE(result->seeds, 2);
+  BenchResult repeated = *result;  // every seed's run replaced by seed 0's
+  for (size_t t = 0; t < repeated.task_ids.size(); ++t) {
+    for (int s = 1; s < repeated.seeds; ++s) {
+      repeated.runs[repeated.RunIndex(0, t, s)].regret =
+          repeated.runs[repeated.RunIndex(0, t, 0)].regret;
+    }
+  }
+  const int k = 0;  // after the first trial
+  std::vector<double> task_regrets;
+  for (size_t t = 0; t < repeated.task_ids.size(); ++t) {
+    task_regrets.push_back(repeated.runs[repeated.RunIndex(0, t, 0)].regret[k]);
+  }
+  const double n = static_cast<double>(task_regrets.size());
+  double mean = 0, ss = 0;
+  for (double x : task_regrets) mean += x / n;
+  for (double x : task_regrets) ss += (x - mean) * (x - mean);
+  const double expected = std::sqrt(ss / (n - 1) / n);
+  ASSERT_GT(expected, 0.0);
+  const std::vector<SummaryRow> rows = Summarize(repeated);
+  EXPECT_NEAR(rows[k].regret_sem, expected, 1e-12);
+  EXPECT_NEAR(rows[k].regret_mean, mean, 1e-12);
+}
+
 // Pooling the per-task regrets of runs split by task (as the folds of a
 // cross-validation) gives the summary of the whole run: means, standard
 // errors and ranks over the union of tasks; the report and plots are written,

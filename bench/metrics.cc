@@ -30,6 +30,26 @@ double StandardError(const std::vector<double>& v) {
          std::sqrt(static_cast<double>(n));
 }
 
+// Standard error of the mean of `v`, whose entries are num_tasks blocks of
+// num_seeds runs (task-major, as Summarize gathers them), clustered by task:
+// the standard error of the task means. Runs of one task share its catalogue
+// and often its design, so they are not independent (a deterministic policy
+// repeats one run on every seed); the task is the unit a choice must carry
+// over. With one task, the standard error over its seeds.
+double TaskClusteredStandardError(const std::vector<double>& v,
+                                  size_t num_tasks) {
+  if (num_tasks < 2) return StandardError(v);
+  const size_t per_task = v.size() / num_tasks;
+  std::vector<double> task_means;
+  task_means.reserve(num_tasks);
+  for (size_t t = 0; t < num_tasks; ++t) {
+    task_means.push_back(
+        Mean(std::vector<double>(v.begin() + t * per_task,
+                                 v.begin() + (t + 1) * per_task)));
+  }
+  return StandardError(task_means);
+}
+
 // Linear-interpolation percentile (q in [0, 1]) of sorted `v`.
 double Percentile(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return 0;
@@ -135,9 +155,9 @@ std::vector<SummaryRow> Summarize(const BenchResult& result) {
       row.method = result.methods[m].name;
       row.trials = k + 1;
       row.regret_mean = Mean(regrets);
-      row.regret_sem = StandardError(regrets);
+      row.regret_sem = TaskClusteredStandardError(regrets, num_tasks);
       row.rank_mean = Mean(ranks[m][k]);
-      row.rank_sem = StandardError(ranks[m][k]);
+      row.rank_sem = TaskClusteredStandardError(ranks[m][k], num_tasks);
       rows.push_back(std::move(row));
     }
   }
@@ -161,7 +181,8 @@ std::vector<CostSummaryRow> SummarizeCost(const BenchResult& result) {
       row.method = result.methods[m].name;
       row.cost = c;
       row.regret_mean = Mean(regrets);
-      row.regret_sem = StandardError(regrets);
+      row.regret_sem =
+          TaskClusteredStandardError(regrets, result.task_ids.size());
       rows.push_back(std::move(row));
     }
   }

@@ -74,9 +74,10 @@ RegretKind RegretKindOf(const BenchResult& result) {
                 "1e-3), then scaled to [0, 1] by its minimum and maximum over "
                 "the task's catalogue; the reference point is ",
                 absl::StrFormat("%.1f", kNormalizedReference),
-                " in every coordinate. Mean ± standard error over tasks x "
-                "seeds of `1 - HV(front of the trials so far) / HV(Pareto "
-                "front of the task's whole catalogue)` (0: the true front is "
+                " in every coordinate. Mean over tasks x seeds (± the "
+                "standard error of the task means) of `1 - HV(front of the "
+                "trials so far) / HV(Pareto front of the task's whole "
+                "catalogue)` (0: the true front is "
                 "dominated; 1: nothing yet).")};
   }
   if (!result.constraint.empty()) {
@@ -84,14 +85,15 @@ RegretKind RegretKindOf(const BenchResult& result) {
             absl::StrCat(
                 "`", result.objective_name, "` (", GoalName(result.goal),
                 ") subject to `", result.constraint,
-                "` <= the task's median of it over its catalogue. Mean ± "
-                "standard error over tasks x seeds of `(best feasible so far "
+                "` <= the task's median of it over its catalogue. Mean over "
+                "tasks x seeds (± the standard error of the task means) of "
+                "`(best feasible so far "
                 "- best feasible in task) / (worst feasible in task - best "
                 "feasible in task)`, 1 before the first feasible trial.")};
   }
   return {"normalised regret", "Normalised regret",
-          "Mean ± standard error over tasks x seeds of `(best so far - best "
-          "in task) / (worst in task - best in task)` (0: the task's best "
+          "Mean over tasks x seeds (± the standard error of the task means) "
+          "of `(best so far - best in task) / (worst in task - best in task)` (0: the task's best "
           "configuration was found)."};
 }
 
