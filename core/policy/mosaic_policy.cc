@@ -8,6 +8,7 @@
 #include "core/common/logging.h"
 #include "core/common/status_macros.h"
 #include "core/policy/parego_step.h"
+#include "core/policy/pareto_step.h"
 #include "core/policy/random_policy.h"
 #include "core/space/space_mapping.h"
 #include "core/surrogate/pipeline_forest.h"
@@ -213,6 +214,24 @@ absl::StatusOr<SuggestResult> MosaicPolicy::Suggest(const StudyView& study,
     }
     sources.push_back("random-fallback");
     return finish();
+  }
+  if (study.spec->constraints_size() > 0) {
+    // One GP per constrained metric on the surrogate's inputs (as the other
+    // kinds' Pareto step), the study's pending trials as fantasies.
+    const space::Encoder& encoder = shared.surrogate_encoder();
+    const InputsOf inputs_of = [&](const std::vector<v1::Configuration>& c)
+        -> absl::StatusOr<Eigen::MatrixXd> { return encoder.EncodeBatch(c); };
+    std::vector<v1::Configuration> pending;
+    for (const v1::Trial& trial : *study.trials) {
+      if (trial.state() == v1::TRIAL_STATE_ACTIVE) {
+        pending.push_back(trial.configuration());
+      }
+    }
+    METAOPT_ASSIGN_OR_RETURN(
+        std::vector<acquisition::ModeledConstraint> constraints,
+        FitConstraintModels(study, inputs_of, encoder.EncodeBatch(pending),
+                            rng));
+    search.SetConstraints(std::move(constraints));
   }
   MctsTree tree = tree_;
   bool walked = false;

@@ -325,10 +325,13 @@ TEST(MosaicPolicyTest, CatalogueStudiesPickUntriedEntriesUntilExhausted) {
   EXPECT_TRUE(r.configurations.empty());
 }
 
-TEST(MosaicPolicyTest, PlainHyperparameterOptimizationHasNoTreeLevels) {
+// A Mosaic study minimising over one stage with one algorithm "f" of two
+// floats x and y on [0, 1] (plain hyperparameter optimization).
+v1::StudySpec PlainSpec() {
   v1::StudySpec spec;
-  auto* algorithm = spec.mutable_search_space()->add_stages()->add_algorithms();
-  spec.mutable_search_space()->mutable_stages(0)->set_name("model");
+  v1::Stage* stage = spec.mutable_search_space()->add_stages();
+  stage->set_name("model");
+  v1::Algorithm* algorithm = stage->add_algorithms();
   algorithm->set_name("f");
   for (const char* name : {"x", "y"}) {
     auto* p = algorithm->add_parameters();
@@ -338,6 +341,11 @@ TEST(MosaicPolicyTest, PlainHyperparameterOptimizationHasNoTreeLevels) {
   }
   spec.mutable_objective()->set_goal(v1::GOAL_MINIMIZE);
   spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_MOSAIC);
+  return spec;
+}
+
+TEST(MosaicPolicyTest, PlainHyperparameterOptimizationHasNoTreeLevels) {
+  const v1::StudySpec spec = PlainSpec();
   auto space = space::SearchSpace::Create(spec.search_space());
   ASSERT_TRUE(space.ok());
   METAOPT_ASSERT_OK_AND_ASSIGN(auto created,
@@ -363,6 +371,67 @@ TEST(MosaicPolicyTest, PlainHyperparameterOptimizationHasNoTreeLevels) {
     const double x = Number(c, 0, "x") - 0.3, y = Number(c, 0, "y") - 0.6;
     trials.push_back(Completed(t + 1, c, x * x + y * y));
   }
+}
+
+// A constraint that cuts off the unconstrained optimum: minimise
+// (x - 0.8)^2 + (y - 0.5)^2 subject to metric c = x <= 0.5 (constrained
+// optimum 0.09 at x = 0.5, y = 0.5). With the constraint the playouts weigh EI
+// by the probability of feasibility, so after the design most suggestions
+// are feasible and the best feasible value approaches 0.09; without it the
+// suggestions go to the infeasible optimum.
+TEST(MosaicPolicyTest, ConstrainedPlayoutsStayFeasible) {
+  v1::StudySpec spec = PlainSpec();
+  spec.mutable_objective()->set_name("loss");
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  // Returns the share of feasible suggestions after the design and the best
+  // feasible value, over `budget` trials.
+  const std::pair<double, double> failed(-1, 1e9);
+  auto run = [&](const v1::StudySpec& study_spec,
+                 int budget) -> std::pair<double, double> {
+    auto created = CreatePolicy(study_spec, std::nullopt);
+    EXPECT_TRUE(created.ok()) << created.status();
+    if (!created.ok()) return failed;
+    std::shared_ptr<const Policy> policy = *created;
+    std::vector<v1::Trial> trials;
+    int late = 0, late_feasible = 0;
+    double best_feasible = std::numeric_limits<double>::infinity();
+    for (int t = 0; t < budget; ++t) {
+      space::Rng rng(100 + t);
+      StudyView view{&study_spec, &*space, &trials};
+      absl::StatusOr<SuggestResult> r = policy->Suggest(view, 1, rng);
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok() || r->configurations.size() != 1) return failed;
+      if (r->update.has_value()) policy = r->update->policy;
+      const v1::Configuration& c = r->configurations[0];
+      const double x = Number(c, 0, "x"), y = Number(c, 0, "y");
+      const double loss = (x - 0.8) * (x - 0.8) + (y - 0.5) * (y - 0.5);
+      v1::Trial trial = Completed(t + 1, c, loss);
+      (*trial.mutable_metrics())["c"] = x;
+      trial.set_feasible(x <= 0.5);
+      if (x <= 0.5) best_feasible = std::min(best_feasible, loss);
+      if (t >= 10) {
+        ++late;
+        late_feasible += x <= 0.5 ? 1 : 0;
+      }
+      trials.push_back(std::move(trial));
+    }
+    return std::make_pair(static_cast<double>(late_feasible) / late,
+                          best_feasible);
+  };
+  v1::StudySpec constrained = spec;
+  v1::Constraint* c = constrained.add_constraints();
+  c->set_metric("c");
+  c->set_sense(v1::CONSTRAINT_SENSE_AT_MOST);
+  c->set_bound(0.5);
+  const auto [share, best] = run(constrained, 30);
+  const auto [unconstrained_share, unconstrained_best] = run(spec, 30);
+  RecordProperty("constrained_feasible_share", std::to_string(share));
+  RecordProperty("unconstrained_feasible_share",
+                 std::to_string(unconstrained_share));
+  EXPECT_GE(share, 0.7);
+  EXPECT_LT(unconstrained_share, 0.5);
+  EXPECT_LT(best, 0.09 + 0.02);
 }
 
 // Mosaic's median best value over 5 seeds after 40 trials on a 2-stage

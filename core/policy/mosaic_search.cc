@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "core/common/status_macros.h"
 #include "core/objective/objective.h"
+#include "core/objective/study_objectives.h"
 
 namespace metaopt::policy {
 namespace {
@@ -34,6 +35,7 @@ MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
   for (size_t i = 0; i < trials.size(); ++i) {
     if (std::optional<double> y = target(i); y.has_value()) {
       completed_.push_back(trials[i].configuration());
+      feasible_.push_back(objective::StudyObjectives::Feasible(trials[i]));
       ys.push_back(*y);
     }
   }
@@ -51,6 +53,9 @@ MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
     }
     best_target_ = targets_.minCoeff();
   }
+  acquisition_ =
+      std::make_unique<acquisition::LogExpectedImprovementFunction>(
+          best_target_);
   for (size_t i = 0; i < trials.size(); ++i) {
     const v1::Trial& trial = trials[i];
     if (!HoldsConfiguration(trial.state())) continue;
@@ -59,7 +64,9 @@ MosaicSearch::MosaicSearch(const MosaicShared& shared, const StudyView& study,
     }
     std::optional<double> reward;
     if (std::optional<double> y = target(i); y.has_value()) {
-      reward = Reward(*y);
+      // An observation that violates a constraint rewards its path as a
+      // failure does.
+      reward = objective::StudyObjectives::Feasible(trial) ? Reward(*y) : 0.0;
     } else if (trial.state() != v1::TRIAL_STATE_ACTIVE) {
       reward = 0.0;  // failed or infeasible (or completed without a value)
     }
@@ -81,6 +88,20 @@ absl::Status MosaicSearch::FitSurrogate() {
   Eigen::MatrixXd X = shared_.surrogate_encoder().EncodeBatch(completed_);
   METAOPT_ASSIGN_OR_RETURN(model_, shared_.fitter(X, targets_, rng_()));
   return absl::OkStatus();
+}
+
+void MosaicSearch::SetConstraints(
+    std::vector<acquisition::ModeledConstraint> constraints) {
+  std::vector<std::vector<double>> front;
+  for (Eigen::Index i = 0; i < targets_.size(); ++i) {
+    if (!feasible_[i]) continue;
+    if (front.empty()) front.push_back({targets_[i]});
+    front[0][0] = std::min(front[0][0], targets_[i]);
+  }
+  acquisition_ = std::make_unique<acquisition::ParetoAcquisition>(
+      std::vector<std::shared_ptr<const surrogate::Surrogate>>{},
+      std::move(constraints), std::move(front),
+      std::vector<double>{std::numeric_limits<double>::infinity()});
 }
 
 void MosaicSearch::Visit(const v1::Configuration& c,
@@ -194,8 +215,7 @@ absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::Playout(
         std::vector<int> picks,
         acquisition::MaximizeOverCatalogue(
             *model, *shared_.surrogate_catalogue, PlayoutRows(path, start),
-            is_held, acquisition::LogExpectedImprovementFunction(best_target_),
-            1, acquisition::Ties::kLowerMean));
+            is_held, *acquisition_, 1, acquisition::Ties::kLowerMean));
     if (picks.empty()) return std::nullopt;
     return spec_.candidates(picks[0]);
   }
@@ -217,9 +237,7 @@ absl::StatusOr<std::optional<v1::Configuration>> MosaicSearch::Playout(
       std::vector<v1::Configuration> picks,
       acquisition::MaximizeOverSpace(*model, shared_.space,
                                      shared_.surrogate_encoder(), is_held,
-                                     acquisition::LogExpectedImprovementFunction(
-                                         best_target_),
-                                     {start}, 1, options, rng_));
+                                     *acquisition_, {start}, 1, options, rng_));
   if (picks.empty()) return std::nullopt;
   return std::move(picks[0]);
 }

@@ -14,7 +14,9 @@
 #include "Eigen/Core"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "core/acquisition/acquisition_function.h"
 #include "core/acquisition/acquisition_search.h"
+#include "core/acquisition/pareto_acquisition.h"
 #include "core/policy/mcts.h"
 #include "core/policy/mosaic_options.h"
 #include "core/policy/policy.h"
@@ -260,6 +262,14 @@ class MosaicSearch final : public MctsEnvironment {
   // Fits the shared surrogate on the completed trials.
   absl::Status FitSurrogate();
 
+  // A study with constraints: from here on playouts score log EI below the
+  // best target of a feasible observation plus, per constrained metric, the
+  // log probability that its model meets the bound
+  // (acquisition::ParetoAcquisition with one objective); while no
+  // observation is feasible, the probability of feasibility alone. Without
+  // this call, log EI below the best target of every observation.
+  void SetConstraints(std::vector<acquisition::ModeledConstraint> constraints);
+
   // What may not be proposed: the configurations the study's trials hold and
   // this call's picks.
   const HeldConfigurations& held() const { return held_; }
@@ -324,6 +334,10 @@ class MosaicSearch final : public MctsEnvironment {
   std::vector<double> sorted_;  // y_ ascending
   Eigen::VectorXd targets_;     // the surrogate's: y_ or its quantiles
   double best_ = 0, worst_ = 0, scale_ = 1, best_target_ = 0;
+  // Per completed_ entry: whether it meets the study's constraints.
+  std::vector<bool> feasible_;
+  // What playouts maximise (SetConstraints).
+  std::unique_ptr<const acquisition::AcquisitionFunction> acquisition_;
   std::shared_ptr<const surrogate::Surrogate> model_;
   HeldConfigurations held_;
   // Catalogue: the untried rows, in catalogue order, and how many of them lie

@@ -131,7 +131,8 @@ BindingRules GrosiBinding(const v1::AlgorithmSpec&) {
 // (model_based.h), PMF over its latent rows. ParEGO (parego_step.h) hands a
 // scalarised objective to GP's and DeepPipe's surrogate and to Mosaic's tree
 // and playouts (PMF's latent rows come from the meta-dataset's y, which a
-// scalarised value is not).
+// scalarised value is not). Mosaic's playouts weigh EI by each constrained
+// metric's probability of feasibility (MosaicSearch::SetConstraints).
 constexpr AlgorithmKindDescriptor kKinds[] = {
     // kind, create, models_encoded_space, ehvi, parego, constraints,
     // catalogue_from_model, binding
@@ -143,7 +144,7 @@ constexpr AlgorithmKindDescriptor kKinds[] = {
      false, &DeepPipeBinding},
     {v1::ALGORITHM_KIND_PMF, &CreatePmf, false, true, false, true, true,
      &PmfBinding},
-    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, true, false, false,
+    {v1::ALGORITHM_KIND_MOSAIC, &CreateMosaic, true, false, true, true, false,
      &MosaicBinding},
     {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false, false, false,
      &GrosiBinding},

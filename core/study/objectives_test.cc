@@ -212,8 +212,8 @@ TEST_F(ObjectivesTest, TheMultiObjectiveAcquisitionIsValidated) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("spec.algorithm.multi_objective_acquisition: "
                                  "7 is not a MultiObjectiveAcquisition")));
-  // Mosaic takes several objectives by ParEGO only (its default), and no
-  // constraints.
+  // Mosaic takes several objectives by ParEGO only (its default), and
+  // constraints (its playouts weigh EI by the probability of feasibility).
   v1::StudySpec mosaic = TwoObjectiveSpec(v1::ALGORITHM_KIND_MOSAIC);
   mosaic.clear_constraints();
   mosaic.mutable_algorithm()->set_multi_objective_acquisition(
@@ -227,9 +227,12 @@ TEST_F(ObjectivesTest, TheMultiObjectiveAcquisitionIsValidated) {
                          "ParEGO only; set MULTI_OBJECTIVE_ACQUISITION_PAREGO "
                          "(or leave it unset)")));
   v1::StudySpec constrained = TwoObjectiveSpec(v1::ALGORITHM_KIND_MOSAIC);
-  EXPECT_THAT(Create(constrained),
+  EXPECT_THAT(Create(constrained, "mosaic-constrained"), IsOk());
+  v1::StudySpec grosi = TwoObjectiveSpec(v1::ALGORITHM_KIND_GROSI);
+  grosi.mutable_objectives()->DeleteSubrange(1, 1);
+  EXPECT_THAT(Create(grosi),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("spec.constraints: ALGORITHM_KIND_MOSAIC "
+                       HasSubstr("spec.constraints: ALGORITHM_KIND_GROSI "
                                  "does not take constraints")));
   // PMF's latent rows model y: EHVI only.
   v1::StudySpec pmf = TwoObjectiveSpec(v1::ALGORITHM_KIND_PMF);
