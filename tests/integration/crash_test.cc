@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/create_channel.h"
 #include "gtest/gtest.h"
 #include "metaopt/v1/optimizer_service.grpc.pb.h"
@@ -81,6 +82,58 @@ TEST_F(CrashTest, AcknowledgedObservationsSurviveKill9) {
     const int status = server.Kill(SIGKILL);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   }
+}
+
+// A Suggest's trials are stored before its answer: killed right after a run
+// of Suggests with no Observe after them, the server must still find every
+// trial it handed out, with its configuration, so that no id is handed out
+// twice.
+TEST_F(CrashTest, AcknowledgedSuggestsSurviveKill9WithoutAnObserve) {
+  std::map<int64_t, v1::Configuration> handed_out;
+  for (int cycle = 0; cycle < 3; ++cycle) {
+    ServerProcess server = MakeServer();
+    const int port = server.Start();
+    ASSERT_GT(port, 0);
+    auto stub = Connect(port);
+    v1::CreateStudyRequest create;
+    create.set_study_id("suggests");
+    *create.mutable_spec() = PipelineSpec();
+    v1::CreateStudyResponse created;
+    ASSERT_TRUE(
+        stub->CreateStudy(ContextWithDeadline().get(), create, &created).ok());
+    v1::ListTrialsRequest list;
+    list.set_study_id("suggests");
+    list.set_page_size(1000);
+    v1::ListTrialsResponse listed;
+    ASSERT_TRUE(
+        stub->ListTrials(ContextWithDeadline().get(), list, &listed).ok());
+    ASSERT_EQ(listed.trials_size(), static_cast<int>(handed_out.size()))
+        << "cycle " << cycle;
+    for (const v1::Trial& t : listed.trials()) {
+      ASSERT_EQ(handed_out.count(t.id()), 1u) << "id " << t.id();
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+          t.configuration(), handed_out[t.id()]))
+          << "cycle " << cycle << ", trial " << t.id() << ": stored "
+          << t.configuration().ShortDebugString() << ", handed out "
+          << handed_out[t.id()].ShortDebugString();
+    }
+
+    for (int i = 0; i < 20; ++i) {
+      v1::SuggestRequest suggest;
+      suggest.set_study_id("suggests");
+      suggest.set_count(1 + i % 2);
+      v1::SuggestResponse suggested;
+      ASSERT_TRUE(
+          stub->Suggest(ContextWithDeadline().get(), suggest, &suggested).ok());
+      for (const v1::Trial& t : suggested.trials()) {
+        EXPECT_EQ(handed_out.count(t.id()), 0u) << "id " << t.id();
+        handed_out[t.id()] = t.configuration();
+      }
+    }
+    const int status = server.Kill(SIGKILL);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  }
+  EXPECT_EQ(handed_out.size(), 90u);
 }
 
 TEST_F(CrashTest, SigtermShutsDownCleanly) {

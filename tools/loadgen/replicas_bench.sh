@@ -13,13 +13,7 @@ seconds="${2:-20}"
 clients="${3:-6}"
 server="$build/server/metaopt-server"
 loadgen="$build/tools/loadgen/metaopt-loadgen"
-pg_bin="${METAOPT_POSTGRES_BIN:-$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -1)}"
 work="$(mktemp -d)"
-as_pg=()
-if [[ "$(id -u)" -eq 0 ]]; then
-  chown postgres "$work"
-  as_pg=(runuser -u postgres --)
-fi
 pids=()
 stop_servers() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
@@ -27,19 +21,13 @@ stop_servers() {
 }
 cleanup() {
   stop_servers
-  "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$work/data" -m immediate stop >/dev/null 2>&1 || true
+  stop_postgres
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-pg_port="$(free_port)"
-"${as_pg[@]}" "$pg_bin/initdb" -D "$work/data" -U metaopt -A trust -E UTF8 >/dev/null
-"${as_pg[@]}" "$pg_bin/pg_ctl" -D "$work/data" -l "$work/postgres.log" -w \
-  -o "-p $pg_port -c listen_addresses=127.0.0.1 -c unix_socket_directories=" start >/dev/null
+# shellcheck source=tools/loadgen/start_postgres.sh
+source "$root/tools/loadgen/start_postgres.sh"
 
 # run LABEL DB REPLICAS ALGORITHM: starts the replicas, runs the load, prints a CSV row.
 run() {

@@ -5,7 +5,13 @@
 # CSV row per run: the load generator's figures, the CPU seconds (user + system) of the server
 # and of the load generator as the kernel accounts them, and their sum per acknowledged
 # observation, the robust figure on a shared machine; then each process's share of that CPU and
-# the server's context switches (all threads, voluntary and not) per observation.
+# the server's context switches (all threads, voluntary and not) per observation; then the write
+# transactions committed and the WAL syncs per observation (the server's
+# metaopt_sqlite_commit_duration_seconds and metaopt_sqlite_sync_duration_seconds counts; empty
+# for a server without the second).
+#
+# METAOPT_BENCH_DB, if set, is the server's --db (a PostgreSQL URI, say; its database should be
+# empty) instead of a fresh SQLite file.
 #
 #   tools/loadgen/throughput_bench.sh [--header] SERVER LOADGEN CLIENTS SECONDS [LABEL [CALLS]]
 #
@@ -18,7 +24,7 @@
 set -euo pipefail
 
 if [[ "${1:-}" == --header ]]; then
-  echo "label,clients,observations_per_s,suggest_p50_ms,suggest_p99_ms,observe_p50_ms,observe_p99_ms,failed_calls,calls,server_cpu_s,loadgen_cpu_s,cpu_per_observation_ms,load_average,server_ms_per_observation,loadgen_ms_per_observation,server_context_switches_per_observation"
+  echo "label,clients,observations_per_s,suggest_p50_ms,suggest_p99_ms,observe_p50_ms,observe_p99_ms,failed_calls,calls,server_cpu_s,loadgen_cpu_s,cpu_per_observation_ms,load_average,server_ms_per_observation,loadgen_ms_per_observation,server_context_switches_per_observation,commits_per_observation,syncs_per_observation"
   shift
 fi
 server="${1:?usage: throughput_bench.sh [--header] SERVER LOADGEN CLIENTS SECONDS [LABEL]}"
@@ -39,9 +45,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-"$server" --listen="127.0.0.1:$port" --db="$work/load.db" --models="$work/no-models" \
-  --models-poll-interval=0 --log-level=error --metrics-listen=127.0.0.1:0 2>>"$work/server.log" &
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+port="$(free_port)"
+metrics_port="$(free_port)"
+"$server" --listen="127.0.0.1:$port" --db="${METAOPT_BENCH_DB:-$work/load.db}" \
+  --models="$work/no-models" --models-poll-interval=0 --log-level=error \
+  --metrics-listen="127.0.0.1:$metrics_port" 2>>"$work/server.log" &
 server_pid=$!
 for ((t = 0; t < 200; t++)); do
   grep -q "listening" "$work/server.log" 2>/dev/null && break
@@ -79,8 +90,11 @@ print(sum(int(m) * 60 + float(s) for m, s in re.findall(r"(\d+)m([\d.]+)s", sys.
 server_after="$(cpu_of "$server_pid")"
 switches_after="$(switches_of "$server_pid")"
 load="$(cut -d' ' -f1 /proc/loadavg)"
+python3 -c 'import sys, urllib.request
+print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())' \
+  "http://127.0.0.1:$metrics_port/metrics" >"$work/metrics.txt" 2>/dev/null || true
 python3 - "$work/report.json" "$label" "$clients" "$server_before" "$server_after" \
-  "$loadgen_cpu" "$load" "$switches_before" "$switches_after" <<'PY'
+  "$loadgen_cpu" "$load" "$switches_before" "$switches_after" "$work/metrics.txt" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
 label, clients = sys.argv[2], sys.argv[3]
@@ -101,10 +115,17 @@ failed = s["errors"] + o["errors"]
 calls = failed + s["ok"] + o["ok"]
 def per_obs(x):
     return x / observations if observations else float("nan")
+def count(family):
+    for line in open(sys.argv[10]):
+        if line.startswith(family + "_count "):
+            return f"{per_obs(float(line.split()[1])):.2f}"
+    return ""
+# (the counts include the load generator's CreateStudy calls: a few per run)
 print(f"{label},{clients},{rate:.1f},"
       f"{s['latency_ms']['p50']:.2f},{s['latency_ms']['p99']:.2f},"
       f"{o['latency_ms']['p50']:.2f},{o['latency_ms']['p99']:.2f},{failed},{calls},"
       f"{server_cpu:.2f},{loadgen_cpu:.2f},{per_obs(server_cpu + loadgen_cpu) * 1000:.3f},"
       f"{sys.argv[7]},{per_obs(server_cpu) * 1000:.3f},{per_obs(loadgen_cpu) * 1000:.3f},"
-      f"{per_obs(switches):.1f}")
+      f"{per_obs(switches):.1f},{count('metaopt_sqlite_commit_duration_seconds')},"
+      f"{count('metaopt_sqlite_sync_duration_seconds')}")
 PY
