@@ -73,12 +73,14 @@ inline int ScreeningPoints(int n) {
   return n >= 256 ? 128 : n / 4;
 }
 
-// GP surrogates screen candidates of a space with the smaller of the
-// variances given the kLocalScreeningNeighbors observations nearest to each
-// and given the first ScreeningPoints(n)
+// GP surrogates screen candidates of a space with the smallest of the
+// variances given the kLocalScreeningNeighbors observations nearest to each,
+// given the first ScreeningPoints(n), and given the kLocalScreeningShared
+// observations nearest to each block of candidates
 // (GpPosterior::PredictWithLocalVarianceBound), from kLocalScreeningMinPoints
 // observations on (0 below: score every candidate exactly).
 inline constexpr int kLocalScreeningNeighbors = 8;
+inline constexpr int kLocalScreeningShared = 64;
 inline constexpr int kLocalScreeningMinPoints = 64;
 
 // A Surrogate backed by an exact GP posterior over the encoded inputs (or over
