@@ -343,7 +343,8 @@ TEST(SearchSpaceKeyTest, SpellsQuotedNamesAndRoundTrippingNumbers) {
       std::numeric_limits<double>::max(), 123456789012345678.0, 0.1 + 0.2,
       kInf, -kInf};
   Rng rng(5);
-  std::uniform_real_distribution<double> uniform(-1e6, 1e6);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-70, 70);
   for (size_t t = 0; t < texts.size(); ++t) {
     v1::Configuration c;
     v1::Assignment* first = c.add_assignments();
@@ -352,7 +353,8 @@ TEST(SearchSpaceKeyTest, SpellsQuotedNamesAndRoundTrippingNumbers) {
     for (size_t k = 0; k < numbers.size(); ++k) {
       (*first->mutable_parameters())[absl::StrCat(texts[(t + k) % texts.size()],
                                                   k)]
-          .set_number(k % 2 == 0 ? numbers[k] : uniform(rng));
+          .set_number(k % 2 == 0 ? numbers[k]
+                                 : std::ldexp(unit(rng), exponent(rng)));
     }
     v1::Assignment* second = c.add_assignments();
     second->set_stage("s");
@@ -360,6 +362,13 @@ TEST(SearchSpaceKeyTest, SpellsQuotedNamesAndRoundTrippingNumbers) {
         texts[(t + 2) % texts.size()]);
     (*second->mutable_parameters())["unset"];
     EXPECT_EQ(ConfigurationKey(c), ReferenceKey(c)) << "text " << t;
+  }
+  for (int i = 0; i < 2000; ++i) {
+    v1::Configuration c;
+    v1::Assignment* only = c.add_assignments();
+    (*only->mutable_parameters())["x"].set_number(
+        std::ldexp(unit(rng), exponent(rng)));
+    ASSERT_EQ(ConfigurationKey(c), ReferenceKey(c));
   }
 }
 

@@ -1,9 +1,9 @@
 #include "core/space/search_space.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -555,10 +555,14 @@ std::string ConfigurationKey(const v1::Configuration& canonical) {
       const v1::ParameterValue& value = *values[i].second;
       switch (value.kind_case()) {
         case v1::ParameterValue::kNumber: {
-          char number[32];  // %.17g of a double: at most 24 characters
-          const int size =
-              std::snprintf(number, sizeof(number), "%.17g", value.number());
-          key.append(number, static_cast<size_t>(size));
+          // What printf's %.17g writes (the standard defines to_chars's
+          // general format with a precision so), without its locale and
+          // arbitrary-precision machinery.
+          char number[32];  // at most 24 characters
+          const std::to_chars_result end =
+              std::to_chars(number, number + sizeof(number), value.number(),
+                            std::chars_format::general, 17);
+          key.append(number, end.ptr);
           break;
         }
         case v1::ParameterValue::kCategory:

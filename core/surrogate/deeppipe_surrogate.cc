@@ -65,7 +65,7 @@ DeepPipeSurrogate::PredictSpaceScreening(const Eigen::MatrixXd& X) const {
       gp::Prediction prediction,
       posterior_.PredictWithLocalVarianceBound(
           Z, kLocalScreeningNeighbors, ScreeningPoints(posterior_.num_points()),
-          kLocalScreeningShared));
+          LocalScreeningShared(posterior_.num_points())));
   if (model_->conditioned()) {
     prediction.mean +=
         posterior_.standardization().scale * model_->MeanOfEmbeddings(Z);

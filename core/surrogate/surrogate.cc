@@ -43,7 +43,7 @@ GpSurrogate::PredictSpaceScreening(const Eigen::MatrixXd& X) const {
   if (posterior_.num_points() < kLocalScreeningMinPoints) return std::nullopt;
   return posterior_.PredictWithLocalVarianceBound(
       X, kLocalScreeningNeighbors, ScreeningPoints(posterior_.num_points()),
-      kLocalScreeningShared);
+      LocalScreeningShared(posterior_.num_points()));
 }
 
 absl::StatusOr<std::optional<gp::Prediction>>
