@@ -533,6 +533,7 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
   const double prior = kernel.output_scale();  // k(x, x), stationary
   // Squared scaled distances are squared distances of these rows.
   const Eigen::MatrixXd scaled = kernel.DividedByLengthscales(X_);
+  const bool use_shared = shared > k && shared < n && m <= kPredictBlock;
   Prediction out;
   out.mean.resize(m);
   out.variance.resize(m);
@@ -553,10 +554,10 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
       first -= W.colwise().squaredNorm().transpose();
     }
     // The variance given the `shared` training points with the largest
-    // cross-covariance summed over the block (the neighbourhood of a block
-    // of nearby queries, e.g. the neighbours of one refined candidate):
-    // one s x s factor for the whole block.
-    if (shared > k && shared < n) {
+    // cross-covariance summed over the queries (their neighbourhood when
+    // they are nearby, e.g. the neighbours of one refined candidate): one
+    // s x s factor for all of them.
+    if (use_shared) {
       const Eigen::VectorXd weight = V.rowwise().sum();
       std::vector<Eigen::Index> subset(n);
       std::iota(subset.begin(), subset.end(), Eigen::Index{0});

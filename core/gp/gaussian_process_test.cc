@@ -788,13 +788,13 @@ TEST(GpPosteriorTest, SharedNeighbourhoodTightensTheBoundOfNearbyQueries) {
   const Eigen::VectorXd y = (4 * X.col(0)).array().sin().matrix() +
                             X.rowwise().squaredNorm();
   METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(gp, X, y));
-  // 30 queries within 0.05 of a point of the cluster, and 300 uniform.
+  // 30 queries within 0.05 of a point of the cluster, and 200 uniform.
   const Eigen::MatrixXd near =
       (Eigen::MatrixXd::Constant(30, dim, 0.31).array() +
        0.1 * (RandomMatrix(30, dim, rng).array() - 0.5))
           .matrix();
   for (const Eigen::MatrixXd& q :
-       {near, Eigen::MatrixXd(RandomMatrix(300, dim, rng))}) {
+       {near, Eigen::MatrixXd(RandomMatrix(200, dim, rng))}) {
     METAOPT_ASSERT_OK_AND_ASSIGN(Prediction exact, post.Predict(q));
     METAOPT_ASSERT_OK_AND_ASSIGN(
         Prediction without, post.PredictWithLocalVarianceBound(q, 8, 128));
