@@ -146,7 +146,7 @@ absl::StatusOr<Scores> ScoreForArgMax(
 // the `top` best of them and those not below `floor` (top >= 1). With a
 // screening bound (Surrogate::PredictSpaceScreening, an upper bound on the
 // acquisition, which grows with the variance), rows are scored exactly in
-// blocks (8, 16, 32, ... rows) in decreasing order of their bound until the
+// blocks (min(top, 8) rows, then twice as many each time) in decreasing order of their bound until the
 // next bound is below `floor` or below the top-th best exact score so far;
 // the rest get -inf (and their exact mean). Each of those is below `floor`
 // or below `top` exactly scored rows, so the `top` best and every row at or
@@ -186,8 +186,10 @@ absl::StatusOr<Scores> ScoreScreened(const surrogate::Surrogate& model,
   };
   // Blocks double in size: each exact block reads the whole Cholesky factor,
   // so a screen that lets many candidates through costs a few passes over
-  // it, one that lets few through scores few more than it must.
-  size_t block = kExactBlock;
+  // it, one that lets few through scores few more than it must. The first
+  // block has `top` rows when that is fewer (the least that can end the
+  // search: a refining round, top = 1, often needs one exact score).
+  size_t block = std::min<size_t>(kExactBlock, top);
   for (size_t next = 0;
        next < order.size() && !(key(order[next]) < threshold());
        next += block, block *= 2) {

@@ -266,17 +266,20 @@ TEST_P(CatalogueScreeningTest, PicksWhatExactScoringPicks) {
 // refinements) from kLocalScreeningMinPoints observations on and picks what
 // exact scores of every candidate pick, with the same random draws: batches
 // of 1 and 3, several incumbents, on a continuous and a mixed space.
+// Parameters: observations, mixed space, history concentrated as a
+// model-based search leaves it (the first n / 5 uniform, the others within
+// 0.1 of the best of those in each float).
 class SpaceScreeningTest
-    : public ::testing::TestWithParam<std::tuple<int, bool>> {};
+    : public ::testing::TestWithParam<std::tuple<int, bool, bool>> {};
 
 INSTANTIATE_TEST_SUITE_P(
     Sizes, SpaceScreeningTest,
     ::testing::Combine(::testing::Values(surrogate::kLocalScreeningMinPoints,
                                          300),
-                       ::testing::Bool()));
+                       ::testing::Bool(), ::testing::Bool()));
 
 TEST_P(SpaceScreeningTest, PicksWhatExactScoringPicks) {
-  const auto [n, mixed] = GetParam();
+  const auto [n, mixed, concentrated] = GetParam();
   v1::SearchSpace proto;
   auto* algorithm = proto.add_stages()->add_algorithms();
   proto.mutable_stages(0)->set_name("model");
@@ -302,13 +305,34 @@ TEST_P(SpaceScreeningTest, PicksWhatExactScoringPicks) {
   const space::Encoder encoder(space);
   space::Rng rng(11);
   std::vector<v1::Configuration> observed;
-  for (int i = 0; i < n; ++i) observed.push_back(space.Sample(rng));
+  auto value = [](const Eigen::MatrixXd& X, int i) {
+    return std::sin(6 * X(i, 0)) + (X(i, 1) - 0.4) * (X(i, 1) - 0.4) +
+           0.3 * X.row(i).tail(X.cols() - 2).sum();
+  };
+  const int uniform = concentrated ? n / 5 : n;
+  for (int i = 0; i < uniform; ++i) observed.push_back(space.Sample(rng));
+  if (concentrated) {
+    const Eigen::MatrixXd first = encoder.EncodeBatch(observed);
+    int best = 0;
+    for (int i = 1; i < uniform; ++i) {
+      if (value(first, i) < value(first, best)) best = i;
+    }
+    std::uniform_real_distribution<double> step(-0.1, 0.1);
+    while (static_cast<int>(observed.size()) < n) {
+      v1::Configuration c = space.Sample(rng);
+      for (int d = 0; d < 3; ++d) {
+        const std::string name = "x" + std::to_string(d);
+        const double x =
+            observed[best].assignments(0).parameters().at(name).number();
+        (*c.mutable_assignments(0)->mutable_parameters())[name].set_number(
+            std::clamp(x + step(rng), 0.0, 1.0));
+      }
+      observed.push_back(std::move(c));
+    }
+  }
   const Eigen::MatrixXd X = encoder.EncodeBatch(observed);
   Eigen::VectorXd y(n);
-  for (int i = 0; i < n; ++i) {
-    y[i] = std::sin(6 * X(i, 0)) + (X(i, 1) - 0.4) * (X(i, 1) - 0.4) +
-           0.3 * X.row(i).tail(X.cols() - 2).sum();
-  }
+  for (int i = 0; i < n; ++i) y[i] = value(X, i);
   METAOPT_ASSERT_OK_AND_ASSIGN(
       gp::GaussianProcess prior,
       gp::GaussianProcess::Create("matern52", encoder.dimension()));

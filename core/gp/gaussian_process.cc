@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <string>
 #include <utility>
@@ -518,7 +519,7 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithVarianceBound(
 }
 
 absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
-    const Eigen::MatrixXd& Xq, int neighbors, int points) const {
+    const Eigen::MatrixXd& Xq, int neighbors, int points, int shared) const {
   const Eigen::Index n = X_.rows();
   if (neighbors >= n || points >= n) return Predict(Xq);
   const Eigen::Index r = std::max(points, 0);
@@ -532,6 +533,7 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
   const double prior = kernel.output_scale();  // k(x, x), stationary
   // Squared scaled distances are squared distances of these rows.
   const Eigen::MatrixXd scaled = kernel.DividedByLengthscales(X_);
+  const bool use_shared = shared > k && shared < n && m <= kPredictBlock;
   Prediction out;
   out.mean.resize(m);
   out.variance.resize(m);
@@ -550,6 +552,36 @@ absl::StatusOr<Prediction> GpPosterior::PredictWithLocalVarianceBound(
       W = V.topRows(r);
       L_r.solveInPlace(W);
       first -= W.colwise().squaredNorm().transpose();
+    }
+    // The variance given the `shared` training points with the largest
+    // cross-covariance summed over the queries (their neighbourhood when
+    // they are nearby, e.g. the neighbours of one refined candidate): one
+    // s x s factor for all of them.
+    if (use_shared) {
+      const Eigen::VectorXd weight = V.rowwise().sum();
+      std::vector<Eigen::Index> subset(n);
+      std::iota(subset.begin(), subset.end(), Eigen::Index{0});
+      std::nth_element(subset.begin(), subset.begin() + shared, subset.end(),
+                       [&](Eigen::Index a, Eigen::Index c) {
+                         return weight[a] > weight[c] ||
+                                (weight[a] == weight[c] && a < c);
+                       });
+      subset.resize(shared);
+      std::sort(subset.begin(), subset.end());
+      Eigen::MatrixXd X_s(shared, X_.cols());
+      Eigen::MatrixXd W_s(shared, b);
+      for (int p = 0; p < shared; ++p) {
+        X_s.row(p) = X_.row(subset[p]);
+        W_s.row(p) = V.row(subset[p]);
+      }
+      Eigen::MatrixXd K_s = kernel.Matrix(X_s);
+      K_s.diagonal().array() += diagonal;
+      const Eigen::LLT<Eigen::MatrixXd> llt(K_s);
+      if (FactorOk(llt)) {
+        llt.matrixL().solveInPlace(W_s);
+        first = first.cwiseMin(
+            (prior - W_s.colwise().squaredNorm().array()).matrix().transpose());
+      }
     }
     // Each query's k largest cross-covariances (nearest training points), by
     // insertion into a sorted list: most rows fail the first comparison.

@@ -3,10 +3,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/common/strings.h"
 #include "core/space/search_space.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -287,6 +291,85 @@ TEST(SearchSpaceKeyTest, EqualForEquivalentInputs) {
   METAOPT_ASSERT_OK_AND_ASSIGN(v1::Configuration b,
                                CanonicalizeHpo(explicit_algorithm));
   EXPECT_EQ(ConfigurationKey(a), ConfigurationKey(b));
+}
+
+// The key's text as Quote and %.17g spell it (what keys were before the
+// search built thousands per Suggest).
+std::string ReferenceKey(const v1::Configuration& canonical) {
+  std::string key;
+  for (const v1::Assignment& assignment : canonical.assignments()) {
+    absl::StrAppend(&key, Quote(assignment.stage()), "/",
+                    Quote(assignment.algorithm()), "{");
+    std::map<std::string, v1::ParameterValue> sorted(
+        assignment.parameters().begin(), assignment.parameters().end());
+    bool first = true;
+    for (const auto& [name, value] : sorted) {
+      absl::StrAppend(&key, first ? "" : ",", Quote(name), "=");
+      first = false;
+      if (value.has_number()) {
+        absl::StrAppend(&key, absl::StrFormat("%.17g", value.number()));
+      } else if (value.has_category()) {
+        absl::StrAppend(&key, Quote(value.category()));
+      } else {
+        absl::StrAppend(&key, "?");
+      }
+    }
+    absl::StrAppend(&key, "};");
+  }
+  return key;
+}
+
+TEST(SearchSpaceKeyTest, SpellsQuotedNamesAndRoundTrippingNumbers) {
+  v1::Configuration config;
+  v1::Assignment* a = config.add_assignments();
+  a->set_stage("model");
+  a->set_algorithm("xgb");
+  (*a->mutable_parameters())["lr"].set_number(0.1);
+  (*a->mutable_parameters())["depth"].set_number(6);
+  (*a->mutable_parameters())["booster"].set_category("gbtree");
+  EXPECT_EQ(ConfigurationKey(config),
+            "\"model\"/\"xgb\"{\"booster\"=\"gbtree\",\"depth\"=6,"
+            "\"lr\"=0.10000000000000001};");
+
+  // Names and categories that need escaping or shortening, numbers at the
+  // edges of the format, several assignments: as Quote and %.17g spell them.
+  const std::vector<std::string> texts = {
+      "", "a", "with space", "quote\"d", "apo'strophe", "back\\slash",
+      "tab\there", "new\nline", std::string("nul\0byte", 8), "\x7f",
+      "caf\xc3\xa9", std::string(80, 'x'), std::string(81, 'y'),
+      std::string(79, 'z') + "\""};
+  const std::vector<double> numbers = {
+      0.0, -0.0, 1.0, -1.0, 1.0 / 3, 1e-300, 4.9e-324, 1e300,
+      std::numeric_limits<double>::max(), 123456789012345678.0, 0.1 + 0.2,
+      kInf, -kInf};
+  Rng rng(5);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::uniform_int_distribution<int> exponent(-70, 70);
+  for (size_t t = 0; t < texts.size(); ++t) {
+    v1::Configuration c;
+    v1::Assignment* first = c.add_assignments();
+    first->set_stage(texts[t]);
+    first->set_algorithm(texts[(t + 1) % texts.size()]);
+    for (size_t k = 0; k < numbers.size(); ++k) {
+      (*first->mutable_parameters())[absl::StrCat(texts[(t + k) % texts.size()],
+                                                  k)]
+          .set_number(k % 2 == 0 ? numbers[k]
+                                 : std::ldexp(unit(rng), exponent(rng)));
+    }
+    v1::Assignment* second = c.add_assignments();
+    second->set_stage("s");
+    (*second->mutable_parameters())[texts[t]].set_category(
+        texts[(t + 2) % texts.size()]);
+    (*second->mutable_parameters())["unset"];
+    EXPECT_EQ(ConfigurationKey(c), ReferenceKey(c)) << "text " << t;
+  }
+  for (int i = 0; i < 2000; ++i) {
+    v1::Configuration c;
+    v1::Assignment* only = c.add_assignments();
+    (*only->mutable_parameters())["x"].set_number(
+        std::ldexp(unit(rng), exponent(rng)));
+    ASSERT_EQ(ConfigurationKey(c), ReferenceKey(c));
+  }
 }
 
 TEST(SearchSpaceKeyTest, DiffersForDifferentValues) {

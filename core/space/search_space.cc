@@ -1,6 +1,7 @@
 #include "core/space/search_space.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -508,35 +509,71 @@ std::string SearchSpace::Summary() const {
                       Plural(parameters, "parameter"));
 }
 
+namespace {
+
+// Appends Quote(text): the text itself between quotes when CEscape would
+// leave it as it is and Quote would not shorten it (a search builds
+// thousands of keys per Suggest), Quote otherwise.
+void AppendQuoted(std::string* out, absl::string_view text) {
+  bool plain = text.size() <= kMaxQuotedBytes;
+  for (size_t i = 0; i < text.size() && plain; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    plain = c >= 0x20 && c < 0x7f && c != '"' && c != '\'' && c != '\\';
+  }
+  if (!plain) {
+    out->append(Quote(text));
+    return;
+  }
+  out->push_back('"');
+  out->append(text.data(), text.size());
+  out->push_back('"');
+}
+
+}  // namespace
+
 std::string ConfigurationKey(const v1::Configuration& canonical) {
   // "stage"/"algorithm"{"name"=number,"name"="category"};... with names
   // C-escaped inside quotes, so no name can imitate the punctuation, and
   // numbers in %.17g so that they round-trip.
   std::string key;
+  std::vector<std::pair<absl::string_view, const v1::ParameterValue*>> values;
   for (const v1::Assignment& assignment : canonical.assignments()) {
-    absl::StrAppend(&key, Quote(assignment.stage()), "/",
-                    Quote(assignment.algorithm()), "{");
-    std::vector<absl::string_view> names;
-    for (const auto& [name, value] : assignment.parameters())
-      names.push_back(name);
-    std::sort(names.begin(), names.end());
-    for (size_t i = 0; i < names.size(); ++i) {
-      const v1::ParameterValue& value =
-          assignment.parameters().at(std::string(names[i]));
-      absl::StrAppend(&key, i == 0 ? "" : ",", Quote(names[i]), "=");
+    AppendQuoted(&key, assignment.stage());
+    key.push_back('/');
+    AppendQuoted(&key, assignment.algorithm());
+    key.push_back('{');
+    values.clear();
+    for (const auto& [name, value] : assignment.parameters()) {
+      values.emplace_back(name, &value);
+    }
+    std::sort(values.begin(), values.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (i > 0) key.push_back(',');
+      AppendQuoted(&key, values[i].first);
+      key.push_back('=');
+      const v1::ParameterValue& value = *values[i].second;
       switch (value.kind_case()) {
-        case v1::ParameterValue::kNumber:
-          absl::StrAppend(&key, absl::StrFormat("%.17g", value.number()));
+        case v1::ParameterValue::kNumber: {
+          // What printf's %.17g writes (the standard defines to_chars's
+          // general format with a precision so), without its locale and
+          // arbitrary-precision machinery.
+          char number[32];  // at most 24 characters
+          const std::to_chars_result end =
+              std::to_chars(number, number + sizeof(number), value.number(),
+                            std::chars_format::general, 17);
+          key.append(number, end.ptr);
           break;
+        }
         case v1::ParameterValue::kCategory:
-          absl::StrAppend(&key, Quote(value.category()));
+          AppendQuoted(&key, value.category());
           break;
         case v1::ParameterValue::KIND_NOT_SET:
-          absl::StrAppend(&key, "?");
+          key.push_back('?');
           break;
       }
     }
-    absl::StrAppend(&key, "};");
+    key.append("};");
   }
   return key;
 }

@@ -64,7 +64,8 @@ DeepPipeSurrogate::PredictSpaceScreening(const Eigen::MatrixXd& X) const {
   METAOPT_ASSIGN_OR_RETURN(
       gp::Prediction prediction,
       posterior_.PredictWithLocalVarianceBound(
-          Z, kLocalScreeningNeighbors, ScreeningPoints(posterior_.num_points())));
+          Z, kLocalScreeningNeighbors, ScreeningPoints(posterior_.num_points()),
+          LocalScreeningShared(posterior_.num_points())));
   if (model_->conditioned()) {
     prediction.mean +=
         posterior_.standardization().scale * model_->MeanOfEmbeddings(Z);

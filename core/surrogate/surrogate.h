@@ -73,12 +73,16 @@ inline int ScreeningPoints(int n) {
   return n >= 256 ? 128 : n / 4;
 }
 
-// GP surrogates screen candidates of a space with the smaller of the
-// variances given the kLocalScreeningNeighbors observations nearest to each
-// and given the first ScreeningPoints(n)
+// GP surrogates screen candidates of a space with the smallest of the
+// variances given the kLocalScreeningNeighbors observations nearest to each,
+// given the first ScreeningPoints(n), and given the LocalScreeningShared(n)
+// observations nearest to each block of candidates
 // (GpPosterior::PredictWithLocalVarianceBound), from kLocalScreeningMinPoints
 // observations on (0 below: score every candidate exactly).
 inline constexpr int kLocalScreeningNeighbors = 8;
+// 64 from 256 observations on (where 64^2 per candidate is at most a
+// sixteenth of an exact variance's n^2), none below.
+inline int LocalScreeningShared(int n) { return n >= 256 ? 64 : 0; }
 inline constexpr int kLocalScreeningMinPoints = 64;
 
 // A Surrogate backed by an exact GP posterior over the encoded inputs (or over
