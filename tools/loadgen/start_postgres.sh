@@ -1,7 +1,9 @@
+# shellcheck shell=bash
 # Sourced by the load benchmarks: starts a PostgreSQL server of its own (Debian's binaries, default
 # settings: fsync and synchronous_commit on) in the temporary directory $work, on a free port of
 # 127.0.0.1 ($pg_port), as the user "postgres" when run as root ($as_pg runs its tools), and stops
 # it with stop_postgres. Needs $work; sets $pg_bin, $pg_port, $as_pg.
+work="${work:?start_postgres.sh: set work to a temporary directory before sourcing it}"
 pg_bin="${METAOPT_POSTGRES_BIN:-$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -1)}"
 as_pg=()
 if [[ "$(id -u)" -eq 0 ]]; then
