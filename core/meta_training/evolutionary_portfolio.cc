@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/space/random.h"
 
 namespace metaopt::train {
@@ -172,6 +173,20 @@ absl::Status Validate(const Eigen::MatrixXd& regrets, int size,
     return absl::InvalidArgumentError(absl::StrCat(
         "progress_every ", search.progress_every, " must be at least 1"));
   }
+  const int64_t set_size = std::min<int64_t>(size, regrets.cols());
+  for (size_t i = 0; i < search.initial_sets.size(); ++i) {
+    std::vector<int64_t> set = search.initial_sets[i];
+    std::sort(set.begin(), set.end());
+    const bool in_range =
+        set.empty() || (set.front() >= 0 && set.back() < regrets.cols());
+    if (static_cast<int64_t>(set.size()) != set_size || !in_range ||
+        std::adjacent_find(set.begin(), set.end()) != set.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("initial_sets[", i, "] must hold ", set_size,
+                       " distinct columns in [0, ", regrets.cols(), "), not {",
+                       absl::StrJoin(search.initial_sets[i], ", "), "}"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -227,6 +242,9 @@ absl::StatusOr<EvolutionaryResult> EvolutionaryPortfolio(
       members.push_back(WeightedDraw(cumulative, members, rng));
     }
     offer(std::move(members));
+  }
+  for (const std::vector<int64_t>& members : search.initial_sets) {
+    offer(members);
   }
 
   std::vector<int64_t> pool;

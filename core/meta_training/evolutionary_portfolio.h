@@ -51,6 +51,10 @@ struct EvolutionarySearch {
   // steps done and the best L so far; may be empty.
   std::function<void(int64_t step, double best_loss)> progress;
   int64_t progress_every = 1000;
+  // Sets joining the initial population besides the `population` drawn ones
+  // (ours, e.g. the greedy portfolio, so that the result is never worse than
+  // it): each of min(size, columns) distinct valid column indices.
+  std::vector<std::vector<int64_t>> initial_sets;
 };
 
 struct EvolutionaryResult {
@@ -67,7 +71,8 @@ double SetLoss(const Eigen::MatrixXd& regrets,
 // The best set of min(size, columns) columns found. INVALID_ARGUMENT (naming
 // the field, value and rule) for an empty table, an entry outside [0, 1] that
 // is not NaN, size < 1, steps < 0, population < 1, parents < 1,
-// mutation_probability outside [0, 1], or progress_every < 1. Thread-safe (no
+// mutation_probability outside [0, 1], progress_every < 1, or an initial set
+// of the wrong size or with a repeated or out-of-range column. Thread-safe (no
 // shared state).
 absl::StatusOr<EvolutionaryResult> EvolutionaryPortfolio(
     const Eigen::MatrixXd& regrets, int size, uint64_t seed,

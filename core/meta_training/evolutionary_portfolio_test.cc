@@ -152,6 +152,26 @@ TEST(EvolutionaryPortfolioTest, MoreStepsNeverWorse) {
   EXPECT_GT(searched.improvements, 0);
 }
 
+TEST(EvolutionaryPortfolioTest, InitialSetsJoinThePopulation) {
+  // 4 tasks, 3000 candidates; column 10 + t is the only 0 on task t.
+  Eigen::MatrixXd table = RandomTable(4, 3000, 5).cwiseMax(0.01);
+  for (int t = 0; t < 4; ++t) table(t, 10 + t) = 0;
+  EvolutionarySearch search;
+  search.steps = 0;
+  METAOPT_ASSERT_OK_AND_ASSIGN(EvolutionaryResult drawn,
+                               EvolutionaryPortfolio(table, 4, 1, search));
+  EXPECT_GT(drawn.loss, 0.0);
+  search.initial_sets = {{13, 11, 12, 10}};
+  METAOPT_ASSERT_OK_AND_ASSIGN(EvolutionaryResult seeded,
+                               EvolutionaryPortfolio(table, 4, 1, search));
+  EXPECT_DOUBLE_EQ(seeded.loss, 0.0);
+  EXPECT_THAT(seeded.members, UnorderedElementsAreArray({10, 11, 12, 13}));
+  search.steps = 2000;  // The best is kept.
+  METAOPT_ASSERT_OK_AND_ASSIGN(seeded,
+                               EvolutionaryPortfolio(table, 4, 1, search));
+  EXPECT_DOUBLE_EQ(seeded.loss, 0.0);
+}
+
 TEST(EvolutionaryPortfolioTest, SizeAtLeastCandidatesTakesEveryColumn) {
   Eigen::MatrixXd table(2, 3);
   table << 0.5, 0.0, 1.0,  //
@@ -213,6 +233,15 @@ TEST(EvolutionaryPortfolioTest, RejectsInvalidInputsNamingFieldValueRule) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("mutation_probability 1.5"),
                              HasSubstr("[0, 1]"))));
+  for (const std::vector<int64_t>& set :
+       std::vector<std::vector<int64_t>>{{0, 1}, {0, 0, 1}, {0, 1, 5}}) {
+    search = ok;
+    search.initial_sets = {{0, 1, 2}, set};
+    EXPECT_THAT(EvolutionaryPortfolio(table, 3, 0, search),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("initial_sets[1]"),
+                               HasSubstr("3 distinct columns in [0, 5)"))));
+  }
   search = ok;
   search.progress_every = 0;
   EXPECT_THAT(

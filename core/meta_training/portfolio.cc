@@ -399,10 +399,11 @@ absl::StatusOr<PortfolioResult> BuildPortfolio(
   result.greedy_train_objective = SetLoss(table, greedy);
   std::vector<int64_t> columns = greedy;
   if (options.search == PortfolioSearch::kEvolutionary) {
+    EvolutionarySearch search = options.evolutionary;
+    if (options.evolutionary_from_greedy) search.initial_sets.push_back(greedy);
     METAOPT_ASSIGN_OR_RETURN(
         EvolutionaryResult evolutionary,
-        EvolutionaryPortfolio(table, options.size, options.seed,
-                              options.evolutionary));
+        EvolutionaryPortfolio(table, options.size, options.seed, search));
     columns = std::move(evolutionary.members);
   }
   result.train_objective = SetLoss(table, columns);

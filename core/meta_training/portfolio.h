@@ -92,6 +92,9 @@ struct PortfolioOptions {
   // With kEvolutionary: its steps, population, parents, mutation probability
   // and progress (the set size is `size`, the seed `seed`).
   EvolutionarySearch evolutionary;
+  // With kEvolutionary: the greedy portfolio joins the initial population
+  // (ours), so the result's objective is never worse than greedy's.
+  bool evolutionary_from_greedy = true;
 };
 
 struct PortfolioResult {

@@ -17,6 +17,7 @@ struct PortfolioFlags {
   std::string match = "auto";
   int candidates_per_task = PortfolioOptions().candidates_per_task;
   std::string search = "greedy";
+  bool from_greedy = PortfolioOptions().evolutionary_from_greedy;
   EvolutionarySearch evolutionary;
 };
 
@@ -68,6 +69,8 @@ absl::StatusOr<v1::ModelArtifact> TrainPortfolioArtifact(
         portfolio_options.evolutionary.population;
     int_options["evolutionary_parents"] =
         portfolio_options.evolutionary.parents;
+    int_options["evolutionary_from_greedy"] =
+        portfolio_options.evolutionary_from_greedy ? 1 : 0;
   }
   auto* metrics = artifact.mutable_provenance()->mutable_validation_metrics();
   AddCurveMetrics("train_regret", portfolio.train_regret, metrics);
@@ -119,6 +122,12 @@ TrainerKind PortfolioTrainerKind() {
                     "sets")
         ->capture_default_str();
     flags
+        .add_option("--from-greedy", state->from_greedy,
+                    "evolutionary search: the greedy portfolio joins the "
+                    "initial population (true: never worse than greedy on "
+                    "the training tasks; false: the paper's search alone)")
+        ->capture_default_str();
+    flags
         .add_option("--mutation-probability",
                     state->evolutionary.mutation_probability,
                     "evolutionary search: probability of a mutation (else "
@@ -130,6 +139,7 @@ TrainerKind PortfolioTrainerKind() {
       PortfolioOptions portfolio_options;
       portfolio_options.candidates_per_task = state->candidates_per_task;
       portfolio_options.evolutionary = state->evolutionary;
+      portfolio_options.evolutionary_from_greedy = state->from_greedy;
       METAOPT_ASSIGN_OR_RETURN(portfolio_options.search,
                                ParsePortfolioSearch(state->search));
       METAOPT_ASSIGN_OR_RETURN(portfolio_options.match,

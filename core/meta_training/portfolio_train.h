@@ -21,15 +21,16 @@ absl::StatusOr<v1::ModelArtifact> TrainPortfolioArtifact(
 
 // Flags: --match auto|exact|nearest, --candidates-per-task N,
 // --portfolio-search greedy|evolutionary, --steps, --population, --parents,
-// --mutation-probability (see PortfolioOptions, EvolutionarySearch); invalid
-// values are INVALID_ARGUMENT from EvolutionaryPortfolio. Metrics:
-// "train_regret@k" and "valid_regret@k" for k = 1..K (the mean normalised
-// regret of the first k picks; valid_* only when the validation split has
-// tasks), "train_objective" and "greedy_train_objective" (PortfolioResult).
-// int_options: "candidates", "nearest_match" (1 when configurations were
-// matched by nearest neighbour), "evolutionary_search" (1 for the evolutionary
-// search, then also "evolutionary_steps", "evolutionary_population",
-// "evolutionary_parents").
+// --from-greedy, --mutation-probability (see PortfolioOptions,
+// EvolutionarySearch); invalid values are INVALID_ARGUMENT from
+// EvolutionaryPortfolio. Metrics: "train_regret@k" and "valid_regret@k" for k
+// = 1..K (the mean normalised regret of the first k picks; valid_* only when
+// the validation split has tasks), "train_objective" and
+// "greedy_train_objective" (PortfolioResult). int_options: "candidates",
+// "nearest_match" (1 when configurations were matched by nearest neighbour),
+// "evolutionary_search" (1 for the evolutionary search, then also
+// "evolutionary_steps", "evolutionary_population", "evolutionary_parents",
+// "evolutionary_from_greedy").
 TrainerKind PortfolioTrainerKind();
 
 }  // namespace metaopt::train
