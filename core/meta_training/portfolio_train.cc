@@ -111,16 +111,19 @@ TrainerKind PortfolioTrainerKind() {
     flags
         .add_option("--steps", state->evolutionary.steps,
                     "evolutionary search: steps")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     flags
         .add_option("--population", state->evolutionary.population,
                     "evolutionary search: initial sets")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     flags
         .add_option("--parents", state->evolutionary.parents,
                     "evolutionary search: parents come from this many best "
                     "sets")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     flags
         .add_option("--from-greedy", state->from_greedy,
                     "evolutionary search: the greedy portfolio joins the "
@@ -132,7 +135,8 @@ TrainerKind PortfolioTrainerKind() {
                     state->evolutionary.mutation_probability,
                     "evolutionary search: probability of a mutation (else "
                     "crossover)")
-        ->capture_default_str();
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 1.0));
     return [state](const CommonTrainOptions& options,
                    const TrainingSplits& data,
                    Progress& progress) -> absl::StatusOr<v1::ModelArtifact> {
