@@ -250,7 +250,74 @@ std::vector<double> CurveOfColumns(const Eigen::MatrixXd& table) {
   return curve;
 }
 
+// The greedy picks (columns of `table`, in order; see the header).
+std::vector<int64_t> GreedyColumns(const Eigen::MatrixXd& table, int size,
+                                   uint64_t seed) {
+  const int64_t n = table.cols();
+  const double tolerance =
+      kTieTolerancePerTask * static_cast<double>(table.rows());
+  std::vector<double> standalone(static_cast<size_t>(n));
+  for (int64_t c = 0; c < n; ++c) {
+    standalone[c] =
+        table.col(c)
+            .unaryExpr([](double v) { return std::isnan(v) ? 1.0 : v; })
+            .sum();
+  }
+  const std::vector<int64_t> rank = RandomRanks(n, seed);
+  std::vector<bool> picked(static_cast<size_t>(n), false);
+  std::vector<double> current(static_cast<size_t>(table.rows()), 1.0);
+  std::vector<int64_t> columns;
+  const int64_t picks = std::min<int64_t>(size, n);
+  for (int64_t k = 0; k < picks; ++k) {
+    int64_t best = -1;
+    double best_sum = 0;
+    for (int64_t c = 0; c < n; ++c) {
+      if (picked[c]) continue;
+      const double sum = SetRegretWith(current, table.col(c));
+      bool better = best < 0 || sum < best_sum - tolerance;
+      if (!better && std::abs(sum - best_sum) <= tolerance) {
+        if (standalone[c] < standalone[best] - tolerance) {
+          better = true;
+        } else if (std::abs(standalone[c] - standalone[best]) <= tolerance) {
+          better = rank[c] < rank[best];
+        }
+      }
+      if (better) {
+        best = c;
+        best_sum = sum;
+      }
+    }
+    picked[best] = true;
+    for (size_t t = 0; t < current.size(); ++t) {
+      const double v = table(static_cast<Eigen::Index>(t), best);
+      if (!std::isnan(v)) current[t] = std::min(current[t], v);
+    }
+    columns.push_back(best);
+  }
+  return columns;
+}
+
 }  // namespace
+
+std::string_view PortfolioSearchName(PortfolioSearch search) {
+  switch (search) {
+    case PortfolioSearch::kGreedy:
+      return "greedy";
+    case PortfolioSearch::kEvolutionary:
+      return "evolutionary";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<PortfolioSearch> ParsePortfolioSearch(std::string_view name) {
+  for (PortfolioSearch search :
+       {PortfolioSearch::kGreedy, PortfolioSearch::kEvolutionary}) {
+    if (name == PortfolioSearchName(search)) return search;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("portfolio search \"", std::string(name),
+                   "\" is not one of greedy, evolutionary"));
+}
 
 std::string_view PortfolioMatchName(PortfolioMatch match) {
   switch (match) {
@@ -327,47 +394,26 @@ absl::StatusOr<PortfolioResult> BuildPortfolio(
       Eigen::MatrixXd table,
       RegretTable(data, train_tasks, candidates, result.match));
 
-  const int64_t n = table.cols();
-  const double tolerance =
-      kTieTolerancePerTask * static_cast<double>(table.rows());
-  std::vector<double> standalone(static_cast<size_t>(n));
-  for (int64_t c = 0; c < n; ++c) {
-    standalone[c] =
-        table.col(c)
-            .unaryExpr([](double v) { return std::isnan(v) ? 1.0 : v; })
-            .sum();
+  const std::vector<int64_t> greedy =
+      GreedyColumns(table, options.size, options.seed);
+  result.greedy_train_objective = SetLoss(table, greedy);
+  std::vector<int64_t> columns = greedy;
+  if (options.search == PortfolioSearch::kEvolutionary) {
+    EvolutionarySearch search = options.evolutionary;
+    if (options.evolutionary_from_greedy) search.initial_sets.push_back(greedy);
+    METAOPT_ASSIGN_OR_RETURN(
+        EvolutionaryResult evolutionary,
+        EvolutionaryPortfolio(table, options.size, options.seed, search));
+    columns = std::move(evolutionary.members);
   }
-  const std::vector<int64_t> rank = RandomRanks(n, options.seed);
-  std::vector<bool> picked(static_cast<size_t>(n), false);
-  std::vector<double> current(static_cast<size_t>(table.rows()), 1.0);
-  const int64_t picks = std::min<int64_t>(options.size, n);
-  for (int64_t k = 0; k < picks; ++k) {
-    int64_t best = -1;
-    double best_sum = 0;
-    for (int64_t c = 0; c < n; ++c) {
-      if (picked[c]) continue;
-      const double sum = SetRegretWith(current, table.col(c));
-      bool better = best < 0 || sum < best_sum - tolerance;
-      if (!better && std::abs(sum - best_sum) <= tolerance) {
-        if (standalone[c] < standalone[best] - tolerance) {
-          better = true;
-        } else if (std::abs(standalone[c] - standalone[best]) <= tolerance) {
-          better = rank[c] < rank[best];
-        }
-      }
-      if (better) {
-        best = c;
-        best_sum = sum;
-      }
-    }
-    picked[best] = true;
-    for (size_t t = 0; t < current.size(); ++t) {
-      const double v = table(static_cast<Eigen::Index>(t), best);
-      if (!std::isnan(v)) current[t] = std::min(current[t], v);
-    }
-    result.configurations.push_back(candidates[best]);
-    result.train_regret.push_back(Mean(current));
+  result.train_objective = SetLoss(table, columns);
+  Eigen::MatrixXd picked(table.rows(),
+                         static_cast<Eigen::Index>(columns.size()));
+  for (size_t k = 0; k < columns.size(); ++k) {
+    picked.col(static_cast<Eigen::Index>(k)) = table.col(columns[k]);
+    result.configurations.push_back(candidates[columns[k]]);
   }
+  result.train_regret = CurveOfColumns(picked);
   if (!valid_tasks.empty()) {
     METAOPT_ASSIGN_OR_RETURN(
         result.valid_regret,

@@ -27,6 +27,10 @@
 // every training task is solved (e.g. a single training task); remaining ties
 // to a random order of the candidates drawn from `seed`. The same inputs and
 // seed give the same portfolio.
+//
+// Evolutionary (PortfolioSearch::kEvolutionary): the same objective over the
+// same regret table, minimised over whole sets of K candidates by the paper's
+// evolutionary search (evolutionary_portfolio.h); the set is ordered greedily.
 #ifndef METAOPT_CORE_META_TRAINING_PORTFOLIO_H_
 #define METAOPT_CORE_META_TRAINING_PORTFOLIO_H_
 
@@ -36,6 +40,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/meta_dataset/meta_dataset.h"
+#include "core/meta_training/evolutionary_portfolio.h"
 #include "metaopt/v1/study.pb.h"
 
 namespace metaopt::train {
@@ -63,6 +68,16 @@ std::string_view PortfolioMatchName(PortfolioMatch match);  // "auto", ...
 // "auto", "exact" or "nearest"; anything else is INVALID_ARGUMENT.
 absl::StatusOr<PortfolioMatch> ParsePortfolioMatch(std::string_view name);
 
+// How the K picks are searched for.
+enum class PortfolioSearch {
+  kGreedy,        // One pick at a time (above).
+  kEvolutionary,  // Whole sets, FSBO's evolutionary search.
+};
+
+std::string_view PortfolioSearchName(PortfolioSearch search);  // "greedy", ...
+// "greedy" or "evolutionary"; anything else is INVALID_ARGUMENT.
+absl::StatusOr<PortfolioSearch> ParsePortfolioSearch(std::string_view name);
+
 struct PortfolioOptions {
   int size = 16;  // K >= 1: the number of picks.
   uint64_t seed = 0;
@@ -73,6 +88,13 @@ struct PortfolioOptions {
   // O(candidates x evaluated configurations x encoded dimension). With kExact
   // every distinct configuration of the training tasks is a candidate.
   int candidates_per_task = 64;
+  PortfolioSearch search = PortfolioSearch::kGreedy;
+  // With kEvolutionary: its steps, population, parents, mutation probability
+  // and progress (the set size is `size`, the seed `seed`).
+  EvolutionarySearch evolutionary;
+  // With kEvolutionary: the greedy portfolio joins the initial population
+  // (ours), so the result's objective is never worse than greedy's.
+  bool evolutionary_from_greedy = true;
 };
 
 struct PortfolioResult {
@@ -91,11 +113,17 @@ struct PortfolioResult {
   // tasks each was evaluated on (1 for a full grid; 1/T when no configuration
   // repeats across T tasks).
   double coverage = 0;
+  // Eq. 12's objective over the training tasks, sum_t regret_t(portfolio),
+  // for the portfolio returned and for the greedy one of the same size (the
+  // same value under kGreedy).
+  double train_objective = 0;
+  double greedy_train_objective = 0;
 };
 
 // Builds a portfolio from `train_tasks` (tasks of `data`) and scores it on
 // `valid_tasks` (may be empty). INVALID_ARGUMENT for no training tasks, size <
-// 1, candidates_per_task < 0, or a task without evaluations or with
+// 1, candidates_per_task < 0, invalid evolutionary options (see
+// EvolutionaryPortfolio), or a task without evaluations or with
 // configurations and y of different lengths. Thread-safe (no shared state).
 absl::StatusOr<PortfolioResult> BuildPortfolio(
     const meta::MetaDataset& data,

@@ -139,6 +139,48 @@ TEST(PortfolioTest, GreedyPicksTheBestSingleThenTheBestComplement) {
   EXPECT_TRUE(result.valid_regret.empty());
 }
 
+TEST(PortfolioTest, EvolutionarySearchFindsTheSetGreedyMisses) {
+  // Size 3: greedy c, a, b leaves .4 on t3; {a, b, d} solves every task.
+  const meta::MetaDataset data = HandMadeTable(v1::GOAL_MINIMIZE);
+  PortfolioOptions options;
+  options.size = 3;
+  options.search = PortfolioSearch::kEvolutionary;
+  options.evolutionary.steps = 500;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      PortfolioResult result,
+      BuildPortfolio(data, Pointers(data, "train"), {}, options));
+  EXPECT_THAT(Values(result.configurations),
+              UnorderedElementsAre("a", "b", "d"));
+  EXPECT_DOUBLE_EQ(result.train_objective, 0.0);
+  EXPECT_NEAR(result.greedy_train_objective, 0.4, 1e-12);
+  EXPECT_THAT(result.train_regret,
+              Pointwise(DoubleNear(1e-12), {2.0 / 3, 1.0 / 3, 0.0}));
+  options.search = PortfolioSearch::kGreedy;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      PortfolioResult greedy,
+      BuildPortfolio(data, Pointers(data, "train"), {}, options));
+  EXPECT_THAT(Values(greedy.configurations), ElementsAre("c", "a", "b"));
+  EXPECT_NEAR(greedy.train_objective, 0.4, 1e-12);
+  options.search = PortfolioSearch::kEvolutionary;
+  options.evolutionary.steps = -5;
+  EXPECT_THAT(
+      BuildPortfolio(data, Pointers(data, "train"), {}, options),
+      StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("steps -5")));
+}
+
+TEST(PortfolioTest, ParsesSearchNames) {
+  for (PortfolioSearch search :
+       {PortfolioSearch::kGreedy, PortfolioSearch::kEvolutionary}) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        PortfolioSearch parsed,
+        ParsePortfolioSearch(PortfolioSearchName(search)));
+    EXPECT_EQ(parsed, search);
+  }
+  EXPECT_THAT(ParsePortfolioSearch("genetic"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"genetic\" is not one of greedy")));
+}
+
 TEST(PortfolioTest, MaximizeIsTheMirrorOfMinimize) {
   const meta::MetaDataset data = HandMadeTable(v1::GOAL_MAXIMIZE);
   PortfolioOptions options;

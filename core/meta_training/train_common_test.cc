@@ -178,6 +178,34 @@ TEST_F(TrainTest, PortfolioEndToEndWritesALoadableVersion) {
   }
 }
 
+TEST_F(TrainTest, EvolutionaryPortfolioSearch) {
+  std::vector<std::string> args = PortfolioArgs();
+  for (const char* extra : {"--portfolio-search", "evolutionary", "--steps",
+                            "300", "--population", "20"}) {
+    args.push_back(extra);
+  }
+  ASSERT_EQ(Run(args), 0) << err_.str();
+  EXPECT_THAT(err_.str(), HasSubstr("evolutionary search step 300/300"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      auto model,
+      registry::ReadModelVersion(registry_dir_, "toy-portfolio", 1));
+  const v1::ModelArtifact& artifact = model->artifact;
+  EXPECT_EQ(artifact.portfolio_size(), 4);
+  EXPECT_EQ(artifact.int_options().at("evolutionary_search"), 1);
+  EXPECT_EQ(artifact.int_options().at("evolutionary_steps"), 300);
+  EXPECT_EQ(artifact.int_options().at("evolutionary_population"), 20);
+  EXPECT_EQ(artifact.int_options().at("evolutionary_from_greedy"), 1);
+  const auto& metrics = artifact.provenance().validation_metrics();
+  // Started from the greedy set, the search is never worse than it.
+  EXPECT_LE(metrics.at("train_objective"),
+            metrics.at("greedy_train_objective"));
+
+  args.push_back("--mutation-probability");
+  args.push_back("2");
+  EXPECT_NE(Run(args), 0);
+  EXPECT_THAT(err_.str(), HasSubstr("--mutation-probability"));
+}
+
 TEST_F(TrainTest, NameQuietAndNoValidation) {
   std::vector<std::string> args = PortfolioArgs();
   for (const char* extra : {"--name", "custom.model_1", "--quiet",
