@@ -33,6 +33,24 @@ class CrashTest : public ::testing::Test {
          "--models=" + dir_.File("models")},
         dir_.File("server.log"));
   }
+
+  // Creates `study_id` over PipelineSpec (or finds it, after a restart) and
+  // lists its trials in `state` (unspecified: all).
+  static void CreateAndList(v1::OptimizerService::Stub& stub,
+                            const std::string& study_id, v1::TrialState state,
+                            v1::CreateStudyResponse* created,
+                            v1::ListTrialsResponse* listed) {
+    v1::CreateStudyRequest create;
+    create.set_study_id(study_id);
+    *create.mutable_spec() = PipelineSpec();
+    ASSERT_TRUE(
+        stub.CreateStudy(ContextWithDeadline().get(), create, created).ok());
+    v1::ListTrialsRequest list;
+    list.set_study_id(study_id);
+    list.set_page_size(1000);
+    list.set_state(state);
+    ASSERT_TRUE(stub.ListTrials(ContextWithDeadline().get(), list, listed).ok());
+  }
   ScopedTempDir dir_;
 };
 
@@ -43,21 +61,12 @@ TEST_F(CrashTest, AcknowledgedObservationsSurviveKill9) {
     const int port = server.Start();
     ASSERT_GT(port, 0);
     auto stub = Connect(port);
-    v1::CreateStudyRequest create;
-    create.set_study_id("crash");
-    *create.mutable_spec() = PipelineSpec();
     v1::CreateStudyResponse created;
-    ASSERT_TRUE(
-        stub->CreateStudy(ContextWithDeadline().get(), create, &created).ok());
+    v1::ListTrialsResponse listed;
+    ASSERT_NO_FATAL_FAILURE(CreateAndList(
+        *stub, "crash", v1::TRIAL_STATE_COMPLETED, &created, &listed));
     EXPECT_EQ(created.created(), cycle == 0);
     // Everything acknowledged in earlier cycles is there.
-    v1::ListTrialsRequest list;
-    list.set_study_id("crash");
-    list.set_page_size(1000);
-    list.set_state(v1::TRIAL_STATE_COMPLETED);
-    v1::ListTrialsResponse listed;
-    ASSERT_TRUE(
-        stub->ListTrials(ContextWithDeadline().get(), list, &listed).ok());
     std::map<int64_t, double> stored;
     for (const v1::Trial& t : listed.trials()) stored[t.id()] = t.value();
     EXPECT_EQ(stored, acknowledged) << "cycle " << cycle;
@@ -95,18 +104,10 @@ TEST_F(CrashTest, AcknowledgedSuggestsSurviveKill9WithoutAnObserve) {
     const int port = server.Start();
     ASSERT_GT(port, 0);
     auto stub = Connect(port);
-    v1::CreateStudyRequest create;
-    create.set_study_id("suggests");
-    *create.mutable_spec() = PipelineSpec();
     v1::CreateStudyResponse created;
-    ASSERT_TRUE(
-        stub->CreateStudy(ContextWithDeadline().get(), create, &created).ok());
-    v1::ListTrialsRequest list;
-    list.set_study_id("suggests");
-    list.set_page_size(1000);
     v1::ListTrialsResponse listed;
-    ASSERT_TRUE(
-        stub->ListTrials(ContextWithDeadline().get(), list, &listed).ok());
+    ASSERT_NO_FATAL_FAILURE(CreateAndList(
+        *stub, "suggests", v1::TRIAL_STATE_UNSPECIFIED, &created, &listed));
     ASSERT_EQ(listed.trials_size(), static_cast<int>(handed_out.size()))
         << "cycle " << cycle;
     for (const v1::Trial& t : listed.trials()) {
