@@ -196,6 +196,9 @@ def main() -> int:
     parser.add_argument("--datasets", default=",".join(DATASETS),
                         help=f"comma-separated carData names (of {', '.join(DATASETS)})")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds are first-seed .. first-seed + seeds - 1 (to add seeds "
+                             "to an earlier run's CSV files)")
     parser.add_argument("--methods", default="tune,random,tpe")
     parser.add_argument("--out", default="docs/sklearn")
     parser.add_argument("--render", action="store_true",
@@ -213,6 +216,8 @@ def main() -> int:
         parser.error(f"--methods: {args.methods!r} must name tune, random and/or tpe")
     if args.seeds < 1:
         parser.error(f"--seeds: {args.seeds} must be >= 1")
+    if args.first_seed < 0:
+        parser.error(f"--first-seed: {args.first_seed} must be >= 0")
     os.makedirs(args.out, exist_ok=True)
     with tempfile.TemporaryDirectory() as directory:
         frames = export(names, directory)
@@ -222,7 +227,7 @@ def main() -> int:
     run_id = int(time.time())
     for name in names:
         X, y = dataset(frames[name], DATASETS[name])
-        for seed in range(args.seeds):
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
             X_design, X_test, y_design, y_test = train_test_split(
                 X, y, test_size=0.25, stratify=y, random_state=seed)
             X_design, X_test = X_design.reset_index(drop=True), X_test.reset_index(drop=True)
