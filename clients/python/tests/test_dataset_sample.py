@@ -128,6 +128,54 @@ class ExportTest(unittest.TestCase):
             self.assertEqual(len(soybean["column_kinds"]), 16)
             self.assertEqual(len(soybean["values"]), 256 * 16)
 
+    def test_collected_tasks_are_read_by_the_collectors_loader(self):
+        # A merged folder's collected task: its table in the collector's format, with a class of
+        # 4 rows that the protocol drops and an empty column that the loader drops; a second
+        # task whose tasks.csv row disagrees, and one without a table.
+        rng = np.random.default_rng(0)
+        with tempfile.TemporaryDirectory() as work:
+            tables = os.path.join(work, "tables")
+            os.makedirs(tables)
+            with open(os.path.join(tables, "pkg_toy.csv"), "w") as f:
+                f.write("x,colour,empty,class\n")
+                for i in range(44):
+                    label = "a" if i < 20 else "b" if i < 40 else "c"
+                    colour = "" if i % 7 == 0 else ("red", "blue")[i % 2]
+                    f.write(f"{rng.normal():.6f},{colour},,{label}\n")
+            with open(os.path.join(tables, "pkg_toy.kinds"), "w") as f:
+                f.write("numeric\ncategorical\nnumeric\n")
+            shutil.copy(os.path.join(tables, "pkg_toy.csv"), os.path.join(tables, "pkg_off.csv"))
+            shutil.copy(os.path.join(tables, "pkg_toy.kinds"),
+                        os.path.join(tables, "pkg_off.kinds"))
+            data = os.path.join(work, "data")
+            os.makedirs(data)
+            with open(os.path.join(data, "tasks.csv"), "w") as f:
+                f.write("task,name,split,n_rows,n_features,n_classes,source\n"
+                        "pkg_toy,toy,train,40,2,2,collected\n"
+                        "pkg_off,off,train,44,3,3,collected\n"
+                        "pkg_none,none,train,10,1,2,collected\n")
+            out = os.path.join(work, "out")
+            empty = os.path.join(work, "r-tables")
+            os.makedirs(empty)
+            result = subprocess.run(
+                [sys.executable,
+                 str(ROOT / "data" / "prep" / "dataset_samples" / "export_samples.py"),
+                 "--data", data, "--out", out, "--tables", empty,
+                 "--collected-tables", tables],
+                capture_output=True, text=True, env=dict(os.environ), check=True)
+            self.assertIn("2 written, 1 with other counts than tasks.csv, 1 skipped",
+                          result.stdout)
+            self.assertIn("pkg_off: 40 rows, 2 features, 2 classes", result.stdout)
+            self.assertIn("MISMATCH", result.stdout)
+            self.assertFalse(os.path.exists(os.path.join(out, "pkg_none.json")))
+            with open(os.path.join(out, "pkg_toy.json")) as f:
+                toy = json.load(f)
+            # The loader's table: x and colour (the empty column dropped), the 40 rows of a and b.
+            self.assertEqual(toy["num_targets"], 2)
+            self.assertEqual(toy["column_kinds"],
+                             ["COLUMN_KIND_NUMERIC", "COLUMN_KIND_CATEGORICAL"])
+            self.assertEqual(len(toy["values"]), 40 * 2)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -4,6 +4,12 @@
     PYTHONPATH=build/clients/python /usr/bin/python3 data/prep/dataset_samples/export_samples.py \\
         --data $METAOPT_DATA/sklearn-pipelines --out build/dataset-samples/sklearn-pipelines
 
+With --collected-tables DIR (the tables `python -m metaopt.collect` read, as
+data/prep/collect/collect_extra.sh exports them), the tasks of a merged folder
+(data/prep/collect/merge_meta_datasets.py) that are collected datasets are written too, read and
+preprocessed by the collector's own loader (metaopt.collect.read_table), so that their samples
+come from exactly the table that was evaluated.
+
 For every task of tasks.csv it rebuilds the evaluated table from its source (the R packages
 MASS, TH.data, kernlab, mlbench and modeldata through data/prep/dataset_samples/export_r_tables.R,
 and scikit-learn's bundled datasets), applies the meta-dataset's preprocessing (README,
@@ -98,6 +104,15 @@ def read_sklearn(task):
     return X.astype(object), [False] * X.shape[1], y.astype(object)
 
 
+def read_collected(folder, task):
+    """(X, categorical mask, labels) of a collected dataset, already preprocessed by the
+    collector's loader; None without the folder or the table."""
+    if folder is None or not os.path.isfile(os.path.join(folder, task + ".kinds")):
+        return None
+    table = collect.read_table(folder, task)
+    return table.X, table.categorical, table.labels
+
+
 def preprocess(X, mask, labels):
     """The README's subsample: stratified (seed 0) to 2,000 rows, then small classes dropped."""
     rows = collect.protocol_rows(labels)
@@ -110,6 +125,9 @@ def main():
     parser.add_argument("--out", required=True, help="output folder (created if needed)")
     parser.add_argument("--tables", help="R tables already exported by export_r_tables.R "
                                          "(default: export them into a temporary folder)")
+    parser.add_argument("--collected-tables",
+                        help="the collected datasets' tables (<task>.csv with <task>.kinds, as "
+                             "metaopt.collect reads them): tasks found there are written too")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.data, "tasks.csv"), newline="") as f:
@@ -128,16 +146,18 @@ def main():
     for task in tasks:
         name = task["task"]
         if name in SKLEARN_TASKS:
-            table = read_sklearn(name)
+            table = preprocess(*read_sklearn(name))
         elif name in R_TASKS:
             table = read_r_table(tables, name)
+            table = None if table is None else preprocess(*table)
         else:
-            table = None
+            table = read_collected(args.collected_tables, name)
         if table is None:
-            print(f"skip {name}: no source table (R package missing?)", file=sys.stderr)
+            print(f"skip {name}: no source table (R package missing, or a collected task "
+                  "without --collected-tables?)", file=sys.stderr)
             skipped += 1
             continue
-        X, mask, labels = preprocess(*table)
+        X, mask, labels = table
         got = (len(labels), X.shape[1], len(set(str(v) for v in labels)))
         want = (int(task["n_rows"]), int(task["n_features"]), int(task["n_classes"]))
         note = ""
