@@ -418,15 +418,15 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
     Progress& progress, const PortfolioOptions& warm_start) {
   DeepPipeTrainOptions train = train_options;
   train.seed = options.seed;
-  const char* name =
-      train.architecture.gp == surrogate::DeepKernelGp::kFsbo ? "fsbo"
-                                                              : "deeppipe";
+  const char* name = train.architecture.gp == surrogate::DeepKernelGp::kFsbo
+                         ? "fsbo"
+                         : "deeppipe";
   progress.Log(absl::StrFormat(
       "%s: %d train / %d valid tasks, %d epochs, batch %d, lr %g, "
       "encoder layers %d, %d threads, network in %s%s%s",
       name, data.train.size(), data.valid.size(), train.epochs,
-      train.batch_size,
-      train.lr, train.architecture.encoder_layers, train.threads,
+      train.batch_size, train.lr, train.architecture.encoder_layers,
+      train.threads,
       train.precision == surrogate::NetworkPrecision::kFloat32 ? "float32"
                                                                : "float64",
       train.augmentation ? ", task augmentation" : "",
@@ -457,10 +457,12 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   if (warm_start.search == PortfolioSearch::kEvolutionary) {
     AddPortfolioSearchIntOptions(warm_start, &artifact);
   }
-  (*artifact.mutable_provenance()->mutable_validation_metrics())
-      ["train_objective"] = portfolio.train_objective;
-  (*artifact.mutable_provenance()->mutable_validation_metrics())
-      ["greedy_train_objective"] = portfolio.greedy_train_objective;
+  (*artifact.mutable_provenance()
+        ->mutable_validation_metrics())["train_objective"] =
+      portfolio.train_objective;
+  (*artifact.mutable_provenance()
+        ->mutable_validation_metrics())["greedy_train_objective"] =
+      portfolio.greedy_train_objective;
   // Only when not the default, so float64 artifacts are as before.
   if (train.precision == surrogate::NetworkPrecision::kFloat32) {
     ints["train_float32"] = 1;

@@ -1,5 +1,4 @@
 #include "core/meta_training/deeppipe_train.h"
-#include "core/meta_training/fsbo_train.h"
 
 #include <cmath>
 #include <limits>
@@ -11,13 +10,14 @@
 #include "Eigen/Core"
 #include "core/gp/gaussian_process.h"
 #include "core/meta_dataset/meta_dataset.h"
-#include "tests/testutil/meta_dataset_folders.h"
+#include "core/meta_training/fsbo_train.h"
 #include "core/meta_training/train_main.h"
 #include "core/registry/artifact.h"
 #include "core/space/random.h"
 #include "core/surrogate/deeppipe_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testutil/meta_dataset_folders.h"
 #include "tests/testutil/status_matchers.h"
 #include "tests/testutil/temp_dir.h"
 
@@ -492,8 +492,8 @@ int RunMetaoptTrain(const std::vector<std::string>& args, std::string* err) {
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
   std::ostringstream out, errors;
-  const int status = MetaoptTrainMain(static_cast<int>(argv.size()),
-                                      argv.data(), out, errors);
+  const int status =
+      MetaoptTrainMain(static_cast<int>(argv.size()), argv.data(), out, errors);
   *err = errors.str();
   return status;
 }
@@ -501,9 +501,9 @@ int RunMetaoptTrain(const std::vector<std::string>& args, std::string* err) {
 TEST_F(DeepPipeTrainTest, MetaoptTrainFsboPublishesAnFsboModel) {
   const std::string registry = temp_.File("registry");
   const std::vector<std::string> args = {
-      "metaopt-train", "--kind",  "fsbo",    "--data", data_dir_,
-      "--registry",    registry,  "--epochs", "3",      "--steps",
-      "500",           "--seed",  "1",       "--quiet"};
+      "metaopt-train", "--kind", "fsbo",     "--data", data_dir_,
+      "--registry",    registry, "--epochs", "3",      "--steps",
+      "500",           "--seed", "1",        "--quiet"};
   std::string err;
   ASSERT_EQ(RunMetaoptTrain(args, &err), 0) << err;
   METAOPT_ASSERT_OK_AND_ASSIGN(
@@ -521,7 +521,8 @@ TEST_F(DeepPipeTrainTest, MetaoptTrainFsboPublishesAnFsboModel) {
   EXPECT_EQ(artifact.int_options().at("train_augmentation"), 1);
   EXPECT_EQ(artifact.normalization().at("target_standardization"), 0.0);
   const auto& metrics = artifact.provenance().validation_metrics();
-  EXPECT_LE(metrics.at("train_objective"), metrics.at("greedy_train_objective"));
+  EXPECT_LE(metrics.at("train_objective"),
+            metrics.at("greedy_train_objective"));
   ASSERT_NE(loaded->servable.deeppipe, nullptr);
   EXPECT_EQ(loaded->servable.deeppipe->architecture().gp,
             surrogate::DeepKernelGp::kFsbo);

@@ -41,14 +41,14 @@ TrainerKind FsboTrainerKind() {
     state->loop.train = FsboTrainOptions();
     AddDeepPipeLoopFlags(flags, &state->loop);
     AddPortfolioSearchFlags(flags, &state->warm_start);
-    return [state](const CommonTrainOptions& options,
-                   const TrainingSplits& data,
-                   Progress& progress) -> absl::StatusOr<v1::ModelArtifact> {
-      METAOPT_ASSIGN_OR_RETURN(PortfolioOptions warm_start,
-                               PortfolioOptionsFrom(state->warm_start));
-      return TrainDeepPipeArtifact(DeepPipeTrainOptionsFrom(state->loop),
-                                   options, data, progress, warm_start);
-    };
+    return
+        [state](const CommonTrainOptions& options, const TrainingSplits& data,
+                Progress& progress) -> absl::StatusOr<v1::ModelArtifact> {
+          METAOPT_ASSIGN_OR_RETURN(PortfolioOptions warm_start,
+                                   PortfolioOptionsFrom(state->warm_start));
+          return TrainDeepPipeArtifact(DeepPipeTrainOptionsFrom(state->loop),
+                                       options, data, progress, warm_start);
+        };
   };
   return kind;
 }

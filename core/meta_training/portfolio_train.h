@@ -54,7 +54,6 @@ void AddPortfolioSearchFlags(CLI::App& flags, PortfolioSearchFlags* state);
 absl::StatusOr<PortfolioOptions> PortfolioOptionsFrom(
     const PortfolioSearchFlags& flags);
 
-
 }  // namespace metaopt::train
 
 #endif  // METAOPT_CORE_META_TRAINING_PORTFOLIO_TRAIN_H_

@@ -147,9 +147,8 @@ void Progress::Step(std::string_view what, int64_t done, int64_t total) {
 }
 
 const std::vector<std::string>& KnownKinds() {
-  static const auto* kinds =
-      new std::vector<std::string>{"portfolio", "deeppipe", "pmf", "metabu",
-                                   "grosi", "fsbo"};
+  static const auto* kinds = new std::vector<std::string>{
+      "portfolio", "deeppipe", "pmf", "metabu", "grosi", "fsbo"};
   return *kinds;
 }
 

@@ -84,10 +84,12 @@ int MetaoptTrainMain(int argc, const char* const* argv, std::ostream& out,
   app.add_option("--name", options.name,
                  "model name (default: <data folder name>-<kind>)");
   app.add_option("--seed", options.seed, "random seed")->capture_default_str();
-  CLI::Option* size = app.add_option("--size", options.portfolio_size,
-                 "size K of the warm-start portfolio (fsbo: 5, the paper's I)")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+  CLI::Option* size =
+      app.add_option(
+             "--size", options.portfolio_size,
+             "size K of the warm-start portfolio (fsbo: 5, the paper's I)")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 100000));
   app.add_option("--split-train", options.split_train, "split to train on")
       ->capture_default_str()
       ->check(CLI::IsMember({"train", "valid", "test", "holdout", "all"}));

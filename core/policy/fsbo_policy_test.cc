@@ -19,9 +19,9 @@ namespace {
 using deeppipe_test::CatalogueSpec;
 using deeppipe_test::Completed;
 using deeppipe_test::MetaModel;
+using ::metaopt::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-using ::metaopt::testing::StatusIs;
 
 v1::StudySpec FsboSpec() {
   v1::StudySpec spec = CatalogueSpec();
@@ -41,15 +41,15 @@ v1::AlgorithmSpec Fsbo() {
   return algorithm;
 }
 
-TEST(FsboDescriptorTest, BindsFsboModelsOnlyAndOthersDoNotBindThemByThemselves) {
+TEST(FsboDescriptorTest,
+     BindsFsboModelsOnlyAndOthersDoNotBindThemByThemselves) {
   METAOPT_ASSERT_OK_AND_ASSIGN(const AlgorithmKindDescriptor* d,
                                FindAlgorithmKind(v1::ALGORITHM_KIND_FSBO));
   EXPECT_TRUE(d->models_encoded_space);
   EXPECT_TRUE(AutoBindsModel(Fsbo(), v1::MODEL_KIND_FSBO));
   EXPECT_TRUE(CheckModelKind(Fsbo(), v1::MODEL_KIND_FSBO).ok());
-  for (v1::ModelKind other :
-       {v1::MODEL_KIND_PORTFOLIO, v1::MODEL_KIND_DEEPPIPE, v1::MODEL_KIND_PMF,
-        v1::MODEL_KIND_GROSI}) {
+  for (v1::ModelKind other : {v1::MODEL_KIND_PORTFOLIO, v1::MODEL_KIND_DEEPPIPE,
+                              v1::MODEL_KIND_PMF, v1::MODEL_KIND_GROSI}) {
     EXPECT_FALSE(AutoBindsModel(Fsbo(), other)) << other;
     EXPECT_THAT(CheckModelKind(Fsbo(), other),
                 StatusIs(absl::StatusCode::kInvalidArgument,
@@ -98,7 +98,8 @@ TEST(FsboPolicyTest, NeedsAnFsboModel) {
                        HasSubstr("MODEL_KIND_DEEPPIPE")));
 }
 
-TEST(FsboPolicyTest, PortfolioFirstThenTheWholeDeepKernelFineTunedEveryIteration) {
+TEST(FsboPolicyTest,
+     PortfolioFirstThenTheWholeDeepKernelFineTunedEveryIteration) {
   v1::StudySpec spec = FsboSpec();
   spec.mutable_algorithm()->set_initial_trials(3);  // The model's 3 entries.
   auto space = space::SearchSpace::Create(spec.search_space());
@@ -166,7 +167,8 @@ TEST(FsboPolicyTest, PortfolioFirstThenTheWholeDeepKernelFineTunedEveryIteration
   METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const Policy> reloaded,
                                CreatePolicy(spec, std::nullopt, model));
   space::Rng a(9), b(9);
-  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult again_a, policy->Suggest(view, 1, a));
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult again_a,
+                               policy->Suggest(view, 1, a));
   METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult again_b,
                                reloaded->Suggest(view, 1, b));
   EXPECT_EQ(space::ConfigurationKey(again_a.configurations[0]),
@@ -185,10 +187,12 @@ TEST(FsboPolicyTest, KernelScopeWouldLeaveTheNetworkAlone) {
   METAOPT_ASSERT_OK_AND_ASSIGN(
       auto policy, DeepPipePolicy::Create(spec, std::nullopt, model, options));
   std::vector<v1::Trial> trials;
-  for (int i = 0; i < 4; ++i) trials.push_back(Completed(i + 1, spec.candidates(i)));
+  for (int i = 0; i < 4; ++i)
+    trials.push_back(Completed(i + 1, spec.candidates(i)));
   StudyView view{&spec, &*space, &trials};
   space::Rng rng(5);
-  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult next, policy->Suggest(view, 1, rng));
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult next,
+                               policy->Suggest(view, 1, rng));
   ASSERT_TRUE(next.update.has_value());
   const auto& updated =
       dynamic_cast<const DeepPipePolicy&>(*next.update->policy);

@@ -143,7 +143,8 @@ BindingRules MosaicBinding(const v1::AlgorithmSpec& algorithm) {
 
 BindingRules FsboBinding(const v1::AlgorithmSpec&) {
   BindingRules rules;
-  rules.accepts = rules.binds_by_itself = BindingRules::Set({v1::MODEL_KIND_FSBO});
+  rules.accepts = rules.binds_by_itself =
+      BindingRules::Set({v1::MODEL_KIND_FSBO});
   rules.learns_from_model = true;
   return rules;
 }

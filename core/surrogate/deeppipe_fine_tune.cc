@@ -139,7 +139,8 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
   const int kp = num_kernel_parameters();
   // DeepPipeKernelObjective is Matérn-5/2's: another kernel's kernel scope
   // takes the kernel part of the whole model's Loss.
-  const bool kernel_via_loss = !full && !subset && gp_.kernel().name() != kKernelName;
+  const bool kernel_via_loss =
+      !full && !subset && gp_.kernel().name() != kKernelName;
 
   Eigen::VectorXd all = parameters();
   Eigen::VectorXd p = full     ? all

@@ -41,8 +41,8 @@ TEST(FsboDeepKernelTest, ArchitectureIsThePapers) {
 }
 
 TEST(FsboDeepKernelTest, LossGradientMatchesFiniteDifferencesAndSkipsTheMean) {
-  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
-                               DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model, DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
   Eigen::VectorXd params = model.parameters();
   space::Rng rng(17);
   for (int i = 0; i < model.num_network_parameters(); ++i) {
@@ -85,8 +85,8 @@ TEST(FsboDeepKernelTest, LossGradientMatchesFiniteDifferencesAndSkipsTheMean) {
 }
 
 TEST(FsboDeepKernelTest, TargetsAreNotStandardised) {
-  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
-                               DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model, DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
   const Data data = Sample(model, 8, 4);
   const Eigen::VectorXd y = 0.9 + 0.01 * data.y.array();
   const gp::Standardization s = model.TargetStandardization(y);
@@ -104,8 +104,8 @@ TEST(FsboDeepKernelTest, TargetsAreNotStandardised) {
 }
 
 TEST(FsboDeepKernelTest, ArtifactRecordsFsboAndRoundTrips) {
-  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
-                               DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model, DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
   v1::ModelArtifact artifact;
   model.ToArtifact(&artifact);
   EXPECT_EQ(artifact.kind(), v1::MODEL_KIND_FSBO);
@@ -129,8 +129,8 @@ TEST(FsboDeepKernelTest, ArtifactRecordsFsboAndRoundTrips) {
 }
 
 TEST(FsboDeepKernelTest, FineTunesEitherScopeAndKeepsTheMeanAtZero) {
-  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel model,
-                               DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model, DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
   const Data data = Sample(model, 12, 5);
   for (FineTuneScope scope : {FineTuneScope::kKernel, FineTuneScope::kFull}) {
     DeepPipeFineTuneOptions options;
