@@ -85,6 +85,10 @@ constexpr MethodRow kMethodTable[] = {
      "study"},
     {"deeppipe-scratch", "kind: ALGORITHM_KIND_DEEPPIPE model: \"none\"", true,
      "DeepPipe trained on the study's own data only (no transfer)"},
+    {"fsbo", "kind: ALGORITHM_KIND_FSBO model: \"{data}-fsbo\"", false,
+     "FSBO: the model's evolutionary warm start (5 settings), then EI under "
+     "the meta-learned deep kernel fine-tuned whole on the study's "
+     "observations at every iteration"},
     {"pmf", "kind: ALGORITHM_KIND_PMF", true,
      "probabilistic matrix factorisation over the catalogue, warm start by "
      "meta-features"},

@@ -33,6 +33,8 @@ v1::AlgorithmKind AlgorithmFor(v1::ModelKind kind) {
       return v1::ALGORITHM_KIND_PMF;
     case v1::MODEL_KIND_GROSI:
       return v1::ALGORITHM_KIND_GROSI;
+    case v1::MODEL_KIND_FSBO:
+      return v1::ALGORITHM_KIND_FSBO;
     default:
       return v1::ALGORITHM_KIND_GP;
   }

@@ -80,6 +80,7 @@ const (
 	PMF      = pb.AlgorithmKind_ALGORITHM_KIND_PMF
 	Mosaic   = pb.AlgorithmKind_ALGORITHM_KIND_MOSAIC
 	GROSI    = pb.AlgorithmKind_ALGORITHM_KIND_GROSI
+	FSBO     = pb.AlgorithmKind_ALGORITHM_KIND_FSBO
 )
 
 // Spec describes a study; Proto turns it into a metaopt.v1.StudySpec. The server validates it

@@ -412,26 +412,21 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
 // ---------------------------------------------------------------------------
 // metaopt-train --kind deeppipe.
 
-namespace {
-
-struct DeepPipeFlags {
-  DeepPipeTrainOptions train;
-  double max_minutes = 0.0;
-};
-
-}  // namespace
-
 absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
     const DeepPipeTrainOptions& train_options,
     const CommonTrainOptions& options, const TrainingSplits& data,
-    Progress& progress) {
+    Progress& progress, const PortfolioOptions& warm_start) {
   DeepPipeTrainOptions train = train_options;
   train.seed = options.seed;
+  const char* name = train.architecture.gp == surrogate::DeepKernelGp::kFsbo
+                         ? "fsbo"
+                         : "deeppipe";
   progress.Log(absl::StrFormat(
-      "deeppipe: %d train / %d valid tasks, %d epochs, batch %d, lr %g, "
+      "%s: %d train / %d valid tasks, %d epochs, batch %d, lr %g, "
       "encoder layers %d, %d threads, network in %s%s%s",
-      data.train.size(), data.valid.size(), train.epochs, train.batch_size,
-      train.lr, train.architecture.encoder_layers, train.threads,
+      name, data.train.size(), data.valid.size(), train.epochs,
+      train.batch_size, train.lr, train.architecture.encoder_layers,
+      train.threads,
       train.precision == surrogate::NetworkPrecision::kFloat32 ? "float32"
                                                                : "float64",
       train.augmentation ? ", task augmentation" : "",
@@ -442,7 +437,7 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
                     /*progress=*/nullptr, &progress));
   const DeepPipeEpochStats& best = trained.history[trained.best_epoch];
   progress.Log(absl::StrFormat(
-      "deeppipe: best epoch %d (valid NLL %s), %d parameters, %.2fs/epoch",
+      "%s: best epoch %d (valid NLL %s), %d parameters, %.2fs/epoch", name,
       trained.best_epoch, FormatNll(best.valid_nll),
       trained.best.num_parameters(), trained.loop.seconds_per_epoch));
 
@@ -451,12 +446,23 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   *artifact.mutable_objective() = data.dataset.objective;
   METAOPT_ASSIGN_OR_RETURN(
       PortfolioResult portfolio,
-      AddWarmStartPortfolio(options, data, progress, &artifact));
+      AddWarmStartPortfolio(options, data, progress, &artifact, warm_start));
   auto& ints = *artifact.mutable_int_options();
   ints["train_epochs"] = train.epochs;
   ints["train_batch_size"] = train.batch_size;
   ints["train_augmentation"] = train.augmentation ? 1 : 0;
   ints["train_valid_support"] = train.valid_support;
+  // The warm start's search (only when not the default greedy one, so
+  // DeepPipe artifacts are as before).
+  if (warm_start.search == PortfolioSearch::kEvolutionary) {
+    AddPortfolioSearchIntOptions(warm_start, &artifact);
+  }
+  (*artifact.mutable_provenance()
+        ->mutable_validation_metrics())["train_objective"] =
+      portfolio.train_objective;
+  (*artifact.mutable_provenance()
+        ->mutable_validation_metrics())["greedy_train_objective"] =
+      portfolio.greedy_train_objective;
   // Only when not the default, so float64 artifacts are as before.
   if (train.precision == surrogate::NetworkPrecision::kFloat32) {
     ints["train_float32"] = 1;
@@ -473,6 +479,73 @@ absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
   return artifact;
 }
 
+void AddDeepPipeLoopFlags(CLI::App& flags, DeepPipeLoopFlags* state) {
+  DeepPipeTrainOptions& t = state->train;
+  flags
+      .add_option("--epochs", t.epochs,
+                  "meta-training epochs (the authors: 10000)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  flags
+      .add_option("--batch-size", t.batch_size,
+                  "evaluations per task batch (capped at the task's count)")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  flags.add_option("--lr", t.lr, "Adam learning rate (cosine-decayed)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  flags.add_option("--min-lr", t.min_lr, "final learning rate of the cosine")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  flags
+      .add_option("--threads", t.threads,
+                  "threads for per-task gradients (deterministic per "
+                  "thread count)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  flags
+      .add_option("--precision", t.precision,
+                  "arithmetic of the training steps' network passes and "
+                  "of K^-1 for the GP gradients (the parameters, the "
+                  "Cholesky factor, validation and the saved model are "
+                  "double either way)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, surrogate::NetworkPrecision>{
+              {"float64", surrogate::NetworkPrecision::kFloat64},
+              {"float32", surrogate::NetworkPrecision::kFloat32}},
+          CLI::ignore_case))
+      ->default_str("float64");
+  flags
+      .add_option("--max-grad-norm", t.max_gradient_norm,
+                  "gradient-norm clipping (0: none)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  flags
+      .add_option("--valid-support", t.valid_support,
+                  "validation: support evaluations per task")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  flags
+      .add_option("--valid-query", t.valid_query,
+                  "validation: query evaluations per task")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  flags
+      .add_option("--max-minutes", state->max_minutes,
+                  "stop after the epoch that exceeds this wall time (0: "
+                  "no limit)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+}
+
+DeepPipeTrainOptions DeepPipeTrainOptionsFrom(const DeepPipeLoopFlags& flags) {
+  DeepPipeTrainOptions train = flags.train;
+  if (flags.max_minutes > 0) {
+    train.time_budget = absl::Seconds(60.0 * flags.max_minutes);
+  }
+  return train;
+}
+
 TrainerKind DeepPipeTrainerKind() {
   TrainerKind kind;
   kind.name = "deeppipe";
@@ -481,25 +554,10 @@ TrainerKind DeepPipeTrainerKind() {
       "step per task per epoch), best epoch by validation NLL, plus a "
       "warm-start portfolio";
   kind.add_flags = [](CLI::App& flags) -> Trainer {
-    auto state = std::make_shared<DeepPipeFlags>();
+    auto state = std::make_shared<DeepPipeLoopFlags>();
     DeepPipeTrainOptions& t = state->train;
     surrogate::DeepPipeArchitecture& a = t.architecture;
-    flags
-        .add_option("--epochs", t.epochs,
-                    "meta-training epochs (the authors: 10000)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    flags
-        .add_option("--batch-size", t.batch_size,
-                    "evaluations per task batch (capped at the task's count)")
-        ->capture_default_str()
-        ->check(CLI::Range(2, 100000));
-    flags.add_option("--lr", t.lr, "Adam learning rate (cosine-decayed)")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    flags.add_option("--min-lr", t.min_lr, "final learning rate of the cosine")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
+    AddDeepPipeLoopFlags(flags, state.get());
     flags
         .add_option("--encoder-layers", a.encoder_layers,
                     "per-algorithm encoder layers (0: flat vector plus "
@@ -525,24 +583,6 @@ TrainerKind DeepPipeTrainerKind() {
     flags.add_option("--embedding", a.embedding, "embedding dimension Z")
         ->capture_default_str()
         ->check(CLI::Range(1, 1024));
-    flags
-        .add_option("--threads", t.threads,
-                    "threads for per-task gradients (deterministic per "
-                    "thread count)")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 256));
-    flags
-        .add_option("--precision", t.precision,
-                    "arithmetic of the training steps' network passes and "
-                    "of K^-1 for the GP gradients (the parameters, the "
-                    "Cholesky factor, validation and the saved model are "
-                    "double either way)")
-        ->transform(CLI::CheckedTransformer(
-            std::map<std::string, surrogate::NetworkPrecision>{
-                {"float64", surrogate::NetworkPrecision::kFloat64},
-                {"float32", surrogate::NetworkPrecision::kFloat32}},
-            CLI::ignore_case))
-        ->default_str("float64");
     flags.add_flag("--augmentation", t.augmentation,
                    "FSBO task augmentation instead of per-batch "
                    "standardisation");
@@ -562,34 +602,10 @@ TrainerKind DeepPipeTrainerKind() {
                     "regression loss next to the marginal likelihood")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    flags
-        .add_option("--max-grad-norm", t.max_gradient_norm,
-                    "gradient-norm clipping (0: none)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    flags
-        .add_option("--valid-support", t.valid_support,
-                    "validation: support evaluations per task")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    flags
-        .add_option("--valid-query", t.valid_query,
-                    "validation: query evaluations per task")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    flags
-        .add_option("--max-minutes", state->max_minutes,
-                    "stop after the epoch that exceeds this wall time (0: "
-                    "no limit)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
     return [state](const CommonTrainOptions& options,
                    const TrainingSplits& data, Progress& progress) {
-      DeepPipeTrainOptions train = state->train;
-      if (state->max_minutes > 0) {
-        train.time_budget = absl::Seconds(60.0 * state->max_minutes);
-      }
-      return TrainDeepPipeArtifact(train, options, data, progress);
+      return TrainDeepPipeArtifact(DeepPipeTrainOptionsFrom(*state), options,
+                                   data, progress);
     };
   };
   return kind;

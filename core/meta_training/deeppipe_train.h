@@ -131,16 +131,32 @@ absl::StatusOr<DeepPipeTrainResult> TrainDeepPipe(
     const DeepPipeProgressCallback& progress = nullptr,
     Progress* progress_lines = nullptr);
 
-// The artifact metaopt-train --kind deeppipe writes, from `train` (its seed
-// replaced by options.seed): the best checkpoint of TrainDeepPipe on
-// data.train / data.valid (surrogate::DeepPipeModel::ToArtifact), the greedy
-// warm-start portfolio (portfolio.h, options.portfolio_size picks) and the
-// metrics valid_nll, train_nll (at the best epoch), initial_valid_nll,
-// best_epoch, epochs_run, seconds_per_epoch and the portfolio's
-// valid_regret@k. Progress lines go to `progress`.
+// The artifact metaopt-train --kind deeppipe (and fsbo) writes, from `train`
+// (its seed replaced by options.seed): the best checkpoint of TrainDeepPipe
+// on data.train / data.valid (surrogate::DeepPipeModel::ToArtifact: kind
+// MODEL_KIND_FSBO for FSBO's GP), the warm-start portfolio (portfolio.h,
+// options.portfolio_size picks, searched as `warm_start` says: greedy by
+// default; an evolutionary search is recorded in int_options as
+// portfolio_train.h's) and the metrics valid_nll, train_nll (at the best
+// epoch), initial_valid_nll, best_epoch, epochs_run, seconds_per_epoch, the
+// portfolio's valid_regret@k, train_objective and greedy_train_objective.
+// Progress lines go to `progress`.
 absl::StatusOr<v1::ModelArtifact> TrainDeepPipeArtifact(
     const DeepPipeTrainOptions& train, const CommonTrainOptions& options,
-    const TrainingSplits& data, Progress& progress);
+    const TrainingSplits& data, Progress& progress,
+    const PortfolioOptions& warm_start = {});
+
+// The meta-training loop's flags, shared by --kind deeppipe and fsbo:
+// --epochs, --batch-size, --lr, --min-lr, --threads, --precision,
+// --max-grad-norm, --valid-support, --valid-query, --max-minutes. Help shows
+// `state`'s values as defaults; `state` must outlive the parse.
+struct DeepPipeLoopFlags {
+  DeepPipeTrainOptions train;
+  double max_minutes = 0.0;
+};
+void AddDeepPipeLoopFlags(CLI::App& flags, DeepPipeLoopFlags* state);
+// The parsed options (time_budget from --max-minutes).
+DeepPipeTrainOptions DeepPipeTrainOptionsFrom(const DeepPipeLoopFlags& flags);
 
 // metaopt-train --kind deeppipe (TrainDeepPipeArtifact). Flags: --epochs,
 // --batch-size, --lr,

@@ -11,32 +11,75 @@
 #include "core/meta_training/portfolio.h"
 
 namespace metaopt::train {
-namespace {
 
-struct PortfolioFlags {
-  std::string match = "auto";
-  int candidates_per_task = PortfolioOptions().candidates_per_task;
-  std::string search = "greedy";
-  bool from_greedy = PortfolioOptions().evolutionary_from_greedy;
-  EvolutionarySearch evolutionary;
-};
+void AddPortfolioSearchFlags(CLI::App& flags, PortfolioSearchFlags* state) {
+  flags
+      .add_option("--match", state->match,
+                  "how a configuration's regret is known on a task: exact "
+                  "(only where it was evaluated), nearest (the nearest "
+                  "evaluated configuration in the encoded space), auto "
+                  "(exact if configurations repeat across tasks)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "exact", "nearest"}));
+  flags
+      .add_option("--candidates-per-task", state->candidates_per_task,
+                  "with nearest matching: candidates are the best N "
+                  "configurations of each training task (0: all)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  flags
+      .add_option("--portfolio-search", state->search,
+                  "greedy (one pick at a time) or evolutionary (whole sets, "
+                  "FSBO's evolutionary search)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"greedy", "evolutionary"}));
+  flags
+      .add_option("--steps", state->evolutionary.steps,
+                  "evolutionary search: steps")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  flags
+      .add_option("--population", state->evolutionary.population,
+                  "evolutionary search: initial sets")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  flags
+      .add_option("--parents", state->evolutionary.parents,
+                  "evolutionary search: parents come from this many best "
+                  "sets")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  flags
+      .add_option("--from-greedy", state->from_greedy,
+                  "evolutionary search: the greedy portfolio joins the "
+                  "initial population (true: never worse than greedy on "
+                  "the training tasks; false: the paper's search alone)")
+      ->capture_default_str();
+  flags
+      .add_option("--mutation-probability",
+                  state->evolutionary.mutation_probability,
+                  "evolutionary search: probability of a mutation (else "
+                  "crossover)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+}
 
-}  // namespace
+absl::StatusOr<PortfolioOptions> PortfolioOptionsFrom(
+    const PortfolioSearchFlags& flags) {
+  PortfolioOptions options;
+  options.candidates_per_task = flags.candidates_per_task;
+  options.evolutionary = flags.evolutionary;
+  options.evolutionary_from_greedy = flags.from_greedy;
+  METAOPT_ASSIGN_OR_RETURN(options.search, ParsePortfolioSearch(flags.search));
+  METAOPT_ASSIGN_OR_RETURN(options.match, ParsePortfolioMatch(flags.match));
+  return options;
+}
 
 absl::StatusOr<v1::ModelArtifact> TrainPortfolioArtifact(
     const PortfolioOptions& portfolio_flags, const CommonTrainOptions& options,
     const TrainingSplits& data, Progress& progress) {
-  PortfolioOptions portfolio_options = portfolio_flags;
-  portfolio_options.size = options.portfolio_size;
-  portfolio_options.seed = options.seed;
-  if (portfolio_options.search == PortfolioSearch::kEvolutionary &&
-      !portfolio_options.evolutionary.progress) {
-    portfolio_options.evolutionary.progress =
-        [&progress, steps = portfolio_options.evolutionary.steps](int64_t step,
-                                                                  double) {
-          progress.Step("evolutionary search step", step, steps);
-        };
-  }
+  const PortfolioOptions portfolio_options =
+      WarmStartOptions(options, portfolio_flags, progress);
   METAOPT_ASSIGN_OR_RETURN(
       PortfolioResult portfolio,
       BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
@@ -61,17 +104,7 @@ absl::StatusOr<v1::ModelArtifact> TrainPortfolioArtifact(
   if (portfolio.match == PortfolioMatch::kNearest) {
     int_options["candidates_per_task"] = portfolio_options.candidates_per_task;
   }
-  int_options["evolutionary_search"] =
-      portfolio_options.search == PortfolioSearch::kEvolutionary ? 1 : 0;
-  if (portfolio_options.search == PortfolioSearch::kEvolutionary) {
-    int_options["evolutionary_steps"] = portfolio_options.evolutionary.steps;
-    int_options["evolutionary_population"] =
-        portfolio_options.evolutionary.population;
-    int_options["evolutionary_parents"] =
-        portfolio_options.evolutionary.parents;
-    int_options["evolutionary_from_greedy"] =
-        portfolio_options.evolutionary_from_greedy ? 1 : 0;
-  }
+  AddPortfolioSearchIntOptions(portfolio_options, &artifact);
   auto* metrics = artifact.mutable_provenance()->mutable_validation_metrics();
   AddCurveMetrics("train_regret", portfolio.train_regret, metrics);
   AddCurveMetrics("valid_regret", portfolio.valid_regret, metrics);
@@ -87,67 +120,13 @@ TrainerKind PortfolioTrainerKind() {
       "warm-start portfolio minimising summed normalised regret, greedy or "
       "by FSBO's evolutionary search (FSBO §6)";
   kind.add_flags = [](CLI::App& flags) -> Trainer {
-    auto state = std::make_shared<PortfolioFlags>();
-    flags
-        .add_option("--match", state->match,
-                    "how a configuration's regret is known on a task: exact "
-                    "(only where it was evaluated), nearest (the nearest "
-                    "evaluated configuration in the encoded space), auto "
-                    "(exact if configurations repeat across tasks)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"auto", "exact", "nearest"}));
-    flags
-        .add_option("--candidates-per-task", state->candidates_per_task,
-                    "with nearest matching: candidates are the best N "
-                    "configurations of each training task (0: all)")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    flags
-        .add_option("--portfolio-search", state->search,
-                    "greedy (one pick at a time) or evolutionary (whole sets, "
-                    "FSBO's evolutionary search)")
-        ->capture_default_str()
-        ->check(CLI::IsMember({"greedy", "evolutionary"}));
-    flags
-        .add_option("--steps", state->evolutionary.steps,
-                    "evolutionary search: steps")
-        ->capture_default_str()
-        ->check(CLI::NonNegativeNumber);
-    flags
-        .add_option("--population", state->evolutionary.population,
-                    "evolutionary search: initial sets")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    flags
-        .add_option("--parents", state->evolutionary.parents,
-                    "evolutionary search: parents come from this many best "
-                    "sets")
-        ->capture_default_str()
-        ->check(CLI::PositiveNumber);
-    flags
-        .add_option("--from-greedy", state->from_greedy,
-                    "evolutionary search: the greedy portfolio joins the "
-                    "initial population (true: never worse than greedy on "
-                    "the training tasks; false: the paper's search alone)")
-        ->capture_default_str();
-    flags
-        .add_option("--mutation-probability",
-                    state->evolutionary.mutation_probability,
-                    "evolutionary search: probability of a mutation (else "
-                    "crossover)")
-        ->capture_default_str()
-        ->check(CLI::Range(0.0, 1.0));
+    auto state = std::make_shared<PortfolioSearchFlags>();
+    AddPortfolioSearchFlags(flags, state.get());
     return [state](const CommonTrainOptions& options,
                    const TrainingSplits& data,
                    Progress& progress) -> absl::StatusOr<v1::ModelArtifact> {
-      PortfolioOptions portfolio_options;
-      portfolio_options.candidates_per_task = state->candidates_per_task;
-      portfolio_options.evolutionary = state->evolutionary;
-      portfolio_options.evolutionary_from_greedy = state->from_greedy;
-      METAOPT_ASSIGN_OR_RETURN(portfolio_options.search,
-                               ParsePortfolioSearch(state->search));
-      METAOPT_ASSIGN_OR_RETURN(portfolio_options.match,
-                               ParsePortfolioMatch(state->match));
+      METAOPT_ASSIGN_OR_RETURN(PortfolioOptions portfolio_options,
+                               PortfolioOptionsFrom(*state));
       return TrainPortfolioArtifact(portfolio_options, options, data, progress);
     };
   };

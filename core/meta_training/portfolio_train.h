@@ -5,6 +5,10 @@
 #ifndef METAOPT_CORE_META_TRAINING_PORTFOLIO_TRAIN_H_
 #define METAOPT_CORE_META_TRAINING_PORTFOLIO_TRAIN_H_
 
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
 #include "core/meta_training/portfolio.h"
 #include "core/meta_training/train_common.h"
 
@@ -32,6 +36,23 @@ absl::StatusOr<v1::ModelArtifact> TrainPortfolioArtifact(
 // "evolutionary_steps", "evolutionary_population", "evolutionary_parents",
 // "evolutionary_from_greedy").
 TrainerKind PortfolioTrainerKind();
+
+// The portfolio flags above (all but --size), shared with the kinds whose
+// warm start is searched the same way (fsbo): their storage, with defaults.
+struct PortfolioSearchFlags {
+  std::string match = "auto";
+  int candidates_per_task = PortfolioOptions().candidates_per_task;
+  std::string search = "greedy";
+  bool from_greedy = PortfolioOptions().evolutionary_from_greedy;
+  EvolutionarySearch evolutionary;
+};
+// Adds them to `flags` (help text shows `state`'s current values as
+// defaults); `state` must outlive the parse.
+void AddPortfolioSearchFlags(CLI::App& flags, PortfolioSearchFlags* state);
+// PortfolioOptions (size and seed left at their defaults) from parsed flags;
+// INVALID_ARGUMENT for an unknown search or match name.
+absl::StatusOr<PortfolioOptions> PortfolioOptionsFrom(
+    const PortfolioSearchFlags& flags);
 
 }  // namespace metaopt::train
 

@@ -40,6 +40,8 @@ std::string KindName(v1::ModelKind kind) {
       return "pmf";
     case v1::MODEL_KIND_GROSI:
       return "grosi";
+    case v1::MODEL_KIND_FSBO:
+      return "fsbo";
     default:
       return absl::StrCat("kind ", static_cast<int>(kind));
   }
@@ -145,9 +147,8 @@ void Progress::Step(std::string_view what, int64_t done, int64_t total) {
 }
 
 const std::vector<std::string>& KnownKinds() {
-  static const auto* kinds =
-      new std::vector<std::string>{"portfolio", "deeppipe", "pmf", "metabu",
-                                   "grosi"};
+  static const auto* kinds = new std::vector<std::string>{
+      "portfolio", "deeppipe", "pmf", "metabu", "grosi", "fsbo"};
   return *kinds;
 }
 
@@ -192,23 +193,55 @@ void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
   }
 }
 
+PortfolioOptions WarmStartOptions(const CommonTrainOptions& options,
+                                  PortfolioOptions search, Progress& progress) {
+  search.size = options.portfolio_size;
+  search.seed = options.seed;
+  if (search.search == PortfolioSearch::kEvolutionary &&
+      !search.evolutionary.progress) {
+    search.evolutionary.progress =
+        [&progress, steps = search.evolutionary.steps](int64_t step, double) {
+          progress.Step("evolutionary search step", step, steps);
+        };
+  }
+  return search;
+}
+
 absl::StatusOr<PortfolioResult> AddWarmStartPortfolio(
     const CommonTrainOptions& options, const TrainingSplits& data,
-    Progress& progress, v1::ModelArtifact* artifact) {
-  PortfolioOptions portfolio_options;
-  portfolio_options.size = options.portfolio_size;
-  portfolio_options.seed = options.seed;
+    Progress& progress, v1::ModelArtifact* artifact,
+    const PortfolioOptions& search) {
+  const PortfolioOptions portfolio_options =
+      WarmStartOptions(options, search, progress);
   METAOPT_ASSIGN_OR_RETURN(
       PortfolioResult portfolio,
       BuildPortfolio(data.dataset, data.train, data.valid, portfolio_options));
   progress.Log(absl::StrFormat(
-      "portfolio: %d picks (match %s)", portfolio.configurations.size(),
-      std::string(PortfolioMatchName(portfolio.match))));
+      "portfolio: %d picks (match %s, %s search, summed train regret %.6f, "
+      "greedy %.6f)",
+      portfolio.configurations.size(),
+      std::string(PortfolioMatchName(portfolio.match)),
+      std::string(PortfolioSearchName(portfolio_options.search)),
+      portfolio.train_objective, portfolio.greedy_train_objective));
   for (v1::Configuration& c : portfolio.configurations) {
     *artifact->add_portfolio() = std::move(c);
   }
   portfolio.configurations.clear();
   return portfolio;
+}
+
+void AddPortfolioSearchIntOptions(const PortfolioOptions& options,
+                                  v1::ModelArtifact* artifact) {
+  auto& int_options = *artifact->mutable_int_options();
+  int_options["evolutionary_search"] =
+      options.search == PortfolioSearch::kEvolutionary ? 1 : 0;
+  if (options.search == PortfolioSearch::kEvolutionary) {
+    int_options["evolutionary_steps"] = options.evolutionary.steps;
+    int_options["evolutionary_population"] = options.evolutionary.population;
+    int_options["evolutionary_parents"] = options.evolutionary.parents;
+    int_options["evolutionary_from_greedy"] =
+        options.evolutionary_from_greedy ? 1 : 0;
+  }
 }
 
 FeatureStatistics ComputeFeatureStatistics(

@@ -107,10 +107,13 @@ struct TrainerKind {
   // them. Called for every built-in kind before the command line is parsed;
   // flags of a kind other than the selected one are rejected after parsing.
   std::function<Trainer(CLI::App& flags)> add_flags;
+  // The kind's --size when the command line gives none (0: the common
+  // default, CommonTrainOptions::portfolio_size).
+  int default_portfolio_size = 0;
 };
 
 // Every kind metaopt-train knows by name, built in or not: portfolio,
-// deeppipe, pmf, metabu, grosi.
+// deeppipe, pmf, metabu, grosi, fsbo.
 const std::vector<std::string>& KnownKinds();
 
 // The kinds built into this binary (defined in train_main.cc).
@@ -140,13 +143,27 @@ std::vector<Eigen::Index> SampleWithoutReplacement(Eigen::Index n,
 void AddCurveMetrics(std::string_view prefix, const std::vector<double>& curve,
                      google::protobuf::Map<std::string, double>* metrics);
 
+// `search` with options.portfolio_size and options.seed, and an evolutionary
+// search reporting its steps to `progress` (unless it reports elsewhere).
+PortfolioOptions WarmStartOptions(const CommonTrainOptions& options,
+                                  PortfolioOptions search, Progress& progress);
+
 // The warm-start portfolio a model kind carries beside its network:
-// BuildPortfolio over data's train and valid tasks with options.portfolio_size
-// and options.seed, logged to `progress` and appended to artifact->portfolio.
-// Returns the result (for its regret curves) without the configurations.
+// BuildPortfolio over data's train and valid tasks with `search` (greedy by
+// default; its size and seed replaced by options.portfolio_size and
+// options.seed; an evolutionary search reports its steps to `progress`),
+// logged to `progress` and appended to artifact->portfolio. Returns the result
+// (for its regret curves) without the configurations.
 absl::StatusOr<PortfolioResult> AddWarmStartPortfolio(
     const CommonTrainOptions& options, const TrainingSplits& data,
-    Progress& progress, v1::ModelArtifact* artifact);
+    Progress& progress, v1::ModelArtifact* artifact,
+    const PortfolioOptions& search = {});
+
+// The artifact's int_options "evolutionary_search" (0 or 1) and, for the
+// evolutionary search, "evolutionary_steps", "evolutionary_population",
+// "evolutionary_parents" and "evolutionary_from_greedy".
+void AddPortfolioSearchIntOptions(const PortfolioOptions& options,
+                                  v1::ModelArtifact* artifact);
 
 // The sorted union of the meta-feature names of `tasks`, with their means,
 // standard deviations (n - 1; 0 when constant or seen once) and the number of

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/meta_training/deeppipe_train.h"
+#include "core/meta_training/fsbo_train.h"
 #include "core/meta_training/grosi_train.h"
 #include "core/meta_training/metabu_train.h"
 #include "core/meta_training/pmf_train.h"
@@ -25,6 +26,7 @@ std::vector<TrainerKind> BuiltinTrainerKinds() {
       DeepPipeTrainerKind(),
       MetabuTrainerKind(),
       GrosiTrainerKind(),
+      FsboTrainerKind(),
   };
 }
 
@@ -82,10 +84,12 @@ int MetaoptTrainMain(int argc, const char* const* argv, std::ostream& out,
   app.add_option("--name", options.name,
                  "model name (default: <data folder name>-<kind>)");
   app.add_option("--seed", options.seed, "random seed")->capture_default_str();
-  app.add_option("--size", options.portfolio_size,
-                 "size K of the warm-start portfolio")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 100000));
+  CLI::Option* size =
+      app.add_option(
+             "--size", options.portfolio_size,
+             "size K of the warm-start portfolio (fsbo: 5, the paper's I)")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 100000));
   app.add_option("--split-train", options.split_train, "split to train on")
       ->capture_default_str()
       ->check(CLI::IsMember({"train", "valid", "test", "holdout", "all"}));
@@ -138,6 +142,12 @@ int MetaoptTrainMain(int argc, const char* const* argv, std::ostream& out,
     }
   }
 
+  for (const TrainerKind& kind : kinds) {
+    if (kind.name == options.kind && kind.default_portfolio_size > 0 &&
+        size->count() == 0) {
+      options.portfolio_size = kind.default_portfolio_size;
+    }
+  }
   options.command_line = JoinCommandLine(argc, argv);
   Progress progress(options.quiet ? nullptr : &err);
   absl::StatusOr<TrainResult> result =

@@ -1,7 +1,7 @@
 // The models committed under models/ (the server's default registry): every
 // version loads and verifies, records a training command without machine
-// paths, and every DeepPipe model serves a study over its space from the
-// first Suggest (portfolio, then EI under the meta-learned kernel).
+// paths, and every DeepPipe and FSBO model serves a study over its space from
+// the first Suggest (portfolio, then EI under the meta-learned kernel).
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -60,16 +60,19 @@ TEST(BundledModelsTest, DeepPipeModelsServeTheirSpaceFromTheFirstSuggest) {
   const std::vector<fs::path> versions = BundledVersions();
   if (versions.empty()) GTEST_SKIP() << "METAOPT_SOURCE_DIR/models not found";
   int deeppipe_models = 0;
+  int fsbo_models = 0;
   for (const fs::path& dir : versions) {
     SCOPED_TRACE(dir.string());
     METAOPT_ASSERT_OK_AND_ASSIGN(auto model,
                                  registry::ReadModelVersion(dir.string()));
-    if (model->artifact.kind() != v1::MODEL_KIND_DEEPPIPE) continue;
-    ++deeppipe_models;
+    const bool fsbo = model->artifact.kind() == v1::MODEL_KIND_FSBO;
+    if (model->artifact.kind() != v1::MODEL_KIND_DEEPPIPE && !fsbo) continue;
+    ++(fsbo ? fsbo_models : deeppipe_models);
     v1::StudySpec spec;
     *spec.mutable_search_space() = model->artifact.search_space();
     *spec.mutable_objective() = model->artifact.objective();
-    spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
+    spec.mutable_algorithm()->set_kind(fsbo ? v1::ALGORITHM_KIND_FSBO
+                                            : v1::ALGORITHM_KIND_DEEPPIPE);
     METAOPT_ASSERT_OK_AND_ASSIGN(auto policy,
                                  CreatePolicy(spec, std::nullopt, model));
     const auto* deeppipe = dynamic_cast<const DeepPipePolicy*>(policy.get());
@@ -83,7 +86,8 @@ TEST(BundledModelsTest, DeepPipeModelsServeTheirSpaceFromTheFirstSuggest) {
     METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult first,
                                  policy->Suggest(view, 1, rng));
     ASSERT_EQ(first.configurations.size(), 1u);
-    EXPECT_EQ(first.source, "deeppipe/portfolio");
+    EXPECT_EQ(first.source, fsbo ? "fsbo/portfolio" : "deeppipe/portfolio");
+    if (fsbo) EXPECT_EQ(model->artifact.portfolio_size(), 5);
     EXPECT_EQ(space::ConfigurationKey(first.configurations[0]),
               space::ConfigurationKey(model->artifact.portfolio(0)));
 
@@ -105,6 +109,7 @@ TEST(BundledModelsTest, DeepPipeModelsServeTheirSpaceFromTheFirstSuggest) {
     METAOPT_EXPECT_OK(model->space.Canonicalize(next.configurations[0], "configuration").status());
   }
   EXPECT_GE(deeppipe_models, 3) << "oboe, sklearn-pipelines, hpobench-mlp";
+  EXPECT_GE(fsbo_models, 2) << "adaboost, hpobench-mlp";
 }
 
 }  // namespace

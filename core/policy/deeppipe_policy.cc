@@ -93,14 +93,16 @@ absl::Status ValidateOptions(const DeepPipePolicyOptions& o) {
       !(o.kernel_fine_tune_growth >= 0.0) ||
       !std::isfinite(o.kernel_fine_tune_growth) ||
       o.kernel_fine_tune_from < 1 ||
+      (o.suggest_scope != surrogate::FineTuneScope::kKernel &&
+       o.suggest_scope != surrogate::FineTuneScope::kFull) ||
       !(o.suggest_budget > absl::ZeroDuration()) ||
       !(o.scratch_budget > absl::ZeroDuration())) {
     return absl::InvalidArgumentError(
         "DeepPipe policy options: need non-negative trial, step and "
         "fit-point counts, positive finite learning rates, ranking samples "
         ">= 1 with a dilution quantile in [0, 1], a finite non-negative "
-        "kernel_fine_tune_growth, kernel_fine_tune_from >= 1 and positive "
-        "budgets");
+        "kernel_fine_tune_growth, kernel_fine_tune_from >= 1, a KERNEL or "
+        "FULL suggest_scope and positive budgets");
   }
   return ValidateGpPolicyOptions(o.plain_gp);
 }
@@ -158,6 +160,19 @@ std::vector<v1::Configuration> PairCoveringPicks(
   return picks;
 }
 
+DeepPipePolicyOptions FsboPolicyOptions() {
+  DeepPipePolicyOptions options;
+  options.initial_trials = 5;  // The paper's I = 5 warm-start settings.
+  options.suggest_scope = surrogate::FineTuneScope::kFull;
+  options.kernel_fine_tune_growth = 0.0;  // Every iteration.
+  options.suggest_steps = 100;
+  options.kernel_learning_rate = 1e-3;
+  options.plain_gp_ensemble = DeepPipePolicyOptions::PlainGpEnsemble::kNever;
+  options.explore_untried_algorithms = false;
+  options.name = "fsbo";
+  return options;
+}
+
 int64_t KernelFineTuneCount(int64_t n, double growth, int64_t from) {
   if (n < 1) return 0;
   if (n <= from) return n;
@@ -176,7 +191,7 @@ absl::StatusOr<gp::Prediction> DeepKernelLooPredictions(
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model.Embed(data.X));
   const Eigen::VectorXd head = model.MeanOfEmbeddings(Z);
   const Eigen::VectorXd residual =
-      gp::Standardization::FromTargets(data.y).Apply(data.y) - head;
+      model.TargetStandardization(data.y).Apply(data.y) - head;
   METAOPT_ASSIGN_OR_RETURN(
       gp::Prediction loo,
       surrogate::LeaveOneOutPredictions(model.gp(), Z, residual));
@@ -245,7 +260,8 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
   const bool meta_learned =
-      model != nullptr && model->artifact.kind() == v1::MODEL_KIND_DEEPPIPE;
+      model != nullptr && (model->artifact.kind() == v1::MODEL_KIND_DEEPPIPE ||
+                           model->artifact.kind() == v1::MODEL_KIND_FSBO);
   if (meta_learned && model->servable.deeppipe == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(
         "model ", model->reference(), " carries no decoded DeepPipe network"));
@@ -347,9 +363,10 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
   std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
       acquisition::EncodeCatalogue(spec, shared->encoder());
   std::shared_ptr<const acquisition::EncodedCatalogue> embedded;
-  // New encoders change with every fit: their catalogue is embedded per
-  // Suggest.
-  if (meta_learned && shared->num_new_encoders() == 0) {
+  // New encoders and a network fine-tuned at every Suggest change with every
+  // fit: their catalogue is embedded per Suggest.
+  if (meta_learned && shared->num_new_encoders() == 0 &&
+      options.suggest_scope == surrogate::FineTuneScope::kKernel) {
     METAOPT_ASSIGN_OR_RETURN(embedded, EmbedCatalogue(*shared, catalogue));
   }
   return std::shared_ptr<const DeepPipePolicy>(new DeepPipePolicy(
@@ -428,7 +445,7 @@ DeepPipePolicy::ScheduledKernelModel(
   prefix.y = data.y.head(count);
   const TrainingData sample = FitSample(prefix, options_.suggest_fit_points);
   surrogate::DeepPipeFineTuneOptions fit;
-  fit.scope = surrogate::FineTuneScope::kKernel;
+  fit.scope = options_.suggest_scope;
   fit.max_steps = options_.suggest_steps;
   fit.learning_rate = options_.kernel_learning_rate;
   fit.time_budget = options_.suggest_budget;
@@ -480,7 +497,7 @@ absl::StatusOr<SuggestResult> DeepPipePolicy::SuggestPrepared(
 SurrogateSuggestSteps DeepPipePolicy::Steps() const {
   static const std::vector<v1::Configuration> kNoPortfolio;
   SurrogateSuggestSteps steps;
-  steps.name = "deeppipe";
+  steps.name = options_.name;
   steps.producer = instance_id_;
   steps.encoder = &model_->encoder();
   // Initial design: the portfolio (zero-shot) with a meta-learned model,
@@ -509,7 +526,7 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
       fit.learning_rate = options_.new_encoder_learning_rate;
       fit.time_budget = options_.suggest_budget;
     } else if (meta_learned_) {
-      fit.scope = surrogate::FineTuneScope::kKernel;
+      fit.scope = options_.suggest_scope;
       fit.max_steps = options_.suggest_steps;
       fit.learning_rate = options_.kernel_learning_rate;
       fit.time_budget = options_.suggest_budget;

@@ -40,6 +40,11 @@ struct DeepPipePolicyOptions {
   // best-loss parameters; lr 1e-3 as their meta_test.py).
   int suggest_steps = 100;
   double kernel_learning_rate = 1e-3;
+  // What that Suggest-time fine-tune trains: the kernel parameters
+  // (kKernel, DeepPipe's) or the whole deep kernel, network included (kFull,
+  // FSBO's), at `kernel_learning_rate` either way. With kFull the catalogue
+  // is embedded by the fine-tuned network at every Suggest.
+  surrogate::FineTuneScope suggest_scope = surrogate::FineTuneScope::kKernel;
   // The fine-tune runs on a schedule of observation counts
   // (KernelFineTuneCount), not at every Suggest (the paper) once a study has
   // `kernel_fine_tune_from` observations: at n observations the kernel is
@@ -96,7 +101,20 @@ struct DeepPipePolicyOptions {
   // FineTune RPC defaults (steps = 0).
   int fine_tune_steps = 100;
   acquisition::SearchOptions search;
+  // Policy::name() and the suggestions' producer.
+  std::string name = "deeppipe";
 };
+
+// ALGORITHM_KIND_FSBO ("Few-Shot Bayesian Optimization with Deep Kernel
+// Surrogates", Wistuba & Grabocka, ICLR 2021) as a DeepPipePolicy over a
+// MODEL_KIND_FSBO model: the model's portfolio (its evolutionary warm start)
+// for the first `initial_trials` = 5 trials, then EI under the deep kernel
+// with the whole network and kernel fine-tuned on the study's observations at
+// every Suggest (suggest_scope kFull, kernel_fine_tune_growth 0), restarted
+// from the meta-learned parameters each time (100 Adam steps at lr 1e-3,
+// patience 16, best-loss parameters: the paper's "few epochs" made concrete),
+// the deep kernel alone (no plain-GP ensemble, no untried-algorithm bonus).
+DeepPipePolicyOptions FsboPolicyOptions();
 
 // The deep kernel's leave-one-out predictions at `data`'s rows (n >= 1) of
 // its targets standardised as DeepPipeModel::Posterior does, the mean head
@@ -177,12 +195,21 @@ class DeepPipePolicy final : public Policy {
       const std::shared_ptr<const PreparedFit>& prepared) const override;
   absl::StatusOr<FineTuneResult> FineTune(
       const StudyView& study, const FineTuneOptions& options) const override;
-  std::string name() const override { return "deeppipe"; }
+  std::string name() const override { return options_.name; }
 
   bool meta_learned() const { return meta_learned_; }
   // The network the policy fits (the bound model's, extended by the study's
   // new algorithms, with the study's persisted parameters).
   const surrogate::DeepPipeModel& model() const { return *model_; }
+  // The model of the last Suggest-time fine-tune this instance keeps (a
+  // Suggest's update carries it), and the observation count it read; null
+  // and 0 before one.
+  std::shared_ptr<const surrogate::DeepPipeModel> fitted_model() const {
+    return scheduled_ == nullptr ? nullptr : scheduled_->model;
+  }
+  int64_t fitted_observations() const {
+    return scheduled_ == nullptr ? 0 : scheduled_->observations;
+  }
 
  private:
   // Suggest's steps, the EI step's fit included (SuggestWithSurrogate).

@@ -86,6 +86,10 @@ absl::Status CheckPartialBinding(const v1::AlgorithmSpec& algorithm,
     reason = "a PMF model predicts only its catalogue's configurations";
   } else if (kind == v1::MODEL_KIND_GROSI) {
     reason = "a GROSI model reads a fixed configuration encoding";
+  } else if (kind == v1::MODEL_KIND_FSBO) {
+    reason =
+        "an FSBO model's network reads a fixed configuration encoding (no "
+        "per-algorithm encoders)";
   } else {
     reason = "this model kind cannot learn new algorithms";
   }

@@ -67,11 +67,33 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreateGrosi(
   return GrosiPolicy::Create(spec, std::move(model));
 }
 
+absl::StatusOr<std::shared_ptr<const Policy>> CreateFsbo(
+    const v1::StudySpec& spec, const v1::PolicyState& state,
+    std::shared_ptr<const registry::LoadedModel> model) {
+  if (model == nullptr || model->artifact.kind() != v1::MODEL_KIND_FSBO) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "FSBO needs a MODEL_KIND_FSBO registry model over this space; ",
+        model == nullptr
+            ? std::string("none matches")
+            : absl::StrCat("the study's model ", model->reference(), " is ",
+                           v1::ModelKind_Name(model->artifact.kind())),
+        ": train one with `metaopt-train --kind fsbo`, publish it in the "
+        "server's registry, or name one in spec.algorithm.model"));
+  }
+  // The same persisted state as DeepPipe's (FineTune's base parameters).
+  std::optional<v1::DeepPipePolicyState> deeppipe_state;
+  if (state.has_deeppipe()) deeppipe_state = state.deeppipe();
+  return DeepPipePolicy::Create(spec, std::move(deeppipe_state),
+                                std::move(model), FsboPolicyOptions());
+}
+
 using DeepPipeUse = BindingRules::DeepPipeUse;
 
 // Every model kind carries a portfolio, so a kind that needs nothing else
 // takes any; a GROSI model binds other kinds only by name (its portfolio is
-// its data's portfolio model's, which also carries the task-aware design).
+// its data's portfolio model's, which also carries the task-aware design), as
+// does an FSBO model (its portfolio is the 5-setting evolutionary warm start,
+// not the data's default portfolio).
 constexpr BindingRules::ModelKinds kAllButGrosi =
     BindingRules::Set({v1::MODEL_KIND_PORTFOLIO, v1::MODEL_KIND_DEEPPIPE,
                   v1::MODEL_KIND_PMF});
@@ -119,6 +141,14 @@ BindingRules MosaicBinding(const v1::AlgorithmSpec& algorithm) {
   return rules;
 }
 
+BindingRules FsboBinding(const v1::AlgorithmSpec&) {
+  BindingRules rules;
+  rules.accepts = rules.binds_by_itself =
+      BindingRules::Set({v1::MODEL_KIND_FSBO});
+  rules.learns_from_model = true;
+  return rules;
+}
+
 BindingRules GrosiBinding(const v1::AlgorithmSpec&) {
   BindingRules rules;
   rules.accepts = rules.binds_by_itself = BindingRules::Set({v1::MODEL_KIND_GROSI});
@@ -148,6 +178,9 @@ constexpr AlgorithmKindDescriptor kKinds[] = {
      &MosaicBinding},
     {v1::ALGORITHM_KIND_GROSI, &CreateGrosi, true, false, false, false, false,
      &GrosiBinding},
+    // The paper's single objective, unconstrained.
+    {v1::ALGORITHM_KIND_FSBO, &CreateFsbo, true, false, false, false, false,
+     &FsboBinding},
 };
 
 std::string KindNames(bool (*accepts)(const AlgorithmKindDescriptor&)) {

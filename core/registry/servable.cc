@@ -64,7 +64,8 @@ absl::StatusOr<Servable> DecodeServable(const v1::ModelArtifact& artifact) {
   Servable servable;
   // Braces: each assignment declares a temporary.
   switch (artifact.kind()) {
-    case v1::MODEL_KIND_DEEPPIPE: {
+    case v1::MODEL_KIND_DEEPPIPE:
+    case v1::MODEL_KIND_FSBO: {
       METAOPT_ASSIGN_OR_RETURN(servable.deeppipe,
                                Decode<surrogate::DeepPipeModel>(artifact));
       break;

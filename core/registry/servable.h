@@ -37,7 +37,8 @@ struct PmfRanks {
 // thread-safe. A policy that changes a model (partial binding, task
 // features, a study's own parameters, fine-tuning) changes a copy.
 struct Servable {
-  // MODEL_KIND_DEEPPIPE: the meta-learned network with its GP kernel.
+  // MODEL_KIND_DEEPPIPE and MODEL_KIND_FSBO: the meta-learned network with its
+  // GP kernel.
   std::shared_ptr<const surrogate::DeepPipeModel> deeppipe;
   // MODEL_KIND_PMF: the latent model, and its warm-start ranks (null if the
   // artifact has none, or none that fit its catalogue and training tasks).

@@ -223,12 +223,14 @@ TEST(SuggestTest, AConfigurationHeldTwiceStaysHeldUntilBothLetGo) {
 }
 
 // Writes to the registry at `dir` model `name`: a DeepPipe network over
-// `space` with its initial (untrained) weights.
-absl::Status WriteUntrainedDeepPipe(const std::string& dir,
-                                    const std::string& name,
-                                    const v1::SearchSpace& space) {
-  auto network = surrogate::DeepPipeModel::Create(
-      space, surrogate::DeepPipeArchitecture(), 5);
+// `space` with its initial (untrained) weights (an FSBO model with FSBO's
+// architecture).
+absl::Status WriteUntrainedDeepPipe(
+    const std::string& dir, const std::string& name,
+    const v1::SearchSpace& space,
+    const surrogate::DeepPipeArchitecture& architecture =
+        surrogate::DeepPipeArchitecture()) {
+  auto network = surrogate::DeepPipeModel::Create(space, architecture, 5);
   if (!network.ok()) return network.status();
   v1::ModelArtifact artifact;
   artifact.set_format_version(1);
@@ -237,13 +239,13 @@ absl::Status WriteUntrainedDeepPipe(const std::string& dir,
   return registry::WriteModelVersion(dir, name, artifact).status();
 }
 
-// Writes to the registry at `dir` the models of the PMF and GROSI studies of
-// these tests: "pmf", trained on a synthetic catalogue of `pmf_entries`
-// points (x = n / (pmf_entries - 1)), and "grosi", over CatalogueSpec's space
-// and dataset features. Returns the PMF artifact (its space and catalogue
-// make the PMF study's).
-absl::StatusOr<v1::ModelArtifact> WritePmfAndGrosiModels(const std::string& dir,
-                                                         int pmf_entries) {
+// Writes to the registry at `dir` the models of the PMF, GROSI and FSBO
+// studies of these tests: "pmf", trained on a synthetic catalogue of
+// `pmf_entries` points (x = n / (pmf_entries - 1)), "grosi", over
+// CatalogueSpec's space and dataset features, and "fsbo" over that space.
+// Returns the PMF artifact (its space and catalogue make the PMF study's).
+absl::StatusOr<v1::ModelArtifact> WriteKindModels(const std::string& dir,
+                                                  int pmf_entries) {
   train::testing::SyntheticPmfOptions pmf_options;
   pmf_options.entries = pmf_entries;
   auto pmf = train::testing::TrainSyntheticPmfArtifact(pmf_options);
@@ -254,6 +256,10 @@ absl::StatusOr<v1::ModelArtifact> WritePmfAndGrosiModels(const std::string& dir,
   if (!grosi.ok()) return grosi.status();
   METAOPT_RETURN_IF_ERROR(
       registry::WriteModelVersion(dir, "grosi", *grosi).status());
+  // FSBO studies: an untrained FSBO network over CatalogueSpec's space.
+  METAOPT_RETURN_IF_ERROR(
+      WriteUntrainedDeepPipe(dir, "fsbo", CatalogueSpec(1).search_space(),
+                             surrogate::FsboArchitecture()));
   return pmf;
 }
 
@@ -263,7 +269,7 @@ absl::StatusOr<v1::ModelArtifact> WritePmfAndGrosiModels(const std::string& dir,
 TEST(SuggestTest, NoKindSuggestsAHeldCatalogueEntry) {
   // PMF needs a model over the catalogue: x = n / 9 for n = 0..9.
   ::metaopt::testing::ScopedTempDir registry_dir;
-  auto artifact = WritePmfAndGrosiModels(registry_dir.path(), 10);
+  auto artifact = WriteKindModels(registry_dir.path(), 10);
   ASSERT_THAT(artifact, IsOk());
   auto models = registry::ModelManager::Create({registry_dir.path()});
   ASSERT_THAT(models, IsOk());
@@ -610,7 +616,7 @@ TEST(SuggestTest, EveryPolicySuggestsTheSameFromPolicyTrials) {
                     spec.search_space()),
                 IsOk());
   }
-  auto pmf = WritePmfAndGrosiModels(registry_dir.path(), 40);
+  auto pmf = WriteKindModels(registry_dir.path(), 40);
   ASSERT_THAT(pmf, IsOk());
   auto models = registry::ModelManager::Create({registry_dir.path()});
   ASSERT_THAT(models, IsOk());
@@ -642,6 +648,11 @@ TEST(SuggestTest, EveryPolicySuggestsTheSameFromPolicyTrials) {
     v1::StudySpec spec = with_kind(CatalogueSpec(40), v1::ALGORITHM_KIND_GROSI);
     (*spec.mutable_dataset_features())["f"] = 1.0;
     ExpectTheSameSuggestionsFromPolicyTrials(spec, model("grosi"));
+  }
+  {
+    SCOPED_TRACE("FSBO");
+    ExpectTheSameSuggestionsFromPolicyTrials(
+        with_kind(CatalogueSpec(40), v1::ALGORITHM_KIND_FSBO), model("fsbo"));
   }
 }
 

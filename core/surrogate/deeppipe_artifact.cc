@@ -60,7 +60,9 @@ std::vector<v1::Tensor> DeepPipeModel::ToArtifactTensors() const {
 }
 
 void DeepPipeModel::ToArtifact(v1::ModelArtifact* artifact) const {
-  artifact->set_kind(v1::MODEL_KIND_DEEPPIPE);
+  artifact->set_kind(architecture_.gp == DeepKernelGp::kFsbo
+                         ? v1::MODEL_KIND_FSBO
+                         : v1::MODEL_KIND_DEEPPIPE);
   *artifact->mutable_search_space() = structure_->proto;
   artifact->clear_tensors();
   for (v1::Tensor& t : ToArtifactTensors()) {
@@ -78,18 +80,21 @@ void DeepPipeModel::ToArtifact(v1::ModelArtifact* artifact) const {
   auto& norm = *artifact->mutable_normalization();
   norm.clear();
   norm["noise_floor"] = gp_.noise_floor();
-  norm["target_standardization"] = 1.0;
+  norm["target_standardization"] =
+      architecture_.gp == DeepKernelGp::kFsbo ? 0.0 : 1.0;
   task_features().WriteTo(&norm);
 }
 
 absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
     const v1::ModelArtifact& artifact) {
-  if (artifact.kind() != v1::MODEL_KIND_DEEPPIPE) {
+  if (artifact.kind() != v1::MODEL_KIND_DEEPPIPE &&
+      artifact.kind() != v1::MODEL_KIND_FSBO) {
     return absl::InvalidArgumentError(
         absl::StrCat("artifact.kind: ", v1::ModelKind_Name(artifact.kind()),
-                     ", expected MODEL_KIND_DEEPPIPE"));
+                     ", expected MODEL_KIND_DEEPPIPE or MODEL_KIND_FSBO"));
   }
   DeepPipeArchitecture arch;
+  if (artifact.kind() == v1::MODEL_KIND_FSBO) arch.gp = DeepKernelGp::kFsbo;
   METAOPT_ASSIGN_OR_RETURN(
       arch.encoder_layers,
       nn::ReadIntOption(artifact, "encoder_layers", 0, kMaxEncoderLayers));

@@ -128,7 +128,7 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
         "DeepPipe FineTune: need max_steps >= 0, patience >= 0, a positive "
         "finite learning rate, tolerance >= 0 and max_gradient_norm >= 0");
   }
-  const Eigen::VectorXd ys = gp::Standardization::FromTargets(y).Apply(y);
+  const Eigen::VectorXd ys = TargetStandardization(y).Apply(y);
   const bool full = options.scope == FineTuneScope::kFull;
   // The new encoders and the kernel: a subset of parameters() trained
   // through the whole network's loss (NewEncoderObjective).
@@ -137,6 +137,10 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
   const std::vector<Eigen::Index> trained =
       subset ? NewEncoderParameterIndices() : std::vector<Eigen::Index>();
   const int kp = num_kernel_parameters();
+  // DeepPipeKernelObjective is Matérn-5/2's: another kernel's kernel scope
+  // takes the kernel part of the whole model's Loss.
+  const bool kernel_via_loss =
+      !full && !subset && gp_.kernel().name() != kKernelName;
 
   Eigen::VectorXd all = parameters();
   Eigen::VectorXd p = full     ? all
@@ -147,7 +151,7 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
   std::function<absl::StatusOr<DeepPipeLoss>(const Eigen::VectorXd&)>
       new_encoder_objective;
   if (subset) new_encoder_objective = NewEncoderObjective(X, ys);
-  if (!full && !subset) {
+  if (!full && !subset && !kernel_via_loss) {
     const Eigen::MatrixXd Z_fixed = EmbedImpl(X, nullptr);
     METAOPT_ASSIGN_OR_RETURN(kernel_objective,
                              DeepPipeKernelObjective::Create(
@@ -162,6 +166,13 @@ absl::StatusOr<DeepPipeFineTuneResult> DeepPipeModel::FineTune(
       return work.Loss(X, ys);
     }
     if (subset) return new_encoder_objective(q);
+    if (kernel_via_loss) {
+      all.tail(kp) = q;
+      METAOPT_RETURN_IF_ERROR(work.set_parameters(all));
+      METAOPT_ASSIGN_OR_RETURN(DeepPipeLoss loss, work.Loss(X, ys));
+      loss.gradient = Eigen::VectorXd(loss.gradient.tail(kp));
+      return loss;
+    }
     return kernel_objective->Evaluate(q);
   };
 

@@ -119,7 +119,13 @@ void DeepPipeModel::ClampKernelParameters(
   double& log_noise = kernel_params[gp_.noise_index()];
   log_noise = std::clamp(log_noise, -30.0, 5.0);
   double& mean = kernel_params[gp_.mean_index()];
-  mean = std::clamp(mean, -10.0, 10.0);
+  mean = zero_mean() ? 0.0 : std::clamp(mean, -10.0, 10.0);
+}
+
+gp::Standardization DeepPipeModel::TargetStandardization(
+    const Eigen::VectorXd& y) const {
+  if (architecture_.gp == DeepKernelGp::kFsbo) return gp::Standardization();
+  return gp::Standardization::FromTargets(y);
 }
 
 absl::Status DeepPipeModel::ValidateInputs(const Eigen::MatrixXd& X,

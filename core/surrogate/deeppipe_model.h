@@ -30,7 +30,10 @@
 // Targets: meta-training standardises each task's targets by their mean and
 // standard deviation; Posterior and FineTune standardise a study's targets the
 // same way (gp::Standardization::FromTargets), so the meta-learned kernel
-// parameters keep their meaning. Loss works on targets as given.
+// parameters keep their meaning. Loss works on targets as given. FSBO's GP
+// (DeepKernelGp::kFsbo, MODEL_KIND_FSBO) standardises nothing: meta-training
+// rescales each batch by a random range (task augmentation) and a study's
+// targets are taken as they are (TargetStandardization).
 #ifndef METAOPT_CORE_SURROGATE_DEEPPIPE_MODEL_H_
 #define METAOPT_CORE_SURROGATE_DEEPPIPE_MODEL_H_
 
@@ -101,13 +104,15 @@ class DeepPipeModel {
   // How many encoders ForStudySpace added (0 for a model as trained).
   int num_new_encoders() const;
 
-  // Writes kind (MODEL_KIND_DEEPPIPE), search_space, tensors
+  // Writes kind (MODEL_KIND_DEEPPIPE; MODEL_KIND_FSBO for DeepKernelGp::kFsbo,
+  // which FromArtifact reads back from the kind), search_space, tensors
   // ("encoder.<stage>.<algorithm>.layer<k>.{weight,bias}",
   // "aggregator.layer<k>.{weight,bias}", "mean_head.weight" if conditioned,
   // "gp.log_lengthscales", "gp.log_output_scale", "gp.log_noise", "gp.mean"),
   // int_options (encoder_layers, aggregation_layers, width_factor, hidden,
   // embedding, input_dim, task_features) and normalization (noise_floor,
-  // target_standardization = 1, the feature statistics if conditioned).
+  // target_standardization = 1 (0 for kFsbo), the feature statistics if
+  // conditioned).
   // Replaces existing tensors, int_options and normalization; leaves
   // format_version, objective, portfolio and provenance to the caller.
   void ToArtifact(v1::ModelArtifact* artifact) const;
@@ -149,10 +154,17 @@ class DeepPipeModel {
   // changes).
   absl::Status set_parameters(const Eigen::Ref<const Eigen::VectorXd>& params);
   const gp::GaussianProcess& gp() const { return gp_; }
+  // FSBO's GP (DeepKernelGp::kFsbo): the mean parameter is held at 0 (Loss
+  // gives it no gradient, ClampKernelParameters sets it to 0).
+  bool zero_mean() const { return architecture_.gp == DeepKernelGp::kFsbo; }
+  // How Posterior and FineTune scale a study's targets y: by their mean and
+  // standard deviation (DeepKernelGp::kDeepPipe) or not at all (kFsbo).
+  gp::Standardization TargetStandardization(const Eigen::VectorXd& y) const;
   // Clamps a GP hyperparameter vector (num_kernel_parameters() entries, the
   // tail of parameters()) into the box the optimisers keep it in: log
   // lengthscales and log output scale in [-10, 10], log noise excess in
-  // [-30, 5], mean in [-10, 10] (targets are standardised).
+  // [-30, 5], mean in [-10, 10] (targets are standardised), or 0 with
+  // zero_mean().
   void ClampKernelParameters(Eigen::Ref<Eigen::VectorXd> kernel_params) const;
 
   // The embeddings (n x Z) of encoded configurations X (n x input_dim()).

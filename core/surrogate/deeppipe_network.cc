@@ -13,6 +13,7 @@
 
 namespace metaopt::surrogate {
 
+using deeppipe_internal::kFsboKernelName;
 using deeppipe_internal::kKernelName;
 using deeppipe_internal::kMaxAggregationLayers;
 using deeppipe_internal::kMaxEmbedding;
@@ -20,6 +21,16 @@ using deeppipe_internal::kMaxEncoderLayers;
 using deeppipe_internal::kMaxHidden;
 using deeppipe_internal::kMaxNetworkParameters;
 using deeppipe_internal::kMaxWidthFactor;
+
+DeepPipeArchitecture FsboArchitecture() {
+  DeepPipeArchitecture arch;
+  arch.encoder_layers = 0;
+  arch.aggregation_layers = 2;  // One hidden layer and the linear output.
+  arch.hidden = 128;
+  arch.embedding = 128;
+  arch.gp = DeepKernelGp::kFsbo;
+  return arch;
+}
 
 absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
     const v1::SearchSpace& space_proto, DeepPipeArchitecture arch,
@@ -108,7 +119,9 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::Build(
   }
   METAOPT_ASSIGN_OR_RETURN(
       gp::GaussianProcess gp,
-      gp::GaussianProcess::Create(kKernelName, arch.embedding, noise_floor));
+      gp::GaussianProcess::Create(
+          arch.gp == DeepKernelGp::kFsbo ? kFsboKernelName : kKernelName,
+          arch.embedding, noise_floor));
   return DeepPipeModel(std::move(structure), arch, std::move(encoders),
                        std::move(slot_offsets), std::move(slot_widths),
                        std::move(aggregator), std::move(gp));

@@ -10,7 +10,8 @@
 //   gradient) --concatenate over stages--> aggregator MLP (ReLU hidden
 //   layers of width H = max(F * sum_i L_i, 24), linear output) --> z in R^Z
 //   --> GP with a Matérn-5/2 ARD kernel (Z lengthscales, output scale),
-//   constant mean and Gaussian noise (floor 1e-4, as the authors' code).
+//   constant mean and Gaussian noise (floor 1e-4, as the authors' code);
+//   FSBO's GP (DeepKernelGp::kFsbo) instead.
 //
 // With 0 encoder layers (the authors' transfer models) there are no encoders:
 // the aggregator reads the whole encoded vector, i.e. the flat hyperparameter
@@ -35,6 +36,19 @@
 
 namespace metaopt::surrogate {
 
+// The GP over the embeddings.
+enum class DeepKernelGp {
+  // DeepPipe's: Matérn-5/2 ARD, a learned constant mean, targets standardised
+  // by their mean and standard deviation (MODEL_KIND_DEEPPIPE artifacts).
+  kDeepPipe,
+  // FSBO's ("Few-Shot Bayesian Optimization with Deep Kernel Surrogates",
+  // Wistuba & Grabocka, ICLR 2021): squared-exponential ARD, zero mean (the
+  // mean parameter is held at 0), targets as given (the paper normalises no
+  // target task: task augmentation taught the kernel offsets and ranges)
+  // (MODEL_KIND_FSBO artifacts).
+  kFsbo,
+};
+
 // The network shape. Zeros mean "the authors' default"; DeepPipeModel stores
 // the resolved values.
 struct DeepPipeArchitecture {
@@ -45,7 +59,13 @@ struct DeepPipeArchitecture {
   // Aggregator hidden width H >= 1; 0: max(F * sum_i L_i, 24).
   int hidden = 0;
   int embedding = 20;  // Z >= 1.
+  DeepKernelGp gp = DeepKernelGp::kDeepPipe;
 };
+
+// FSBO's deep kernel: a plain MLP over the encoded configuration, d_in -> 128
+// (ReLU) -> 128 (linear), and kFsbo's GP ("two-layer neural network (128 ->
+// 128) with ReLU activations and a squared-exponential kernel").
+DeepPipeArchitecture FsboArchitecture();
 
 namespace deeppipe_internal {
 
@@ -61,6 +81,7 @@ inline constexpr int64_t kMaxNetworkParameters = int64_t{1} << 26;
 
 // The GP kernel over embeddings (gp::GaussianProcess's name for it).
 inline constexpr char kKernelName[] = "matern52";
+inline constexpr char kFsboKernelName[] = "rbf";
 
 }  // namespace deeppipe_internal
 }  // namespace metaopt::surrogate

@@ -56,6 +56,8 @@ absl::StatusOr<DeepPipeLoss> DeepPipeModel::Loss(
   loss.loo = nll.loo_nll * inv_n;
   loss.gradient = Eigen::VectorXd::Zero(num_parameters());
   loss.gradient.tail(num_kernel_parameters()) = nll.grad_hyper * inv_n;
+  if (zero_mean())
+    loss.gradient[num_network_parameters() + gp_.mean_index()] = 0;
   Eigen::MatrixXd dZ = nll.grad_inputs * inv_n;
   if (conditioned()) {
     // d loss / d m, then through m = Z w.

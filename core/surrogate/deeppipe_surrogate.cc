@@ -16,8 +16,7 @@ DeepPipeModel::Posterior(const Eigen::MatrixXd& X,
                          const Eigen::VectorXd& y) const {
   METAOPT_RETURN_IF_ERROR(ValidateInputs(X, "Posterior"));
   METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, Embed(X));
-  const gp::Standardization standardization =
-      gp::Standardization::FromTargets(y);
+  const gp::Standardization standardization = TargetStandardization(y);
   // The GP models the residual of the mean head (in the study's units).
   Eigen::VectorXd residual = y;
   if (conditioned()) residual -= standardization.scale * MeanOfEmbeddings(Z);

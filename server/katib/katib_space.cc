@@ -526,6 +526,7 @@ std::string KatibSpace::Key(const v1::Configuration& configuration) const {
 v1::AlgorithmKind AlgorithmKindOf(const std::string& algorithm_name) {
   static constexpr std::pair<const char*, v1::AlgorithmKind> kKinds[] = {
       {"metaopt-deeppipe", v1::ALGORITHM_KIND_DEEPPIPE},
+      {"metaopt-fsbo", v1::ALGORITHM_KIND_FSBO},
       {"metaopt-gp", v1::ALGORITHM_KIND_GP},
       {"metaopt-pmf", v1::ALGORITHM_KIND_PMF},
       {"metaopt-mosaic", v1::ALGORITHM_KIND_MOSAIC},

@@ -178,6 +178,7 @@ export interface StudySpec {
       | 'ALGORITHM_KIND_PMF'
       | 'ALGORITHM_KIND_MOSAIC'
       | 'ALGORITHM_KIND_GROSI'
+      | 'ALGORITHM_KIND_FSBO'
       | number;
     model?: string;
     initial_trials?: number;

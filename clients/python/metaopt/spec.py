@@ -74,6 +74,7 @@ _ALGORITHMS = {
     "pmf": study_pb2.ALGORITHM_KIND_PMF,
     "mosaic": study_pb2.ALGORITHM_KIND_MOSAIC,
     "grosi": study_pb2.ALGORITHM_KIND_GROSI,
+    "fsbo": study_pb2.ALGORITHM_KIND_FSBO,
 }
 
 
@@ -212,8 +213,8 @@ def study_spec(
             their Pareto front (:meth:`Study.pareto_front`).
         constraints: limits on observed metrics, ``[(metric, "<=" or ">=", bound), ...]``; a
             trial that violates one is kept with ``trial.feasible`` False.
-        algorithm: ``"random"``, ``"gp"``, ``"deeppipe"``, ``"pmf"``, ``"mosaic"`` or
-            ``"grosi"`` (or a ``metaopt.v1.AlgorithmKind`` value).
+        algorithm: ``"random"``, ``"gp"``, ``"deeppipe"``, ``"pmf"``, ``"mosaic"``,
+            ``"grosi"`` or ``"fsbo"`` (or a ``metaopt.v1.AlgorithmKind`` value).
         model: a registry model (``"name"`` or ``"name@version"``); empty: the one whose space
             matches, if any; ``"none"``: no model.
         initial_trials: initial-design suggestions before the model takes over (0: default).
