@@ -32,7 +32,7 @@ struct DidaTrainOptions {
   int min_rows = 32;  // n_z in [min_rows, max_rows]
   int max_rows = 64;
   int min_features = 2;  // d_z in [min_features, min(max_features, m)]
-  int max_features = 8;
+  int max_features = 16;
   int eval_pairs = 256;  // held-out pairs scored after every epoch
   int threads = 1;       // the same result for any number
   uint64_t seed = 0;

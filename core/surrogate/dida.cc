@@ -260,4 +260,14 @@ absl::StatusOr<Dida> Dida::Read(const std::string& prefix,
   return dida;
 }
 
+std::map<std::string, double> DidaFeatures(const Dida& dida,
+                                           const RawSample& sample) {
+  const Eigen::VectorXd f = dida.Forward(sample);
+  std::map<std::string, double> out;
+  for (Eigen::Index k = 0; k < f.size(); ++k) {
+    out[absl::StrCat(kDidaPrefix, "_", k)] = f(k);
+  }
+  return out;
+}
+
 }  // namespace metaopt::surrogate

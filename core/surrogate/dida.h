@@ -30,6 +30,7 @@
 #ifndef METAOPT_CORE_SURROGATE_DIDA_H_
 #define METAOPT_CORE_SURROGATE_DIDA_H_
 
+#include <map>
 #include <string>
 
 #include "Eigen/Core"
@@ -101,6 +102,13 @@ class Dida {
   nn::Mlp l2_;    // 2 r -> second_layer (no layers without one)
   nn::Mlp head_;  // -> hidden -> hidden -> output
 };
+
+// The prefix of a served extractor's tensors and options in an artifact.
+inline constexpr char kDidaPrefix[] = "dida";
+
+// F(sample) by meta-feature name: "dida_0", "dida_1", ...
+std::map<std::string, double> DidaFeatures(const Dida& dida,
+                                           const RawSample& sample);
 
 }  // namespace metaopt::surrogate
 
