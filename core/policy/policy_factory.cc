@@ -247,8 +247,7 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
                            FindAlgorithmKind(spec.algorithm().kind()));
   if (model != nullptr && model->artifact.has_task_design()) {
     // A design that reads the dataset sample needs one (ZeroShotDesign).
-    METAOPT_RETURN_IF_ERROR(
-        registry::DesignFeatures(model->artifact, spec).status());
+    METAOPT_RETURN_IF_ERROR(registry::CheckDesignInput(model->artifact, spec));
   }
   v1::PolicyState state;
   if (stored_state.has_value() && !state.ParseFromString(*stored_state)) {

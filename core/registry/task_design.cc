@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/common/status_macros.h"
 #include "core/surrogate/dida.h"
 
 namespace metaopt::registry {
@@ -192,10 +194,14 @@ absl::Status ValidateDesignExtractor(const v1::ModelArtifact& artifact) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<google::protobuf::Map<std::string, double>> DesignFeatures(
+namespace {
+
+// The raw sample a Dida design reads (nullopt for a design that reads
+// spec.dataset_features); INVALID_ARGUMENT naming spec.dataset_sample.
+absl::StatusOr<std::optional<surrogate::RawSample>> DesignSample(
     const v1::ModelArtifact& artifact, const v1::StudySpec& spec) {
   if (artifact.task_design().feature_source() != surrogate::kDidaPrefix) {
-    return spec.dataset_features();
+    return std::nullopt;
   }
   if (!spec.has_dataset_sample()) {
     return absl::InvalidArgumentError(
@@ -211,6 +217,23 @@ absl::StatusOr<google::protobuf::Map<std::string, double>> DesignFeatures(
     return absl::InvalidArgumentError(
         absl::StrCat("spec.", sample.status().message()));
   }
+  return std::optional<surrogate::RawSample>(*std::move(sample));
+}
+
+}  // namespace
+
+absl::Status CheckDesignInput(const v1::ModelArtifact& artifact,
+                              const v1::StudySpec& spec) {
+  return DesignSample(artifact, spec).status();
+}
+
+absl::StatusOr<google::protobuf::Map<std::string, double>> DesignFeatures(
+    const v1::ModelArtifact& artifact, const v1::StudySpec& spec) {
+  if (artifact.task_design().feature_source() != surrogate::kDidaPrefix) {
+    return spec.dataset_features();
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::optional<surrogate::RawSample> sample,
+                           DesignSample(artifact, spec));
   absl::StatusOr<surrogate::Dida> dida =
       surrogate::Dida::Read(surrogate::kDidaPrefix, artifact);
   if (!dida.ok()) return dida.status();  // checked when the model loaded

@@ -71,6 +71,11 @@ absl::Status ValidateDesignExtractor(const v1::ModelArtifact& artifact);
 absl::StatusOr<google::protobuf::Map<std::string, double>> DesignFeatures(
     const v1::ModelArtifact& artifact, const v1::StudySpec& spec);
 
+// DesignFeatures' validation of the spec alone (nothing computed): OK, or its
+// INVALID_ARGUMENT.
+absl::Status CheckDesignInput(const v1::ModelArtifact& artifact,
+                              const v1::StudySpec& spec);
+
 }  // namespace metaopt::registry
 
 #endif  // METAOPT_CORE_REGISTRY_TASK_DESIGN_H_

@@ -207,7 +207,11 @@ TEST(DesignFeaturesTest, DidaDesignComputesFeaturesFromTheSample) {
   EXPECT_THAT(DesignFeatures(artifact, spec),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("spec.dataset_sample: absent")));
+  EXPECT_THAT(CheckDesignInput(artifact, spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.dataset_sample: absent")));
   *spec.mutable_dataset_sample() = Sample();
+  EXPECT_THAT(CheckDesignInput(artifact, spec), IsOk());
   METAOPT_ASSERT_OK_AND_ASSIGN(auto features, DesignFeatures(artifact, spec));
   ASSERT_EQ(features.size(), 2u);
   const Eigen::VectorXd expected =
