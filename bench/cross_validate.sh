@@ -23,7 +23,8 @@
 # metaopt-train flags that add a task design to each fold's trained model, e.g. `--kind metabu
 # --design nearest --neighbours 5 --blend interleave`: run on a copy of the fold's registry,
 # registry-BENCH_DIR, which that variant's bench reads, so that design variants share one trained
-# model per fold). Writes
+# model per fold), BENCH_ARGS (empty; more metaopt-bench flags, e.g. `--dataset-samples DIR` for a
+# design or method that reads the tasks' raw samples). Writes
 # OUT_DIR/fold-K/{DATA,registry,BENCH_DIR}/ and OUT_DIR/BENCH_DIR/ (summary.csv, per_task.csv,
 # report.md, SVG plots).
 set -euo pipefail
@@ -44,6 +45,7 @@ train_jobs="${TRAIN_JOBS:-2}"
 reuse="${REUSE_MODELS:-1}"
 bench_dir="${BENCH_DIR:-bench}"
 design_args="${DESIGN_ARGS:-}"
+bench_args="${BENCH_ARGS:-}"
 train_bin="$build/tools/train/metaopt-train"
 bench_bin="$build/bench/metaopt-bench"
 
@@ -121,8 +123,9 @@ for ((k = 0; k < folds; ++k)); do
       { echo "fold $k: the design failed:" >&2; cat "$out/fold-$k/design-$bench_dir.log" >&2; exit 1; }
   fi
   echo "fold $k: metaopt-bench $methods" >&2
+  # shellcheck disable=SC2086  # BENCH_ARGS is a flag list
   "$bench_bin" --data "$out/fold-$k/$name" --split valid --methods "$methods" --trials "$trials" \
-    --seeds "$seeds" --registry "$registry" --jobs "$jobs" --quiet \
+    --seeds "$seeds" --registry "$registry" --jobs "$jobs" --quiet $bench_args \
     --out "$out/fold-$k/$bench_dir"
 done
 

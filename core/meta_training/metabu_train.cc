@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
+#include "core/meta_dataset/dataset_samples.h"
+#include "core/meta_training/dida_train.h"
 #include "core/meta_training/metabu.h"
 #include "core/meta_training/portfolio.h"
 #include "core/registry/artifact.h"
@@ -38,7 +41,109 @@ struct MetabuFlags {
   std::string design = "auto";
   std::string blend = "auto";  // none, interleave or auto
   MetabuOptions fit;
+  // The tasks' meta-features: "engineered" (metafeatures.csv) or "dida"
+  // (learned from the raw samples of --dataset-samples).
+  std::string features = "engineered";
+  std::string dataset_samples;
+  int dida_layers = 2;  // invariant layers
+  DidaTrainOptions dida;
 };
+
+// `data` with every train and valid task's meta-features replaced by its Dida
+// features (none for a task without a sample: the design leaves it out), and
+// the extractor, trained by patch identification on the samples of the
+// training tasks only.
+struct DidaSplits {
+  TrainingSplits splits;
+  surrogate::Dida dida;
+  double accuracy = 0;
+};
+
+absl::StatusOr<DidaSplits> WithDidaFeatures(const MetabuFlags& flags,
+                                            const CommonTrainOptions& options,
+                                            const TrainingSplits& data,
+                                            Progress& progress) {
+  if (flags.dataset_samples.empty()) {
+    return absl::InvalidArgumentError(
+        "--dataset-samples: required with --meta-features dida (a folder of "
+        "<task>.json dataset samples, "
+        "data/prep/dataset_samples/export_samples.py)");
+  }
+  std::vector<std::string> ids;
+  for (const auto* split : {&data.train, &data.valid}) {
+    for (const meta::Task* task : *split) ids.push_back(task->id);
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      auto samples,
+      meta::ReadDatasetSamples(flags.dataset_samples, ids, "--dataset-samples"));
+  std::map<std::string, surrogate::RawSample> raw;
+  for (const auto& [id, sample] : samples) {
+    absl::StatusOr<surrogate::RawSample> r =
+        surrogate::RawSampleFromProto(sample);
+    if (!r.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--dataset-samples: task ", id, ": ", r.status().message()));
+    }
+    raw.emplace(id, *std::move(r));
+  }
+  std::vector<surrogate::RawSample> train_samples;
+  for (const meta::Task* task : data.train) {
+    if (auto it = raw.find(task->id); it != raw.end()) {
+      train_samples.push_back(it->second);
+    }
+  }
+  progress.Log(absl::StrFormat(
+      "dida: %d of %d training tasks and %d of %d validation tasks have a "
+      "sample in %s",
+      train_samples.size(), data.train.size(),
+      raw.size() - train_samples.size(), data.valid.size(),
+      flags.dataset_samples));
+  DidaTrainOptions dida_options = flags.dida;
+  dida_options.seed = options.seed;
+  if (flags.dida_layers == 1) dida_options.architecture.second_layer = 0;
+  METAOPT_ASSIGN_OR_RETURN(DidaFit fit,
+                           TrainDida(train_samples, dida_options, &progress));
+  DidaSplits out{TrainingSplits{data.folder_name, data.dataset, {}, {}},
+                 std::move(fit.dida), fit.accuracy};
+  meta::MetaDataset& dataset = out.splits.dataset;
+  dataset.metafeature_names.clear();
+  for (int k = 0; k < out.dida.output(); ++k) {
+    dataset.metafeature_names.push_back(
+        absl::StrCat(surrogate::kDidaPrefix, "_", k));
+  }
+  for (meta::Task& task : dataset.tasks) {
+    task.metafeatures.clear();
+    if (auto it = raw.find(task.id); it != raw.end()) {
+      task.metafeatures = surrogate::DidaFeatures(out.dida, it->second);
+    }
+  }
+  auto remap = [&](const std::vector<const meta::Task*>& from,
+                   std::vector<const meta::Task*>* to) {
+    for (const meta::Task* task : from) {
+      to->push_back(&dataset.tasks[task - data.dataset.tasks.data()]);
+    }
+  };
+  remap(data.train, &out.splits.train);
+  remap(data.valid, &out.splits.valid);
+  return out;
+}
+
+// Drops an extractor a base version carried (its design is replaced).
+void ClearDida(v1::ModelArtifact* artifact) {
+  const std::string tensor_prefix = absl::StrCat(surrogate::kDidaPrefix, ".");
+  const std::string option_prefix = absl::StrCat(surrogate::kDidaPrefix, "_");
+  auto* tensors = artifact->mutable_tensors();
+  tensors->erase(std::remove_if(tensors->begin(), tensors->end(),
+                                [&](const v1::Tensor& t) {
+                                  return t.name().rfind(tensor_prefix, 0) == 0;
+                                }),
+                 tensors->end());
+  auto* ints = artifact->mutable_int_options();
+  for (auto it = ints->begin(); it != ints->end();) {
+    it = it->first.rfind(option_prefix, 0) == 0 ? ints->erase(it)
+                                                 : std::next(it);
+  }
+}
 
 // The newest version of `name` that loads.
 absl::StatusOr<std::shared_ptr<const registry::LoadedModel>> NewestVersion(
@@ -225,22 +330,28 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
 }
 
-absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
-                                              const CommonTrainOptions& options,
-                                              const TrainingSplits& data,
-                                              Progress& progress) {
+absl::StatusOr<v1::ModelArtifact> TrainMetabu(
+    const MetabuFlags& flags, const CommonTrainOptions& options,
+    const TrainingSplits& given, Progress& progress) {
   if (options.name.empty()) {
     return absl::InvalidArgumentError(
         "--name: --kind metabu adds a task-aware design to an existing model "
         "of the registry; name it (e.g. --name oboe-deeppipe)");
   }
-  if (data.dataset.metafeature_names.empty()) {
+  if (flags.features == "engineered" &&
+      given.dataset.metafeature_names.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(options.data_dir,
                      " has no metafeatures.csv: Metabu maps meta-features"));
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const registry::LoadedModel> base,
                            NewestVersion(options.registry_dir, options.name));
+  std::optional<DidaSplits> dida;
+  if (flags.features == "dida" && flags.design != "portfolio") {
+    METAOPT_ASSIGN_OR_RETURN(dida,
+                             WithDidaFeatures(flags, options, given, progress));
+  }
+  const TrainingSplits& data = dida.has_value() ? dida->splits : given;
   if (auto mismatch = space::SearchSpace::Create(data.dataset.space);
       !mismatch.ok()) {
     return mismatch.status();
@@ -258,6 +369,7 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
     // a study binding the newest version gets it: the base without a design.
     v1::ModelArtifact artifact = base->artifact;
     artifact.clear_task_design();
+    ClearDida(&artifact);
     (*artifact.mutable_provenance()
           ->mutable_validation_metrics())["metabu/portfolio_only"] = 1;
     progress.Log(absl::StrCat("metabu: ", base->reference(),
@@ -303,7 +415,12 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
       fit.best_step, fit.steps));
 
   v1::ModelArtifact artifact = base->artifact;
+  ClearDida(&artifact);
   auto& metrics = *artifact.mutable_provenance()->mutable_validation_metrics();
+  if (dida.has_value()) {
+    dida->dida.Write(surrogate::kDidaPrefix, &artifact);
+    metrics["dida/identification_accuracy"] = dida->accuracy;
+  }
   metrics["metabu/dimension"] = fit.dimension;
   metrics[absl::StrCat("metabu/ndcg@", fit_options.ndcg_k)] = fit.ndcg;
   const Eigen::MatrixXd identity =
@@ -384,6 +501,9 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(const MetabuFlags& flags,
                  archive, neighbours);
   artifact.mutable_task_design()->set_base_model(base->reference());
   artifact.mutable_task_design()->set_blend(blend);
+  if (dida.has_value()) {
+    artifact.mutable_task_design()->set_feature_source(surrogate::kDidaPrefix);
+  }
   return artifact;
 }
 
@@ -448,6 +568,39 @@ TrainerKind MetabuTrainerKind() {
                     "d of the map (0: the intrinsic dimension, TwoNN)")
         ->capture_default_str()
         ->check(CLI::Range(0, 1000));
+    flags
+        .add_option("--meta-features", state->features,
+                    "the tasks' meta-features: engineered (metafeatures.csv) "
+                    "or dida (learned from the raw samples of "
+                    "--dataset-samples by patch identification; a study then "
+                    "gives spec.dataset_sample)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"engineered", "dida"}));
+    flags.add_option("--dataset-samples", state->dataset_samples,
+                     "with --meta-features dida: the folder of <task>.json "
+                     "dataset samples "
+                     "(data/prep/dataset_samples/export_samples.py)");
+    flags.add_option("--dida-layers", state->dida_layers,
+                     "Dida's invariant layers")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 2));
+    flags.add_option("--dida-output", state->dida.architecture.output,
+                     "Dida's meta-features")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    flags.add_option("--dida-epochs", state->dida.epochs, "Dida's epochs")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 100000));
+    flags
+        .add_option("--dida-steps", state->dida.steps_per_epoch,
+                    "Adam steps (batches of 32 patch pairs) per Dida epoch")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    flags
+        .add_option("--dida-threads", state->dida.threads,
+                    "threads of Dida's training (the same result for any)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
     return [state](const CommonTrainOptions& options,
                    const TrainingSplits& data, Progress& progress) {
       return TrainMetabu(*state, options, data, progress);

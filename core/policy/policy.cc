@@ -104,9 +104,13 @@ ZeroShotDesign ZeroShotDesignForStudy(const v1::ModelArtifact* model,
   if (model == nullptr) return design;
   std::vector<const v1::Configuration*> entries;
   size_t size = static_cast<size_t>(model->portfolio_size());
-  if (model->has_task_design() && !spec.dataset_features().empty()) {
+  absl::StatusOr<google::protobuf::Map<std::string, double>> features;
+  if (model->has_task_design()) {
+    features = registry::DesignFeatures(*model, spec);
+  }
+  if (model->has_task_design() && features.ok() && !features->empty()) {
     registry::DesignQuery query = registry::QueryTaskDesign(
-        model->task_design(), spec.dataset_features(), model->portfolio());
+        model->task_design(), *features, model->portfolio());
     entries = std::move(query.configurations);
     design.source = model->task_design().method();
     design.neighbours = std::move(query.neighbours);

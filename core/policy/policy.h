@@ -186,8 +186,9 @@ std::vector<const v1::Configuration*> UntriedCandidates(
 std::vector<const v1::Configuration*> UntriedCandidates(const StudyView& study);
 
 // The zero-shot design of a registry model for a study. With
-// spec.dataset_features and a task-aware design in the model
-// (v1::TaskDesign), the best configurations of the archived tasks nearest to
+// spec.dataset_features (or, for a design whose feature_source is "dida",
+// spec.dataset_sample: registry::DesignFeatures) and a task-aware design in
+// the model (v1::TaskDesign), the best configurations of the archived tasks nearest to
 // the study's dataset (registry::QueryTaskDesign), at most
 // max(portfolio size, design neighbours) of them; otherwise the model's fixed
 // portfolio. Each entry is canonicalized in the study's space (entries outside

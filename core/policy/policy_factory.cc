@@ -13,6 +13,7 @@
 #include "core/policy/parego_step.h"
 #include "core/policy/pmf_policy.h"
 #include "core/policy/random_policy.h"
+#include "core/registry/task_design.h"
 
 namespace metaopt::policy {
 namespace {
@@ -277,6 +278,10 @@ absl::StatusOr<std::shared_ptr<const Policy>> CreatePolicy(
     std::shared_ptr<const registry::LoadedModel> model) {
   METAOPT_ASSIGN_OR_RETURN(const AlgorithmKindDescriptor* d,
                            FindAlgorithmKind(spec.algorithm().kind()));
+  if (model != nullptr && model->artifact.has_task_design()) {
+    // A design that reads the dataset sample needs one (ZeroShotDesign).
+    METAOPT_RETURN_IF_ERROR(registry::CheckDesignInput(model->artifact, spec));
+  }
   v1::PolicyState state;
   if (stored_state.has_value() && !state.ParseFromString(*stored_state)) {
     return absl::DataLossError("stored policy state does not parse");

@@ -159,6 +159,7 @@ ValidateAndCanonicalize(const v1::ModelArtifact& artifact) {
   }
   if (artifact.has_task_design()) {
     METAOPT_RETURN_IF_ERROR(ValidateTaskDesign(artifact.task_design()));
+    METAOPT_RETURN_IF_ERROR(ValidateDesignExtractor(artifact));
     v1::TaskDesign& design = *canonical.mutable_task_design();
     for (int t = 0; t < design.tasks_size(); ++t) {
       v1::DesignTask& task = *design.mutable_tasks(t);

@@ -3,10 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/common/status_macros.h"
+#include "core/surrogate/dida.h"
 
 namespace metaopt::registry {
 namespace {
@@ -63,6 +67,12 @@ absl::Status ValidateTaskDesign(const v1::TaskDesign& design) {
     return absl::InvalidArgumentError(
         absl::StrCat(kField, ".blend: \"", design.blend(),
                      "\" is not a blend (\"\" or \"interleave\")"));
+  }
+  if (!design.feature_source().empty() &&
+      design.feature_source() != surrogate::kDidaPrefix) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kField, ".feature_source: \"", design.feature_source(),
+        "\" is not a feature source (\"\" or \"dida\")"));
   }
   if (design.neighbours() < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -154,6 +164,83 @@ DesignQuery QueryTaskDesign(
     query.configurations = std::move(blended);
   }
   return query;
+}
+
+absl::Status ValidateDesignExtractor(const v1::ModelArtifact& artifact) {
+  const v1::TaskDesign& design = artifact.task_design();
+  if (design.feature_source() != surrogate::kDidaPrefix) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<surrogate::Dida> dida =
+      surrogate::Dida::Read(surrogate::kDidaPrefix, artifact);
+  if (!dida.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(kField, ".feature_source: \"dida\" needs the artifact's "
+                     "Dida extractor: ", dida.status().message()));
+  }
+  for (int i = 0; i < design.feature_names_size(); ++i) {
+    const std::string& name = design.feature_names(i);
+    const std::string prefix = absl::StrCat(surrogate::kDidaPrefix, "_");
+    int k = -1;
+    if (name.rfind(prefix, 0) != 0 ||
+        !absl::SimpleAtoi(name.substr(prefix.size()), &k) || k < 0 ||
+        k >= dida->output()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kField, ".feature_names[", i, "]: \"", name,
+          "\" is not an output of the Dida extractor (dida_0 .. dida_",
+          dida->output() - 1, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The raw sample a Dida design reads (nullopt for a design that reads
+// spec.dataset_features); INVALID_ARGUMENT naming spec.dataset_sample.
+absl::StatusOr<std::optional<surrogate::RawSample>> DesignSample(
+    const v1::ModelArtifact& artifact, const v1::StudySpec& spec) {
+  if (artifact.task_design().feature_source() != surrogate::kDidaPrefix) {
+    return std::nullopt;
+  }
+  if (!spec.has_dataset_sample()) {
+    return absl::InvalidArgumentError(
+        "spec.dataset_sample: absent; the bound model's task-aware design "
+        "computes the dataset's meta-features with its Dida extractor from a "
+        "raw sample of the dataset, so give one (docs/api.md, \"Dataset "
+        "samples\"), or bind a model whose design reads "
+        "spec.dataset_features");
+  }
+  absl::StatusOr<surrogate::RawSample> sample =
+      surrogate::RawSampleFromProto(spec.dataset_sample());
+  if (!sample.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.", sample.status().message()));
+  }
+  return std::optional<surrogate::RawSample>(*std::move(sample));
+}
+
+}  // namespace
+
+absl::Status CheckDesignInput(const v1::ModelArtifact& artifact,
+                              const v1::StudySpec& spec) {
+  return DesignSample(artifact, spec).status();
+}
+
+absl::StatusOr<google::protobuf::Map<std::string, double>> DesignFeatures(
+    const v1::ModelArtifact& artifact, const v1::StudySpec& spec) {
+  if (artifact.task_design().feature_source() != surrogate::kDidaPrefix) {
+    return spec.dataset_features();
+  }
+  METAOPT_ASSIGN_OR_RETURN(std::optional<surrogate::RawSample> sample,
+                           DesignSample(artifact, spec));
+  absl::StatusOr<surrogate::Dida> dida =
+      surrogate::Dida::Read(surrogate::kDidaPrefix, artifact);
+  if (!dida.ok()) return dida.status();  // checked when the model loaded
+  const std::map<std::string, double> features =
+      surrogate::DidaFeatures(*dida, *sample);
+  return google::protobuf::Map<std::string, double>(features.begin(),
+                                                    features.end());
 }
 
 }  // namespace metaopt::registry

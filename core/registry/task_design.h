@@ -1,5 +1,6 @@
 // Serving a model's task-aware zero-shot design (v1::TaskDesign, learned by
-// `metaopt-train --kind metabu`): a study's dataset features are
+// `metaopt-train --kind metabu`): a study's dataset features (or the Dida
+// meta-features of its dataset sample, DesignFeatures) are
 // standardized with the training statistics (a missing feature takes its
 // training mean), mapped by the learned projection, and the nearest archived
 // tasks' top configurations become the study's first suggestions.
@@ -13,6 +14,7 @@
 
 #include "Eigen/Core"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "google/protobuf/map.h"
 #include "metaopt/v1/model.pb.h"
 #include "metaopt/v1/study.pb.h"
@@ -54,6 +56,25 @@ DesignQuery QueryTaskDesign(
     const google::protobuf::Map<std::string, double>& features,
     const google::protobuf::RepeatedPtrField<v1::Configuration>& portfolio =
         {});
+
+// OK unless the design's feature_source is "dida" and the artifact carries no
+// readable Dida extractor (surrogate::kDidaPrefix) whose outputs name the
+// design's features; INVALID_ARGUMENT naming the field otherwise.
+absl::Status ValidateDesignExtractor(const v1::ModelArtifact& artifact);
+
+// The meta-features a study's design reads: spec.dataset_features, or, for a
+// design whose feature_source is "dida", the Dida meta-features of
+// spec.dataset_sample computed by the artifact's extractor (about n^2 m
+// operations for a sample of n rows and m columns). INVALID_ARGUMENT naming
+// spec.dataset_sample when such a design has none or it is malformed. The
+// artifact must be valid (ValidateArtifact).
+absl::StatusOr<google::protobuf::Map<std::string, double>> DesignFeatures(
+    const v1::ModelArtifact& artifact, const v1::StudySpec& spec);
+
+// DesignFeatures' validation of the spec alone (nothing computed): OK, or its
+// INVALID_ARGUMENT.
+absl::Status CheckDesignInput(const v1::ModelArtifact& artifact,
+                              const v1::StudySpec& spec);
 
 }  // namespace metaopt::registry
 

@@ -1,6 +1,7 @@
 #include "core/registry/task_design.h"
 
 #include "core/registry/artifact.h"
+#include "core/surrogate/dida.h"
 #include "tests/testutil/test_artifacts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -162,5 +163,95 @@ TEST(ValidateArtifactTest, ChecksTheDesignsConfigurationsAgainstTheSpace) {
                        HasSubstr("artifact.task_design.tasks[1].top[1]")));
 }
 
+namespace dida_design {
+
+// A design over the outputs of a small Dida extractor that the artifact
+// carries (feature_source "dida").
+v1::ModelArtifact DidaArtifact() {
+  v1::ModelArtifact artifact;
+  surrogate::DidaArchitecture a;
+  a.pair_width = 3;
+  a.interaction = 4;
+  a.second_layer = 0;
+  a.hidden = 4;
+  a.output = 2;
+  space::Rng rng(1);
+  absl::StatusOr<surrogate::Dida> dida = surrogate::Dida::Create(a, rng);
+  EXPECT_THAT(dida.status(), IsOk());
+  dida->Write(surrogate::kDidaPrefix, &artifact);
+  v1::TaskDesign& design = *artifact.mutable_task_design();
+  design = Design();
+  design.clear_projection();
+  design.set_feature_names(0, "dida_0");
+  design.set_feature_names(1, "dida_1");
+  for (v1::DesignTask& task : *design.mutable_tasks()) task.add_embedding(0);
+  design.set_feature_source("dida");
+  return artifact;
+}
+
+v1::DatasetSample Sample() {
+  v1::DatasetSample sample;
+  for (int k = 0; k < 3; ++k) sample.add_column_kinds(v1::COLUMN_KIND_NUMERIC);
+  for (int i = 0; i < 12; ++i) sample.add_values(0.3 * i - 1.5);
+  sample.set_num_targets(1);
+  for (int i = 0; i < 4; ++i) sample.add_targets(i % 2);
+  return sample;
+}
+
+TEST(DesignFeaturesTest, DidaDesignComputesFeaturesFromTheSample) {
+  const v1::ModelArtifact artifact = DidaArtifact();
+  ASSERT_THAT(ValidateTaskDesign(artifact.task_design()), IsOk());
+  ASSERT_THAT(ValidateDesignExtractor(artifact), IsOk());
+  v1::StudySpec spec;
+  (*spec.mutable_dataset_features())["a"] = 1;  // not read by this design
+  EXPECT_THAT(DesignFeatures(artifact, spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.dataset_sample: absent")));
+  EXPECT_THAT(CheckDesignInput(artifact, spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.dataset_sample: absent")));
+  *spec.mutable_dataset_sample() = Sample();
+  EXPECT_THAT(CheckDesignInput(artifact, spec), IsOk());
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto features, DesignFeatures(artifact, spec));
+  ASSERT_EQ(features.size(), 2u);
+  const Eigen::VectorXd expected =
+      surrogate::Dida::Read("dida", artifact)
+          ->Forward(*surrogate::RawSampleFromProto(spec.dataset_sample()));
+  EXPECT_EQ(features.at("dida_0"), expected(0));
+  EXPECT_EQ(features.at("dida_1"), expected(1));
+  spec.mutable_dataset_sample()->add_targets(1);
+  EXPECT_THAT(DesignFeatures(artifact, spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.dataset_sample")));
+}
+
+TEST(DesignFeaturesTest, EngineeredDesignReadsTheSpecsFeatures) {
+  v1::ModelArtifact artifact;
+  *artifact.mutable_task_design() = Design();
+  v1::StudySpec spec;
+  (*spec.mutable_dataset_features())["a"] = 12;
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto features, DesignFeatures(artifact, spec));
+  EXPECT_EQ(features.at("a"), 12);
+  EXPECT_THAT(ValidateDesignExtractor(artifact), IsOk());
+}
+
+TEST(DesignFeaturesTest, RejectsAMissingExtractorOrUnknownSource) {
+  v1::ModelArtifact artifact = DidaArtifact();
+  artifact.mutable_task_design()->set_feature_names(1, "dida_7");
+  EXPECT_THAT(ValidateDesignExtractor(artifact),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("feature_names[1]: \"dida_7\"")));
+  artifact = DidaArtifact();
+  artifact.clear_tensors();
+  EXPECT_THAT(ValidateDesignExtractor(artifact),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("needs the artifact's Dida extractor")));
+  artifact.mutable_task_design()->set_feature_source("d2v");
+  EXPECT_THAT(ValidateTaskDesign(artifact.task_design()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("feature_source: \"d2v\"")));
+}
+
+}  // namespace dida_design
 }  // namespace
 }  // namespace metaopt::registry

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/registry/artifact.h"
+#include "core/surrogate/dida.h"
 #include "tests/testutil/test_artifacts.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -364,6 +365,63 @@ TEST_F(RegistryServiceTest, DatasetFeaturesChooseTheTaskAwareDesign) {
   EXPECT_EQ(trial.metadata().at("policy"), "gp/portfolio");
   EXPECT_EQ(fixed.study().metadata().at("zero_shot_design"), "portfolio");
   EXPECT_FALSE(fixed.study().metadata().contains("imputed_features"));
+}
+
+// A design over Dida meta-features: the study's features come from its
+// dataset sample through the artifact's extractor, and a study without a
+// sample is refused.
+TEST_F(RegistryServiceTest, DidaDesignReadsTheDatasetSample) {
+  v1::ModelArtifact artifact = ArtifactWithTaskDesign();
+  surrogate::DidaArchitecture architecture;
+  architecture.pair_width = 3;
+  architecture.interaction = 4;
+  architecture.second_layer = 0;
+  architecture.hidden = 4;
+  architecture.output = 1;
+  space::Rng rng(2);
+  absl::StatusOr<surrogate::Dida> dida =
+      surrogate::Dida::Create(architecture, rng);
+  ASSERT_TRUE(dida.ok());
+  dida->Write(surrogate::kDidaPrefix, &artifact);
+  v1::DatasetSample sample;
+  for (int k = 0; k < 2; ++k) sample.add_column_kinds(v1::COLUMN_KIND_NUMERIC);
+  for (int i = 0; i < 8; ++i) sample.add_values(0.4 * i - 1.4);
+  sample.set_num_targets(1);
+  for (int i = 0; i < 4; ++i) sample.add_targets(i % 2);
+  const double f =
+      dida->Forward(*surrogate::RawSampleFromProto(sample))(0);
+  v1::TaskDesign& design = *artifact.mutable_task_design();
+  design.set_feature_source("dida");
+  design.set_feature_names(0, "dida_0");
+  // Task "b" sits at the sample's features, "a" far from them.
+  design.mutable_tasks(0)->set_embedding(0, f + 10);
+  design.mutable_tasks(1)->set_embedding(0, f);
+  ASSERT_TRUE(
+      registry::WriteModelVersion(dir_.File("models"), "pipelines", artifact)
+          .ok());
+  ASSERT_TRUE(server_.server().models().PollOnce().ok());
+
+  v1::CreateStudyResponse created;
+  grpc::Status status = CreateGpStudy("no-sample", "", &created, {{"f", 0}});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("spec.dataset_sample: absent"));
+
+  v1::CreateStudyRequest request = GpStudyRequest("with-sample", "");
+  *request.mutable_spec()->mutable_dataset_sample() = sample;
+  status = server_.stub().CreateStudy(ContextWithDeadline().get(), request,
+                                      &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(created.study().metadata().at("design_neighbours"), "b");
+  EXPECT_EQ(created.study().metadata().at("imputed_features"), "none");
+  v1::SuggestRequest suggest;
+  suggest.set_study_id("with-sample");
+  v1::SuggestResponse suggested;
+  ASSERT_TRUE(server_.stub()
+                  .Suggest(ContextWithDeadline().get(), suggest, &suggested)
+                  .ok());
+  EXPECT_EQ(suggested.trials(0).configuration().assignments(1).algorithm(),
+            artifact.portfolio(1).assignments(1).algorithm());
 }
 
 }  // namespace
