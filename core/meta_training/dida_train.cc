@@ -2,50 +2,21 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
-#include "core/nn/optimizer.h"
 
 namespace metaopt::train {
 namespace {
 
-int UniformIn(int low, int high, space::Rng& rng) {
-  return low + static_cast<int>(space::UniformIndex(
-                   rng, static_cast<uint64_t>(high - low + 1)));
-}
-
-// Runs fn(i) for i in [0, n) on `threads` threads (contiguous ranges).
-template <typename Fn>
-void ParallelRange(int n, int threads, const Fn& fn) {
-  threads = std::clamp(threads, 1, std::max(1, n));
-  if (threads == 1) {
-    for (int i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::vector<std::thread> workers;
-  for (int w = 0; w < threads; ++w) {
-    workers.emplace_back([&, w] {
-      for (int i = w * n / threads; i < (w + 1) * n / threads; ++i) fn(i);
-    });
-  }
-  for (std::thread& worker : workers) worker.join();
-}
-
-// exp(-d2) > 1/2.
-bool PredictsSame(double d2) { return d2 < std::log(2.0); }
-
-}  // namespace
-
-surrogate::RawSample DrawPatch(const surrogate::RawSample& data,
-                               const DidaTrainOptions& options,
-                               space::Rng& rng) {
+// A patch of `data` with `rows` rows (DrawPatch's otherwise).
+surrogate::RawSample PatchWithRows(const surrogate::RawSample& data, int rows,
+                                   const DidaTrainOptions& options,
+                                   space::Rng& rng) {
   const int n = static_cast<int>(data.x.rows());
   const int m = static_cast<int>(data.x.cols());
-  const int rows = UniformIn(options.min_rows, options.max_rows, rng);
   const int high = std::min(options.max_features, m);
   const int features = UniformIn(std::min(options.min_features, high), high,
                                  rng);
@@ -54,6 +25,27 @@ surrogate::RawSample DrawPatch(const surrogate::RawSample& data,
   for (Eigen::Index& i : r) i = static_cast<Eigen::Index>(space::UniformIndex(rng, n));
   for (Eigen::Index& k : c) k = static_cast<Eigen::Index>(space::UniformIndex(rng, m));
   return surrogate::RawSample{data.x(r, c), data.y(r, Eigen::all)};
+}
+
+IdentificationOptions LoopOptions(const DidaTrainOptions& options) {
+  IdentificationOptions loop;
+  loop.name = surrogate::kDidaPrefix;
+  loop.distance = PairDistance::kSquaredEuclidean;
+  loop.epochs = options.epochs;
+  loop.steps_per_epoch = options.steps_per_epoch;
+  loop.batch = options.batch;
+  loop.learning_rate = options.learning_rate;
+  loop.threads = options.threads;
+  return loop;
+}
+
+}  // namespace
+
+surrogate::RawSample DrawPatch(const surrogate::RawSample& data,
+                               const DidaTrainOptions& options,
+                               space::Rng& rng) {
+  const int rows = UniformIn(options.min_rows, options.max_rows, rng);
+  return PatchWithRows(data, rows, options, rng);
 }
 
 std::vector<PatchPair> DrawPairs(
@@ -66,10 +58,29 @@ std::vector<PatchPair> DrawPairs(
     PatchPair pair;
     pair.same = p % 2 == 0;
     const uint64_t a = space::UniformIndex(rng, d);
-    uint64_t b = a;
-    if (!pair.same) b = (a + 1 + space::UniformIndex(rng, d - 1)) % d;
-    pair.first = DrawPatch(datasets[a], options, rng);
-    pair.second = DrawPatch(datasets[b], options, rng);
+    if (!options.equal_rows) {
+      uint64_t b = a;
+      if (!pair.same) b = (a + 1 + space::UniformIndex(rng, d - 1)) % d;
+      pair.first = DrawPatch(datasets[a], options, rng);
+      pair.second = DrawPatch(datasets[b], options, rng);
+    } else {
+      // Every other negative pair: one dataset at two different sizes.
+      const bool resized = p % 4 == 1;
+      uint64_t b = a;
+      if (!pair.same && !resized) {
+        b = (a + 1 + space::UniformIndex(rng, d - 1)) % d;
+      }
+      const int rows = UniformIn(options.min_rows, options.max_rows, rng);
+      int other = rows;
+      if (resized) {
+        other = UniformIn(options.min_rows, options.max_rows - 1, rng);
+        if (other >= rows) ++other;
+      } else if (!pair.same) {
+        other = UniformIn(options.min_rows, options.max_rows, rng);
+      }
+      pair.first = PatchWithRows(datasets[a], rows, options, rng);
+      pair.second = PatchWithRows(datasets[b], other, options, rng);
+    }
     pairs.push_back(std::move(pair));
   }
   return pairs;
@@ -78,16 +89,7 @@ std::vector<PatchPair> DrawPairs(
 double IdentificationAccuracy(const surrogate::Dida& dida,
                               const std::vector<PatchPair>& pairs,
                               int threads) {
-  if (pairs.empty()) return 0;
-  std::vector<char> right(pairs.size(), 0);
-  ParallelRange(static_cast<int>(pairs.size()), threads, [&](int i) {
-    const double d2 = (dida.Forward(pairs[i].first) -
-                       dida.Forward(pairs[i].second))
-                          .squaredNorm();
-    right[i] = PredictsSame(d2) == pairs[i].same;
-  });
-  return static_cast<double>(std::count(right.begin(), right.end(), 1)) /
-         static_cast<double>(pairs.size());
+  return PairAccuracy(dida, pairs, PairDistance::kSquaredEuclidean, threads);
 }
 
 absl::StatusOr<DidaFit> TrainDida(
@@ -111,6 +113,11 @@ absl::StatusOr<DidaFit> TrainDida(
         "] and features [", options.min_features, ", ", options.max_features,
         "] non-empty ranges from 2 and 1"));
   }
+  if (options.equal_rows && options.max_rows == options.min_rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Dida training: equal_rows needs patch rows [", options.min_rows, ", ",
+        options.max_rows, "] to hold two sizes"));
+  }
   space::Rng rng(options.seed);
   METAOPT_ASSIGN_OR_RETURN(surrogate::Dida dida,
                            surrogate::Dida::Create(options.architecture, rng));
@@ -120,61 +127,14 @@ absl::StatusOr<DidaFit> TrainDida(
   DidaFit fit{dida, 0, 0};
   fit.initial_accuracy =
       IdentificationAccuracy(dida, held_out, options.threads);
-  const int p = dida.num_parameters();
-  Eigen::VectorXd theta(p);
-  dida.GetParameters(theta);
-  nn::Adam adam(p);
-  std::vector<Eigen::VectorXd> grads(static_cast<size_t>(options.batch));
-  std::vector<double> losses(static_cast<size_t>(options.batch));
-  double accuracy = fit.initial_accuracy;
-  for (int epoch = 1; epoch <= options.epochs; ++epoch) {
-    double epoch_loss = 0;
-    for (int step = 0; step < options.steps_per_epoch; ++step) {
-      const std::vector<PatchPair> batch =
-          DrawPairs(datasets, options.batch, options, rng);
-      ParallelRange(options.batch, options.threads, [&](int i) {
-        surrogate::Dida::Trace ta, tb;
-        const Eigen::VectorXd fa = dida.Forward(batch[i].first, &ta);
-        const Eigen::VectorXd fb = dida.Forward(batch[i].second, &tb);
-        const Eigen::VectorXd diff = fa - fb;
-        const double d2 = std::max(diff.squaredNorm(), 1e-12);
-        // -log p = d2 for a positive pair, -log(1 - p) = -log(-expm1(-d2))
-        // for a negative one (Eq. 5.8 with p = exp(-d2)).
-        double d_d2;
-        if (batch[i].same) {
-          losses[i] = d2;
-          d_d2 = 1.0;
-        } else {
-          losses[i] = -std::log(-std::expm1(-d2));
-          d_d2 = -1.0 / std::expm1(d2);
-        }
-        grads[i] = Eigen::VectorXd::Zero(p);
-        const Eigen::VectorXd d_fa = (2.0 * d_d2 / options.batch) * diff;
-        dida.Backward(ta, d_fa, grads[i]);
-        dida.Backward(tb, -d_fa, grads[i]);
-      });
-      Eigen::VectorXd grad = Eigen::VectorXd::Zero(p);
-      for (int i = 0; i < options.batch; ++i) {
-        grad += grads[i];
-        epoch_loss += losses[i];
-      }
-      if (!grad.allFinite()) {
-        return absl::InternalError(absl::StrCat(
-            "Dida training: a non-finite gradient at epoch ", epoch));
-      }
-      adam.Step(grad, options.learning_rate, theta);
-      dida.SetParameters(theta);
-    }
-    accuracy = IdentificationAccuracy(dida, held_out, options.threads);
-    if (progress != nullptr) {
-      progress->Log(absl::StrFormat(
-          "dida epoch %d/%d: loss %.4f, held-out patch identification %.3f",
-          epoch, options.epochs,
-          epoch_loss / (options.steps_per_epoch * options.batch), accuracy));
-    }
-  }
+  const PairSampler sample = [&](int count, space::Rng& r) {
+    return DrawPairs(datasets, count, options, r);
+  };
+  METAOPT_ASSIGN_OR_RETURN(
+      fit.accuracy, TrainByIdentification(LoopOptions(options), sample,
+                                          held_out, fit.initial_accuracy, rng,
+                                          progress, dida));
   fit.dida = std::move(dida);
-  fit.accuracy = accuracy;
   return fit;
 }
 

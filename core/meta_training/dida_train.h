@@ -10,7 +10,10 @@
 // with replacement, n_z and d_z uniform in their ranges (the chapter's
 // generate_patches). Deviation: a pair is positive iff both patches come
 // from the same dataset; the chapter also asks n_z = n_z', which makes the
-// label depend on the sizes rather than on the data.
+// label depend on the sizes rather than on the data (`equal_rows` restores
+// it: a positive pair's patches then have as many rows, and half the
+// negative pairs are two patches of one dataset with different row counts).
+// The training loop is pair_identification.h's.
 #ifndef METAOPT_CORE_META_TRAINING_DIDA_TRAIN_H_
 #define METAOPT_CORE_META_TRAINING_DIDA_TRAIN_H_
 
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/meta_training/pair_identification.h"
 #include "core/meta_training/train_common.h"
 #include "core/surrogate/dida.h"
 
@@ -33,14 +37,12 @@ struct DidaTrainOptions {
   int max_rows = 64;
   int min_features = 2;  // d_z in [min_features, min(max_features, m)]
   int max_features = 16;
+  // The chapter's label rule: positive iff the same dataset and n_z = n_z'
+  // (needs max_rows > min_rows).
+  bool equal_rows = false;
   int eval_pairs = 256;  // held-out pairs scored after every epoch
   int threads = 1;       // the same result for any number
   uint64_t seed = 0;
-};
-
-struct PatchPair {
-  surrogate::RawSample first, second;
-  bool same = false;  // both from the same dataset
 };
 
 // A patch of `data` as the header describes.
@@ -49,7 +51,8 @@ surrogate::RawSample DrawPatch(const surrogate::RawSample& data,
                                space::Rng& rng);
 
 // `count` pairs of patches of `datasets` (at least two), alternately positive
-// and negative, each dataset uniformly chosen.
+// and negative, each dataset uniformly chosen (with options.equal_rows, see
+// the header).
 std::vector<PatchPair> DrawPairs(
     const std::vector<surrogate::RawSample>& datasets, int count,
     const DidaTrainOptions& options, space::Rng& rng);
@@ -69,7 +72,8 @@ struct DidaFit {
 // Trains a fresh Dida on patches of `datasets` (at least two); logs the mean
 // loss and the held-out identification accuracy (pairs of fresh patches) per
 // epoch to `progress` when given. Deterministic for options.seed.
-// INVALID_ARGUMENT for fewer than two datasets or bad options.
+// INVALID_ARGUMENT for fewer than two datasets or bad options (equal_rows
+// with min_rows = max_rows among them).
 absl::StatusOr<DidaFit> TrainDida(
     const std::vector<surrogate::RawSample>& datasets,
     const DidaTrainOptions& options, Progress* progress);

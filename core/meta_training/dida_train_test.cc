@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testutil/sample_families.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace metaopt::train {
@@ -15,34 +16,8 @@ using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
 using surrogate::RawSample;
 
-// Four generators of classification datasets that differ in their marginals,
-// their feature dependence and how the labels depend on the features.
 RawSample Family(int family, int n, int m, uint64_t seed) {
-  space::Rng rng(seed);
-  RawSample s;
-  s.x.resize(n, m);
-  s.y = Eigen::MatrixXd::Zero(n, 3);
-  for (int i = 0; i < n; ++i) {
-    const double z = space::StandardNormal(rng);
-    for (int k = 0; k < m; ++k) {
-      const double e = space::StandardNormal(rng);
-      switch (family) {
-        case 0: s.x(i, k) = e; break;                              // Gaussian
-        case 1: s.x(i, k) = 3.4 * space::Uniform01(rng) - 1.7; break;  // flat
-        case 2: s.x(i, k) = z + 0.2 * e; break;                    // correlated
-        default: s.x(i, k) = -std::log(1.0 - space::Uniform01(rng)) - 1; break;
-      }
-    }
-    int label = 0;
-    switch (family) {
-      case 0: label = s.x(i, 0) > 0; break;
-      case 1: label = static_cast<int>(space::UniformIndex(rng, 3)); break;
-      case 2: label = z > 0; break;
-      default: label = std::abs(s.x(i, 0)) > 1 ? 2 : 0; break;
-    }
-    s.y(i, label) = 1.0;
-  }
-  return s;
+  return testing::SampleFamily(family, n, m, seed);
 }
 
 DidaTrainOptions SmallOptions() {
@@ -117,6 +92,35 @@ TEST(DidaTrainTest, PatchesDrawRowsAndFeaturesInRange) {
     EXPECT_LE(patch.x.cols(), options.max_features);
     EXPECT_EQ(patch.y.rows(), patch.x.rows());
   }
+}
+
+// The chapter's label rule: a positive pair's patches have as many rows, and
+// every other negative pair is one dataset at two sizes.
+TEST(DidaTrainTest, EqualRowsTiesTheLabelToThePatchSizes) {
+  std::vector<RawSample> data;
+  for (int f = 0; f < 3; ++f) data.push_back(Family(f, 40, 3, 30 + f));
+  DidaTrainOptions options = SmallOptions();
+  options.equal_rows = true;
+  space::Rng rng(5);
+  int negatives_resized = 0;
+  for (const PatchPair& p : DrawPairs(data, 40, options, rng)) {
+    const bool same_rows = p.first.x.rows() == p.second.x.rows();
+    if (p.same) EXPECT_TRUE(same_rows);
+    if (!p.same && !same_rows) ++negatives_resized;
+  }
+  EXPECT_GE(negatives_resized, 10);  // at least the one-dataset negatives
+  // Without the rule, positive pairs mostly differ in size.
+  options.equal_rows = false;
+  int positives_resized = 0;
+  for (const PatchPair& p : DrawPairs(data, 40, options, rng)) {
+    positives_resized += p.same && p.first.x.rows() != p.second.x.rows();
+  }
+  EXPECT_GE(positives_resized, 10);
+  options.equal_rows = true;
+  options.max_rows = options.min_rows;
+  EXPECT_THAT(TrainDida(data, options, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("equal_rows needs patch rows [16, 16]")));
 }
 
 TEST(DidaTrainTest, RejectsTooFewDatasetsAndBadOptions) {

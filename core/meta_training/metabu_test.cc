@@ -1,6 +1,8 @@
 #include "core/meta_training/metabu.h"
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
@@ -9,10 +11,14 @@
 #include "tests/testutil/meta_dataset_folders.h"
 #include "core/meta_training/optimal_transport.h"
 #include "tests/testutil/synthetic_pmf.h"
+#include "google/protobuf/util/json_util.h"
+#include "tests/testutil/sample_families.h"
+#include "tests/testutil/synthetic_grosi.h"
 #include "core/meta_training/portfolio.h"
 #include "core/meta_training/train_main.h"
 #include "core/registry/artifact.h"
 #include "core/registry/task_design.h"
+#include "core/surrogate/dataset2vec.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -296,6 +302,103 @@ TEST(MetabuTrainerKindTest, AddsADesignToAnExistingModel) {
       dropped->artifact.provenance().validation_metrics().at(
           "metabu/portfolio_only"),
       1);
+}
+
+// --meta-features d2v: a Dataset2Vec extractor trained on the training
+// tasks' samples rides in the artifact (feature_source "d2v"); a study's
+// features computed from a task's sample at serving (DesignFeatures) are the
+// ones the design archived for it, so the task finds itself first.
+TEST(MetabuTrainerKindTest, Dataset2VecFeaturesFromTheSamples) {
+  metaopt::testing::ScopedTempDir dir;
+  const meta::MetaDataset synthetic = testing::SyntheticPmfDataset();
+  ASSERT_THAT(meta::WriteMetaDataset(synthetic, dir.File("data")),
+              metaopt::testing::IsOk());
+  const std::string data = dir.File("data");
+  const std::string models = dir.File("models");
+  const std::string samples = dir.File("samples");
+  std::filesystem::create_directories(samples);
+  std::map<std::string, v1::DatasetSample> by_task;
+  for (size_t t = 0; t < synthetic.tasks.size(); ++t) {
+    const std::string& id = synthetic.tasks[t].id;
+    by_task[id] = testing::SampleProto(
+        metaopt::testing::SampleFamily(static_cast<int>(t % 4), 40, 3, 500 + t));
+    std::string json;
+    ASSERT_TRUE(
+        google::protobuf::util::MessageToJsonString(by_task[id], &json).ok());
+    std::ofstream(samples + "/" + id + ".json") << json;
+  }
+  auto run = [&](std::vector<std::string> extra, std::string* err_text) {
+    std::vector<std::string> args = {
+        "metaopt-train", "--kind", "metabu", "--data", data, "--registry",
+        models, "--name", "data-portfolio", "--design", "nearest", "--blend",
+        "none", "--neighbours", "3", "--meta-features", "d2v", "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    std::vector<const char*> argv;
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    std::ostringstream out, err;
+    const int code =
+        MetaoptTrainMain(static_cast<int>(argv.size()), argv.data(), out, err);
+    *err_text = err.str();
+    return code;
+  };
+  {
+    const char* argv[] = {
+        "metaopt-train", "--kind",       "portfolio", "--data", data.c_str(),
+        "--registry",    models.c_str(), "--size",    "4",      "--quiet"};
+    std::ostringstream out, err;
+    ASSERT_EQ(
+        MetaoptTrainMain(static_cast<int>(std::size(argv)), argv, out, err), 0)
+        << err.str();
+  }
+  std::string err;
+  EXPECT_EQ(run({}, &err), 1);
+  EXPECT_THAT(err, HasSubstr("--dataset-samples: required with "
+                             "--meta-features d2v"));
+  EXPECT_EQ(run({"--dataset-samples", samples, "--dida-max-rows", "8"}, &err),
+            1);
+  EXPECT_THAT(err, HasSubstr("--dida-max-rows: 8 is below --dida-min-rows 32"));
+  ASSERT_EQ(run({"--dataset-samples", samples, "--d2v-epochs", "2",
+                 "--d2v-steps", "3", "--d2v-width", "8"},
+                &err),
+            0)
+      << err;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const registry::LoadedModel> loaded,
+      registry::ReadModelVersion(models, "data-portfolio", 2));
+  const v1::ModelArtifact& artifact = loaded->artifact;
+  const v1::TaskDesign& design = artifact.task_design();
+  EXPECT_EQ(design.feature_source(), "d2v");
+  EXPECT_EQ(design.feature_names(0), "d2v_0");
+  EXPECT_TRUE(artifact.provenance().validation_metrics().contains(
+      "d2v/identification_accuracy"));
+  METAOPT_ASSERT_OK_AND_ASSIGN(const nn::TensorMap tensors,
+                               nn::IndexTensors(artifact.tensors()));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      surrogate::Dataset2Vec d2v,
+      surrogate::Dataset2Vec::Read(surrogate::kDesignD2vPrefix, artifact,
+                                   tensors));
+  EXPECT_EQ(d2v.architecture().f_width, 8);
+  const meta::Task& task = synthetic.tasks[7];
+  v1::StudySpec spec;
+  *spec.mutable_dataset_sample() = by_task.at(task.id);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto features,
+                               registry::DesignFeatures(artifact, spec));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      const surrogate::RawSample raw,
+      surrogate::RawSampleFromProto(spec.dataset_sample()));
+  const std::map<std::string, double> offline =
+      surrogate::Dataset2VecFeatures(d2v, raw);
+  ASSERT_EQ(features.size(), offline.size());
+  for (const auto& [name, value] : offline) EXPECT_EQ(features.at(name), value);
+  const registry::DesignQuery query =
+      registry::QueryTaskDesign(design, features);
+  ASSERT_FALSE(query.neighbours.empty());
+  EXPECT_EQ(query.neighbours[0], task.id);
+  EXPECT_TRUE(query.imputed_features.empty());
+  // Without a sample: INVALID_ARGUMENT naming spec.dataset_sample.
+  EXPECT_THAT(registry::DesignFeatures(artifact, v1::StudySpec()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.dataset_sample: absent")));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "core/common/status_macros.h"
 #include "core/meta_dataset/dataset_samples.h"
+#include "core/meta_training/dataset2vec_train.h"
 #include "core/meta_training/dida_train.h"
 #include "core/meta_training/metabu.h"
 #include "core/meta_training/portfolio.h"
@@ -41,34 +42,56 @@ struct MetabuFlags {
   std::string design = "auto";
   std::string blend = "auto";  // none, interleave or auto
   MetabuOptions fit;
-  // The tasks' meta-features: "engineered" (metafeatures.csv) or "dida"
-  // (learned from the raw samples of --dataset-samples).
+  // The tasks' meta-features: "engineered" (metafeatures.csv), "dida" or
+  // "d2v" (learned from the raw samples of --dataset-samples).
   std::string features = "engineered";
   std::string dataset_samples;
   int dida_layers = 2;  // invariant layers
   DidaTrainOptions dida;
+  Dataset2VecTrainOptions d2v;
+  int d2v_width = 32;  // f, g and h
 };
 
-// `data` with every train and valid task's meta-features replaced by its Dida
-// features (none for a task without a sample: the design leaves it out), and
-// the extractor, trained by patch identification on the samples of the
-// training tasks only.
-struct DidaSplits {
+// INVALID_ARGUMENT naming the flag, its value and the rule for the flags
+// whose rules tie two of them.
+absl::Status CheckLearnedFlags(const MetabuFlags& flags) {
+  const DidaTrainOptions& d = flags.dida;
+  if (d.max_rows < d.min_rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dida-max-rows: ", d.max_rows, " is below --dida-min-rows ",
+        d.min_rows, " (a patch's rows are drawn in [min, max])"));
+  }
+  if (d.equal_rows && d.max_rows == d.min_rows) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dida-equal-rows: needs two patch sizes, but --dida-min-rows and "
+        "--dida-max-rows are both ",
+        d.min_rows));
+  }
+  return absl::OkStatus();
+}
+
+// `data` with every train and valid task's meta-features replaced by its
+// learned ones, Dida's or Dataset2Vec's (flags.features; none for a task
+// without a sample: the design leaves it out), and the extractor, trained by
+// identification on the samples of the training tasks only.
+struct LearnedSplits {
   TrainingSplits splits;
-  surrogate::Dida dida;
+  // Writes the extractor to an artifact (its prefix: surrogate::kDidaPrefix
+  // or surrogate::kDesignD2vPrefix).
+  std::function<void(v1::ModelArtifact*)> write;
   double accuracy = 0;
 };
 
-absl::StatusOr<DidaSplits> WithDidaFeatures(const MetabuFlags& flags,
-                                            const CommonTrainOptions& options,
-                                            const TrainingSplits& data,
-                                            Progress& progress) {
+absl::StatusOr<LearnedSplits> WithLearnedFeatures(
+    const MetabuFlags& flags, const CommonTrainOptions& options,
+    const TrainingSplits& data, Progress& progress) {
   if (flags.dataset_samples.empty()) {
-    return absl::InvalidArgumentError(
-        "--dataset-samples: required with --meta-features dida (a folder of "
-        "<task>.json dataset samples, "
-        "data/prep/dataset_samples/export_samples.py)");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dataset-samples: required with --meta-features ", flags.features,
+        " (a folder of <task>.json dataset samples, "
+        "data/prep/dataset_samples/export_samples.py)"));
   }
+  METAOPT_RETURN_IF_ERROR(CheckLearnedFlags(flags));
   std::vector<std::string> ids;
   for (const auto* split : {&data.train, &data.valid}) {
     for (const meta::Task* task : *split) ids.push_back(task->id);
@@ -93,28 +116,60 @@ absl::StatusOr<DidaSplits> WithDidaFeatures(const MetabuFlags& flags,
     }
   }
   progress.Log(absl::StrFormat(
-      "dida: %d of %d training tasks and %d of %d validation tasks have a "
+      "%s: %d of %d training tasks and %d of %d validation tasks have a "
       "sample in %s",
-      train_samples.size(), data.train.size(),
+      flags.features, train_samples.size(), data.train.size(),
       raw.size() - train_samples.size(), data.valid.size(),
       flags.dataset_samples));
-  DidaTrainOptions dida_options = flags.dida;
-  dida_options.seed = options.seed;
-  if (flags.dida_layers == 1) dida_options.architecture.second_layer = 0;
-  METAOPT_ASSIGN_OR_RETURN(DidaFit fit,
-                           TrainDida(train_samples, dida_options, &progress));
-  DidaSplits out{TrainingSplits{data.folder_name, data.dataset, {}, {}},
-                 std::move(fit.dida), fit.accuracy};
+  LearnedSplits out{TrainingSplits{data.folder_name, data.dataset, {}, {}},
+                    nullptr, 0};
+  std::function<std::map<std::string, double>(const surrogate::RawSample&)>
+      features;
+  int outputs = 0;
+  if (flags.features == surrogate::kDidaPrefix) {
+    DidaTrainOptions dida_options = flags.dida;
+    dida_options.seed = options.seed;
+    if (flags.dida_layers == 1) dida_options.architecture.second_layer = 0;
+    METAOPT_ASSIGN_OR_RETURN(DidaFit fit,
+                             TrainDida(train_samples, dida_options, &progress));
+    auto dida = std::make_shared<const surrogate::Dida>(std::move(fit.dida));
+    out.accuracy = fit.accuracy;
+    outputs = dida->output();
+    out.write = [dida](v1::ModelArtifact* artifact) {
+      dida->Write(surrogate::kDidaPrefix, artifact);
+    };
+    features = [dida](const surrogate::RawSample& sample) {
+      return surrogate::DidaFeatures(*dida, sample);
+    };
+  } else {
+    Dataset2VecTrainOptions d2v_options = flags.d2v;
+    d2v_options.seed = options.seed;
+    d2v_options.architecture.f_width = flags.d2v_width;
+    d2v_options.architecture.g_width = flags.d2v_width;
+    d2v_options.architecture.h_width = flags.d2v_width;
+    METAOPT_ASSIGN_OR_RETURN(
+        Dataset2VecFit fit,
+        TrainDataset2Vec(train_samples, d2v_options, &progress));
+    auto d2v =
+        std::make_shared<const surrogate::Dataset2Vec>(std::move(fit.d2v));
+    out.accuracy = fit.accuracy;
+    outputs = d2v->output();
+    out.write = [d2v](v1::ModelArtifact* artifact) {
+      d2v->Write(surrogate::kDesignD2vPrefix, artifact);
+    };
+    features = [d2v](const surrogate::RawSample& sample) {
+      return surrogate::Dataset2VecFeatures(*d2v, sample);
+    };
+  }
   meta::MetaDataset& dataset = out.splits.dataset;
   dataset.metafeature_names.clear();
-  for (int k = 0; k < out.dida.output(); ++k) {
-    dataset.metafeature_names.push_back(
-        absl::StrCat(surrogate::kDidaPrefix, "_", k));
+  for (int k = 0; k < outputs; ++k) {
+    dataset.metafeature_names.push_back(absl::StrCat(flags.features, "_", k));
   }
   for (meta::Task& task : dataset.tasks) {
     task.metafeatures.clear();
     if (auto it = raw.find(task.id); it != raw.end()) {
-      task.metafeatures = surrogate::DidaFeatures(out.dida, it->second);
+      task.metafeatures = features(it->second);
     }
   }
   auto remap = [&](const std::vector<const meta::Task*>& from,
@@ -128,20 +183,25 @@ absl::StatusOr<DidaSplits> WithDidaFeatures(const MetabuFlags& flags,
   return out;
 }
 
-// Drops an extractor a base version carried (its design is replaced).
-void ClearDida(v1::ModelArtifact* artifact) {
-  const std::string tensor_prefix = absl::StrCat(surrogate::kDidaPrefix, ".");
-  const std::string option_prefix = absl::StrCat(surrogate::kDidaPrefix, "_");
-  auto* tensors = artifact->mutable_tensors();
-  tensors->erase(std::remove_if(tensors->begin(), tensors->end(),
-                                [&](const v1::Tensor& t) {
-                                  return t.name().rfind(tensor_prefix, 0) == 0;
-                                }),
-                 tensors->end());
-  auto* ints = artifact->mutable_int_options();
-  for (auto it = ints->begin(); it != ints->end();) {
-    it = it->first.rfind(option_prefix, 0) == 0 ? ints->erase(it)
-                                                 : std::next(it);
+// Drops the design extractors a base version carried (its design is
+// replaced).
+void ClearExtractors(v1::ModelArtifact* artifact) {
+  for (const char* prefix :
+       {surrogate::kDidaPrefix, surrogate::kDesignD2vPrefix}) {
+    const std::string tensor_prefix = absl::StrCat(prefix, ".");
+    const std::string option_prefix = absl::StrCat(prefix, "_");
+    auto* tensors = artifact->mutable_tensors();
+    tensors->erase(
+        std::remove_if(tensors->begin(), tensors->end(),
+                       [&](const v1::Tensor& t) {
+                         return t.name().rfind(tensor_prefix, 0) == 0;
+                       }),
+        tensors->end());
+    auto* ints = artifact->mutable_int_options();
+    for (auto it = ints->begin(); it != ints->end();) {
+      it = it->first.rfind(option_prefix, 0) == 0 ? ints->erase(it)
+                                                   : std::next(it);
+    }
   }
 }
 
@@ -346,12 +406,12 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const registry::LoadedModel> base,
                            NewestVersion(options.registry_dir, options.name));
-  std::optional<DidaSplits> dida;
-  if (flags.features == "dida" && flags.design != "portfolio") {
-    METAOPT_ASSIGN_OR_RETURN(dida,
-                             WithDidaFeatures(flags, options, given, progress));
+  std::optional<LearnedSplits> learned;
+  if (flags.features != "engineered" && flags.design != "portfolio") {
+    METAOPT_ASSIGN_OR_RETURN(
+        learned, WithLearnedFeatures(flags, options, given, progress));
   }
-  const TrainingSplits& data = dida.has_value() ? dida->splits : given;
+  const TrainingSplits& data = learned.has_value() ? learned->splits : given;
   if (auto mismatch = space::SearchSpace::Create(data.dataset.space);
       !mismatch.ok()) {
     return mismatch.status();
@@ -369,7 +429,7 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(
     // a study binding the newest version gets it: the base without a design.
     v1::ModelArtifact artifact = base->artifact;
     artifact.clear_task_design();
-    ClearDida(&artifact);
+    ClearExtractors(&artifact);
     (*artifact.mutable_provenance()
           ->mutable_validation_metrics())["metabu/portfolio_only"] = 1;
     progress.Log(absl::StrCat("metabu: ", base->reference(),
@@ -415,11 +475,12 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(
       fit.best_step, fit.steps));
 
   v1::ModelArtifact artifact = base->artifact;
-  ClearDida(&artifact);
+  ClearExtractors(&artifact);
   auto& metrics = *artifact.mutable_provenance()->mutable_validation_metrics();
-  if (dida.has_value()) {
-    dida->dida.Write(surrogate::kDidaPrefix, &artifact);
-    metrics["dida/identification_accuracy"] = dida->accuracy;
+  if (learned.has_value()) {
+    learned->write(&artifact);
+    metrics[absl::StrCat(flags.features, "/identification_accuracy")] =
+        learned->accuracy;
   }
   metrics["metabu/dimension"] = fit.dimension;
   metrics[absl::StrCat("metabu/ndcg@", fit_options.ndcg_k)] = fit.ndcg;
@@ -501,8 +562,8 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(
                  archive, neighbours);
   artifact.mutable_task_design()->set_base_model(base->reference());
   artifact.mutable_task_design()->set_blend(blend);
-  if (dida.has_value()) {
-    artifact.mutable_task_design()->set_feature_source(surrogate::kDidaPrefix);
+  if (learned.has_value()) {
+    artifact.mutable_task_design()->set_feature_source(flags.features);
   }
   return artifact;
 }
@@ -570,15 +631,15 @@ TrainerKind MetabuTrainerKind() {
         ->check(CLI::Range(0, 1000));
     flags
         .add_option("--meta-features", state->features,
-                    "the tasks' meta-features: engineered (metafeatures.csv) "
-                    "or dida (learned from the raw samples of "
-                    "--dataset-samples by patch identification; a study then "
-                    "gives spec.dataset_sample)")
+                    "the tasks' meta-features: engineered (metafeatures.csv), "
+                    "dida or d2v (Dida or Dataset2Vec, learned from the raw "
+                    "samples of --dataset-samples by identification of their "
+                    "sub-samples; a study then gives spec.dataset_sample)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"engineered", "dida"}));
+        ->check(CLI::IsMember({"engineered", "dida", "d2v"}));
     flags.add_option("--dataset-samples", state->dataset_samples,
-                     "with --meta-features dida: the folder of <task>.json "
-                     "dataset samples "
+                     "with --meta-features dida or d2v: the folder of "
+                     "<task>.json dataset samples "
                      "(data/prep/dataset_samples/export_samples.py)");
     flags.add_option("--dida-layers", state->dida_layers,
                      "Dida's invariant layers")
@@ -599,6 +660,40 @@ TrainerKind MetabuTrainerKind() {
     flags
         .add_option("--dida-threads", state->dida.threads,
                     "threads of Dida's training (the same result for any)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    flags
+        .add_option("--dida-min-rows", state->dida.min_rows,
+                    "the fewest rows of a Dida training patch")
+        ->capture_default_str()
+        ->check(CLI::Range(2, 4096));
+    flags
+        .add_option("--dida-max-rows", state->dida.max_rows,
+                    "the most rows of a Dida training patch (at least "
+                    "--dida-min-rows)")
+        ->capture_default_str()
+        ->check(CLI::Range(2, 4096));
+    flags.add_flag("--dida-equal-rows", state->dida.equal_rows,
+                   "the chapter's label rule: a pair of patches is positive "
+                   "iff from the same dataset and with as many rows");
+    flags.add_option("--d2v-epochs", state->d2v.epochs, "Dataset2Vec's epochs")
+        ->capture_default_str()
+        ->check(CLI::Range(0, 100000));
+    flags
+        .add_option("--d2v-steps", state->d2v.steps_per_epoch,
+                    "Adam steps (batches of 32 pairs of dataset batches) per "
+                    "Dataset2Vec epoch")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 100000));
+    flags
+        .add_option("--d2v-width", state->d2v_width,
+                    "the width of Dataset2Vec's f, g and h")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 1024));
+    flags
+        .add_option("--d2v-threads", state->d2v.threads,
+                    "threads of Dataset2Vec's training (the same result for "
+                    "any)")
         ->capture_default_str()
         ->check(CLI::Range(1, 256));
     return [state](const CommonTrainOptions& options,

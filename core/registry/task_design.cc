@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <utility>
@@ -10,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/common/status_macros.h"
+#include "core/nn/tensor_io.h"
+#include "core/surrogate/dataset2vec.h"
 #include "core/surrogate/dida.h"
 
 namespace metaopt::registry {
@@ -20,6 +24,55 @@ constexpr char kField[] = "artifact.task_design";
 bool AllFinite(const google::protobuf::RepeatedField<double>& values) {
   return std::all_of(values.begin(), values.end(),
                      [](double v) { return std::isfinite(v); });
+}
+
+// Whether the design's meta-features come from a raw sample through an
+// extractor the artifact carries.
+bool ReadsSample(const v1::TaskDesign& design) {
+  return design.feature_source() == surrogate::kDidaPrefix ||
+         design.feature_source() == surrogate::kD2vSource;
+}
+
+// The name of that extractor, for messages.
+const char* ExtractorName(const v1::TaskDesign& design) {
+  return design.feature_source() == surrogate::kDidaPrefix ? "Dida"
+                                                           : "Dataset2Vec";
+}
+
+// A design's extractor: its name, output count and meta-features by name.
+struct SampleExtractor {
+  std::string name;
+  int outputs = 0;
+  std::function<std::map<std::string, double>(const surrogate::RawSample&)>
+      features;
+};
+
+// The extractor of a design that ReadsSample; INVALID_ARGUMENT from its
+// reader otherwise.
+absl::StatusOr<SampleExtractor> ReadSampleExtractor(
+    const v1::ModelArtifact& artifact) {
+  if (artifact.task_design().feature_source() == surrogate::kDidaPrefix) {
+    METAOPT_ASSIGN_OR_RETURN(
+        surrogate::Dida dida,
+        surrogate::Dida::Read(surrogate::kDidaPrefix, artifact));
+    const int outputs = dida.output();
+    return SampleExtractor{
+        ExtractorName(artifact.task_design()), outputs, [dida = std::move(dida)](const surrogate::RawSample& s) {
+          return surrogate::DidaFeatures(dida, s);
+        }};
+  }
+  METAOPT_ASSIGN_OR_RETURN(const nn::TensorMap tensors,
+                           nn::IndexTensors(artifact.tensors()));
+  METAOPT_ASSIGN_OR_RETURN(
+      surrogate::Dataset2Vec d2v,
+      surrogate::Dataset2Vec::Read(surrogate::kDesignD2vPrefix, artifact,
+                                   tensors));
+  const int outputs = d2v.output();
+  return SampleExtractor{
+      ExtractorName(artifact.task_design()), outputs,
+      [d2v = std::move(d2v)](const surrogate::RawSample& s) {
+        return surrogate::Dataset2VecFeatures(d2v, s);
+      }};
 }
 
 }  // namespace
@@ -68,11 +121,10 @@ absl::Status ValidateTaskDesign(const v1::TaskDesign& design) {
         absl::StrCat(kField, ".blend: \"", design.blend(),
                      "\" is not a blend (\"\" or \"interleave\")"));
   }
-  if (!design.feature_source().empty() &&
-      design.feature_source() != surrogate::kDidaPrefix) {
+  if (!design.feature_source().empty() && !ReadsSample(design)) {
     return absl::InvalidArgumentError(absl::StrCat(
         kField, ".feature_source: \"", design.feature_source(),
-        "\" is not a feature source (\"\" or \"dida\")"));
+        "\" is not a feature source (\"\", \"dida\" or \"d2v\")"));
   }
   if (design.neighbours() < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -168,27 +220,26 @@ DesignQuery QueryTaskDesign(
 
 absl::Status ValidateDesignExtractor(const v1::ModelArtifact& artifact) {
   const v1::TaskDesign& design = artifact.task_design();
-  if (design.feature_source() != surrogate::kDidaPrefix) {
-    return absl::OkStatus();
+  if (!ReadsSample(design)) return absl::OkStatus();
+  const std::string& source = design.feature_source();
+  absl::StatusOr<SampleExtractor> extractor = ReadSampleExtractor(artifact);
+  if (!extractor.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        kField, ".feature_source: \"", source, "\" needs the artifact's ",
+        ExtractorName(design),
+        " extractor: ", extractor.status().message()));
   }
-  absl::StatusOr<surrogate::Dida> dida =
-      surrogate::Dida::Read(surrogate::kDidaPrefix, artifact);
-  if (!dida.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kField, ".feature_source: \"dida\" needs the artifact's "
-                     "Dida extractor: ", dida.status().message()));
-  }
+  const std::string prefix = absl::StrCat(source, "_");
   for (int i = 0; i < design.feature_names_size(); ++i) {
     const std::string& name = design.feature_names(i);
-    const std::string prefix = absl::StrCat(surrogate::kDidaPrefix, "_");
     int k = -1;
     if (name.rfind(prefix, 0) != 0 ||
         !absl::SimpleAtoi(name.substr(prefix.size()), &k) || k < 0 ||
-        k >= dida->output()) {
+        k >= extractor->outputs) {
       return absl::InvalidArgumentError(absl::StrCat(
           kField, ".feature_names[", i, "]: \"", name,
-          "\" is not an output of the Dida extractor (dida_0 .. dida_",
-          dida->output() - 1, ")"));
+          "\" is not an output of the ", extractor->name, " extractor (",
+          prefix, "0 .. ", prefix, extractor->outputs - 1, ")"));
     }
   }
   return absl::OkStatus();
@@ -196,20 +247,19 @@ absl::Status ValidateDesignExtractor(const v1::ModelArtifact& artifact) {
 
 namespace {
 
-// The raw sample a Dida design reads (nullopt for a design that reads
-// spec.dataset_features); INVALID_ARGUMENT naming spec.dataset_sample.
+// The raw sample a design with an extractor reads (nullopt for a design that
+// reads spec.dataset_features); INVALID_ARGUMENT naming spec.dataset_sample.
 absl::StatusOr<std::optional<surrogate::RawSample>> DesignSample(
     const v1::ModelArtifact& artifact, const v1::StudySpec& spec) {
-  if (artifact.task_design().feature_source() != surrogate::kDidaPrefix) {
-    return std::nullopt;
-  }
+  if (!ReadsSample(artifact.task_design())) return std::nullopt;
   if (!spec.has_dataset_sample()) {
-    return absl::InvalidArgumentError(
+    return absl::InvalidArgumentError(absl::StrCat(
         "spec.dataset_sample: absent; the bound model's task-aware design "
-        "computes the dataset's meta-features with its Dida extractor from a "
-        "raw sample of the dataset, so give one (docs/api.md, \"Dataset "
-        "samples\"), or bind a model whose design reads "
-        "spec.dataset_features");
+        "computes the dataset's meta-features with its ",
+        ExtractorName(artifact.task_design()),
+        " extractor from a raw sample of the dataset, so give one "
+        "(docs/api.md, \"Dataset samples\"), or bind a model whose design "
+        "reads spec.dataset_features"));
   }
   absl::StatusOr<surrogate::RawSample> sample =
       surrogate::RawSampleFromProto(spec.dataset_sample());
@@ -229,16 +279,13 @@ absl::Status CheckDesignInput(const v1::ModelArtifact& artifact,
 
 absl::StatusOr<google::protobuf::Map<std::string, double>> DesignFeatures(
     const v1::ModelArtifact& artifact, const v1::StudySpec& spec) {
-  if (artifact.task_design().feature_source() != surrogate::kDidaPrefix) {
-    return spec.dataset_features();
-  }
+  if (!ReadsSample(artifact.task_design())) return spec.dataset_features();
   METAOPT_ASSIGN_OR_RETURN(std::optional<surrogate::RawSample> sample,
                            DesignSample(artifact, spec));
-  absl::StatusOr<surrogate::Dida> dida =
-      surrogate::Dida::Read(surrogate::kDidaPrefix, artifact);
-  if (!dida.ok()) return dida.status();  // checked when the model loaded
-  const std::map<std::string, double> features =
-      surrogate::DidaFeatures(*dida, *sample);
+  // Checked when the model loaded (ValidateDesignExtractor).
+  METAOPT_ASSIGN_OR_RETURN(SampleExtractor extractor,
+                           ReadSampleExtractor(artifact));
+  const std::map<std::string, double> features = extractor.features(*sample);
   return google::protobuf::Map<std::string, double>(features.begin(),
                                                     features.end());
 }

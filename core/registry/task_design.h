@@ -1,6 +1,6 @@
 // Serving a model's task-aware zero-shot design (v1::TaskDesign, learned by
-// `metaopt-train --kind metabu`): a study's dataset features (or the Dida
-// meta-features of its dataset sample, DesignFeatures) are
+// `metaopt-train --kind metabu`): a study's dataset features (or the Dida or
+// Dataset2Vec meta-features of its dataset sample, DesignFeatures) are
 // standardized with the training statistics (a missing feature takes its
 // training mean), mapped by the learned projection, and the nearest archived
 // tasks' top configurations become the study's first suggestions.
@@ -57,15 +57,17 @@ DesignQuery QueryTaskDesign(
     const google::protobuf::RepeatedPtrField<v1::Configuration>& portfolio =
         {});
 
-// OK unless the design's feature_source is "dida" and the artifact carries no
-// readable Dida extractor (surrogate::kDidaPrefix) whose outputs name the
-// design's features; INVALID_ARGUMENT naming the field otherwise.
+// OK unless the design's feature_source is "dida" ("d2v") and the artifact
+// carries no readable Dida (Dataset2Vec) extractor, at surrogate::kDidaPrefix
+// (surrogate::kDesignD2vPrefix), whose outputs name the design's features;
+// INVALID_ARGUMENT naming the field otherwise.
 absl::Status ValidateDesignExtractor(const v1::ModelArtifact& artifact);
 
 // The meta-features a study's design reads: spec.dataset_features, or, for a
-// design whose feature_source is "dida", the Dida meta-features of
-// spec.dataset_sample computed by the artifact's extractor (about n^2 m
-// operations for a sample of n rows and m columns). INVALID_ARGUMENT naming
+// design whose feature_source is "dida" or "d2v", the Dida or Dataset2Vec
+// meta-features of spec.dataset_sample computed by the artifact's extractor
+// (about n^2 m operations for a sample of n rows and m columns with Dida,
+// n m c with Dataset2Vec). INVALID_ARGUMENT naming
 // spec.dataset_sample when such a design has none or it is malformed. The
 // artifact must be valid (ValidateArtifact).
 absl::StatusOr<google::protobuf::Map<std::string, double>> DesignFeatures(

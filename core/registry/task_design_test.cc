@@ -1,6 +1,8 @@
 #include "core/registry/task_design.h"
 
 #include "core/registry/artifact.h"
+#include "core/nn/tensor_io.h"
+#include "core/surrogate/dataset2vec.h"
 #include "core/surrogate/dida.h"
 #include "tests/testutil/test_artifacts.h"
 #include "gmock/gmock.h"
@@ -246,10 +248,80 @@ TEST(DesignFeaturesTest, RejectsAMissingExtractorOrUnknownSource) {
   EXPECT_THAT(ValidateDesignExtractor(artifact),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("needs the artifact's Dida extractor")));
-  artifact.mutable_task_design()->set_feature_source("d2v");
+  artifact.mutable_task_design()->set_feature_source("dataset2vec");
   EXPECT_THAT(ValidateTaskDesign(artifact.task_design()),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("feature_source: \"d2v\"")));
+                       HasSubstr("feature_source: \"dataset2vec\"")));
+  // "d2v" reads the design's Dataset2Vec extractor, which this one lacks
+  // (GROSI's own, prefix "d2v", is not it).
+  artifact = DidaArtifact();
+  artifact.mutable_task_design()->set_feature_source("d2v");
+  EXPECT_THAT(ValidateTaskDesign(artifact.task_design()), IsOk());
+  surrogate::Dataset2VecArchitecture a;
+  a.f_width = a.g_width = a.h_width = 3;
+  a.output = 2;
+  space::Rng rng(4);
+  surrogate::Dataset2Vec::Create(a, rng)->Write("d2v", &artifact);
+  EXPECT_THAT(ValidateDesignExtractor(artifact),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("needs the artifact's Dataset2Vec extractor")));
+}
+
+// A design over the outputs of a small Dataset2Vec extractor that the
+// artifact carries (feature_source "d2v", prefix kDesignD2vPrefix).
+v1::ModelArtifact D2vArtifact() {
+  v1::ModelArtifact artifact;
+  surrogate::Dataset2VecArchitecture a;
+  a.f_width = 4;
+  a.f_layers = 2;
+  a.g_width = 3;
+  a.g_layers = 1;
+  a.h_width = 3;
+  a.h_layers = 2;
+  a.output = 2;
+  space::Rng rng(3);
+  absl::StatusOr<surrogate::Dataset2Vec> d2v =
+      surrogate::Dataset2Vec::Create(a, rng);
+  EXPECT_THAT(d2v.status(), IsOk());
+  d2v->Write(surrogate::kDesignD2vPrefix, &artifact);
+  v1::TaskDesign& design = *artifact.mutable_task_design();
+  design = Design();
+  design.clear_projection();
+  design.set_feature_names(0, "d2v_0");
+  design.set_feature_names(1, "d2v_1");
+  for (v1::DesignTask& task : *design.mutable_tasks()) task.add_embedding(0);
+  design.set_feature_source("d2v");
+  return artifact;
+}
+
+TEST(DesignFeaturesTest, D2vDesignComputesFeaturesFromTheSample) {
+  const v1::ModelArtifact artifact = D2vArtifact();
+  ASSERT_THAT(ValidateTaskDesign(artifact.task_design()), IsOk());
+  ASSERT_THAT(ValidateDesignExtractor(artifact), IsOk());
+  v1::StudySpec spec;
+  EXPECT_THAT(DesignFeatures(artifact, spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.dataset_sample: absent")));
+  EXPECT_THAT(CheckDesignInput(artifact, spec),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("Dataset2Vec extractor")));
+  *spec.mutable_dataset_sample() = Sample();
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto features, DesignFeatures(artifact, spec));
+  ASSERT_EQ(features.size(), 2u);
+  METAOPT_ASSERT_OK_AND_ASSIGN(const nn::TensorMap tensors,
+                               nn::IndexTensors(artifact.tensors()));
+  const Eigen::VectorXd expected =
+      surrogate::Dataset2Vec::Read(surrogate::kDesignD2vPrefix, artifact,
+                                   tensors)
+          ->Forward(*surrogate::RawSampleFromProto(spec.dataset_sample()));
+  EXPECT_EQ(features.at("d2v_0"), expected(0));
+  EXPECT_EQ(features.at("d2v_1"), expected(1));
+  v1::ModelArtifact renamed = artifact;
+  renamed.mutable_task_design()->set_feature_names(1, "d2v_2");
+  EXPECT_THAT(ValidateDesignExtractor(renamed),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("\"d2v_2\" is not an output of the "
+                                 "Dataset2Vec extractor (d2v_0 .. d2v_1)")));
 }
 
 }  // namespace dida_design

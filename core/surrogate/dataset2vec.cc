@@ -216,4 +216,18 @@ absl::StatusOr<Dataset2Vec> Dataset2Vec::Read(const std::string& prefix,
   return d2v;
 }
 
+std::map<std::string, double> NamedMetaFeatures(const std::string& prefix,
+                                                const Eigen::VectorXd& f) {
+  std::map<std::string, double> out;
+  for (Eigen::Index k = 0; k < f.size(); ++k) {
+    out[absl::StrCat(prefix, "_", k)] = f(k);
+  }
+  return out;
+}
+
+std::map<std::string, double> Dataset2VecFeatures(const Dataset2Vec& d2v,
+                                                  const RawSample& sample) {
+  return NamedMetaFeatures(kD2vSource, d2v.Forward(sample));
+}
+
 }  // namespace metaopt::surrogate

@@ -21,6 +21,7 @@
 #define METAOPT_CORE_SURROGATE_DATASET2VEC_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -109,6 +110,21 @@ class Dataset2Vec {
   Dataset2VecArchitecture architecture_;
   nn::Mlp f_, g_, h_;
 };
+
+// A task design's Dataset2Vec extractor (registry/task_design.h): its
+// feature_source and meta-feature names "d2v_0", "d2v_1", ... (kD2vSource),
+// and the prefix of its tensors and options in the artifact (not GROSI's own
+// "d2v", so that a design can sit on a GROSI model with an extractor).
+inline constexpr char kD2vSource[] = "d2v";
+inline constexpr char kDesignD2vPrefix[] = "design_d2v";
+
+// Meta-features by name: {"<prefix>_k": f(k)}.
+std::map<std::string, double> NamedMetaFeatures(const std::string& prefix,
+                                                const Eigen::VectorXd& f);
+
+// D2V(sample) by meta-feature name: "d2v_0", "d2v_1", ...
+std::map<std::string, double> Dataset2VecFeatures(const Dataset2Vec& d2v,
+                                                  const RawSample& sample);
 
 }  // namespace metaopt::surrogate
 

@@ -262,12 +262,7 @@ absl::StatusOr<Dida> Dida::Read(const std::string& prefix,
 
 std::map<std::string, double> DidaFeatures(const Dida& dida,
                                            const RawSample& sample) {
-  const Eigen::VectorXd f = dida.Forward(sample);
-  std::map<std::string, double> out;
-  for (Eigen::Index k = 0; k < f.size(); ++k) {
-    out[absl::StrCat(kDidaPrefix, "_", k)] = f(k);
-  }
-  return out;
+  return NamedMetaFeatures(kDidaPrefix, dida.Forward(sample));
 }
 
 }  // namespace metaopt::surrogate

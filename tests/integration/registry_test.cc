@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/registry/artifact.h"
+#include "core/surrogate/dataset2vec.h"
 #include "core/surrogate/dida.h"
 #include "tests/testutil/test_artifacts.h"
 #include "gmock/gmock.h"
@@ -422,6 +423,50 @@ TEST_F(RegistryServiceTest, DidaDesignReadsTheDatasetSample) {
                   .ok());
   EXPECT_EQ(suggested.trials(0).configuration().assignments(1).algorithm(),
             artifact.portfolio(1).assignments(1).algorithm());
+}
+
+// A design over Dataset2Vec meta-features (feature_source "d2v"): as with
+// Dida, CreateStudy computes them from the sample with the artifact's
+// extractor, and refuses a study without one.
+TEST_F(RegistryServiceTest, D2vDesignReadsTheDatasetSample) {
+  v1::ModelArtifact artifact = ArtifactWithTaskDesign();
+  surrogate::Dataset2VecArchitecture architecture;
+  architecture.f_width = architecture.g_width = architecture.h_width = 4;
+  architecture.output = 1;
+  space::Rng rng(2);
+  absl::StatusOr<surrogate::Dataset2Vec> d2v =
+      surrogate::Dataset2Vec::Create(architecture, rng);
+  ASSERT_TRUE(d2v.ok());
+  d2v->Write(surrogate::kDesignD2vPrefix, &artifact);
+  v1::DatasetSample sample;
+  for (int k = 0; k < 2; ++k) sample.add_column_kinds(v1::COLUMN_KIND_NUMERIC);
+  for (int i = 0; i < 8; ++i) sample.add_values(0.4 * i - 1.4);
+  sample.set_num_targets(1);
+  for (int i = 0; i < 4; ++i) sample.add_targets(i % 2);
+  const double f = d2v->Forward(*surrogate::RawSampleFromProto(sample))(0);
+  v1::TaskDesign& design = *artifact.mutable_task_design();
+  design.set_feature_source("d2v");
+  design.set_feature_names(0, "d2v_0");
+  design.mutable_tasks(0)->set_embedding(0, f + 10);
+  design.mutable_tasks(1)->set_embedding(0, f);
+  ASSERT_TRUE(
+      registry::WriteModelVersion(dir_.File("models"), "pipelines", artifact)
+          .ok());
+  ASSERT_TRUE(server_.server().models().PollOnce().ok());
+
+  v1::CreateStudyResponse created;
+  grpc::Status status = CreateGpStudy("no-sample", "", &created, {{"f", 0}});
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("spec.dataset_sample: absent"));
+
+  v1::CreateStudyRequest request = GpStudyRequest("with-sample", "");
+  *request.mutable_spec()->mutable_dataset_sample() = sample;
+  status = server_.stub().CreateStudy(ContextWithDeadline().get(), request,
+                                      &created);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(created.study().metadata().at("design_neighbours"), "b");
+  EXPECT_EQ(created.study().metadata().at("imputed_features"), "none");
 }
 
 }  // namespace
