@@ -1,6 +1,7 @@
 #include "core/policy/pareto_step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -19,6 +20,10 @@
 
 namespace metaopt::policy {
 namespace {
+
+// The output warping of a study that leaves spec.algorithm.output_warping
+// unset (docs/algorithms.md "Output warping").
+constexpr v1::OutputWarping kDefaultOutputWarping = v1::OUTPUT_WARPING_NONE;
 
 // The hyperparameter fit of each other output's GP (FitOutputModel).
 constexpr int kOutputFitIterations = 30;
@@ -40,10 +45,18 @@ int64_t FittedPrefix(int64_t n) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
+v1::OutputWarping OutputWarpingOf(const v1::AlgorithmSpec& algorithm) {
+  if (algorithm.output_warping() != v1::OUTPUT_WARPING_UNSPECIFIED) {
+    return algorithm.output_warping();
+  }
+  return kDefaultOutputWarping;
+}
+
+absl::StatusOr<OutputModel> FitOutputModel(
     const StudyView& study, const InputsOf& inputs_of,
     const Eigen::MatrixXd& pending, const std::string& metric,
-    std::optional<v1::Goal> goal, space::Rng& rng) {
+    std::optional<v1::Goal> goal, std::optional<double> also_warped,
+    space::Rng& rng) {
   std::vector<v1::Configuration> configs;
   std::vector<double> values;
   for (const v1::Trial& trial : *study.trials) {
@@ -57,6 +70,20 @@ absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
   if (configs.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("no observation reports metric \"", metric, "\""));
+  }
+  OutputModel out;
+  if (OutputWarpingOf(study.spec->algorithm()) == v1::OUTPUT_WARPING_POWER) {
+    const gp::PowerTransform warp = gp::PowerTransform::Fit(values);
+    std::vector<double> warped = values;
+    bool usable = !also_warped.has_value() || warp.InDomain(*also_warped);
+    for (double& v : warped) {
+      v = warp.Apply(v);
+      usable = usable && std::isfinite(v);
+    }
+    if (usable) {
+      out.warp = warp;
+      values = std::move(warped);
+    }
   }
   TrainingData data;
   METAOPT_ASSIGN_OR_RETURN(data.X, inputs_of(configs));
@@ -93,14 +120,14 @@ absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
   }
   METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
                            gp::Condition(*fitted, data.X, data.y));
-  std::shared_ptr<const surrogate::Surrogate> model =
+  out.model =
       std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
   if (pending.rows() > 0) {
     METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const surrogate::Surrogate> with,
-                             model->WithFantasies(pending));
-    model = std::move(with);
+                             out.model->WithFantasies(pending));
+    out.model = std::move(with);
   }
-  return model;
+  return out;
 }
 
 absl::StatusOr<std::vector<acquisition::ModeledConstraint>>
@@ -111,10 +138,12 @@ FitConstraintModels(const StudyView& study, const InputsOf& inputs_of,
   for (const objective::Constraint& constraint : objectives.constraints()) {
     acquisition::ModeledConstraint modeled;
     METAOPT_ASSIGN_OR_RETURN(
-        modeled.model, FitOutputModel(study, inputs_of, pending,
-                                      constraint.metric, std::nullopt, rng));
+        OutputModel output,
+        FitOutputModel(study, inputs_of, pending, constraint.metric,
+                       std::nullopt, constraint.bound, rng));
+    modeled.model = std::move(output.model);
     modeled.at_most = constraint.sense == objective::Constraint::Sense::kAtMost;
-    modeled.bound = constraint.bound;
+    modeled.bound = output.warp.Apply(constraint.bound);
     constraints.push_back(std::move(modeled));
   }
   return constraints;
@@ -134,18 +163,6 @@ absl::StatusOr<std::unique_ptr<const acquisition::AcquisitionFunction>>
 ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
                       const Eigen::MatrixXd& pending, space::Rng& rng) {
   const objective::StudyObjectives objectives(*study.spec);
-  std::vector<std::shared_ptr<const surrogate::Surrogate>> others;
-  for (int i = 1; i < objectives.size(); ++i) {
-    METAOPT_ASSIGN_OR_RETURN(
-        std::shared_ptr<const surrogate::Surrogate> model,
-        FitOutputModel(study, inputs_of, pending,
-                       objectives.objective(i).name(),
-                       objectives.objective(i).goal(), rng));
-    others.push_back(std::move(model));
-  }
-  METAOPT_ASSIGN_OR_RETURN(
-      std::vector<acquisition::ModeledConstraint> constraints,
-      FitConstraintModels(study, inputs_of, pending, rng));
   // The incumbents: COMPLETED feasible trials only (a STOPPED trial's
   // constrained metrics are unknown).
   std::vector<objective::Point> feasible =
@@ -154,6 +171,22 @@ ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
       objectives.multiple()
           ? objectives.ReferencePoint(feasible)
           : std::vector<double>{std::numeric_limits<double>::infinity()};
+  std::vector<std::shared_ptr<const surrogate::Surrogate>> others;
+  for (int i = 1; i < objectives.size(); ++i) {
+    METAOPT_ASSIGN_OR_RETURN(
+        OutputModel output,
+        FitOutputModel(study, inputs_of, pending,
+                       objectives.objective(i).name(),
+                       objectives.objective(i).goal(), reference[i], rng));
+    // The front and the reference in the model's units (an increasing warp
+    // keeps dominance).
+    for (objective::Point& p : feasible) p[i] = output.warp.Apply(p[i]);
+    reference[i] = output.warp.Apply(reference[i]);
+    others.push_back(std::move(output.model));
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<acquisition::ModeledConstraint> constraints,
+      FitConstraintModels(study, inputs_of, pending, rng));
   return std::unique_ptr<const acquisition::AcquisitionFunction>(
       new acquisition::ParetoAcquisition(std::move(others),
                                          std::move(constraints),
