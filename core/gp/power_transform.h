@@ -35,6 +35,11 @@ class PowerTransform {
   // for fewer than 3 values, values not all finite, or all equal.
   static PowerTransform Fit(absl::Span<const double> values);
 
+  // Box-Cox at lambda = 0: the natural logarithm (positive values only).
+  static PowerTransform Log() {
+    return PowerTransform(Family::kBoxCox, 0.0, 0.0, 1.0);
+  }
+
   // Whether Apply is defined at y (Box-Cox: y > 0; otherwise every finite y).
   bool InDomain(double y) const;
   // The warped value; strictly increasing in y on the domain.

@@ -56,7 +56,7 @@ absl::StatusOr<OutputModel> FitOutputModel(
     const StudyView& study, const InputsOf& inputs_of,
     const Eigen::MatrixXd& pending, const std::string& metric,
     std::optional<v1::Goal> goal, std::optional<double> also_warped,
-    space::Rng& rng) {
+    space::Rng& rng, const OutputPrior* prior) {
   std::vector<v1::Configuration> configs;
   std::vector<double> values;
   for (const v1::Trial& trial : *study.trials) {
@@ -72,7 +72,21 @@ absl::StatusOr<OutputModel> FitOutputModel(
         absl::StrCat("no observation reports metric \"", metric, "\""));
   }
   OutputModel out;
-  if (OutputWarpingOf(study.spec->algorithm()) == v1::OUTPUT_WARPING_POWER) {
+  TrainingData data;
+  METAOPT_ASSIGN_OR_RETURN(data.X, inputs_of(configs));
+  bool log_positive = prior != nullptr &&
+                      (!also_warped.has_value() || *also_warped > 0);
+  for (double v : values) log_positive = log_positive && v > 0;
+  if (log_positive) {
+    // Cost-aware transfer: the GP models what the prior does not explain.
+    METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd prior_mean,
+                             prior->log_mean(data.X));
+    out.warp = gp::PowerTransform::Log();
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = out.warp.Apply(values[i]) - prior_mean[i];
+    }
+  } else if (OutputWarpingOf(study.spec->algorithm()) ==
+             v1::OUTPUT_WARPING_POWER) {
     const gp::PowerTransform warp = gp::PowerTransform::Fit(values);
     std::vector<double> warped = values;
     bool usable = !also_warped.has_value() || warp.InDomain(*also_warped);
@@ -85,11 +99,9 @@ absl::StatusOr<OutputModel> FitOutputModel(
       values = std::move(warped);
     }
   }
-  TrainingData data;
-  METAOPT_ASSIGN_OR_RETURN(data.X, inputs_of(configs));
   data.y = Eigen::Map<const Eigen::VectorXd>(values.data(), values.size());
   METAOPT_ASSIGN_OR_RETURN(
-      gp::GaussianProcess prior,
+      gp::GaussianProcess defaults,
       gp::GaussianProcess::Create("matern52", data.X.cols()));
   // Fitted from the defaults on the first FittedPrefix(n) observations (at
   // most kOutputFitPoints of them), by one L-BFGS start of
@@ -103,7 +115,7 @@ absl::StatusOr<OutputModel> FitOutputModel(
   fitted_on.X = data.X.topRows(prefix);
   fitted_on.y = data.y.head(prefix);
   const TrainingData sample = FitSample(fitted_on, kOutputFitPoints);
-  OutputFitKey key{std::string(prior.kernel().name()), sample.X, sample.y,
+  OutputFitKey key{std::string(defaults.kernel().name()), sample.X, sample.y,
                    static_cast<uint64_t>(prefix), kOutputFitIterations};
   std::optional<gp::GaussianProcess> fitted =
       OutputFitCache::Global().Find(key);
@@ -114,7 +126,7 @@ absl::StatusOr<OutputModel> FitOutputModel(
     options.time_budget = absl::InfiniteDuration();
     options.seed = key.seed;
     METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior on_sample,
-                             gp::Fit(prior, sample.X, sample.y, options));
+                             gp::Fit(defaults, sample.X, sample.y, options));
     fitted = on_sample.model();
     OutputFitCache::Global().Insert(std::move(key), *fitted);
   }
@@ -122,6 +134,10 @@ absl::StatusOr<OutputModel> FitOutputModel(
                            gp::Condition(*fitted, data.X, data.y));
   out.model =
       std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
+  if (log_positive) {
+    out.model = std::make_shared<const surrogate::PriorMeanSurrogate>(
+        std::move(out.model), prior->log_mean);
+  }
   if (pending.rows() > 0) {
     METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const surrogate::Surrogate> with,
                              out.model->WithFantasies(pending));
@@ -161,7 +177,8 @@ std::string AcquisitionName(const v1::StudySpec& spec) {
 
 absl::StatusOr<std::unique_ptr<const acquisition::AcquisitionFunction>>
 ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
-                      const Eigen::MatrixXd& pending, space::Rng& rng) {
+                      const Eigen::MatrixXd& pending, space::Rng& rng,
+                      const std::vector<OutputPrior>& priors) {
   const objective::StudyObjectives objectives(*study.spec);
   // The incumbents: COMPLETED feasible trials only (a STOPPED trial's
   // constrained metrics are unknown).
@@ -173,11 +190,20 @@ ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
           : std::vector<double>{std::numeric_limits<double>::infinity()};
   std::vector<std::shared_ptr<const surrogate::Surrogate>> others;
   for (int i = 1; i < objectives.size(); ++i) {
+    const std::string& name = objectives.objective(i).name();
+    const OutputPrior* prior = nullptr;
+    for (const OutputPrior& p : priors) {
+      // A prior models a time or size to minimise.
+      if (p.metric == name &&
+          objectives.objective(i).goal() == v1::GOAL_MINIMIZE) {
+        prior = &p;
+      }
+    }
     METAOPT_ASSIGN_OR_RETURN(
         OutputModel output,
-        FitOutputModel(study, inputs_of, pending,
-                       objectives.objective(i).name(),
-                       objectives.objective(i).goal(), reference[i], rng));
+        FitOutputModel(study, inputs_of, pending, name,
+                       objectives.objective(i).goal(), reference[i], rng,
+                       prior));
     // The front and the reference in the model's units (an increasing warp
     // keeps dominance).
     for (objective::Point& p : feasible) p[i] = output.warp.Apply(p[i]);

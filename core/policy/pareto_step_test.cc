@@ -145,5 +145,46 @@ TEST_F(ParetoStepTest, ConstraintBoundsAreInTheirModelsUnits) {
   }
 }
 
+// Cost-aware transfer: a prior that knows how the time grows predicts it
+// far from the few observations; the GP only corrects an offset.
+TEST_F(ParetoStepTest, AnOutputPriorPredictsTheTimeFromFewObservations) {
+  trials_.resize(3);
+  // ln(seconds) as the prior knows it, off by a constant the GP must learn.
+  OutputPrior prior;
+  prior.metric = "fit_seconds";
+  prior.log_mean = [](const Eigen::MatrixXd& X)
+      -> absl::StatusOr<Eigen::VectorXd> {
+    const Eigen::ArrayXd lr = X.col(0).array() + 5;
+    return ((0.4 * X.col(1).array() + 0.2 * lr - 2) * std::log(10.0) + 0.5)
+        .matrix()
+        .eval();
+  };
+  space::Rng rng(1);
+  absl::StatusOr<OutputModel> with =
+      FitOutputModel(View(), Inputs(), Eigen::MatrixXd(0, 2), "fit_seconds",
+                     v1::GOAL_MINIMIZE, 10.0, rng, &prior);
+  ASSERT_THAT(with, IsOk());
+  EXPECT_EQ(with->warp.family(), gp::PowerTransform::Family::kBoxCox);
+  EXPECT_EQ(with->warp.lambda(), 0.0);
+  // Far corners of the space, never observed.
+  Eigen::MatrixXd far(2, 2);
+  far << -5.0, 2.0,  //
+      0.0, 10.0;
+  absl::StatusOr<gp::Prediction> at = with->model->Predict(far);
+  ASSERT_THAT(at, IsOk());
+  for (int i = 0; i < 2; ++i) {
+    const double truth =
+        (0.4 * far(i, 1) + 0.2 * (far(i, 0) + 5) - 2) * std::log(10.0);
+    EXPECT_NEAR(at->mean[i], truth, 0.6) << i;
+  }
+  // Values that are not all positive cannot be logged: no prior then.
+  trials_[1].mutable_metrics()->at("fit_seconds") = 0.0;
+  absl::StatusOr<OutputModel> zero =
+      FitOutputModel(View(), Inputs(), Eigen::MatrixXd(0, 2), "fit_seconds",
+                     v1::GOAL_MINIMIZE, 10.0, rng, &prior);
+  ASSERT_THAT(zero, IsOk());
+  EXPECT_EQ(zero->warp.family(), gp::PowerTransform::Family::kIdentity);
+}
+
 }  // namespace
 }  // namespace metaopt::policy
