@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <string>
 #include <utility>
 
 #include "Eigen/Cholesky"
@@ -73,19 +74,37 @@ absl::StatusOr<std::vector<OutputHead>> ReadOutputHeads(
   return heads;
 }
 
-absl::StatusOr<OutputHead> FitOutputHead(std::string metric,
-                                         const Eigen::MatrixXd& Z,
-                                         const Eigen::VectorXd& values,
-                                         double lambda) {
-  if (Z.rows() != values.size() || Z.rows() < 2) {
+namespace {
+
+// `X` with each group's column means taken out (rows of one group share a
+// label in `groups`; empty: one group).
+Eigen::MatrixXd CentredWithinGroups(const Eigen::MatrixXd& X,
+                                    const std::vector<int>& groups) {
+  std::map<int, std::pair<Eigen::RowVectorXd, int>> sums;
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    const int g = groups.empty() ? 0 : groups[i];
+    auto [it, added] = sums.try_emplace(
+        g, Eigen::RowVectorXd::Zero(X.cols()), 0);
+    it->second.first += X.row(i);
+    ++it->second.second;
+  }
+  Eigen::MatrixXd out = X;
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    const auto& [sum, count] = sums.at(groups.empty() ? 0 : groups[i]);
+    out.row(i) -= sum / count;
+  }
+  return out;
+}
+
+absl::Status CheckRows(const std::string& metric, const Eigen::MatrixXd& Z,
+                       const Eigen::VectorXd& values,
+                       const std::vector<int>& groups) {
+  if (Z.rows() != values.size() || Z.rows() < 2 ||
+      (!groups.empty() && static_cast<Eigen::Index>(groups.size()) != Z.rows())) {
     return absl::InvalidArgumentError(
         absl::StrCat("output head \"", metric, "\": ", Z.rows(),
-                     " embeddings and ", values.size(),
-                     " values; at least 2 of each, aligned"));
-  }
-  if (!(lambda >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "output head \"", metric, "\": lambda ", lambda, " is negative"));
+                     " embeddings, ", values.size(), " values and ",
+                     groups.size(), " groups; at least 2 rows, aligned"));
   }
   for (Eigen::Index i = 0; i < values.size(); ++i) {
     if (!(values[i] > 0) || !std::isfinite(values[i])) {
@@ -94,19 +113,47 @@ absl::StatusOr<OutputHead> FitOutputHead(std::string metric,
                        " at row ", i, " is not positive and finite"));
     }
   }
-  const Eigen::Index z = Z.cols();
-  Eigen::MatrixXd A(Z.rows(), z + 1);
-  A << Z, Eigen::VectorXd::Ones(Z.rows());
-  const Eigen::VectorXd y = values.array().log().matrix();
-  Eigen::MatrixXd gram = A.transpose() * A;
-  gram.diagonal().head(z).array() += lambda;
-  gram.diagonal()[z] += 1e-9 * (1.0 + gram(z, z));  // keeps it definite
-  const Eigen::VectorXd solution = gram.ldlt().solve(A.transpose() * y);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<OutputHead> FitOutputHead(std::string metric,
+                                         const Eigen::MatrixXd& Z,
+                                         const Eigen::VectorXd& values,
+                                         double lambda,
+                                         const std::vector<int>& groups) {
+  METAOPT_RETURN_IF_ERROR(CheckRows(metric, Z, values, groups));
+  if (!(lambda >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "output head \"", metric, "\": lambda ", lambda, " is negative"));
+  }
+  const Eigen::MatrixXd logs = values.array().log().matrix();
+  const Eigen::MatrixXd Zc = CentredWithinGroups(Z, groups);
+  const Eigen::VectorXd yc = CentredWithinGroups(logs, groups).col(0);
+  Eigen::MatrixXd gram = Zc.transpose() * Zc;
+  gram.diagonal().array() += lambda + 1e-9 * (1.0 + gram.diagonal().maxCoeff());
   OutputHead head;
   head.metric = std::move(metric);
-  head.weight = solution.head(z);
-  head.bias = solution[z];
+  head.weight = gram.ldlt().solve(Zc.transpose() * yc);
+  head.bias = logs.mean() - Z.colwise().mean().dot(head.weight);
   return head;
+}
+
+absl::StatusOr<double> WithinGroupLogRmse(const OutputHead* head,
+                                          const Eigen::MatrixXd& Z,
+                                          const Eigen::VectorXd& values,
+                                          const std::vector<int>& groups) {
+  const std::string metric = head == nullptr ? "constant" : head->metric;
+  METAOPT_RETURN_IF_ERROR(CheckRows(metric, Z, values, groups));
+  Eigen::MatrixXd error = values.array().log().matrix();
+  if (head != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd predicted, head->LogMean(Z));
+    error.col(0) -= predicted;
+  }
+  const Eigen::MatrixXd centred = CentredWithinGroups(error, groups);
+  return std::sqrt(centred.col(0).squaredNorm() /
+                   static_cast<double>(centred.rows()));
 }
 
 }  // namespace metaopt::surrogate

@@ -42,14 +42,27 @@ std::vector<v1::Tensor> OutputHeadTensors(const OutputHead& head);
 absl::StatusOr<std::vector<OutputHead>> ReadOutputHeads(
     const v1::ModelArtifact& artifact, int embedding_dim);
 
-// Ridge regression of log(values) on [Z, 1] (the bias not penalised):
-// weight and bias minimise |log v - Z w - b|^2 + lambda |w|^2.
-// INVALID_ARGUMENT for a non-positive value, mismatched sizes, fewer rows
-// than 2, or a negative lambda.
+// Ridge regression of log(values) on Z within groups (the tasks a row comes
+// from; `groups` empty: one group): each group's mean is taken out of its
+// rows' log values and embeddings, so the weights explain how the metric
+// varies across configurations of one task, not how tasks differ (a study's
+// GP learns its own level), minimising |centred log v - centred Z w|^2 +
+// lambda |w|^2; the bias is then the mean log value less the mean
+// embedding's prediction. INVALID_ARGUMENT for a non-positive value,
+// mismatched sizes, fewer rows than 2, or a negative lambda.
 absl::StatusOr<OutputHead> FitOutputHead(std::string metric,
                                          const Eigen::MatrixXd& Z,
                                          const Eigen::VectorXd& values,
-                                         double lambda);
+                                         double lambda,
+                                         const std::vector<int>& groups = {});
+
+// The root mean squared error of head's log predictions on rows (Z, values)
+// after each group's mean error is taken out (what a study's level leaves);
+// with `head` null, of a constant per group (the spread within groups).
+absl::StatusOr<double> WithinGroupLogRmse(const OutputHead* head,
+                                          const Eigen::MatrixXd& Z,
+                                          const Eigen::VectorXd& values,
+                                          const std::vector<int>& groups);
 
 }  // namespace metaopt::surrogate
 

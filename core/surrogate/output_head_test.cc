@@ -44,6 +44,36 @@ TEST(OutputHeadTest, RidgeRecoversALogLinearRelation) {
                        HasSubstr("embeddings of width 3, the head reads 4")));
 }
 
+TEST(OutputHeadTest, GroupsLevelsDoNotBiasTheWeights) {
+  // Three tasks whose times differ by a factor of 100 each, and whose
+  // configurations with larger z are slower on every task.
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> normal;
+  Eigen::MatrixXd Z(90, 2);
+  Eigen::VectorXd seconds(90);
+  std::vector<int> groups(90);
+  for (int i = 0; i < 90; ++i) {
+    groups[i] = i / 30;
+    // The tasks' embeddings drift with their level: a pooled fit would
+    // credit the drift with the level.
+    Z(i, 0) = normal(rng) + 3.0 * groups[i];
+    Z(i, 1) = normal(rng);
+    seconds[i] = std::exp(0.5 * Z(i, 1) - 0.25 * Z(i, 0) + 4.6 * groups[i]);
+  }
+  absl::StatusOr<OutputHead> head =
+      FitOutputHead("fit_seconds", Z, seconds, 0, groups);
+  ASSERT_THAT(head, IsOk());
+  EXPECT_NEAR(head->weight[0], -0.25, 1e-8);
+  EXPECT_NEAR(head->weight[1], 0.5, 1e-8);
+  // Within the tasks it explains everything; a constant per task does not.
+  absl::StatusOr<double> rmse = WithinGroupLogRmse(&*head, Z, seconds, groups);
+  absl::StatusOr<double> spread = WithinGroupLogRmse(nullptr, Z, seconds, groups);
+  ASSERT_THAT(rmse, IsOk());
+  ASSERT_THAT(spread, IsOk());
+  EXPECT_NEAR(*rmse, 0, 1e-8);
+  EXPECT_GT(*spread, 0.3);
+}
+
 TEST(OutputHeadTest, BadInputsAreRefused) {
   Eigen::MatrixXd Z = Eigen::MatrixXd::Ones(3, 2);
   Eigen::VectorXd values(3);
@@ -53,7 +83,7 @@ TEST(OutputHeadTest, BadInputsAreRefused) {
                        HasSubstr("value 0 at row 1 is not positive")));
   EXPECT_THAT(FitOutputHead("t", Z, Eigen::VectorXd::Ones(2), 0),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("3 embeddings and 2 values")));
+                       HasSubstr("3 embeddings, 2 values and 0 groups")));
   EXPECT_THAT(FitOutputHead("t", Z, Eigen::VectorXd::Ones(3), -1),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("lambda -1 is negative")));
