@@ -68,6 +68,12 @@ constexpr MethodRow kMethodTable[] = {
      true,
      "GP + EI on ParEGO's scalarisation of several objectives (a weight "
      "vector per Suggest), no transfer; with one objective the same as gp"},
+    {"gp-warp-power",
+     "kind: ALGORITHM_KIND_GP model: \"none\" output_warping: "
+     "OUTPUT_WARPING_POWER",
+     true,
+     "GP + EHVI (or EI x P(feasible)) with the further objectives' and "
+     "constrained metrics' GPs on power-transformed values"},
     {"gp+portfolio", "kind: ALGORITHM_KIND_GP model: \"{data}-portfolio\"",
      false, "GP + EI after the zero-shot portfolio of the registry model"},
     {"gp+metabu", "kind: ALGORITHM_KIND_GP model: \"{data}-portfolio\"", true,
@@ -75,6 +81,10 @@ constexpr MethodRow kMethodTable[] = {
     {"deeppipe", "kind: ALGORITHM_KIND_DEEPPIPE", true,
      "meta-learned deep-kernel GP (registry model matching the space), "
      "task-aware design first"},
+    {"deeppipe-warp-power",
+     "kind: ALGORITHM_KIND_DEEPPIPE output_warping: OUTPUT_WARPING_POWER", true,
+     "DeepPipe with the further objectives' and constrained metrics' GPs on "
+     "power-transformed values"},
     {"deeppipe-portfolio", "kind: ALGORITHM_KIND_DEEPPIPE", false,
      "meta-learned deep-kernel GP after the fixed portfolio (no "
      "meta-features)"},

@@ -205,32 +205,6 @@ void ClearExtractors(v1::ModelArtifact* artifact) {
   }
 }
 
-// The newest version of `name` that loads.
-absl::StatusOr<std::shared_ptr<const registry::LoadedModel>> NewestVersion(
-    const std::string& registry_dir, const std::string& name) {
-  std::vector<int64_t> versions;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(
-           std::filesystem::path(registry_dir) / name, ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    if (auto v = registry::ParseVersionDirName(it->path().filename().string());
-        v.has_value()) {
-      versions.push_back(*v);
-    }
-  }
-  std::sort(versions.rbegin(), versions.rend());
-  absl::Status last = absl::NotFoundError(absl::StrCat(
-      "--name: model \"", name, "\" has no version in ", registry_dir,
-      "; --kind metabu adds a design to an existing model (train it first, "
-      "e.g. --kind portfolio)"));
-  for (int64_t version : versions) {
-    auto model = registry::ReadModelVersion(registry_dir, name, version);
-    if (model.ok()) return model;
-    last = model.status();
-  }
-  return last;
-}
-
 // Standardizes meta-features with training statistics; a missing feature
 // takes the training mean (0 after standardization).
 struct FeatureScaler {
@@ -405,7 +379,8 @@ absl::StatusOr<v1::ModelArtifact> TrainMetabu(
                      " has no metafeatures.csv: Metabu maps meta-features"));
   }
   METAOPT_ASSIGN_OR_RETURN(std::shared_ptr<const registry::LoadedModel> base,
-                           NewestVersion(options.registry_dir, options.name));
+                           NewestModelVersion(options.registry_dir, options.name,
+                                              "metabu"));
   std::optional<LearnedSplits> learned;
   if (flags.features != "engineered" && flags.design != "portfolio") {
     METAOPT_ASSIGN_OR_RETURN(

@@ -146,9 +146,36 @@ void Progress::Step(std::string_view what, int64_t done, int64_t total) {
   Log(absl::StrCat(ToAbsl(what), " ", done, "/", total));
 }
 
+absl::StatusOr<std::shared_ptr<const registry::LoadedModel>>
+NewestModelVersion(const std::string& registry_dir, const std::string& name,
+                   std::string_view kind) {
+  std::vector<int64_t> versions;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(
+           std::filesystem::path(registry_dir) / name, ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (auto v = registry::ParseVersionDirName(it->path().filename().string());
+        v.has_value()) {
+      versions.push_back(*v);
+    }
+  }
+  std::sort(versions.rbegin(), versions.rend());
+  absl::Status last = absl::NotFoundError(absl::StrCat(
+      "--name: model \"", name, "\" has no version in ", registry_dir,
+      "; --kind ", std::string(kind),
+      " adds to an existing model (train it first)"));
+  for (int64_t version : versions) {
+    auto model = registry::ReadModelVersion(registry_dir, name, version);
+    if (model.ok()) return model;
+    last = model.status();
+  }
+  return last;
+}
+
 const std::vector<std::string>& KnownKinds() {
   static const auto* kinds = new std::vector<std::string>{
-      "portfolio", "deeppipe", "pmf", "metabu", "grosi", "fsbo"};
+      "portfolio", "deeppipe", "pmf", "metabu", "grosi", "fsbo",
+      "output-head"};
   return *kinds;
 }
 

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@
 #include "absl/time/time.h"
 #include "core/meta_dataset/meta_dataset.h"
 #include "core/meta_training/portfolio.h"
+#include "core/registry/artifact.h"
 #include "core/space/random.h"
 #include "google/protobuf/map.h"
 #include "metaopt/v1/model.pb.h"
@@ -118,6 +120,13 @@ const std::vector<std::string>& KnownKinds();
 
 // The kinds built into this binary (defined in train_main.cc).
 std::vector<TrainerKind> BuiltinTrainerKinds();
+
+// The newest version of model `name` in `registry_dir` that loads, for a
+// kind that adds to an existing model (`kind`, named in the NOT_FOUND error
+// when there is none).
+absl::StatusOr<std::shared_ptr<const registry::LoadedModel>>
+NewestModelVersion(const std::string& registry_dir, const std::string& name,
+                   std::string_view kind);
 
 // The last component of `data_dir` as an absolute, normalised path ("oboe"
 // for "data/oboe/" or "../data/oboe").

@@ -12,6 +12,7 @@
 #include "core/meta_training/fsbo_train.h"
 #include "core/meta_training/grosi_train.h"
 #include "core/meta_training/metabu_train.h"
+#include "core/meta_training/output_head_train.h"
 #include "core/meta_training/pmf_train.h"
 #include "core/meta_training/portfolio_train.h"
 #include "core/meta_training/train_common.h"
@@ -27,6 +28,7 @@ std::vector<TrainerKind> BuiltinTrainerKinds() {
       MetabuTrainerKind(),
       GrosiTrainerKind(),
       FsboTrainerKind(),
+      OutputHeadTrainerKind(),
   };
 }
 

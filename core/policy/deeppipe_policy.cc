@@ -369,10 +369,23 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
       options.suggest_scope == surrogate::FineTuneScope::kKernel) {
     METAOPT_ASSIGN_OR_RETURN(embedded, EmbedCatalogue(*shared, catalogue));
   }
-  return std::shared_ptr<const DeepPipePolicy>(new DeepPipePolicy(
+  std::vector<surrogate::OutputHead> heads;
+  if (meta_learned) {
+    absl::StatusOr<std::vector<surrogate::OutputHead>> read =
+        surrogate::ReadOutputHeads(model->artifact, shared->embedding_dim());
+    if (!read.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model ", model->reference(), ": ",
+                       read.status().message()));
+    }
+    heads = *std::move(read);
+  }
+  auto policy = std::shared_ptr<DeepPipePolicy>(new DeepPipePolicy(
       spec.objective().goal(), meta_learned, initial_trials,
       std::move(portfolio), std::move(shared), std::move(catalogue),
       std::move(embedded), *std::move(state), std::move(options)));
+  policy->output_heads_ = std::move(heads);
+  return std::shared_ptr<const DeepPipePolicy>(std::move(policy));
 }
 
 DeepPipePolicy::DeepPipePolicy(
@@ -420,10 +433,12 @@ PolicyUpdate DeepPipePolicy::WithModel(
     embedded = reembedded.ok() ? *std::move(reembedded) : nullptr;
   }
   PolicyUpdate update;
-  update.policy = std::shared_ptr<const DeepPipePolicy>(new DeepPipePolicy(
+  auto next = std::shared_ptr<DeepPipePolicy>(new DeepPipePolicy(
       goal_, meta_learned_, initial_trials_, portfolio_,
       std::make_shared<const surrogate::DeepPipeModel>(model), catalogue_,
       std::move(embedded), std::move(state), options_));
+  next->output_heads_ = output_heads_;
+  update.policy = std::move(next);
   update.state = wrapper.SerializeAsString();
   return update;
 }
@@ -468,6 +483,7 @@ DeepPipePolicy::ScheduledKernelModel(
       goal_, meta_learned_, initial_trials_, portfolio_, model_, catalogue_,
       embedded_catalogue_, state_, options_));
   policy->scheduled_ = scheduled;
+  policy->output_heads_ = output_heads_;
   v1::PolicyState wrapper;
   *wrapper.mutable_deeppipe() = state_;
   PolicyUpdate kept_fit;
@@ -581,6 +597,7 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
         }
         out.model = std::move(weighed->surrogate);
         out.catalogue = catalogue_.get();
+        out.output_priors = OutputPriors(fitted);
         return out;
       }
       LogWarning(absl::StrCat("DeepPipe plain-GP ensemble failed (",
@@ -595,13 +612,32 @@ SurrogateSuggestSteps DeepPipePolicy::Steps() const {
       out.inputs = [fitted](const Eigen::MatrixXd& X) {
         return fitted->Embed(X);
       };
+      out.output_priors = OutputPriors(nullptr);
     } else {
       out.model = std::move(posterior);
       out.catalogue = catalogue_.get();
+      out.output_priors = OutputPriors(fitted);
     }
     return out;
   };
   return steps;
+}
+
+std::vector<OutputPrior> DeepPipePolicy::OutputPriors(
+    std::shared_ptr<const surrogate::DeepPipeModel> embed) const {
+  std::vector<OutputPrior> priors;
+  for (const surrogate::OutputHead& head : output_heads_) {
+    OutputPrior prior;
+    prior.metric = head.metric;
+    prior.log_mean = [head, embed](const Eigen::MatrixXd& X)
+        -> absl::StatusOr<Eigen::VectorXd> {
+      if (embed == nullptr) return head.LogMean(X);
+      METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, embed->Embed(X));
+      return head.LogMean(Z);
+    };
+    priors.push_back(std::move(prior));
+  }
+  return priors;
 }
 
 absl::StatusOr<FineTuneResult> DeepPipePolicy::FineTune(

@@ -16,6 +16,7 @@
 #include "core/policy/policy.h"
 #include "core/registry/artifact.h"
 #include "core/surrogate/deeppipe_model.h"
+#include "core/surrogate/output_head.h"
 #include "core/surrogate/ranking_ensemble.h"
 #include "metaopt/v1/policy_state.pb.h"
 
@@ -233,6 +234,10 @@ class DeepPipePolicy final : public Policy {
 
   // This policy with `model`'s parameters as the new base (and `plain_gp`
   // as the plain GP's state; null: unchanged).
+  // The output heads as priors of the Pareto step at the model's inputs:
+  // embeddings when `embed` is null, else encodings that `embed` embeds.
+  std::vector<OutputPrior> OutputPriors(
+      std::shared_ptr<const surrogate::DeepPipeModel> embed) const;
   PolicyUpdate WithModel(const surrogate::DeepPipeModel& model,
                          int64_t observations,
                          const v1::GpPolicyState* plain_gp = nullptr) const;
@@ -261,6 +266,9 @@ class DeepPipePolicy final : public Policy {
   std::shared_ptr<const ScheduledKernel> scheduled_;
   // What a PreparedSurrogate of this instance is matched by.
   const uint64_t instance_id_ = NewPolicyInstanceId();
+  // The model's output heads (cost-aware transfer), set once after
+  // construction.
+  std::vector<surrogate::OutputHead> output_heads_;
 };
 
 }  // namespace metaopt::policy

@@ -4,6 +4,7 @@
 // own files.
 #include "core/policy/deeppipe_policy.h"
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@
 #include "tests/testutil/deeppipe_catalogue_study.h"
 #include "core/policy/policy_factory.h"
 #include "core/policy/model_binding.h"
+#include "core/surrogate/output_head.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
@@ -24,6 +26,7 @@ namespace {
 using deeppipe_test::CatalogueSpec;
 using deeppipe_test::Completed;
 using deeppipe_test::MetaModel;
+using ::metaopt::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // The expected-improvement pick of `surrogate` over the catalogue entries that
@@ -188,6 +191,70 @@ TEST(DeepPipePolicyTest, SeveralObjectivesAndAConstraintSuggestByEhvi) {
     }
   }
   EXPECT_THAT(source, HasSubstr("ehvi"));
+}
+
+// MetaModel(spec) with an output head for "seconds" of the given weights
+// (one per embedding dimension).
+std::shared_ptr<const registry::LoadedModel> WithSecondsHead(
+    const v1::StudySpec& spec, const Eigen::VectorXd& weight) {
+  v1::ModelArtifact artifact = MetaModel(spec)->artifact;
+  surrogate::OutputHead head;
+  head.metric = "seconds";
+  head.weight = weight;
+  head.bias = 0.5;
+  for (v1::Tensor& t : surrogate::OutputHeadTensors(head)) {
+    *artifact.add_tensors() = std::move(t);
+  }
+  auto space = space::SearchSpace::Create(spec.search_space());
+  return registry::LoadedModel::Create("dp", 2, artifact, v1::ModelManifest(),
+                                       *std::move(space), absl::UnixEpoch())
+      .value();
+}
+
+// Cost-aware transfer: with a head for the further objective "seconds" the
+// Pareto step models it around the head's prediction, which changes the
+// picks; a misshapen head is refused at creation.
+TEST(DeepPipePolicyTest, AnOutputHeadModelsItsFurtherObjective) {
+  v1::StudySpec spec = CatalogueSpec();
+  spec.mutable_objective()->set_name("error");
+  *spec.add_objectives() = spec.objective();
+  v1::Objective* seconds = spec.add_objectives();
+  seconds->set_name("seconds");
+  seconds->set_goal(v1::GOAL_MINIMIZE);
+  auto space = space::SearchSpace::Create(spec.search_space());
+  const int z = MetaModel(spec)->servable.deeppipe->embedding_dim();
+  auto run = [&](std::shared_ptr<const registry::LoadedModel> model) {
+    std::vector<std::string> picks;
+    auto policy = CreatePolicy(spec, std::nullopt, model);
+    EXPECT_TRUE(policy.ok()) << policy.status();
+    if (!policy.ok()) return picks;
+    std::vector<v1::Trial> trials;
+    StudyView view{&spec, &*space, &trials};
+    space::Rng rng(5);
+    for (int step = 0; step < 8; ++step) {
+      auto r = (*policy)->Suggest(view, 1, rng);
+      EXPECT_TRUE(r.ok()) << r.status();
+      if (!r.ok() || r->configurations.empty()) break;
+      v1::Trial t = Completed(static_cast<int64_t>(trials.size()) + 1,
+                              r->configurations[0]);
+      (*t.mutable_metrics())["error"] = t.value();
+      (*t.mutable_metrics())["seconds"] = std::exp(3 * t.value());
+      picks.push_back(space::ConfigurationKey(r->configurations[0]));
+      trials.push_back(std::move(t));
+    }
+    return picks;
+  };
+  const std::vector<std::string> plain = run(MetaModel(spec));
+  const std::vector<std::string> headed =
+      run(WithSecondsHead(spec, Eigen::VectorXd::LinSpaced(z, -4, 4)));
+  ASSERT_EQ(plain.size(), 8u);
+  ASSERT_EQ(headed.size(), 8u);
+  EXPECT_NE(plain, headed);
+  EXPECT_THAT(CreatePolicy(spec, std::nullopt,
+                           WithSecondsHead(spec, Eigen::VectorXd::Ones(z + 1)))
+                  .status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("output_head/seconds/weight")));
 }
 
 TEST(DeepPipePolicyTest, FineTuneLowersTheLossAndPersists) {

@@ -149,7 +149,8 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
         owned, ParegoStepAcquisition(study, *parego, inputs_of, pending, rng));
   } else if (SeveralOutputs(*study.spec)) {
     METAOPT_ASSIGN_OR_RETURN(
-        owned, ParetoStepAcquisition(study, inputs_of, pending, rng));
+        owned, ParetoStepAcquisition(study, inputs_of, pending, rng,
+                                     fitted.output_priors));
   } else {
     owned = std::make_unique<acquisition::LogExpectedImprovementFunction>(
         data.y.minCoeff());

@@ -14,6 +14,7 @@
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "core/acquisition/acquisition_search.h"
+#include "core/policy/pareto_step.h"
 #include "core/policy/policy.h"
 #include "core/space/encoding.h"
 #include "core/surrogate/surrogate.h"
@@ -57,6 +58,10 @@ struct FittedSurrogate {
   // Maps encoded configurations (pending ones) to the model's inputs when
   // those are not the encodings themselves (null: the identity).
   std::function<absl::StatusOr<Eigen::MatrixXd>(const Eigen::MatrixXd&)> inputs;
+  // Meta-learned models of further objectives (cost-aware transfer) at the
+  // model's inputs, read by the Pareto step of a study with several
+  // objectives.
+  std::vector<OutputPrior> output_priors;
 };
 
 // What a surrogate-based policy plugs into SuggestWithSurrogate.

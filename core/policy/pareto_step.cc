@@ -1,6 +1,7 @@
 #include "core/policy/pareto_step.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -19,6 +20,10 @@
 
 namespace metaopt::policy {
 namespace {
+
+// The output warping of a study that leaves spec.algorithm.output_warping
+// unset (docs/algorithms.md "Output warping").
+constexpr v1::OutputWarping kDefaultOutputWarping = v1::OUTPUT_WARPING_NONE;
 
 // The hyperparameter fit of each other output's GP (FitOutputModel).
 constexpr int kOutputFitIterations = 30;
@@ -40,10 +45,18 @@ int64_t FittedPrefix(int64_t n) {
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
+v1::OutputWarping OutputWarpingOf(const v1::AlgorithmSpec& algorithm) {
+  if (algorithm.output_warping() != v1::OUTPUT_WARPING_UNSPECIFIED) {
+    return algorithm.output_warping();
+  }
+  return kDefaultOutputWarping;
+}
+
+absl::StatusOr<OutputModel> FitOutputModel(
     const StudyView& study, const InputsOf& inputs_of,
     const Eigen::MatrixXd& pending, const std::string& metric,
-    std::optional<v1::Goal> goal, space::Rng& rng) {
+    std::optional<v1::Goal> goal, std::optional<double> also_warped,
+    space::Rng& rng, const OutputPrior* prior) {
   std::vector<v1::Configuration> configs;
   std::vector<double> values;
   for (const v1::Trial& trial : *study.trials) {
@@ -58,11 +71,37 @@ absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
     return absl::FailedPreconditionError(
         absl::StrCat("no observation reports metric \"", metric, "\""));
   }
+  OutputModel out;
   TrainingData data;
   METAOPT_ASSIGN_OR_RETURN(data.X, inputs_of(configs));
+  bool log_positive = prior != nullptr &&
+                      (!also_warped.has_value() || *also_warped > 0);
+  for (double v : values) log_positive = log_positive && v > 0;
+  if (log_positive) {
+    // Cost-aware transfer: the GP models what the prior does not explain.
+    METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd prior_mean,
+                             prior->log_mean(data.X));
+    out.warp = gp::PowerTransform::Log();
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = out.warp.Apply(values[i]) - prior_mean[i];
+    }
+  } else if (OutputWarpingOf(study.spec->algorithm()) ==
+             v1::OUTPUT_WARPING_POWER) {
+    const gp::PowerTransform warp = gp::PowerTransform::Fit(values);
+    std::vector<double> warped = values;
+    bool usable = !also_warped.has_value() || warp.InDomain(*also_warped);
+    for (double& v : warped) {
+      v = warp.Apply(v);
+      usable = usable && std::isfinite(v);
+    }
+    if (usable) {
+      out.warp = warp;
+      values = std::move(warped);
+    }
+  }
   data.y = Eigen::Map<const Eigen::VectorXd>(values.data(), values.size());
   METAOPT_ASSIGN_OR_RETURN(
-      gp::GaussianProcess prior,
+      gp::GaussianProcess defaults,
       gp::GaussianProcess::Create("matern52", data.X.cols()));
   // Fitted from the defaults on the first FittedPrefix(n) observations (at
   // most kOutputFitPoints of them), by one L-BFGS start of
@@ -76,7 +115,7 @@ absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
   fitted_on.X = data.X.topRows(prefix);
   fitted_on.y = data.y.head(prefix);
   const TrainingData sample = FitSample(fitted_on, kOutputFitPoints);
-  OutputFitKey key{std::string(prior.kernel().name()), sample.X, sample.y,
+  OutputFitKey key{std::string(defaults.kernel().name()), sample.X, sample.y,
                    static_cast<uint64_t>(prefix), kOutputFitIterations};
   std::optional<gp::GaussianProcess> fitted =
       OutputFitCache::Global().Find(key);
@@ -87,20 +126,24 @@ absl::StatusOr<std::shared_ptr<const surrogate::Surrogate>> FitOutputModel(
     options.time_budget = absl::InfiniteDuration();
     options.seed = key.seed;
     METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior on_sample,
-                             gp::Fit(prior, sample.X, sample.y, options));
+                             gp::Fit(defaults, sample.X, sample.y, options));
     fitted = on_sample.model();
     OutputFitCache::Global().Insert(std::move(key), *fitted);
   }
   METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
                            gp::Condition(*fitted, data.X, data.y));
-  std::shared_ptr<const surrogate::Surrogate> model =
+  out.model =
       std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
+  if (log_positive) {
+    out.model = std::make_shared<const surrogate::PriorMeanSurrogate>(
+        std::move(out.model), prior->log_mean);
+  }
   if (pending.rows() > 0) {
     METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const surrogate::Surrogate> with,
-                             model->WithFantasies(pending));
-    model = std::move(with);
+                             out.model->WithFantasies(pending));
+    out.model = std::move(with);
   }
-  return model;
+  return out;
 }
 
 absl::StatusOr<std::vector<acquisition::ModeledConstraint>>
@@ -111,10 +154,12 @@ FitConstraintModels(const StudyView& study, const InputsOf& inputs_of,
   for (const objective::Constraint& constraint : objectives.constraints()) {
     acquisition::ModeledConstraint modeled;
     METAOPT_ASSIGN_OR_RETURN(
-        modeled.model, FitOutputModel(study, inputs_of, pending,
-                                      constraint.metric, std::nullopt, rng));
+        OutputModel output,
+        FitOutputModel(study, inputs_of, pending, constraint.metric,
+                       std::nullopt, constraint.bound, rng));
+    modeled.model = std::move(output.model);
     modeled.at_most = constraint.sense == objective::Constraint::Sense::kAtMost;
-    modeled.bound = constraint.bound;
+    modeled.bound = output.warp.Apply(constraint.bound);
     constraints.push_back(std::move(modeled));
   }
   return constraints;
@@ -132,20 +177,9 @@ std::string AcquisitionName(const v1::StudySpec& spec) {
 
 absl::StatusOr<std::unique_ptr<const acquisition::AcquisitionFunction>>
 ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
-                      const Eigen::MatrixXd& pending, space::Rng& rng) {
+                      const Eigen::MatrixXd& pending, space::Rng& rng,
+                      const std::vector<OutputPrior>& priors) {
   const objective::StudyObjectives objectives(*study.spec);
-  std::vector<std::shared_ptr<const surrogate::Surrogate>> others;
-  for (int i = 1; i < objectives.size(); ++i) {
-    METAOPT_ASSIGN_OR_RETURN(
-        std::shared_ptr<const surrogate::Surrogate> model,
-        FitOutputModel(study, inputs_of, pending,
-                       objectives.objective(i).name(),
-                       objectives.objective(i).goal(), rng));
-    others.push_back(std::move(model));
-  }
-  METAOPT_ASSIGN_OR_RETURN(
-      std::vector<acquisition::ModeledConstraint> constraints,
-      FitConstraintModels(study, inputs_of, pending, rng));
   // The incumbents: COMPLETED feasible trials only (a STOPPED trial's
   // constrained metrics are unknown).
   std::vector<objective::Point> feasible =
@@ -154,6 +188,31 @@ ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
       objectives.multiple()
           ? objectives.ReferencePoint(feasible)
           : std::vector<double>{std::numeric_limits<double>::infinity()};
+  std::vector<std::shared_ptr<const surrogate::Surrogate>> others;
+  for (int i = 1; i < objectives.size(); ++i) {
+    const std::string& name = objectives.objective(i).name();
+    const OutputPrior* prior = nullptr;
+    for (const OutputPrior& p : priors) {
+      // A prior models a time or size to minimise.
+      if (p.metric == name &&
+          objectives.objective(i).goal() == v1::GOAL_MINIMIZE) {
+        prior = &p;
+      }
+    }
+    METAOPT_ASSIGN_OR_RETURN(
+        OutputModel output,
+        FitOutputModel(study, inputs_of, pending, name,
+                       objectives.objective(i).goal(), reference[i], rng,
+                       prior));
+    // The front and the reference in the model's units (an increasing warp
+    // keeps dominance).
+    for (objective::Point& p : feasible) p[i] = output.warp.Apply(p[i]);
+    reference[i] = output.warp.Apply(reference[i]);
+    others.push_back(std::move(output.model));
+  }
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<acquisition::ModeledConstraint> constraints,
+      FitConstraintModels(study, inputs_of, pending, rng));
   return std::unique_ptr<const acquisition::AcquisitionFunction>(
       new acquisition::ParetoAcquisition(std::move(others),
                                          std::move(constraints),

@@ -230,6 +230,13 @@ absl::Status CheckObjectivesSupported(const v1::StudySpec& spec) {
         "MULTI_OBJECTIVE_ACQUISITION_EHVI or "
         "MULTI_OBJECTIVE_ACQUISITION_PAREGO (or leave it unset)"));
   }
+  if (!v1::OutputWarping_IsValid(spec.algorithm().output_warping())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.algorithm.output_warping: ",
+        static_cast<int>(spec.algorithm().output_warping()),
+        " is not an OutputWarping; set OUTPUT_WARPING_NONE or "
+        "OUTPUT_WARPING_POWER (or leave it unset)"));
+  }
   if (spec.objectives_size() > 1 && !d->ehvi && !d->parego) {
     return absl::InvalidArgumentError(absl::StrCat(
         "spec.objectives: ", spec.objectives_size(), " objectives; ", kind,

@@ -257,6 +257,48 @@ TEST_F(ObjectivesTest, TheMultiObjectiveAcquisitionIsValidated) {
   EXPECT_THAT(Create(one), IsOk());
 }
 
+TEST_F(ObjectivesTest, TheOutputWarpingIsValidated) {
+  v1::StudySpec unknown = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  unknown.mutable_algorithm()->set_output_warping(
+      static_cast<v1::OutputWarping>(9));
+  EXPECT_THAT(Create(unknown),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("spec.algorithm.output_warping: 9 is not an "
+                                 "OutputWarping")));
+}
+
+// The power warp of fit_seconds and memory_mb changes what the Pareto step
+// models, so the suggestions after the design differ from the unwarped ones.
+TEST_F(ObjectivesTest, PowerWarpingRunsEndToEndAndChangesTheSuggestions) {
+  v1::StudySpec none = TwoObjectiveSpec(v1::ALGORITHM_KIND_GP);
+  none.mutable_algorithm()->set_output_warping(v1::OUTPUT_WARPING_NONE);
+  v1::StudySpec power = none;
+  power.mutable_algorithm()->set_output_warping(v1::OUTPUT_WARPING_POWER);
+  ASSERT_THAT(Create(none), IsOk());
+  ASSERT_THAT(Create(power, "power"), IsOk());
+  std::string source;
+  for (int i = 0; i < 14; ++i) {
+    Step();
+    source = Step("power");
+  }
+  EXPECT_EQ(source, "gp/ehvi");
+  const std::vector<v1::Trial> a = AllTrials();
+  const std::vector<v1::Trial> b = AllTrials("power");
+  int differ = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].configuration().DebugString() !=
+        b[i].configuration().DebugString()) {
+      ++differ;
+    }
+  }
+  EXPECT_GT(differ, 0);
+  // The initial design does not model anything: the same five.
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(a[i].configuration().DebugString(),
+              b[i].configuration().DebugString());
+  }
+}
+
 TEST_F(ObjectivesTest, ObjectivesAreStoredCanonically) {
   v1::StudySpec spec = TwoObjectiveSpec(v1::ALGORITHM_KIND_RANDOM);
   spec.clear_objective();

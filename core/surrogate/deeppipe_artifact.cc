@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/common/status_macros.h"
 #include "core/nn/tensor_io.h"
 #include "core/surrogate/deeppipe_model.h"
+#include "core/surrogate/output_head.h"
 
 namespace metaopt::surrogate {
 namespace {
@@ -142,7 +144,9 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
   absl::flat_hash_set<std::string> expected_names;
   for (const v1::Tensor& t : expected) expected_names.insert(t.name());
   for (const v1::Tensor& t : artifact.tensors()) {
-    if (!expected_names.contains(t.name())) {
+    // Output heads (output_head.h) ride along; the policy reads them.
+    if (!expected_names.contains(t.name()) &&
+        !absl::StartsWith(t.name(), kOutputHeadPrefix)) {
       return absl::InvalidArgumentError(absl::StrCat(
           "artifact.tensors: unexpected tensor \"", t.name(), "\""));
     }
