@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "Eigen/Core"
+#include "core/gp/gaussian_process.h"
 #include "core/surrogate/deeppipe_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -147,6 +148,37 @@ TEST(FsboDeepKernelTest, FineTunesEitherScopeAndKeepsTheMeanAtZero) {
     const bool network_moved =
         tuned.model.parameters().head(net) != model.parameters().head(net);
     EXPECT_EQ(network_moved, scope == FineTuneScope::kFull);
+  }
+}
+
+// Predict embeds a large query in blocks (DeepPipeSurrogate::kEmbedBlock);
+// its predictions are those of the whole query embedded at once, bit for bit,
+// whether the last block is short, takes a single leftover row or is full.
+TEST(FsboDeepKernelTest, BlockwisePredictEqualsWholeEmbeddingBitForBit) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), FsboArchitecture(), 5));
+  const Data observed = Sample(model, 20, 2);
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const DeepPipeSurrogate> post,
+                               model.Posterior(observed.X, observed.y));
+  constexpr int kBlock = static_cast<int>(DeepPipeSurrogate::kEmbedBlock);
+  static_assert(kBlock % gp::GpPosterior::kPredictBlock == 0);
+  const Data catalogue = Sample(model, 2 * kBlock + 301, 3);
+  for (int m : {2 * kBlock + 301, 2 * kBlock + 1, 2 * kBlock, kBlock + 1,
+                kBlock + 2, 7}) {
+    const Eigen::MatrixXd X = catalogue.X.topRows(m);
+    METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction blocked, post->Predict(X));
+    METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd Z, model.Embed(X));
+    METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction whole,
+                                 post->PredictEmbedded(Z));
+    ASSERT_EQ(blocked.mean.size(), m);
+    ASSERT_EQ(blocked.variance.size(), m);
+    int differ = 0;
+    for (int i = 0; i < m; ++i) {
+      differ += blocked.mean[i] != whole.mean[i] ||
+                blocked.variance[i] != whole.variance[i];
+    }
+    EXPECT_EQ(differ, 0) << "rows " << m;
   }
 }
 
