@@ -17,6 +17,8 @@ namespace {
 using deeppipe_testing::Data;
 using deeppipe_testing::Sample;
 using deeppipe_testing::TestSpace;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
 
 // FSBO's shape, narrowed so that every parameter can be probed.
 DeepPipeArchitecture SmallFsbo() {
@@ -102,6 +104,45 @@ TEST(FsboDeepKernelTest, TargetsAreNotStandardised) {
   METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel standardised,
                                DeepPipeModel::Create(TestSpace(), deeppipe, 3));
   EXPECT_NEAR(standardised.TargetStandardization(y).offset, y.mean(), 1e-12);
+}
+
+TEST(FsboDeepKernelTest, TargetStandardizationOptionRoundTrips) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model, DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
+  EXPECT_FALSE(model.standardizes_fsbo_targets());
+  model.set_standardize_fsbo_targets(true);
+  const Data data = Sample(model, 8, 4);
+  const Eigen::VectorXd y = 0.9 + 0.01 * data.y.array();
+  EXPECT_NEAR(model.TargetStandardization(y).offset, y.mean(), 1e-12);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto posterior, model.Posterior(data.X, y));
+  EXPECT_NEAR(posterior->posterior().standardization().offset, y.mean(),
+              1e-12);
+  v1::ModelArtifact artifact;
+  model.ToArtifact(&artifact);
+  EXPECT_EQ(artifact.normalization().at("target_standardization"), 1.0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel back,
+                               DeepPipeModel::FromArtifact(artifact));
+  EXPECT_TRUE(back.standardizes_fsbo_targets());
+  // Without the entry (older artifacts): the paper's raw targets.
+  artifact.mutable_normalization()->erase("target_standardization");
+  METAOPT_ASSERT_OK_AND_ASSIGN(back, DeepPipeModel::FromArtifact(artifact));
+  EXPECT_FALSE(back.standardizes_fsbo_targets());
+  (*artifact.mutable_normalization())["target_standardization"] = 0.5;
+  EXPECT_THAT(DeepPipeModel::FromArtifact(artifact).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("target_standardization")));
+  // A DeepPipe model always standardises: 0 is refused.
+  DeepPipeArchitecture deeppipe = SmallFsbo();
+  deeppipe.gp = DeepKernelGp::kDeepPipe;
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel dp,
+                               DeepPipeModel::Create(TestSpace(), deeppipe, 3));
+  v1::ModelArtifact dp_artifact;
+  dp.ToArtifact(&dp_artifact);
+  EXPECT_EQ(dp_artifact.normalization().at("target_standardization"), 1.0);
+  (*dp_artifact.mutable_normalization())["target_standardization"] = 0;
+  EXPECT_THAT(DeepPipeModel::FromArtifact(dp_artifact).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("target_standardization")));
 }
 
 TEST(FsboDeepKernelTest, ArtifactRecordsFsboAndRoundTrips) {
