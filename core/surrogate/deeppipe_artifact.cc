@@ -121,9 +121,9 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
   if (auto it = artifact.normalization().find("target_standardization");
       it != artifact.normalization().end()) {
     if (it->second != 0.0 && it->second != 1.0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("artifact.normalization[\"target_standardization\"]: ",
-                       it->second, ", expected 0 or 1"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "artifact.normalization[\"target_standardization\"]: ", it->second,
+          ", expected 0 or 1"));
     }
     if (it->second == 0.0 && arch.gp == DeepKernelGp::kDeepPipe) {
       return absl::InvalidArgumentError(
