@@ -1,4 +1,4 @@
-// Speed of one GP or DeepPipe Suggest end to end (policy: fit schedule or
+// Speed of one GP, DeepPipe or FSBO Suggest end to end (policy: fit schedule or
 // kernel fine-tune, fantasies, acquisition search), at n = 20 ... 2,000
 // observations over a 5,000-entry catalogue (names n:<N>/catalogue:5000), at
 // n = 100 over a continuous 10-dimensional space, and right after one new
@@ -377,15 +377,21 @@ void BM_GpSuggestAfterObserve(benchmark::State& state) {
 // fine-tune for n (so the timed Suggest reuses it, as most Suggests do under
 // the schedule) unless `refit`: then every timed Suggest runs it (100 Adam
 // steps on the scheduled prefix of the observations, at most 128 of them).
+// With `fsbo`: ALGORITHM_KIND_FSBO over a MODEL_KIND_FSBO model
+// (surrogate::FsboArchitecture, randomly initialised).
 PolicySetup MakeDeepPipeSetupFor(v1::StudySpec spec, int n, bool refit,
-                                 space::Rng& rng, bool concentrated = false) {
+                                 space::Rng& rng, bool concentrated = false,
+                                 bool fsbo = false) {
   PolicySetup setup;
   setup.spec = std::move(spec);
   const int catalogue = setup.spec.candidates_size();
-  setup.spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_DEEPPIPE);
+  setup.spec.mutable_algorithm()->set_kind(fsbo ? v1::ALGORITHM_KIND_FSBO
+                                                : v1::ALGORITHM_KIND_DEEPPIPE);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
   auto network = surrogate::DeepPipeModel::Create(
-      setup.spec.search_space(), surrogate::DeepPipeArchitecture(), 3);
+      setup.spec.search_space(),
+      fsbo ? surrogate::FsboArchitecture() : surrogate::DeepPipeArchitecture(),
+      3);
   v1::ModelArtifact artifact;
   artifact.set_format_version(1);
   *artifact.mutable_search_space() = setup.spec.search_space();
@@ -448,6 +454,27 @@ void BM_DeepPipeSuggestPrepared(benchmark::State& state) {
 }
 
 BENCHMARK(BM_DeepPipeSuggest)->Apply(ColdSuggestArgs);
+
+// FSBO: a cold Suggest fine-tunes the whole network on the n observations
+// and embeds the catalogue anew (no screen below 64 observations), at n = 20
+// and 45 over catalogues of 15,625, 30,000 and 62,208 entries (nasbench201's,
+// hpobench-mlp's and fcnet's test tasks):
+//   BM_FsboSuggest/n:<N>/catalogue:<C>
+void BM_FsboSuggest(benchmark::State& state) {
+  space::Rng rng(7);
+  const PolicySetup setup = MakeDeepPipeSetupFor(
+      Spec(static_cast<int>(state.range(1)), rng),
+      static_cast<int>(state.range(0)), /*refit=*/true, rng,
+      /*concentrated=*/false, /*fsbo=*/true);
+  TimeSuggest(state, setup, rng);
+  state.SetLabel("catalogue");
+}
+BENCHMARK(BM_FsboSuggest)
+    ->ArgNames({"n", "catalogue"})
+    ->ArgsProduct({{20, 45}, {15625, 30000, 62208}})
+    ->Unit(benchmark::kMillisecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 void BM_DeepPipeSuggestAfterObserve(benchmark::State& state) {
   space::Rng rng(7);

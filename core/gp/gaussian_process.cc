@@ -17,9 +17,7 @@ namespace metaopt::gp {
 namespace {
 
 constexpr double kLog2Pi = 1.8378770664093454836;
-// Queries per Predict block: 256 x n doubles stay cache-friendly for n in the
-// low thousands.
-constexpr Eigen::Index kPredictBlock = 256;
+constexpr Eigen::Index kPredictBlock = GpPosterior::kPredictBlock;
 
 bool FactorOk(const Eigen::LLT<Eigen::MatrixXd>& llt) {
   if (llt.info() != Eigen::Success) return false;

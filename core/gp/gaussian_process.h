@@ -244,6 +244,13 @@ class GpPosterior {
                                             Eigen::VectorXd y,
                                             Standardization standardization);
 
+  // Queries per Predict block (256 x n doubles stay cache-friendly for n in
+  // the low thousands). A query's prediction depends on the rows of its block
+  // (the kernel centres each block): Predict of rows [s, s + b) of Xq, with
+  // s a multiple of kPredictBlock and b one too or s + b = m, equals those
+  // rows of Predict of the whole bit for bit.
+  static constexpr Eigen::Index kPredictBlock = 256;
+
   // Posterior mean and latent variance at each row of Xq, in original target
   // units. Works in blocks of queries: one cross-kernel block and one
   // multi-right-hand-side triangular solve per block, O(m n D + m n^2) time,

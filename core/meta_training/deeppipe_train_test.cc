@@ -526,13 +526,18 @@ TEST_F(DeepPipeTrainTest, MetaoptTrainFsboPublishesAnFsboModel) {
   ASSERT_NE(loaded->servable.deeppipe, nullptr);
   EXPECT_EQ(loaded->servable.deeppipe->architecture().gp,
             surrogate::DeepKernelGp::kFsbo);
-  // --size still sets the portfolio's size.
+  EXPECT_FALSE(loaded->servable.deeppipe->standardizes_fsbo_targets());
+  // --size still sets the portfolio's size; --standardize-targets records
+  // the option, which the served model reads back.
   std::vector<std::string> sized = args;
-  sized.insert(sized.end(), {"--size", "3"});
+  sized.insert(sized.end(), {"--size", "3", "--standardize-targets", "true"});
   ASSERT_EQ(RunMetaoptTrain(sized, &err), 0) << err;
   METAOPT_ASSERT_OK_AND_ASSIGN(
       loaded, registry::ReadModelVersion(registry, "toy-fsbo", 2));
   EXPECT_EQ(loaded->artifact.portfolio_size(), 3);
+  EXPECT_EQ(loaded->artifact.normalization().at("target_standardization"), 1.0);
+  ASSERT_NE(loaded->servable.deeppipe, nullptr);
+  EXPECT_TRUE(loaded->servable.deeppipe->standardizes_fsbo_targets());
   // DeepPipe's network flags are not FSBO's.
   std::vector<std::string> wrong = args;
   wrong.insert(wrong.end(), {"--encoder-layers", "1"});

@@ -36,18 +36,33 @@ TrainerKind FsboTrainerKind() {
     struct State {
       DeepPipeLoopFlags loop;
       PortfolioSearchFlags warm_start = FsboWarmStartFlags();
+      bool standardize_targets = false;
     };
     auto state = std::make_shared<State>();
     state->loop.train = FsboTrainOptions();
     AddDeepPipeLoopFlags(flags, &state->loop);
     AddPortfolioSearchFlags(flags, &state->warm_start);
+    flags
+        .add_option("--standardize-targets", state->standardize_targets,
+                    "fsbo: the served model standardises a study's targets by "
+                    "their mean and standard deviation before each fine-tune "
+                    "and posterior (false: the paper's raw targets); "
+                    "meta-training is unchanged")
+        ->capture_default_str();
     return
         [state](const CommonTrainOptions& options, const TrainingSplits& data,
                 Progress& progress) -> absl::StatusOr<v1::ModelArtifact> {
           METAOPT_ASSIGN_OR_RETURN(PortfolioOptions warm_start,
                                    PortfolioOptionsFrom(state->warm_start));
-          return TrainDeepPipeArtifact(DeepPipeTrainOptionsFrom(state->loop),
-                                       options, data, progress, warm_start);
+          METAOPT_ASSIGN_OR_RETURN(
+              v1::ModelArtifact artifact,
+              TrainDeepPipeArtifact(DeepPipeTrainOptionsFrom(state->loop),
+                                    options, data, progress, warm_start));
+          // surrogate::DeepPipeModel::standardizes_fsbo_targets.
+          if (state->standardize_targets) {
+            (*artifact.mutable_normalization())["target_standardization"] = 1;
+          }
+          return artifact;
         };
   };
   return kind;

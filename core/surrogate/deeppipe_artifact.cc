@@ -83,7 +83,9 @@ void DeepPipeModel::ToArtifact(v1::ModelArtifact* artifact) const {
   norm.clear();
   norm["noise_floor"] = gp_.noise_floor();
   norm["target_standardization"] =
-      architecture_.gp == DeepKernelGp::kFsbo ? 0.0 : 1.0;
+      architecture_.gp == DeepKernelGp::kFsbo && !standardize_fsbo_targets_
+          ? 0.0
+          : 1.0;
   task_features().WriteTo(&norm);
 }
 
@@ -115,6 +117,22 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
   if (auto it = artifact.normalization().find("noise_floor");
       it != artifact.normalization().end()) {
     noise_floor = it->second;
+  }
+  // Absent (older artifacts): the kind's default.
+  bool standardize = arch.gp == DeepKernelGp::kDeepPipe;
+  if (auto it = artifact.normalization().find("target_standardization");
+      it != artifact.normalization().end()) {
+    if (it->second != 0.0 && it->second != 1.0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "artifact.normalization[\"target_standardization\"]: ", it->second,
+          ", expected 0 or 1"));
+    }
+    if (it->second == 0.0 && arch.gp == DeepKernelGp::kDeepPipe) {
+      return absl::InvalidArgumentError(
+          "artifact.normalization[\"target_standardization\"]: 0, but a "
+          "MODEL_KIND_DEEPPIPE model always standardises its targets");
+    }
+    standardize = it->second == 1.0;
   }
   METAOPT_ASSIGN_OR_RETURN(FeatureScaler task_features,
                            FeatureScaler::ReadFrom(artifact.normalization()));
@@ -172,6 +190,9 @@ absl::StatusOr<DeepPipeModel> DeepPipeModel::FromArtifact(
   METAOPT_ASSIGN_OR_RETURN(h.segment(model.gp_.mean_index(), 1),
                            nn::ReadTensor(tensors, kMean, {1}));
   METAOPT_RETURN_IF_ERROR(model.gp_.set_hyperparameters(h));
+  if (arch.gp == DeepKernelGp::kFsbo) {
+    model.standardize_fsbo_targets_ = standardize;
+  }
   return model;
 }
 

@@ -124,7 +124,9 @@ void DeepPipeModel::ClampKernelParameters(
 
 gp::Standardization DeepPipeModel::TargetStandardization(
     const Eigen::VectorXd& y) const {
-  if (architecture_.gp == DeepKernelGp::kFsbo) return gp::Standardization();
+  if (architecture_.gp == DeepKernelGp::kFsbo && !standardize_fsbo_targets_) {
+    return gp::Standardization();
+  }
   return gp::Standardization::FromTargets(y);
 }
 

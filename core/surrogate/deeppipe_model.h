@@ -33,7 +33,8 @@
 // parameters keep their meaning. Loss works on targets as given. FSBO's GP
 // (DeepKernelGp::kFsbo, MODEL_KIND_FSBO) standardises nothing: meta-training
 // rescales each batch by a random range (task augmentation) and a study's
-// targets are taken as they are (TargetStandardization).
+// targets are taken as they are (TargetStandardization), unless the model's
+// option standardizes_fsbo_targets() says otherwise.
 #ifndef METAOPT_CORE_SURROGATE_DEEPPIPE_MODEL_H_
 #define METAOPT_CORE_SURROGATE_DEEPPIPE_MODEL_H_
 
@@ -158,8 +159,15 @@ class DeepPipeModel {
   // gives it no gradient, ClampKernelParameters sets it to 0).
   bool zero_mean() const { return architecture_.gp == DeepKernelGp::kFsbo; }
   // How Posterior and FineTune scale a study's targets y: by their mean and
-  // standard deviation (DeepKernelGp::kDeepPipe) or not at all (kFsbo).
+  // standard deviation (DeepKernelGp::kDeepPipe; kFsbo with
+  // standardizes_fsbo_targets()) or not at all (kFsbo, the paper's).
   gp::Standardization TargetStandardization(const Eigen::VectorXd& y) const;
+  // An option of kFsbo models (off: the paper's raw targets): standardise a
+  // study's targets as kDeepPipe does. The artifact records it
+  // (normalization "target_standardization" 1); kDeepPipe always
+  // standardises, whatever it says.
+  bool standardizes_fsbo_targets() const { return standardize_fsbo_targets_; }
+  void set_standardize_fsbo_targets(bool on) { standardize_fsbo_targets_ = on; }
   // Clamps a GP hyperparameter vector (num_kernel_parameters() entries, the
   // tail of parameters()) into the box the optimisers keep it in: log
   // lengthscales and log output scale in [-10, 10], log noise excess in
@@ -287,6 +295,7 @@ class DeepPipeModel {
   Eigen::VectorXd mean_weights_;
   Eigen::VectorXd task_;
   gp::GaussianProcess gp_;
+  bool standardize_fsbo_targets_ = false;
 };
 
 // What DeepPipeModel::FineTune returns.

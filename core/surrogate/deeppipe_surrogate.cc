@@ -1,6 +1,7 @@
 // DeepPipeModel::Posterior and the Surrogates it returns
 // (deeppipe_surrogate.h): the GP posterior over embeddings, predictions with
 // the mean head added back, screening and fantasies.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -29,8 +30,44 @@ DeepPipeModel::Posterior(const Eigen::MatrixXd& X,
 
 absl::StatusOr<gp::Prediction> DeepPipeSurrogate::Predict(
     const Eigen::MatrixXd& X) const {
-  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
-  return PredictEmbedded(Z);
+  const Eigen::Index m = X.rows();
+  // A flat network (no encoders: FSBO's) embeds a large query (a catalogue
+  // whose network a fine-tune changed) in blocks of rows, in cache, instead
+  // of whole m x width temporaries per layer, and predicts each block as
+  // PredictEmbedded of the whole query would, bit for bit:
+  // - the embedding: a block never has a single row (Eigen's matrix-vector
+  //   product rounds otherwise than its matrix product, which gives a row
+  //   the same value in any block);
+  // - the GP: a block starts at a multiple of its prediction block and is one
+  //   too, or ends the query (gp::GpPosterior::kPredictBlock), and with m odd
+  //   it is predicted with one padding row, so that every column of the block
+  //   has the memory alignment it has in the whole query (the kernel centres
+  //   each prediction block by its column means, a vectorised sum whose
+  //   rounding follows the alignment).
+  // With encoders a block could leave an algorithm one row: those embed whole.
+  if (model_->architecture().encoder_layers > 0 || m <= kEmbedBlock + 1) {
+    METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
+    return PredictEmbedded(Z);
+  }
+  static_assert(kEmbedBlock % gp::GpPosterior::kPredictBlock == 0);
+  gp::Prediction out;
+  out.mean.resize(m);
+  out.variance.resize(m);
+  Eigen::MatrixXd Z;
+  for (Eigen::Index start = 0, b = 0; start < m; start += b) {
+    b = std::min(kEmbedBlock, m - start);
+    if (m - start - b == 1) ++b;  // The last row joins this block.
+    METAOPT_ASSIGN_OR_RETURN(Z, model_->Embed(X.middleRows(start, b)));
+    // The last block has the parity of m already (start is even).
+    if ((b - m) % 2 != 0) {
+      Z.conservativeResize(b + 1, Eigen::NoChange);
+      Z.row(b) = Z.row(b - 1);
+    }
+    METAOPT_ASSIGN_OR_RETURN(gp::Prediction block, PredictEmbedded(Z));
+    out.mean.segment(start, b) = block.mean.head(b);
+    out.variance.segment(start, b) = block.variance.head(b);
+  }
+  return out;
 }
 
 absl::StatusOr<gp::Prediction> DeepPipeSurrogate::PredictEmbedded(

@@ -28,6 +28,12 @@ class DeepPipeSurrogate final : public Surrogate {
                     gp::GpPosterior posterior)
       : model_(std::move(model)), posterior_(std::move(posterior)) {}
 
+  // Rows per block in which Predict embeds and predicts a large query with a
+  // flat network (DeepPipeArchitecture::encoder_layers 0, FSBO's): equal bit
+  // for bit to embedding the whole query at once, in a fraction of the
+  // memory traffic.
+  static constexpr Eigen::Index kEmbedBlock = 2048;
+
   absl::StatusOr<gp::Prediction> Predict(
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "Eigen/Core"
+#include "core/gp/gaussian_process.h"
 #include "core/surrogate/deeppipe_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -16,6 +17,8 @@ namespace {
 using deeppipe_testing::Data;
 using deeppipe_testing::Sample;
 using deeppipe_testing::TestSpace;
+using ::metaopt::testing::StatusIs;
+using ::testing::HasSubstr;
 
 // FSBO's shape, narrowed so that every parameter can be probed.
 DeepPipeArchitecture SmallFsbo() {
@@ -103,6 +106,32 @@ TEST(FsboDeepKernelTest, TargetsAreNotStandardised) {
   EXPECT_NEAR(standardised.TargetStandardization(y).offset, y.mean(), 1e-12);
 }
 
+TEST(FsboDeepKernelTest, TargetStandardizationOptionRoundTrips) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model, DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
+  EXPECT_FALSE(model.standardizes_fsbo_targets());
+  model.set_standardize_fsbo_targets(true);
+  const Data data = Sample(model, 8, 4);
+  const Eigen::VectorXd y = 0.9 + 0.01 * data.y.array();
+  EXPECT_NEAR(model.TargetStandardization(y).offset, y.mean(), 1e-12);
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto posterior, model.Posterior(data.X, y));
+  EXPECT_NEAR(posterior->posterior().standardization().offset, y.mean(), 1e-12);
+  v1::ModelArtifact artifact;
+  model.ToArtifact(&artifact);
+  EXPECT_EQ(artifact.normalization().at("target_standardization"), 1.0);
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel back,
+                               DeepPipeModel::FromArtifact(artifact));
+  EXPECT_TRUE(back.standardizes_fsbo_targets());
+  // Without the entry (older artifacts): the paper's raw targets.
+  artifact.mutable_normalization()->erase("target_standardization");
+  METAOPT_ASSERT_OK_AND_ASSIGN(back, DeepPipeModel::FromArtifact(artifact));
+  EXPECT_FALSE(back.standardizes_fsbo_targets());
+  (*artifact.mutable_normalization())["target_standardization"] = 0.5;
+  EXPECT_THAT(DeepPipeModel::FromArtifact(artifact).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("target_standardization")));
+}
+
 TEST(FsboDeepKernelTest, ArtifactRecordsFsboAndRoundTrips) {
   METAOPT_ASSERT_OK_AND_ASSIGN(
       DeepPipeModel model, DeepPipeModel::Create(TestSpace(), SmallFsbo(), 3));
@@ -126,6 +155,12 @@ TEST(FsboDeepKernelTest, ArtifactRecordsFsboAndRoundTrips) {
   METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel dp_back,
                                DeepPipeModel::FromArtifact(dp_artifact));
   EXPECT_EQ(dp_back.gp().kernel().name(), "matern52");
+  // A DeepPipe model always standardises its targets: 0 is refused.
+  EXPECT_EQ(dp_artifact.normalization().at("target_standardization"), 1.0);
+  (*dp_artifact.mutable_normalization())["target_standardization"] = 0;
+  EXPECT_THAT(DeepPipeModel::FromArtifact(dp_artifact).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("target_standardization")));
 }
 
 TEST(FsboDeepKernelTest, FineTunesEitherScopeAndKeepsTheMeanAtZero) {
@@ -147,6 +182,37 @@ TEST(FsboDeepKernelTest, FineTunesEitherScopeAndKeepsTheMeanAtZero) {
     const bool network_moved =
         tuned.model.parameters().head(net) != model.parameters().head(net);
     EXPECT_EQ(network_moved, scope == FineTuneScope::kFull);
+  }
+}
+
+// Predict embeds a large query in blocks (DeepPipeSurrogate::kEmbedBlock);
+// its predictions are those of the whole query embedded at once, bit for bit,
+// whether the last block is short, takes a single leftover row or is full.
+TEST(FsboDeepKernelTest, BlockwisePredictEqualsWholeEmbeddingBitForBit) {
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      DeepPipeModel model,
+      DeepPipeModel::Create(TestSpace(), FsboArchitecture(), 5));
+  const Data observed = Sample(model, 20, 2);
+  METAOPT_ASSERT_OK_AND_ASSIGN(std::shared_ptr<const DeepPipeSurrogate> post,
+                               model.Posterior(observed.X, observed.y));
+  constexpr int kBlock = static_cast<int>(DeepPipeSurrogate::kEmbedBlock);
+  static_assert(kBlock % gp::GpPosterior::kPredictBlock == 0);
+  const Data catalogue = Sample(model, 2 * kBlock + 301, 3);
+  for (int m : {2 * kBlock + 301, 2 * kBlock + 1, 2 * kBlock, kBlock + 1,
+                kBlock + 2, 7}) {
+    const Eigen::MatrixXd X = catalogue.X.topRows(m);
+    METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction blocked, post->Predict(X));
+    METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::MatrixXd Z, model.Embed(X));
+    METAOPT_ASSERT_OK_AND_ASSIGN(gp::Prediction whole,
+                                 post->PredictEmbedded(Z));
+    ASSERT_EQ(blocked.mean.size(), m);
+    ASSERT_EQ(blocked.variance.size(), m);
+    int differ = 0;
+    for (int i = 0; i < m; ++i) {
+      differ += blocked.mean[i] != whole.mean[i] ||
+                blocked.variance[i] != whole.variance[i];
+    }
+    EXPECT_EQ(differ, 0) << "rows " << m;
   }
 }
 
