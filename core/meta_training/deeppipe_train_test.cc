@@ -1,6 +1,8 @@
 #include "core/meta_training/deeppipe_train.h"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "Eigen/Core"
+#include "absl/strings/str_split.h"
 #include "core/gp/gaussian_process.h"
 #include "core/meta_dataset/meta_dataset.h"
 #include "core/meta_training/fsbo_train.h"
@@ -15,6 +18,7 @@
 #include "core/registry/artifact.h"
 #include "core/space/random.h"
 #include "core/surrogate/deeppipe_model.h"
+#include "core/surrogate/output_head.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/meta_dataset_folders.h"
@@ -382,6 +386,93 @@ TEST_F(DeepPipeTrainTest, ConditioningNeedsVaryingFeatures) {
   EXPECT_THAT(TrainDeepPipe(data_, train_, valid_, options).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("feature_dropout in [0, 1) (1)")));
+}
+
+// Runs metaopt-train with `args` (argv[0] added); its exit code, stderr in
+// *err.
+int RunTrain(const std::vector<std::string>& args, std::string* err) {
+  std::vector<const char*> argv = {"metaopt-train"};
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, errors;
+  const int code =
+      MetaoptTrainMain(static_cast<int>(argv.size()), argv.data(), out, errors);
+  *err = errors.str();
+  return code;
+}
+
+// Cost-aware transfer: --kind output-head adds a head for a further column to
+// the newest DeepPipe version, as the next version, and says how well it
+// fits within tasks.
+TEST_F(DeepPipeTrainTest, MetaoptTrainOutputHeadAddsAHeadAsTheNextVersion) {
+  // A "seconds" column after y that grows with y (so the embedding, learned
+  // for y, carries it).
+  {
+    const std::string path = data_dir_ + "/evaluations.csv";
+    std::ifstream in(path);
+    std::string line, text;
+    std::getline(in, line);
+    text = line + ",seconds\n";
+    const size_t y_column = std::count(line.begin(), line.end(), ',');
+    while (std::getline(in, line)) {
+      std::vector<std::string> cells = absl::StrSplit(line, ',');
+      const double y = std::stod(cells[y_column]);
+      text += line + "," + std::to_string(std::exp(4 * y)) + "\n";
+    }
+    std::ofstream(path) << text;
+  }
+  const std::string registry = temp_.File("registry");
+  std::string err;
+  ASSERT_EQ(RunTrain({"--kind", "deeppipe", "--data", data_dir_, "--registry",
+                      registry, "--name", "toy-dp", "--epochs", "5",
+                      "--batch-size", "30", "--embedding", "5", "--quiet"},
+                     &err),
+            0)
+      << err;
+  ASSERT_EQ(RunTrain({"--kind", "output-head", "--data", data_dir_,
+                      "--registry", registry, "--name", "toy-dp", "--metric",
+                      "seconds", "--quiet"},
+                     &err),
+            0)
+      << err;
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const registry::LoadedModel> base,
+      registry::ReadModelVersion(registry, "toy-dp", 1));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::shared_ptr<const registry::LoadedModel> headed,
+      registry::ReadModelVersion(registry, "toy-dp", 2));
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      std::vector<surrogate::OutputHead> heads,
+      surrogate::ReadOutputHeads(headed->artifact, 5));
+  ASSERT_EQ(heads.size(), 1u);
+  EXPECT_EQ(heads[0].metric, "seconds");
+  // The network is the base's.
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel a,
+                               DeepPipeModel::FromArtifact(base->artifact));
+  METAOPT_ASSERT_OK_AND_ASSIGN(DeepPipeModel b,
+                               DeepPipeModel::FromArtifact(headed->artifact));
+  EXPECT_EQ(a.parameters(), b.parameters());
+  const auto& metrics = headed->artifact.provenance().validation_metrics();
+  EXPECT_LT(metrics.at("output_head/seconds/train_log_rmse"),
+            metrics.at("output_head/seconds/train_log_rmse_constant"));
+  EXPECT_TRUE(metrics.contains("output_head/seconds/valid_log_rmse"));
+
+  EXPECT_NE(RunTrain({"--kind", "output-head", "--data", data_dir_,
+                      "--registry", registry, "--name", "toy-dp", "--quiet"},
+                     &err),
+            0);
+  EXPECT_THAT(err, HasSubstr("--metric: missing"));
+  EXPECT_NE(RunTrain({"--kind", "output-head", "--data", data_dir_,
+                      "--registry", registry, "--name", "toy-dp", "--metric",
+                      "watts", "--quiet"},
+                     &err),
+            0);
+  EXPECT_THAT(err, HasSubstr("--metric watts"));
+  EXPECT_NE(RunTrain({"--kind", "output-head", "--data", data_dir_,
+                      "--registry", registry, "--name", "nothing", "--metric",
+                      "seconds", "--quiet"},
+                     &err),
+            0);
+  EXPECT_THAT(err, HasSubstr("--kind output-head adds to an existing model"));
 }
 
 TEST_F(DeepPipeTrainTest, MetaoptTrainPublishesALoadableVersion) {

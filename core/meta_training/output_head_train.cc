@@ -84,6 +84,13 @@ absl::Status AddErrors(const surrogate::OutputHead& head, const Rows& rows,
 absl::StatusOr<v1::ModelArtifact> TrainOutputHead(
     const OutputHeadFlags& flags, const CommonTrainOptions& options,
     const TrainingSplits& given, Progress& progress) {
+  // Checked here, not by the command line: --kind selects which kind's
+  // flags apply, and a required flag would bind every kind.
+  if (flags.metric.empty()) {
+    return absl::InvalidArgumentError(
+        "--metric: missing; --kind output-head needs the column to model "
+        "(e.g. --metric runtime_s)");
+  }
   METAOPT_ASSIGN_OR_RETURN(
       std::shared_ptr<const registry::LoadedModel> base,
       NewestModelVersion(options.registry_dir, options.name, "output-head"));
@@ -171,8 +178,8 @@ TrainerKind OutputHeadTrainerKind() {
     auto state = std::make_shared<OutputHeadFlags>();
     flags
         .add_option("--metric", state->metric,
-                    "a column of evaluations.csv after y (e.g. runtime_s)")
-        ->required();
+                    "a column of evaluations.csv after y (e.g. runtime_s); "
+                    "required");
     flags
         .add_option("--lambda", state->lambda,
                     "ridge penalty on the head's weights")
