@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -41,7 +42,7 @@ std::vector<v1::Tensor> OutputHeadTensors(const OutputHead& head) {
 
 absl::StatusOr<std::vector<OutputHead>> ReadOutputHeads(
     const v1::ModelArtifact& artifact, int embedding_dim) {
-  std::map<std::string, int> parts;  // metric -> tensors seen
+  std::set<std::string> metrics;  // in name order
   for (const v1::Tensor& t : artifact.tensors()) {
     if (!absl::StartsWith(t.name(), kOutputHeadPrefix)) continue;
     const std::string rest(t.name().substr(kOutputHeadPrefix.size()));
@@ -54,12 +55,12 @@ absl::StatusOr<std::vector<OutputHead>> ReadOutputHeads(
           absl::StrCat("artifact.tensors: \"", t.name(),
                        "\" is not output_head/<metric>/{weight,bias}"));
     }
-    ++parts[rest.substr(0, slash)];
+    metrics.insert(rest.substr(0, slash));
   }
   METAOPT_ASSIGN_OR_RETURN(nn::TensorMap tensors,
                            nn::IndexTensors(artifact.tensors()));
   std::vector<OutputHead> heads;
-  for (const auto& [metric, count] : parts) {
+  for (const std::string& metric : metrics) {
     OutputHead head;
     head.metric = metric;
     METAOPT_ASSIGN_OR_RETURN(
