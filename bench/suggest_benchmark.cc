@@ -187,6 +187,10 @@ void TimeSuggestAfterObserve(benchmark::State& state, const PolicySetup& setup,
                                       ? setup.space->Sample(rng)
                                       : setup.spec.candidates(next);
   last.set_value(Objective(last.configuration()));
+  if (setup.spec.objectives_size() > 1) {
+    (*last.mutable_metrics())["loss"] = last.value();
+    (*last.mutable_metrics())["seconds"] = Seconds(last.configuration());
+  }
   const StudyView views[2] = {setup.view(),
                               StudyView{&setup.spec, &*setup.space, &other}};
   auto warm = setup.policy->Suggest(views[0], 1, rng);
@@ -284,7 +288,8 @@ std::vector<v1::Trial> ConcentratedTrials(const space::SearchSpace& space,
 // policy whose hyperparameters were fitted on them (so the timed Suggest
 // reuses them, as most Suggests do under the refit schedule) unless `refit`.
 PolicySetup MakeGpSetupFor(v1::StudySpec spec, int n, bool refit,
-                           space::Rng& rng, bool concentrated = false) {
+                           space::Rng& rng, bool concentrated = false,
+                           int samples = 0) {
   PolicySetup setup;
   setup.spec = std::move(spec);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
@@ -292,7 +297,10 @@ PolicySetup MakeGpSetupFor(v1::StudySpec spec, int n, bool refit,
                      ? ConcentratedTrials(*setup.space, n, rng)
                      : CompletedTrials(setup.spec, *setup.space, n,
                                        !setup.spec.candidates().empty(), rng);
-  auto policy = CreatePolicy(setup.spec, std::nullopt);
+  GpPolicyOptions options;
+  if (samples > 0) options.search.random_samples = samples;
+  absl::StatusOr<std::shared_ptr<const Policy>> policy =
+      GpPolicy::Create(setup.spec, std::nullopt, nullptr, options);
   // One Suggest fits the hyperparameters; the benchmark starts from its state.
   auto first = (*policy)->Suggest(setup.view(), 1, rng);
   setup.policy = first->update->policy;
@@ -515,6 +523,27 @@ void DeepPipeSuggestObjectives(benchmark::State& state, bool kept_fit) {
   state.SetLabel("catalogue");
 }
 
+// Several objectives, a Suggest right after one new Observe (caches on, as
+// in a running server; TimeSuggestAfterObserve):
+//   BM_GpSuggest/n:<N>/catalogue:5000/objectives:<1|2>/after_observe:1
+//   BM_DeepPipeSuggest/n:<N>/catalogue:5000/objectives:<1|2>/after_observe:1
+void BM_GpSuggestObjectivesAfterObserve(benchmark::State& state) {
+  space::Rng rng(42);
+  const PolicySetup setup = MakeGpSetup(
+      static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+      /*refit=*/false, rng, static_cast<int>(state.range(2)));
+  TimeSuggestAfterObserve(state, setup, rng);
+  state.SetLabel("catalogue");
+}
+void BM_DeepPipeSuggestObjectivesAfterObserve(benchmark::State& state) {
+  space::Rng rng(7);
+  const PolicySetup setup = MakeDeepPipeSetup(
+      static_cast<int>(state.range(0)), static_cast<int>(state.range(1)),
+      /*refit=*/false, rng, static_cast<int>(state.range(2)));
+  TimeSuggestAfterObserve(state, setup, rng);
+  state.SetLabel("catalogue");
+}
+
 void BM_GpSuggestObjectives(benchmark::State& state) {
   GpSuggestObjectives(state, false);
 }
@@ -580,10 +609,20 @@ const bool kRegistered = [] {
   auto* dp_kept = benchmark::RegisterBenchmark(
                       "BM_DeepPipeSuggest", BM_DeepPipeSuggestObjectivesKept)
                       ->ArgNames({"n", "catalogue", "objectives", "kept_fit"});
+  auto* gp_objectives_after =
+      benchmark::RegisterBenchmark("BM_GpSuggest",
+                                   BM_GpSuggestObjectivesAfterObserve)
+          ->ArgNames({"n", "catalogue", "objectives", "after_observe"});
+  auto* dp_objectives_after =
+      benchmark::RegisterBenchmark("BM_DeepPipeSuggest",
+                                   BM_DeepPipeSuggestObjectivesAfterObserve)
+          ->ArgNames({"n", "catalogue", "objectives", "after_observe"});
   for (const int n : {100, 1000}) {
     for (const int objectives : {1, 2}) {
       gp_objectives->Args({n, 5000, objectives});
       dp_objectives->Args({n, 5000, objectives});
+      gp_objectives_after->Args({n, 5000, objectives, 1});
+      dp_objectives_after->Args({n, 5000, objectives, 1});
     }
     gp_kept->Args({n, 5000, 2, 1});
     dp_kept->Args({n, 5000, 2, 1});
@@ -592,10 +631,15 @@ const bool kRegistered = [] {
   configure(dp_objectives);
   configure(gp_kept);
   configure(dp_kept);
+  configure(gp_objectives_after);
+  configure(dp_objectives_after);
   // Over a space without a catalogue, on ConcentratedTrials, a Suggest right
   // after one new Observe (TimeSuggestAfterObserve):
   //   BM_GpSuggest/n:<N>/space:<continuous4|mixed>
   //   BM_DeepPipeSuggest/n:<N>/space:<continuous4|mixed>
+  // and the GP's with S random samples of the space instead of the default
+  // (SearchOptions::random_samples; the cost side of that budget):
+  //   BM_GpSuggest/n:<N>/space:<continuous4|mixed>/samples:<S>
   for (const char* kind : {"continuous4", "mixed"}) {
     for (const int n : {100, 300, 1000}) {
       const std::string name = absl::StrCat("/n:", n, "/space:", kind);
@@ -608,6 +652,17 @@ const bool kRegistered = [] {
                                /*concentrated=*/true);
             TimeSuggestAfterObserve(state, setup, rng);
           }));
+      for (const int samples : {250, 500, 1000}) {
+        configure(benchmark::RegisterBenchmark(
+            ("BM_GpSuggest" + name + absl::StrCat("/samples:", samples)).c_str(),
+            [n, kind, samples](benchmark::State& state) {
+              space::Rng rng(42);
+              const PolicySetup setup =
+                  MakeGpSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng,
+                                 /*concentrated=*/true, samples);
+              TimeSuggestAfterObserve(state, setup, rng);
+            }));
+      }
       configure(benchmark::RegisterBenchmark(
           ("BM_DeepPipeSuggest" + name).c_str(),
           [n, kind](benchmark::State& state) {

@@ -7,13 +7,45 @@
 #ifndef METAOPT_CORE_ACQUISITION_ACQUISITION_FUNCTION_H_
 #define METAOPT_CORE_ACQUISITION_ACQUISITION_FUNCTION_H_
 
+#include <deque>
 #include <memory>
+#include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
+#include "core/common/mutex.h"
+#include "core/gp/catalogue_kernel_cache.h"
 #include "core/gp/gaussian_process.h"
 
 namespace metaopt::acquisition {
+
+// One gp::CatalogueKernelCache per further output of a study (its second and
+// later objectives, then its constraints, in the order of the function that
+// predicts them), created on first use and kept from one Suggest to the next
+// beside the catalogue's own (EncodedCatalogue). Thread-safe.
+class OutputKernelCaches {
+ public:
+  // The cache of output `output` (>= 0); its address is stable.
+  gp::CatalogueKernelCache& ForOutput(int output) {
+    MutexLock lock(&mu_);
+    while (static_cast<int>(caches_.size()) <= output) caches_.emplace_back();
+    return caches_[output];
+  }
+
+ private:
+  Mutex mu_;
+  // A deque: growing it moves no cache.
+  std::deque<gp::CatalogueKernelCache> caches_ ABSL_GUARDED_BY(mu_);
+};
+
+// The rows a catalogue screen ranks: rows `rows` of the whole catalogue
+// `catalogue` (the same matrix at every Suggest of a study) and the caches of
+// the further outputs' kernels against it.
+struct CatalogueRows {
+  const Eigen::MatrixXd& catalogue;
+  const std::vector<int>& rows;
+  OutputKernelCaches& caches;
+};
 
 class AcquisitionFunction {
  public:
@@ -37,6 +69,17 @@ class AcquisitionFunction {
   virtual absl::StatusOr<Eigen::VectorXd> ScoreBound(
       const gp::Prediction& bound, const Eigen::MatrixXd& inputs) const {
     return Score(bound, inputs);
+  }
+
+  // ScoreBound of catalogue rows (`inputs` are rows.rows of
+  // rows.catalogue, in order): a function that predicts further outputs may
+  // screen them through rows.caches, equal to ScoreBound up to rounding.
+  // The default is ScoreBound.
+  virtual absl::StatusOr<Eigen::VectorXd> ScoreCatalogueBound(
+      const gp::Prediction& bound, const Eigen::MatrixXd& inputs,
+      const CatalogueRows& rows) const {
+    (void)rows;
+    return ScoreBound(bound, inputs);
   }
 
   // The function for a batch's next pick once `input` (one row) was picked

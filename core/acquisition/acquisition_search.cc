@@ -93,12 +93,14 @@ absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
 // below an exactly scored row, so ArgMax picks what it would from exact scores
 // of every row (up to rounding). Without a bound: ScoreRows of every row.
 // With `use_given`, `given` is the screening bound of X's rows (computed
-// ahead; nullopt: the model does not screen).
+// ahead; nullopt: the model does not screen). With `catalogue_rows` (X's
+// rows of a whole catalogue) the bound is AcquisitionFunction's
+// ScoreCatalogueBound.
 absl::StatusOr<Scores> ScoreForArgMax(
     const surrogate::Surrogate& model, const Eigen::MatrixXd& X,
     const AcquisitionFunction& acquisition, Ties ties, const std::vector<bool>& taken,
     std::optional<gp::Prediction> given = std::nullopt,
-    bool use_given = false) {
+    bool use_given = false, const CatalogueRows* catalogue_rows = nullptr) {
   constexpr size_t kExactBlock = 128;
   std::optional<gp::Prediction> bound;
   if (use_given) {
@@ -109,8 +111,11 @@ absl::StatusOr<Scores> ScoreForArgMax(
   if (!bound.has_value() || !acquisition.GrowsWithVariance()) {
     return ScoreRows(model, X, acquisition, ties);
   }
-  METAOPT_ASSIGN_OR_RETURN(const Eigen::VectorXd bound_log_ei,
-                           acquisition.ScoreBound(*bound, X));
+  METAOPT_ASSIGN_OR_RETURN(
+      const Eigen::VectorXd bound_log_ei,
+      catalogue_rows != nullptr
+          ? acquisition.ScoreCatalogueBound(*bound, X, *catalogue_rows)
+          : acquisition.ScoreBound(*bound, X));
   constexpr double kInf = std::numeric_limits<double>::infinity();
   // A NaN bound bounds nothing: such rows come first and are never skipped.
   auto key = [&](int i) {
@@ -341,10 +346,13 @@ absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
           bound, current->PredictCatalogueScreening(catalogue.X, rows,
                                                     *catalogue.kernel_cache));
     }
+    const CatalogueRows catalogue_rows{catalogue.X, rows,
+                                       *catalogue.output_kernel_caches};
     METAOPT_ASSIGN_OR_RETURN(
         Scores scores,
         ScoreForArgMax(*current, X, *current_acquisition, ties, taken,
-                       std::move(bound), use_given || whole_catalogue));
+                       std::move(bound), use_given || whole_catalogue,
+                       whole_catalogue ? &catalogue_rows : nullptr));
     const int pick = ArgMax(scores, taken);
     if (pick < 0) break;
     taken[pick] = true;

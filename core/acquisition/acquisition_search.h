@@ -79,6 +79,10 @@ struct EncodedCatalogue {
   // (Surrogate::PredictCatalogueScreening); shared by copies.
   std::shared_ptr<gp::CatalogueKernelCache> kernel_cache =
       std::make_shared<gp::CatalogueKernelCache>();
+  // The same for the further outputs' models of a study with several
+  // objectives or constraints (AcquisitionFunction::ScoreCatalogueBound).
+  std::shared_ptr<OutputKernelCaches> output_kernel_caches =
+      std::make_shared<OutputKernelCaches>();
 };
 
 // Null for a study without a catalogue.

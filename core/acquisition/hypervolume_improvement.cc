@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/container/inlined_vector.h"
 #include "core/acquisition/acquisition.h"
 #include "core/objective/pareto.h"
 
@@ -98,17 +99,19 @@ NonDominatedBoxes::NonDominatedBoxes(
 double NonDominatedBoxes::Expected(absl::Span<const double> mean,
                                    absl::Span<const double> sd) const {
   const int D = dimension();
-  // Psi_d at each grid line of the first D-1 coordinates and at each top of
-  // the last: the same values the boxes' factors take, computed once.
-  std::vector<std::vector<double>> psi(D - 1);
+  // Psi_d at each grid line of the first D-1 coordinates (coordinate d's from
+  // first[d] on) and at each top of the last: the same values the boxes'
+  // factors take, computed once. Called for every row of a catalogue: small
+  // fronts stay off the heap.
+  absl::InlinedVector<double, 64> psi;
+  absl::InlinedVector<size_t, 2> first;
   for (int d = 0; d + 1 < D; ++d) {
-    psi[d].reserve(lines_[d].size());
+    first.push_back(psi.size());
     for (double line : lines_[d]) {
-      psi[d].push_back(ExpectedShortfall(line, mean[d], sd[d]));
+      psi.push_back(ExpectedShortfall(line, mean[d], sd[d]));
     }
   }
-  std::vector<double> psi_top;
-  psi_top.reserve(tops_.size());
+  absl::InlinedVector<double, 64> psi_top;
   for (double top : tops_) {
     psi_top.push_back(ExpectedShortfall(top, mean[D - 1], sd[D - 1]) -
                       ExpectedShortfall(-kInf, mean[D - 1], sd[D - 1]));
@@ -117,7 +120,8 @@ double NonDominatedBoxes::Expected(absl::Span<const double> mean,
   for (size_t b = 0; b < cell_.size(); ++b) {
     double volume = 1;
     for (int d = 0; d + 1 < D && volume > 0; ++d) {
-      volume *= psi[d][cell_[b][d] + 1] - psi[d][cell_[b][d]];
+      const double* line = psi.data() + first[d] + cell_[b][d];
+      volume *= line[1] - line[0];
     }
     if (volume > 0) volume *= psi_top[top_[b]];
     total += volume;

@@ -15,11 +15,20 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // The model's prediction at `inputs`: exact, or with `bound` its screening
-// prediction (Predict when it has none).
+// prediction (Predict when it has none), through the kernel cache of output
+// `output` when `rows` gives the inputs' catalogue rows.
 absl::StatusOr<gp::Prediction> PredictOutput(const surrogate::Surrogate& model,
                                              const Eigen::MatrixXd& inputs,
-                                             bool bound) {
-  if (bound) {
+                                             bool bound,
+                                             const CatalogueRows* rows = nullptr,
+                                             int output = 0) {
+  if (bound && rows != nullptr) {
+    METAOPT_ASSIGN_OR_RETURN(
+        std::optional<gp::Prediction> screening,
+        model.PredictCatalogueScreening(rows->catalogue, rows->rows,
+                                        rows->caches.ForOutput(output)));
+    if (screening.has_value()) return *std::move(screening);
+  } else if (bound) {
     METAOPT_ASSIGN_OR_RETURN(std::optional<gp::Prediction> screening,
                              model.PredictScreening(inputs));
     if (screening.has_value()) return *std::move(screening);
@@ -57,9 +66,15 @@ absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::ScoreBound(
   return Scores(bound, inputs, /*bound=*/true);
 }
 
+absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::ScoreCatalogueBound(
+    const gp::Prediction& bound, const Eigen::MatrixXd& inputs,
+    const CatalogueRows& rows) const {
+  return Scores(bound, inputs, /*bound=*/true, &rows);
+}
+
 absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::Scores(
     const gp::Prediction& prediction, const Eigen::MatrixXd& inputs,
-    bool bound) const {
+    bool bound, const CatalogueRows* rows) const {
   const Eigen::Index n = prediction.mean.size();
   if (prediction.variance.size() != n || inputs.rows() != n) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -67,9 +82,11 @@ absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::Scores(
         " variances and ", inputs.rows(), " inputs"));
   }
   Eigen::VectorXd score = Eigen::VectorXd::Zero(n);
+  int output = static_cast<int>(objectives_.size());
   for (const ModeledConstraint& constraint : constraints_) {
-    METAOPT_ASSIGN_OR_RETURN(gp::Prediction metric,
-                             PredictOutput(*constraint.model, inputs, bound));
+    METAOPT_ASSIGN_OR_RETURN(
+        gp::Prediction metric,
+        PredictOutput(*constraint.model, inputs, bound, rows, output++));
     for (Eigen::Index i = 0; i < n; ++i) {
       const double sd = std::sqrt(std::max(metric.variance[i], 0.0));
       const double margin = constraint.at_most
@@ -90,9 +107,11 @@ absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::Scores(
     return (score + log_ei).eval();
   }
   std::vector<gp::Prediction> others;
-  for (const auto& model : objectives_) {
-    METAOPT_ASSIGN_OR_RETURN(gp::Prediction other,
-                             PredictOutput(*model, inputs, bound));
+  for (size_t k = 0; k < objectives_.size(); ++k) {
+    METAOPT_ASSIGN_OR_RETURN(
+        gp::Prediction other,
+        PredictOutput(*objectives_[k], inputs, bound, rows,
+                      static_cast<int>(k)));
     others.push_back(std::move(other));
   }
   const int D = objectives();

@@ -57,6 +57,12 @@ class ParetoAcquisition final : public AcquisitionFunction {
   absl::StatusOr<Eigen::VectorXd> ScoreBound(
       const gp::Prediction& bound,
       const Eigen::MatrixXd& inputs) const override;
+  // ScoreBound with the further outputs' screening predictions of the
+  // catalogue rows through rows.caches (output k: objective k + 1, then the
+  // constraints), which keep their kernels between Suggests.
+  absl::StatusOr<Eigen::VectorXd> ScoreCatalogueBound(
+      const gp::Prediction& bound, const Eigen::MatrixXd& inputs,
+      const CatalogueRows& rows) const override;
   absl::StatusOr<std::unique_ptr<const AcquisitionFunction>> AfterPick(
       const Eigen::MatrixXd& input, double mean) const override;
   // EHVI never decreases as the first objective's variance grows, and the
@@ -70,10 +76,12 @@ class ParetoAcquisition final : public AcquisitionFunction {
   std::vector<ModeledConstraint> constraints_;
   std::vector<std::vector<double>> front_;
   std::vector<double> reference_;
-  // Score (bound false) or ScoreBound (true).
+  // Score (bound false) or ScoreBound (true); with `rows` (and bound),
+  // ScoreCatalogueBound.
   absl::StatusOr<Eigen::VectorXd> Scores(const gp::Prediction& prediction,
                                          const Eigen::MatrixXd& inputs,
-                                         bool bound) const;
+                                         bool bound,
+                                         const CatalogueRows* rows = nullptr) const;
 
   NonDominatedBoxes boxes_;
 };

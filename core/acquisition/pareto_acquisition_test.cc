@@ -10,7 +10,9 @@
 #include "core/acquisition/acquisition.h"
 #include "core/acquisition/hypervolume_improvement.h"
 #include "core/common/status_macros.h"
+#include "core/gp/gaussian_process.h"
 #include "core/objective/pareto.h"
+#include "core/surrogate/surrogate.h"
 #include "gtest/gtest.h"
 #include "tests/testutil/status_matchers.h"
 
@@ -274,6 +276,57 @@ TEST(ParetoAcquisitionTest, ScoreBoundBoundsTheScore) {
     METAOPT_ASSERT_OK_AND_ASSIGN(Eigen::VectorXd same,
                                  acquisition.ScoreBound(Fixed(mean, variance), X));
     EXPECT_GT((same - exact).maxCoeff(), 0);
+  }
+}
+
+// A GP surrogate of `n` points of f over [0, 1]^2 (the first n of `X`).
+std::shared_ptr<const surrogate::Surrogate> GpOf(
+    const Eigen::MatrixXd& X, int n, double (*f)(double, double)) {
+  Eigen::VectorXd y(n);
+  for (int i = 0; i < n; ++i) y[i] = f(X(i, 0), X(i, 1));
+  gp::GaussianProcess model = *gp::GaussianProcess::Create("matern52", 2);
+  absl::StatusOr<gp::GpPosterior> posterior = gp::GpPosterior::Create(
+      std::move(model), X.topRows(n), y, gp::Standardization::FromTargets(y));
+  EXPECT_TRUE(posterior.ok()) << posterior.status();
+  return std::make_shared<surrogate::GpSurrogate>(*std::move(posterior));
+}
+
+// Screening the further outputs of catalogue rows through kept kernels
+// (ScoreCatalogueBound) gives ScoreBound's values, also at the next call
+// with one more observation, when the caches hold the earlier points.
+TEST(ParetoAcquisitionTest, CatalogueBoundThroughKeptKernelsEqualsScoreBound) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> unit(0, 1);
+  Eigen::MatrixXd observed(81, 2);
+  for (double& x : observed.reshaped()) x = unit(rng);
+  Eigen::MatrixXd catalogue(300, 2);
+  for (double& x : catalogue.reshaped()) x = unit(rng);
+  std::vector<int> rows;
+  for (int i = 0; i < catalogue.rows(); i += 2) rows.push_back(i);
+  const Eigen::MatrixXd inputs = surrogate::RowsOf(catalogue, rows);
+  Eigen::VectorXd mean(inputs.rows());
+  for (double& m : mean) m = unit(rng);
+  OutputKernelCaches caches;
+  for (const int n : {80, 81}) {
+    ParetoAcquisition acquisition(
+        {GpOf(observed, n, [](double a, double b) { return a * a + b; })},
+        {{GpOf(observed, n, [](double a, double b) { return std::sin(5 * a * b); }),
+          true, 0.2}},
+        {{0.3, 0.9}, {0.6, 0.4}, {0.9, 0.1}}, {1.1, 2.1});
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Eigen::VectorXd bound, acquisition.ScoreBound(Fixed(mean, 0.05), inputs));
+    METAOPT_ASSERT_OK_AND_ASSIGN(
+        Eigen::VectorXd kept,
+        acquisition.ScoreCatalogueBound(Fixed(mean, 0.05), inputs,
+                                        {catalogue, rows, caches}));
+    ASSERT_EQ(kept.size(), bound.size());
+    for (Eigen::Index i = 0; i < bound.size(); ++i) {
+      EXPECT_NEAR(kept[i], bound[i], 1e-9 * (1 + std::abs(bound[i])))
+          << "n " << n << " row " << rows[i];
+    }
+    // Both outputs' kernels are kept (a process budget of 0 would keep none).
+    EXPECT_GT(caches.ForOutput(0).bytes(), 0);
+    EXPECT_GT(caches.ForOutput(1).bytes(), 0);
   }
 }
 

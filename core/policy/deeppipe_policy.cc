@@ -257,6 +257,7 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
     std::shared_ptr<const registry::LoadedModel> model,
     DeepPipePolicyOptions options) {
   METAOPT_RETURN_IF_ERROR(ValidateOptions(options));
+  options.search = WithStudySearchBudget(std::move(options.search), spec);
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
   const bool meta_learned =

@@ -43,6 +43,7 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
     std::shared_ptr<const registry::LoadedModel> model,
     GpPolicyOptions options) {
   METAOPT_RETURN_IF_ERROR(ValidateGpPolicyOptions(options));
+  options.search = WithStudySearchBudget(std::move(options.search), spec);
   METAOPT_ASSIGN_OR_RETURN(space::SearchSpace space,
                            space::SearchSpace::Create(spec.search_space()));
   ZeroShotDesign portfolio = ZeroShotDesignForStudy(

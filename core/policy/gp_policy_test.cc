@@ -395,6 +395,32 @@ TEST(GpPolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
   }
 }
 
+// spec.algorithm.acquisition_samples is the search's random samples: the
+// suggestion of a study asking for 300 is the one of a policy whose options
+// say 300, and not the default's.
+TEST(GpPolicyTest, TheStudysAcquisitionSamplesAreTheSearchBudget) {
+  v1::StudySpec spec = BoxSpec(3, 0, 1, 9);
+  const space::SearchSpace space = *space::SearchSpace::Create(spec.search_space());
+  space::Rng history_rng(3);
+  const std::vector<v1::Trial> trials = BraninTrials(space, 12, history_rng);
+  auto suggest = [&](const v1::StudySpec& study, GpPolicyOptions options) {
+    auto policy = GpPolicy::Create(study, std::nullopt, nullptr, options);
+    EXPECT_THAT(policy.status(), IsOk());
+    space::Rng rng(17);
+    const StudyView study_view{&study, &space, &trials};
+    auto result = (*policy)->Suggest(study_view, 1, rng);
+    EXPECT_THAT(result.status(), IsOk());
+    return space::ConfigurationKey(result->configurations.at(0));
+  };
+  const std::string by_default = suggest(spec, {});
+  GpPolicyOptions three_hundred;
+  three_hundred.search.random_samples = 300;
+  const std::string by_options = suggest(spec, three_hundred);
+  spec.mutable_algorithm()->set_acquisition_samples(300);
+  EXPECT_EQ(suggest(spec, {}), by_options);
+  EXPECT_NE(by_options, by_default);
+}
+
 // Beyond max_fit_points observations the Suggest-time fit reads the
 // systematic sample (a bounded cost), runs its iterations without consulting
 // the clock, and the posterior still conditions on every observation.

@@ -95,6 +95,7 @@ absl::StatusOr<std::shared_ptr<const GrosiPolicy>> GrosiPolicy::Create(
     const v1::StudySpec& spec,
     std::shared_ptr<const registry::LoadedModel> model,
     GrosiPolicyOptions options) {
+  options.search = WithStudySearchBudget(std::move(options.search), spec);
   if (model == nullptr) {
     return absl::FailedPreconditionError(
         "GROSI needs a MODEL_KIND_GROSI registry model over this space; none "

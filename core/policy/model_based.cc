@@ -306,4 +306,12 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
   return finish();
 }
 
+acquisition::SearchOptions WithStudySearchBudget(
+    acquisition::SearchOptions search, const v1::StudySpec& spec) {
+  if (spec.algorithm().acquisition_samples() > 0) {
+    search.random_samples = spec.algorithm().acquisition_samples();
+  }
+  return search;
+}
+
 }  // namespace metaopt::policy

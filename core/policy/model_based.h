@@ -96,6 +96,11 @@ struct SurrogateSuggestSteps {
       fit;
 };
 
+// `search` with the study's own budget: spec.algorithm.acquisition_samples
+// random samples of the space when set (> 0; validated with the spec).
+acquisition::SearchOptions WithStudySearchBudget(
+    acquisition::SearchOptions search, const v1::StudySpec& spec);
+
 // Suggests up to `count` configurations: the portfolio, the random initial
 // design, then EI (pending trials and this call's earlier picks as
 // fantasies), recording the steps taken in the result's source

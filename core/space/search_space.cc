@@ -603,6 +603,13 @@ absl::StatusOr<v1::StudySpec> ValidateAndCanonicalizeStudySpec(
         "spec.algorithm.initial_trials",
         absl::StrCat(spec.algorithm().initial_trials(), " must be >= 0"));
   }
+  if (spec.algorithm().acquisition_samples() < 0 ||
+      spec.algorithm().acquisition_samples() > kMaxAcquisitionSamples) {
+    return Invalid("spec.algorithm.acquisition_samples",
+                   absl::StrCat(spec.algorithm().acquisition_samples(),
+                                " must be in [0, ", kMaxAcquisitionSamples,
+                                "] (0: the default)"));
+  }
 
   METAOPT_RETURN_IF_ERROR(CheckCount(spec.candidates_size(), kMaxCandidates,
                                      "spec.candidates", "candidates"));

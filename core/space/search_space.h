@@ -23,6 +23,8 @@ inline constexpr int kMaxAlgorithmsPerStage = 256;
 inline constexpr int kMaxParametersPerAlgorithm = 256;
 inline constexpr int kMaxCategoricalValues = 1024;
 inline constexpr int kMaxCandidates = 100000;
+// spec.algorithm.acquisition_samples.
+inline constexpr int kMaxAcquisitionSamples = 100000;
 inline constexpr int kMaxNameLength = 128;
 // spec.dataset_sample (v1::DatasetSample): rows, feature columns and target
 // columns ("Dataset2Vec: Learning Dataset Meta-Features" reads at most

@@ -463,6 +463,20 @@ TEST(SearchSpaceStudySpecTest, RejectsNegativeInitialTrials) {
                HasSubstr("spec.algorithm.initial_trials: -1 must be >= 0")));
 }
 
+TEST(SearchSpaceStudySpecTest, AcquisitionSamplesStayWithinTheirRange) {
+  v1::StudySpec spec = HpoSpec();
+  spec.mutable_algorithm()->set_acquisition_samples(-5);
+  EXPECT_THAT(ValidateAndCanonicalizeStudySpec(spec),
+              StatusIs(kInvalid,
+                       HasSubstr("spec.algorithm.acquisition_samples: -5 must "
+                                 "be in [0, 100000]")));
+  spec.mutable_algorithm()->set_acquisition_samples(100001);
+  EXPECT_THAT(ValidateAndCanonicalizeStudySpec(spec),
+              StatusIs(kInvalid, HasSubstr("acquisition_samples: 100001")));
+  spec.mutable_algorithm()->set_acquisition_samples(500);
+  EXPECT_THAT(ValidateAndCanonicalizeStudySpec(spec), IsOk());
+}
+
 TEST(SearchSpaceStudySpecTest, RejectsInvalidCandidateWithItsPath) {
   v1::StudySpec spec = HpoSpec();
   *spec.add_candidates() = HpoConfig();

@@ -7,7 +7,8 @@ One ask/tell loop each on the same function, f(x) = sum_d sin(7 x_d) + x_d^2 ove
 (bench/suggest_benchmark's objective), minimised, to --observations observations:
 
 - metaopt: a fresh metaopt-server (--server-binary) on an empty SQLite database in a temporary
-  folder, one GP study (seed --seed); each iteration times study.suggest() (one trial), then
+  folder, one GP study (seed --seed; one loop per --acquisition-samples value, each with its own
+  server); each iteration times study.suggest() (one trial), then
   observes the value. The time is the client's: the RPC, the server's Suggest and its wait for
   the fit the server prepares after each Observe.
 - tpe: optuna.create_study(sampler=TPESampler(seed=--seed)); each iteration times study.ask()
@@ -73,16 +74,20 @@ def start_server(binary: str, work: str) -> Tuple[subprocess.Popen, str]:
     raise RuntimeError("metaopt-server did not start listening within 20 s")
 
 
-def run_metaopt(binary: str, observations: int, seed: int) -> List[Tuple[int, float]]:
-    """(observations before the Suggest, Suggest milliseconds) per iteration."""
+def run_metaopt(binary: str, observations: int, seed: int,
+                samples: int = 0) -> List[Tuple[int, float]]:
+    """(observations before the Suggest, Suggest milliseconds) per iteration; `samples`: the
+    study's algorithm.acquisition_samples (0: the server's default)."""
     times: List[Tuple[int, float]] = []
     with tempfile.TemporaryDirectory() as work:
         server, address = start_server(binary, work)
         try:
             with metaopt.Client(address) as client:
                 space = metaopt.flat_space({f"x{d}": metaopt.Float(0, 1) for d in range(DIM)})
-                study = client.create_study("continuous4", space, objective="loss",
-                                            goal="minimize", algorithm="gp", seed=seed)
+                spec = metaopt.study_spec(space, objective="loss", goal="minimize",
+                                          algorithm="gp", seed=seed)
+                spec.algorithm.acquisition_samples = samples
+                study = client.create_study("continuous4", spec=spec)
                 for n in range(observations):
                     start = time.perf_counter()
                     (trial,) = study.suggest()
@@ -192,19 +197,34 @@ def main() -> int:
     parser.add_argument("--out", help="folder for latency.csv and latency.svg")
     parser.add_argument("--label", default="metaopt gp",
                         help="the metaopt run's name in the table and the plot")
+    parser.add_argument("--acquisition-samples", default="0",
+                        help="comma list: one metaopt loop per study "
+                             "algorithm.acquisition_samples (0: the server's default)")
     args = parser.parse_args()
+    try:
+        budgets = [int(v) for v in args.acquisition_samples.split(",")]
+    except ValueError:
+        parser.error(f"--acquisition-samples {args.acquisition_samples!r}: "
+                     "a comma list of integers >= 0")
+    if not budgets or min(budgets) < 0:
+        parser.error(f"--acquisition-samples {args.acquisition_samples!r}: "
+                     "a comma list of integers >= 0")
     if args.observations < CHECKPOINTS[-1] + HALF_WINDOW:
         parser.error(f"--observations must be at least {CHECKPOINTS[-1] + HALF_WINDOW}")
     runs: Dict[str, List[Tuple[int, float]]] = {}
-    started = time.perf_counter()
-    runs[args.label] = run_metaopt(args.server_binary, args.observations, args.seed)
-    metaopt_s = time.perf_counter() - started
+    seconds: Dict[str, float] = {}
+    for samples in budgets:
+        label = args.label if samples == 0 else f"{args.label} ({samples} samples)"
+        started = time.perf_counter()
+        runs[label] = run_metaopt(args.server_binary, args.observations, args.seed, samples)
+        seconds[label] = time.perf_counter() - started
     started = time.perf_counter()
     runs["optuna tpe"] = run_tpe(args.observations, args.seed)
-    tpe_s = time.perf_counter() - started
+    seconds["optuna tpe"] = time.perf_counter() - started
     print(table(runs))
-    print(f"\nwhole loops ({args.observations} observations): {args.label} {metaopt_s:.1f} s, "
-          f"optuna tpe {tpe_s:.1f} s; load average {os.getloadavg()[0]:.1f}")
+    loops = ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items())
+    print(f"\nwhole loops ({args.observations} observations): {loops}; "
+          f"load average {os.getloadavg()[0]:.1f}")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "latency.csv"), "w", newline="") as f:
