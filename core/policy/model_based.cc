@@ -361,6 +361,7 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
                                  parego, *ahead, remaining(), rng));
     if (picks.empty()) break;
     Append(std::move(picks), result.configurations);
+    if (!steps.untried_algorithms_first) break;
   }
   sources.push_back(AcquisitionName(*study.spec));
   return finish();
