@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/common/status_macros.h"
+#include "core/policy/parego_step.h"
 #include "core/surrogate/surrogate.h"
 
 namespace metaopt::policy {
@@ -24,6 +25,36 @@ absl::Status ValidateFitOptions(const gp::FitOptions& fit,
 }
 
 }  // namespace
+
+AlgorithmBlockCentring::AlgorithmBlockCentring(
+    const space::EncodingLayout& layout, const Eigen::MatrixXd& X)
+    : layout_(layout) {
+  for (const space::BlockLayout& block : layout_.blocks) {
+    const int chosen = layout_.stages[block.stage].offset + block.algorithm;
+    Eigen::VectorXd sum = Eigen::VectorXd::Zero(block.size);
+    int rows = 0;
+    for (Eigen::Index r = 0; r < X.rows(); ++r) {
+      if (X(r, chosen) > 0.5) {
+        sum += X.row(r).segment(block.offset, block.size).transpose();
+        ++rows;
+      }
+    }
+    means_.push_back(rows > 0 ? Eigen::VectorXd(sum / rows) : sum);
+  }
+}
+
+Eigen::MatrixXd AlgorithmBlockCentring::Apply(Eigen::MatrixXd X) const {
+  for (size_t b = 0; b < layout_.blocks.size(); ++b) {
+    const space::BlockLayout& block = layout_.blocks[b];
+    const int chosen = layout_.stages[block.stage].offset + block.algorithm;
+    for (Eigen::Index r = 0; r < X.rows(); ++r) {
+      if (X(r, chosen) > 0.5) {
+        X.row(r).segment(block.offset, block.size) -= means_[b].transpose();
+      }
+    }
+  }
+  return X;
+}
 
 absl::Status ValidateGpPolicyOptions(const GpPolicyOptions& options) {
   METAOPT_RETURN_IF_ERROR(ValidateFitOptions(options.full_fit, "full_fit"));
@@ -73,22 +104,34 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
                                  : options.initial_trials;
   std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
       acquisition::EncodeCatalogue(spec, encoder);
+  // Several objectives and EHVI over a catalogue: AlgorithmBlockCentring.
+  std::shared_ptr<const AlgorithmBlockCentring> centring;
+  if (spec.objectives_size() > 1 && !UsesParego(spec) && catalogue != nullptr) {
+    centring = std::make_shared<const AlgorithmBlockCentring>(encoder.layout(),
+                                                              catalogue->X);
+    auto centred = std::make_shared<acquisition::EncodedCatalogue>();
+    centred->keys = catalogue->keys;
+    centred->X = centring->Apply(catalogue->X);
+    catalogue = std::move(centred);
+  }
   return std::shared_ptr<const GpPolicy>(new GpPolicy(
       spec.objective().goal(), initial_trials, std::move(portfolio),
-      std::move(encoder), std::move(catalogue), std::move(prior),
-      *std::move(state), std::move(options)));
+      std::move(encoder), std::move(catalogue), std::move(centring),
+      std::move(prior), *std::move(state), std::move(options)));
 }
 
 GpPolicy::GpPolicy(
     v1::Goal goal, int initial_trials, ZeroShotDesign portfolio,
     space::Encoder encoder,
     std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
+    std::shared_ptr<const AlgorithmBlockCentring> centring,
     gp::GaussianProcess prior, v1::GpPolicyState state, GpPolicyOptions options)
     : goal_(goal),
       initial_trials_(initial_trials),
       portfolio_(std::move(portfolio)),
       encoder_(std::move(encoder)),
       catalogue_(std::move(catalogue)),
+      centring_(std::move(centring)),
       prior_(std::move(prior)),
       state_(std::move(state)),
       options_(std::move(options)) {}
@@ -100,7 +143,7 @@ PolicyUpdate GpPolicy::WithFit(const gp::GaussianProcess& fitted,
   PolicyUpdate update;
   update.policy = std::shared_ptr<const GpPolicy>(
       new GpPolicy(goal_, initial_trials_, portfolio_, encoder_, catalogue_,
-                   fitted, state, options_));
+                   centring_, fitted, state, options_));
   update.state = wrapper.SerializeAsString();
   return update;
 }
@@ -191,9 +234,16 @@ SurrogateSuggestSteps GpPolicy::Steps() const {
   steps.initial_trials = initial_trials_;
   steps.min_observations = 2;
   steps.search = &options_.search;
-  steps.fit = [this](const TrainingData& data, space::Rng& rng,
+  steps.untried_algorithms_first = centring_ != nullptr;
+  steps.fit = [this](const TrainingData& encoded, space::Rng& rng,
                      std::optional<PolicyUpdate>* update)
       -> absl::StatusOr<FittedSurrogate> {
+    TrainingData centred;
+    if (centring_ != nullptr) {
+      centred.X = centring_->Apply(encoded.X);
+      centred.y = encoded.y;
+    }
+    const TrainingData& data = centring_ != nullptr ? centred : encoded;
     // Over a space, the fit extends the last one's Cholesky factor. (A
     // catalogue study refactors: its suggestions stay bit for bit those of
     // the benchmarks' recorded runs.)
@@ -220,6 +270,11 @@ SurrogateSuggestSteps GpPolicy::Steps() const {
     FittedSurrogate fitted;
     fitted.catalogue = catalogue_.get();
     fitted.model = std::move(model);
+    if (centring_ != nullptr) {
+      fitted.inputs = [centring = centring_](const Eigen::MatrixXd& X)
+          -> absl::StatusOr<Eigen::MatrixXd> { return centring->Apply(X); };
+    }
+    fitted.log_positive_objectives = centring_ != nullptr;
     return fitted;
   };
   return steps;
@@ -228,6 +283,7 @@ SurrogateSuggestSteps GpPolicy::Steps() const {
 absl::StatusOr<FineTuneResult> GpPolicy::FineTune(
     const StudyView& study, const FineTuneOptions& options) const {
   TrainingData data = CollectTrainingData(study, encoder_);
+  if (centring_ != nullptr) data.X = centring_->Apply(std::move(data.X));
   if (data.y.size() < 2) {
     return absl::FailedPreconditionError(absl::StrCat(
         "FineTune needs at least 2 completed trials; the study has ",

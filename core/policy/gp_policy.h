@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
+#include "Eigen/Core"
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "core/acquisition/acquisition_search.h"
 #include "core/common/mutex.h"
 #include "core/gp/gaussian_process.h"
@@ -84,6 +85,31 @@ absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(const gp::GaussianProcess& prior,
                                                const gp::GpPosterior* previous =
                                                    nullptr);
 
+// The GP's inputs in a study with several objectives and EHVI over a
+// catalogue: the encoding with each active algorithm block (space::Encoder:
+// inactive blocks are zero) minus that block's mean over the catalogue's
+// entries of the algorithm. Inputs of different algorithms are then about
+// equally far apart however many parameters the algorithms have: with the
+// raw encoding an entry of an algorithm with several parameters is far from
+// everything else and one without parameters close to everything, so before
+// either is tried EHVI finds the former uncertain and the latter known
+// (docs/algorithms.md "Several objectives and constraints"). Within one
+// algorithm the distances are unchanged. Immutable; thread-safe.
+class AlgorithmBlockCentring {
+ public:
+  // The block means over the rows of `X` (encodings under `layout`) in which
+  // the block's algorithm is chosen; zero for an algorithm no row chooses.
+  AlgorithmBlockCentring(const space::EncodingLayout& layout,
+                         const Eigen::MatrixXd& X);
+  // `X` (encodings under the layout) with the means subtracted from each
+  // row's chosen algorithms' blocks.
+  Eigen::MatrixXd Apply(Eigen::MatrixXd X) const;
+
+ private:
+  space::EncodingLayout layout_;
+  std::vector<Eigen::VectorXd> means_;  // one per layout_.blocks entry
+};
+
 // With a bound registry model, the model's portfolio entries (those inside the
 // study's space or catalogue) are the first suggestions, in place of the
 // random initial design.
@@ -130,6 +156,7 @@ class GpPolicy final : public Policy {
   GpPolicy(v1::Goal goal, int initial_trials, ZeroShotDesign portfolio,
            space::Encoder encoder,
            std::shared_ptr<const acquisition::EncodedCatalogue> catalogue,
+           std::shared_ptr<const AlgorithmBlockCentring> centring,
            gp::GaussianProcess prior, v1::GpPolicyState state,
            GpPolicyOptions options);
 
@@ -142,8 +169,13 @@ class GpPolicy final : public Policy {
   // The bound model's zero-shot design (in the study's space), tried first.
   const ZeroShotDesign portfolio_;
   const space::Encoder encoder_;
-  // The study's catalogue, encoded once (null without a catalogue).
+  // The study's catalogue, encoded once (null without a catalogue); with
+  // several objectives and EHVI its rows are centred by `centring_`.
   const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue_;
+  // Set exactly when the study has several objectives, EHVI (not ParEGO)
+  // and a catalogue: then also untried algorithms come first and positive
+  // further objectives are modelled on the log scale (Steps()).
+  const std::shared_ptr<const AlgorithmBlockCentring> centring_;
   const gp::GaussianProcess prior_;  // with the current hyperparameters
   const v1::GpPolicyState state_;
   const GpPolicyOptions options_;

@@ -4,18 +4,20 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "tests/testutil/conditional_problem.h"
-#include "core/policy/policy_factory.h"
-#include "tests/testutil/prepared_fit_check.h"
 #include "core/policy/output_fit_cache.h"
+#include "core/policy/policy_factory.h"
 #include "core/policy/random_policy.h"
 #include "core/space/encoding.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "tests/testutil/conditional_problem.h"
+#include "tests/testutil/prepared_fit_check.h"
 #include "tests/testutil/status_matchers.h"
 
 namespace metaopt::policy {
@@ -337,6 +339,203 @@ TEST(GpPolicyTest, CatalogueStudiesPickUntriedEntries) {
   StudyView view{&spec, &*space, &trials};
   METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r, policy->Suggest(view, 1, rng));
   EXPECT_TRUE(r.configurations.empty());
+}
+
+// A catalogue like oboe's: 27 entries of "forest", an algorithm of three
+// parameters, and one entry each of "nb", "perceptron" and "stump", which have
+// none; two objectives, error and seconds, minimised.
+v1::StudySpec ManyAndParameterlessAlgorithms() {
+  v1::StudySpec spec;
+  auto* stage = spec.mutable_search_space()->add_stages();
+  stage->set_name("model");
+  auto* forest = stage->add_algorithms();
+  forest->set_name("forest");
+  for (const char* name : {"x", "y", "z"}) {
+    auto* p = forest->add_parameters();
+    p->set_name(name);
+    p->mutable_float_domain()->set_low(0);
+    p->mutable_float_domain()->set_high(1);
+  }
+  for (const char* name : {"nb", "perceptron", "stump"}) {
+    stage->add_algorithms()->set_name(name);
+  }
+  for (int i = 0; i < 27; ++i) {
+    auto* a = spec.add_candidates()->add_assignments();
+    a->set_stage("model");
+    a->set_algorithm("forest");
+    (*a->mutable_parameters())["x"].set_number((i % 3) / 2.0);
+    (*a->mutable_parameters())["y"].set_number((i / 3 % 3) / 2.0);
+    (*a->mutable_parameters())["z"].set_number((i / 9) / 2.0);
+  }
+  for (const char* name : {"nb", "perceptron", "stump"}) {
+    auto* a = spec.add_candidates()->add_assignments();
+    a->set_stage("model");
+    a->set_algorithm(name);
+  }
+  for (const char* name : {"error", "seconds"}) {
+    v1::Objective* objective = spec.add_objectives();
+    objective->set_name(name);
+    objective->set_goal(v1::GOAL_MINIMIZE);
+  }
+  *spec.mutable_objective() = spec.objectives(0);
+  spec.mutable_algorithm()->set_kind(v1::ALGORITHM_KIND_GP);
+  spec.mutable_algorithm()->set_initial_trials(2);
+  return spec;
+}
+
+// The parameterless algorithms are fast and less accurate: the fast end of
+// the front.
+v1::Trial ErrorAndSeconds(int id, const v1::Configuration& config) {
+  v1::Trial trial;
+  trial.set_id(id);
+  *trial.mutable_configuration() = config;
+  trial.set_state(v1::TRIAL_STATE_COMPLETED);
+  const std::string& algorithm = config.assignments(0).algorithm();
+  double error = 0.3;
+  double seconds = 0.01;
+  if (algorithm == "forest") {
+    const double x = Number(config, 0, "x");
+    const double y = Number(config, 0, "y");
+    const double z = Number(config, 0, "z");
+    error = 0.1 + 0.1 * (x - 0.5) * (x - 0.5) + 0.05 * y;
+    seconds = 5 + 20 * z;
+  } else if (algorithm == "perceptron") {
+    error = 0.25;
+    seconds = 0.05;
+  }
+  trial.set_value(error);
+  (*trial.mutable_metrics())["error"] = error;
+  (*trial.mutable_metrics())["seconds"] = seconds;
+  return trial;
+}
+
+// With several objectives the GP tries every algorithm before it repeats
+// one: by EHVI alone it would keep to "forest", whose entries the encoding
+// puts far from everything tried (docs/algorithms.md "Several objectives
+// and constraints", "Untried algorithms first").
+TEST(GpPolicyTest, SeveralObjectivesTryEveryAlgorithmFirst) {
+  const v1::StudySpec spec = ManyAndParameterlessAlgorithms();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  for (uint64_t seed = 0; seed < 10; ++seed) {
+    METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+    std::vector<v1::Trial> trials;
+    space::Rng rng(seed);
+    std::set<std::string> tried;
+    for (int t = 0; t < 6; ++t) {
+      StudyView view{&spec, &*space, &trials};
+      METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r,
+                                   policy->Suggest(view, 1, rng));
+      if (r.update.has_value()) policy = r.update->policy;
+      ASSERT_EQ(r.configurations.size(), 1u);
+      const std::string algorithm =
+          r.configurations[0].assignments(0).algorithm();
+      if (t >= 2) {
+        EXPECT_EQ(r.source, "gp/ehvi");
+        // A new algorithm while there is one; then EHVI over them all.
+        EXPECT_EQ(tried.count(algorithm) == 0, tried.size() < 4)
+            << "seed " << seed << ", trial " << t + 1 << ": " << algorithm;
+      }
+      tried.insert(algorithm);
+      trials.push_back(ErrorAndSeconds(t + 1, r.configurations[0]));
+    }
+    EXPECT_EQ(tried.size(), 4u) << "seed " << seed;
+  }
+}
+
+// A batch's picks are fantasies for the later ones: distinct untried
+// algorithms while there are any.
+TEST(GpPolicyTest, ABatchTriesDistinctUntriedAlgorithms) {
+  const v1::StudySpec spec = ManyAndParameterlessAlgorithms();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  METAOPT_ASSERT_OK_AND_ASSIGN(auto policy, CreatePolicy(spec, std::nullopt));
+  // The design: two "forest" entries.
+  std::vector<v1::Trial> trials = {ErrorAndSeconds(1, spec.candidates(0)),
+                                   ErrorAndSeconds(2, spec.candidates(26))};
+  StudyView view{&spec, &*space, &trials};
+  space::Rng rng(3);
+  METAOPT_ASSERT_OK_AND_ASSIGN(SuggestResult r, policy->Suggest(view, 4, rng));
+  ASSERT_EQ(r.configurations.size(), 4u);
+  std::set<std::string> algorithms;
+  for (int i = 0; i < 3; ++i) {
+    algorithms.insert(r.configurations[i].assignments(0).algorithm());
+  }
+  EXPECT_EQ(algorithms, (std::set<std::string>{"nb", "perceptron", "stump"}));
+  EXPECT_EQ(r.configurations[3].assignments(0).algorithm(), "forest");
+}
+
+TEST(RowsOfAnUntriedAlgorithmTest, DrawsAnUntriedPairOfAnyStage) {
+  // Two stages of two algorithms each, every combination once.
+  v1::StudySpec spec;
+  for (const char* stage_name : {"scale", "model"}) {
+    auto* stage = spec.mutable_search_space()->add_stages();
+    stage->set_name(stage_name);
+    for (int a = 0; a < 2; ++a) {
+      stage->add_algorithms()->set_name(std::string(stage_name) +
+                                        std::to_string(a));
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    v1::Configuration* c = spec.add_candidates();
+    for (int s = 0; s < 2; ++s) {
+      auto* a = c->add_assignments();
+      a->set_stage(spec.search_space().stages(s).name());
+      a->set_algorithm(
+          spec.search_space().stages(s).algorithms((i >> s) & 1).name());
+    }
+  }
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  space::Encoder encoder(*space);
+  const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
+      acquisition::EncodeCatalogue(spec, encoder);
+  // Entry 0 (scale0, model0) tried: scale1 (entries 1, 3) or model1 (2, 3).
+  absl::flat_hash_set<std::string> held = {catalogue->keys[0]};
+  auto is_held = [&held](const std::string& key) { return held.contains(key); };
+  std::set<std::vector<int>> drawn;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    space::Rng rng(seed);
+    drawn.insert(RowsOfAnUntriedAlgorithm(spec, *catalogue, is_held, rng));
+  }
+  EXPECT_EQ(drawn, (std::set<std::vector<int>>{{1, 3}, {2, 3}}));
+  // Entry 3 (scale1, model1) too: every algorithm tried, nothing drawn.
+  held.insert(catalogue->keys[3]);
+  space::Rng rng(1);
+  const space::Rng before = rng;
+  EXPECT_TRUE(RowsOfAnUntriedAlgorithm(spec, *catalogue, is_held, rng).empty());
+  EXPECT_TRUE(rng == before);
+}
+
+TEST(AlgorithmBlockCentringTest, CentresEachChosenBlockOnItsEntries) {
+  const v1::StudySpec spec = ManyAndParameterlessAlgorithms();
+  auto space = space::SearchSpace::Create(spec.search_space());
+  ASSERT_TRUE(space.ok());
+  space::Encoder encoder(*space);
+  const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
+      acquisition::EncodeCatalogue(spec, encoder);
+  const AlgorithmBlockCentring centring(encoder.layout(), catalogue->X);
+  const Eigen::MatrixXd centred = centring.Apply(catalogue->X);
+  const space::BlockLayout& forest = encoder.layout().block(0, 0);
+  // The forest entries' block has mean zero; their differences are kept.
+  const Eigen::MatrixXd block =
+      centred.topRows(27).middleCols(forest.offset, forest.size);
+  EXPECT_LT(block.colwise().mean().norm(), 1e-12);
+  EXPECT_NEAR((centred.row(5) - centred.row(17)).norm(),
+              (catalogue->X.row(5) - catalogue->X.row(17)).norm(), 1e-12);
+  // The parameterless entries are unchanged, and so is what is not a block.
+  for (int i = 27; i < 30; ++i) {
+    EXPECT_EQ(centred.row(i), catalogue->X.row(i)) << i;
+  }
+  const space::StageLayout& stage = encoder.layout().stages[0];
+  EXPECT_EQ(centred.middleCols(stage.offset, stage.size),
+            catalogue->X.middleCols(stage.offset, stage.size));
+  // So a parameterless entry is as far from the forest entries' middle as
+  // from each other: the spread of the forest's parameters no longer moves
+  // "forest" away from the rest.
+  const Eigen::VectorXd middle = centred.topRows(27).colwise().mean();
+  EXPECT_NEAR((centred.row(27).transpose() - middle).norm(),
+              (centred.row(27) - centred.row(28)).norm(), 1e-12);
 }
 
 TEST(GpPolicyTest, FineTuneNeedsDataAndLowersTheLoss) {

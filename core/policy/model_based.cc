@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/common/logging.h"
@@ -81,6 +82,44 @@ Eigen::MatrixXd PendingInputs(const StudyView& study,
   return encoder.EncodeBatch(pending);
 }
 
+std::vector<int> RowsOfAnUntriedAlgorithm(
+    const v1::StudySpec& spec, const acquisition::EncodedCatalogue& catalogue,
+    acquisition::HeldPredicate held, space::Rng& rng) {
+  // Each entry's (stage, algorithm) pairs as "stage\nalgorithm" keys.
+  const int n = spec.candidates_size();
+  std::vector<std::vector<std::string>> pairs(n);
+  absl::flat_hash_set<std::string> tried;
+  std::vector<bool> unheld(n);
+  for (int i = 0; i < n; ++i) {
+    for (const v1::Assignment& a : spec.candidates(i).assignments()) {
+      pairs[i].push_back(absl::StrCat(a.stage(), "\n", a.algorithm()));
+    }
+    unheld[i] = !held(catalogue.keys[i]);
+    if (!unheld[i]) tried.insert(pairs[i].begin(), pairs[i].end());
+  }
+  // The untried pairs, in catalogue order.
+  std::vector<std::string> untried;
+  absl::flat_hash_set<std::string> listed;
+  for (int i = 0; i < n; ++i) {
+    if (!unheld[i]) continue;
+    for (const std::string& pair : pairs[i]) {
+      if (!tried.contains(pair) && listed.insert(pair).second) {
+        untried.push_back(pair);
+      }
+    }
+  }
+  std::vector<int> rows;
+  if (untried.empty()) return rows;
+  const std::string& drawn = untried[space::UniformIndex(rng, untried.size())];
+  for (int i = 0; i < n; ++i) {
+    if (unheld[i] &&
+        std::find(pairs[i].begin(), pairs[i].end(), drawn) != pairs[i].end()) {
+      rows.push_back(i);
+    }
+  }
+  return rows;
+}
+
 namespace {
 
 // steps.fit on `data`, drawing from `rng`, with what it read and drew.
@@ -150,12 +189,28 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
   } else if (SeveralOutputs(*study.spec)) {
     METAOPT_ASSIGN_OR_RETURN(
         owned, ParetoStepAcquisition(study, inputs_of, pending, rng,
-                                     fitted.output_priors));
+                                     fitted.output_priors,
+                                     fitted.log_positive_objectives));
   } else {
     owned = std::make_unique<acquisition::LogExpectedImprovementFunction>(
         data.y.minCoeff());
   }
   const acquisition::AcquisitionFunction& log_ei = *owned;
+  if (fitted.catalogue != nullptr && steps.untried_algorithms_first &&
+      !parego.has_value() && study.spec->objectives_size() > 1) {
+    // One pick (SuggestWithSurrogate asks again for the rest of a batch).
+    const std::vector<int> rows =
+        RowsOfAnUntriedAlgorithm(*study.spec, *fitted.catalogue, is_held, rng);
+    if (!rows.empty()) {
+      METAOPT_ASSIGN_OR_RETURN(
+          std::vector<int> best,
+          acquisition::MaximizeOverCatalogue(*model, *fitted.catalogue, rows,
+                                             is_held, log_ei, 1));
+      std::vector<v1::Configuration> out;
+      for (int row : best) out.push_back(study.spec->candidates(row));
+      return out;
+    }
+  }
   if (fitted.catalogue != nullptr) {
     // Without pending trials the first pick screens the unheld rows under the
     // fitted model: a prepared fit may have done it already (used only on
@@ -297,11 +352,17 @@ absl::StatusOr<SuggestResult> SuggestWithSurrogate(
     add_random(remaining(), "random-fallback");
     return finish();
   }
-  METAOPT_ASSIGN_OR_RETURN(
-      std::vector<v1::Configuration> picks,
-      ExpectedImprovementPicks(study, result.configurations, steps, data,
-                               parego, *ahead, remaining(), rng));
-  Append(std::move(picks), result.configurations);
+  // The picks may come one at a time (untried_algorithms_first): each with
+  // the earlier ones as fantasies.
+  while (remaining() > 0) {
+    METAOPT_ASSIGN_OR_RETURN(
+        std::vector<v1::Configuration> picks,
+        ExpectedImprovementPicks(study, result.configurations, steps, data,
+                                 parego, *ahead, remaining(), rng));
+    if (picks.empty()) break;
+    Append(std::move(picks), result.configurations);
+    if (!steps.untried_algorithms_first) break;
+  }
   sources.push_back(AcquisitionName(*study.spec));
   return finish();
 }

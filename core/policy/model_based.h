@@ -49,6 +49,14 @@ Eigen::MatrixXd PendingInputs(const StudyView& study,
                               const std::vector<v1::Configuration>& picks,
                               const space::Encoder& encoder);
 
+// The rows of `catalogue` (spec.candidates encoded) that are not `held` and
+// have one (stage, algorithm) drawn uniformly from `rng` among those that
+// unheld rows have and no held row has; empty, without a draw, when there is
+// none.
+std::vector<int> RowsOfAnUntriedAlgorithm(
+    const v1::StudySpec& spec, const acquisition::EncodedCatalogue& catalogue,
+    acquisition::HeldPredicate held, space::Rng& rng);
+
 // A surrogate fitted for one Suggest, with what the acquisition search needs.
 struct FittedSurrogate {
   std::shared_ptr<const surrogate::Surrogate> model;
@@ -62,6 +70,11 @@ struct FittedSurrogate {
   // model's inputs, read by the Pareto step of a study with several
   // objectives.
   std::vector<OutputPrior> output_priors;
+  // With several objectives: each further objective to minimise whose
+  // observed values and reference coordinate are all positive (a run time, a
+  // size) is modelled on the log scale unless the study sets
+  // algorithm.output_warping (ParetoStepAcquisition's log_positive).
+  bool log_positive_objectives = false;
 };
 
 // What a surrogate-based policy plugs into SuggestWithSurrogate.
@@ -87,6 +100,13 @@ struct SurrogateSuggestSteps {
   // Below this many observations every suggestion is random.
   int64_t min_observations = 2;
   const acquisition::SearchOptions* search = nullptr;
+  // With several objectives and EHVI over a catalogue: while some algorithm
+  // of a stage is held by no trial (pending ones and this call's picks
+  // count), each model-based pick draws one such (stage, algorithm)
+  // uniformly and takes the acquisition's best untried entry with it
+  // (docs/algorithms.md "Several objectives and constraints", "Untried
+  // algorithms first").
+  bool untried_algorithms_first = false;
   // Fits the surrogate to `data` (at least min_observations rows); may set
   // `update` when the policy's state changed. An error makes this call fall
   // back to random search ("random-fallback").

@@ -56,7 +56,7 @@ absl::StatusOr<OutputModel> FitOutputModel(
     const StudyView& study, const InputsOf& inputs_of,
     const Eigen::MatrixXd& pending, const std::string& metric,
     std::optional<v1::Goal> goal, std::optional<double> also_warped,
-    space::Rng& rng, const OutputPrior* prior) {
+    space::Rng& rng, const OutputPrior* prior, bool log_positive) {
   std::vector<v1::Configuration> configs;
   std::vector<double> values;
   for (const v1::Trial& trial : *study.trials) {
@@ -74,10 +74,10 @@ absl::StatusOr<OutputModel> FitOutputModel(
   OutputModel out;
   TrainingData data;
   METAOPT_ASSIGN_OR_RETURN(data.X, inputs_of(configs));
-  bool log_positive = prior != nullptr &&
-                      (!also_warped.has_value() || *also_warped > 0);
-  for (double v : values) log_positive = log_positive && v > 0;
-  if (log_positive) {
+  bool positive = !also_warped.has_value() || *also_warped > 0;
+  for (double v : values) positive = positive && v > 0;
+  const bool with_prior = prior != nullptr && positive;
+  if (with_prior) {
     // Cost-aware transfer: the GP models what the prior does not explain.
     METAOPT_ASSIGN_OR_RETURN(Eigen::VectorXd prior_mean,
                              prior->log_mean(data.X));
@@ -85,6 +85,13 @@ absl::StatusOr<OutputModel> FitOutputModel(
     for (size_t i = 0; i < values.size(); ++i) {
       values[i] = out.warp.Apply(values[i]) - prior_mean[i];
     }
+  } else if (log_positive && positive && goal.has_value() &&
+             study.spec->algorithm().output_warping() ==
+                 v1::OUTPUT_WARPING_UNSPECIFIED) {
+    // Run times and sizes span orders of magnitude: the front's fast end
+    // is then not a sliver of the raw scale's hypervolume.
+    out.warp = gp::PowerTransform::Log();
+    for (double& v : values) v = out.warp.Apply(v);
   } else if (OutputWarpingOf(study.spec->algorithm()) ==
              v1::OUTPUT_WARPING_POWER) {
     const gp::PowerTransform warp = gp::PowerTransform::Fit(values);
@@ -134,7 +141,7 @@ absl::StatusOr<OutputModel> FitOutputModel(
                            gp::Condition(*fitted, data.X, data.y));
   out.model =
       std::make_shared<const surrogate::GpSurrogate>(std::move(posterior));
-  if (log_positive) {
+  if (with_prior) {
     out.model = std::make_shared<const surrogate::PriorMeanSurrogate>(
         std::move(out.model), prior->log_mean);
   }
@@ -178,7 +185,8 @@ std::string AcquisitionName(const v1::StudySpec& spec) {
 absl::StatusOr<std::unique_ptr<const acquisition::AcquisitionFunction>>
 ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
                       const Eigen::MatrixXd& pending, space::Rng& rng,
-                      const std::vector<OutputPrior>& priors) {
+                      const std::vector<OutputPrior>& priors,
+                      bool log_positive) {
   const objective::StudyObjectives objectives(*study.spec);
   // The incumbents: COMPLETED feasible trials only (a STOPPED trial's
   // constrained metrics are unknown).
@@ -202,8 +210,8 @@ ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
     METAOPT_ASSIGN_OR_RETURN(
         OutputModel output,
         FitOutputModel(study, inputs_of, pending, name,
-                       objectives.objective(i).goal(), reference[i], rng,
-                       prior));
+                       objectives.objective(i).goal(), reference[i], rng, prior,
+                       log_positive));
     // The front and the reference in the model's units (an increasing warp
     // keeps dominance).
     for (objective::Point& p : feasible) p[i] = output.warp.Apply(p[i]);

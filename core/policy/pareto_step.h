@@ -67,12 +67,16 @@ struct OutputModel {
 // With a `prior` for the metric (and every observed value and `also_warped`
 // positive) the output is modelled on the log scale instead: the GP fits the
 // residuals log(value) - prior.log_mean(inputs), the model adds the prior
-// mean back, and the warp is the logarithm.
+// mean back, and the warp is the logarithm. Without a prior, `log_positive`
+// models an objective (`goal` set) on the log scale when every observed
+// (minimised) value and `also_warped` are positive and the study leaves
+// algorithm.output_warping unset.
 absl::StatusOr<OutputModel> FitOutputModel(
     const StudyView& study, const InputsOf& inputs_of,
     const Eigen::MatrixXd& pending, const std::string& metric,
     std::optional<v1::Goal> goal, std::optional<double> also_warped,
-    space::Rng& rng, const OutputPrior* prior = nullptr);
+    space::Rng& rng, const OutputPrior* prior = nullptr,
+    bool log_positive = false);
 
 // A model of each of the study's constrained metrics (FitOutputModel), in
 // the order of spec.constraints, each bound in its model's (warped) units.
@@ -83,19 +87,21 @@ FitConstraintModels(const StudyView& study, const InputsOf& inputs_of,
 // The Pareto acquisition of `study`: GPs (Matern 5/2, hyperparameters fitted
 // by one L-BFGS start of 30 iterations on at most 64 of the first
 // observations, refitted once the observations grew by a tenth and kept
-// across calls in between; one draw from `rng`) of the other objectives (minimised)
-// and the constrained metrics on the observations that report them, each
-// conditioned on `pending` (model inputs) as fantasies; the front of the
+// across calls in between; one draw from `rng`) of the other objectives
+// (minimised) and the constrained metrics on the observations that report them,
+// each conditioned on `pending` (model inputs) as fantasies; the front of the
 // feasible observations; the study's reference point (docs/api.md). Each
 // further objective's coordinates of the front and the reference point are
 // in its model's warped units. The optimizer's surrogate must model the
 // first objective, minimised.
 // A further objective named by one of `priors` is modelled with it
-// (FitOutputModel).
+// (FitOutputModel); the others on the log scale where `log_positive` and
+// FitOutputModel allow it.
 absl::StatusOr<std::unique_ptr<const acquisition::AcquisitionFunction>>
 ParetoStepAcquisition(const StudyView& study, const InputsOf& inputs_of,
                       const Eigen::MatrixXd& pending, space::Rng& rng,
-                      const std::vector<OutputPrior>& priors = {});
+                      const std::vector<OutputPrior>& priors = {},
+                      bool log_positive = false);
 
 }  // namespace metaopt::policy
 

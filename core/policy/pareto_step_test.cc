@@ -186,5 +186,59 @@ TEST_F(ParetoStepTest, AnOutputPriorPredictsTheTimeFromFewObservations) {
   EXPECT_EQ(zero->warp.family(), gp::PowerTransform::Family::kIdentity);
 }
 
+// GP-EHVI over a catalogue asks for the log scale of positive further
+// objectives: taken when the study leaves output_warping unset, every value
+// and the reference are positive and the output is an objective.
+TEST_F(ParetoStepTest, LogPositiveModelsAPositiveObjectiveOnTheLogScale) {
+  auto fit = [&](std::optional<v1::Goal> goal, double also_warped,
+                 bool log_positive) {
+    space::Rng rng(1);
+    return FitOutputModel(View(), Inputs(), Eigen::MatrixXd(0, 2),
+                          "fit_seconds", goal, also_warped, rng, nullptr,
+                          log_positive);
+  };
+  absl::StatusOr<OutputModel> logged = fit(v1::GOAL_MINIMIZE, 10.0, true);
+  ASSERT_THAT(logged, IsOk());
+  EXPECT_EQ(logged->warp.family(), gp::PowerTransform::Family::kBoxCox);
+  EXPECT_EQ(logged->warp.lambda(), 0.0);
+  EXPECT_DOUBLE_EQ(logged->warp.Apply(10.0), std::log(10.0));
+  // The model predicts the logged times: near them at the observations.
+  std::vector<v1::Configuration> configs;
+  for (const v1::Trial& t : trials_) configs.push_back(t.configuration());
+  absl::StatusOr<Eigen::MatrixXd> X = Inputs()(configs);
+  ASSERT_THAT(X, IsOk());
+  absl::StatusOr<gp::Prediction> at = logged->model->Predict(*X);
+  ASSERT_THAT(at, IsOk());
+  for (size_t i = 0; i < trials_.size(); ++i) {
+    EXPECT_NEAR(at->mean[i], std::log(trials_[i].metrics().at("fit_seconds")),
+                0.05)
+        << i;
+  }
+  // Not asked for, a constrained metric (no goal), a reference that is not
+  // positive, an explicit output warping: the values as observed.
+  const gp::PowerTransform::Family identity =
+      gp::PowerTransform::Family::kIdentity;
+  absl::StatusOr<OutputModel> raw = fit(v1::GOAL_MINIMIZE, 10.0, false);
+  ASSERT_THAT(raw, IsOk());
+  EXPECT_EQ(raw->warp.family(), identity);
+  absl::StatusOr<OutputModel> constrained = fit(std::nullopt, 10.0, true);
+  ASSERT_THAT(constrained, IsOk());
+  EXPECT_EQ(constrained->warp.family(), identity);
+  absl::StatusOr<OutputModel> zero_reference =
+      fit(v1::GOAL_MINIMIZE, 0.0, true);
+  ASSERT_THAT(zero_reference, IsOk());
+  EXPECT_EQ(zero_reference->warp.family(), identity);
+  spec_.mutable_algorithm()->set_output_warping(v1::OUTPUT_WARPING_NONE);
+  absl::StatusOr<OutputModel> none = fit(v1::GOAL_MINIMIZE, 10.0, true);
+  ASSERT_THAT(none, IsOk());
+  EXPECT_EQ(none->warp.family(), identity);
+  // A time of 0 cannot be logged.
+  spec_.mutable_algorithm()->clear_output_warping();
+  trials_[1].mutable_metrics()->at("fit_seconds") = 0.0;
+  absl::StatusOr<OutputModel> with_zero = fit(v1::GOAL_MINIMIZE, 10.0, true);
+  ASSERT_THAT(with_zero, IsOk());
+  EXPECT_EQ(with_zero->warp.family(), identity);
+}
+
 }  // namespace
 }  // namespace metaopt::policy
