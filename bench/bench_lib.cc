@@ -542,34 +542,44 @@ const std::vector<MethodDefinition>& KnownMethods() {
   return *methods;
 }
 
-absl::StatusOr<std::vector<MethodDefinition>> ParseMethods(
-    std::string_view comma_list) {
-  std::vector<MethodDefinition> out;
+absl::StatusOr<std::vector<size_t>> ParseNameList(
+    std::string_view comma_list, const std::vector<std::string>& known,
+    std::string_view flag, std::string_view what) {
+  std::vector<size_t> out;
   absl::flat_hash_set<std::string> seen;
-  std::vector<std::string> known;
-  for (const MethodDefinition& m : KnownMethods()) known.push_back(m.name);
+  const std::string known_list = absl::StrJoin(known, ", ");
+  const absl::string_view f = ToAbsl(flag), kind = ToAbsl(what);
   for (absl::string_view part : absl::StrSplit(
            absl::string_view(comma_list.data(), comma_list.size()), ',')) {
     const std::string name(absl::StripAsciiWhitespace(part));
     if (name.empty()) continue;
-    auto it =
-        std::find_if(KnownMethods().begin(), KnownMethods().end(),
-                     [&](const MethodDefinition& m) { return m.name == name; });
-    if (it == KnownMethods().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--methods: unknown method \"", name,
-                       "\"; known: ", absl::StrJoin(known, ", ")));
+    const auto it = std::find(known.begin(), known.end(), name);
+    if (it == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f, ": unknown ", kind, " \"", name, "\"; known: ", known_list));
     }
     if (!seen.insert(name).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--methods: \"", name, "\" is listed twice"));
+          absl::StrCat(f, ": \"", name, "\" is listed twice"));
     }
-    out.push_back(*it);
+    out.push_back(static_cast<size_t>(it - known.begin()));
   }
   if (out.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--methods: no method given; known: ", absl::StrJoin(known, ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat(f, ": no ", kind, " given; known: ", known_list));
   }
+  return out;
+}
+
+absl::StatusOr<std::vector<MethodDefinition>> ParseMethods(
+    std::string_view comma_list) {
+  std::vector<std::string> known;
+  for (const MethodDefinition& m : KnownMethods()) known.push_back(m.name);
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<size_t> indices,
+      ParseNameList(comma_list, known, "--methods", "method"));
+  std::vector<MethodDefinition> out;
+  for (size_t i : indices) out.push_back(KnownMethods()[i]);
   return out;
 }
 

@@ -69,6 +69,14 @@ struct MethodDefinition {
 // when a study is created (UNIMPLEMENTED otherwise).
 const std::vector<MethodDefinition>& KnownMethods();
 
+// The index in `known` of each name of a comma list (surrounding spaces
+// ignored; empty entries skipped), in list order. INVALID_ARGUMENT starting
+// with `flag` for an unknown name (`what` names the kind, e.g. "method"; the
+// message lists the known ones), a name given twice, or no name at all.
+absl::StatusOr<std::vector<size_t>> ParseNameList(
+    std::string_view comma_list, const std::vector<std::string>& known,
+    std::string_view flag, std::string_view what);
+
 // Looks up each comma-separated name (surrounding spaces ignored) in
 // KnownMethods(). INVALID_ARGUMENT for an empty list, an unknown name (listing
 // the known ones) or a duplicate.

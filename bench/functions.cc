@@ -6,11 +6,9 @@
 #include <cmath>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
+#include "bench/bench_lib.h"
+#include "core/common/status_macros.h"
 #include "core/space/random.h"
 #include "core/space/search_space.h"
 
@@ -407,30 +405,11 @@ absl::StatusOr<std::vector<const TestFunction*>> ParseFunctions(
     std::string_view comma_list) {
   std::vector<std::string> known;
   for (const TestFunction& f : KnownFunctions()) known.push_back(f.name);
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<size_t> indices,
+      ParseNameList(comma_list, known, "--functions", "function"));
   std::vector<const TestFunction*> out;
-  absl::flat_hash_set<std::string> seen;
-  for (absl::string_view part : absl::StrSplit(
-           absl::string_view(comma_list.data(), comma_list.size()), ',')) {
-    const std::string name(absl::StripAsciiWhitespace(part));
-    if (name.empty()) continue;
-    const auto it =
-        std::find_if(KnownFunctions().begin(), KnownFunctions().end(),
-                     [&](const TestFunction& f) { return f.name == name; });
-    if (it == KnownFunctions().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--functions: unknown function \"", name,
-                       "\"; known: ", absl::StrJoin(known, ", ")));
-    }
-    if (!seen.insert(name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--functions: \"", name, "\" is listed twice"));
-    }
-    out.push_back(&*it);
-  }
-  if (out.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--functions: no function given; known: ", absl::StrJoin(known, ", ")));
-  }
+  for (size_t i : indices) out.push_back(&KnownFunctions()[i]);
   return out;
 }
 
