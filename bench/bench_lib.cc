@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "bench/functions.h"
 #include "bench/svg_plot.h"
 #include "clients/cpp/metaopt_client.h"
 #include "core/common/mutex.h"
@@ -223,7 +224,7 @@ v1::CreateStudyRequest MakeCreateRequest(
   v1::CreateStudyRequest request;
   request.set_study_id(study_id);
   v1::StudySpec* spec = request.mutable_spec();
-  *spec->mutable_search_space() = space;
+  *spec->mutable_search_space() = task.space.has_value() ? *task.space : space;
   *spec->mutable_objective() = objective;
   if (!task.targets.empty()) {
     *spec->add_objectives() = objective;
@@ -320,20 +321,32 @@ absl::StatusOr<RunResult> ReplayOne(
         std::chrono::duration<double, std::milli>(stop - start).count());
     if (response->trials().empty()) break;  // the catalogue is exhausted
     const v1::Trial& trial = response->trials(0);
-    const std::string key = space::ConfigurationKey(trial.configuration());
-    auto it = task.index_by_key.find(key);
-    if (it == task.index_by_key.end()) {
-      return absl::InternalError(absl::StrCat(
-          "trial ", trial.id(),
-          ": the suggested configuration is not in the task's table: ",
-          trial.configuration().ShortDebugString()));
+    int entry = -1;  // the configuration's catalogue index
+    double value = 0;
+    if (task.evaluate) {
+      value = task.evaluate(trial.configuration());
+      if (!std::isfinite(value)) {
+        return absl::InternalError(absl::StrCat(
+            "trial ", trial.id(), ": the function's value is not finite at ",
+            trial.configuration().ShortDebugString()));
+      }
+    } else {
+      const std::string key = space::ConfigurationKey(trial.configuration());
+      auto it = task.index_by_key.find(key);
+      if (it == task.index_by_key.end()) {
+        return absl::InternalError(absl::StrCat(
+            "trial ", trial.id(),
+            ": the suggested configuration is not in the task's table: ",
+            trial.configuration().ShortDebugString()));
+      }
+      entry = it->second;
+      value = task.y[entry];
     }
-    double value = task.y[it->second];
     if (curves) {
       bool stopped = false;
-      METAOPT_ASSIGN_OR_RETURN(int steps,
-                               ReplayCurve(backend, study_id, trial.id(), task,
-                                           it->second, &value, &stopped));
+      METAOPT_ASSIGN_OR_RETURN(
+          int steps, ReplayCurve(backend, study_id, trial.id(), task, entry,
+                                 &value, &stopped));
       result.costs.push_back(steps);
       result.stopped.push_back(stopped);
       result.cost += steps;
@@ -344,15 +357,15 @@ absl::StatusOr<RunResult> ReplayOne(
     observe.set_value(value);
     for (size_t k = 0; k < objective_columns.size(); ++k) {
       (*observe.mutable_metrics())[objective_columns[k]] =
-          task.objective_values[k][it->second];
+          task.objective_values[k][entry];
     }
     if (!task.constraint_values.empty()) {
       (*observe.mutable_metrics())[constraint_column] =
-          task.constraint_values[it->second];
+          task.constraint_values[entry];
     }
     METAOPT_RETURN_IF_ERROR(backend.Observe(observe).status());
     observed.push_back(value);
-    result.entries.push_back(it->second);
+    if (entry >= 0) result.entries.push_back(entry);
   }
   if (!keep_study) {
     v1::DeleteStudyRequest remove;
@@ -361,7 +374,12 @@ absl::StatusOr<RunResult> ReplayOne(
   }
   result.trials_observed = static_cast<int>(observed.size());
   result.values = observed;
-  result.regret = RunRegret(task, result.entries, goal, trials);
+  if (task.evaluate) {
+    result.regret = RegretCurve(observed, task.best, task.worst, goal, trials);
+    result.simple_regret = SimpleRegretCurve(observed, task.best, trials);
+  } else {
+    result.regret = RunRegret(task, result.entries, goal, trials);
+  }
   if (curves) {
     result.regret_by_cost = RegretByCost(observed, result.costs, task.best,
                                          task.worst, goal, budget);
@@ -534,34 +552,44 @@ const std::vector<MethodDefinition>& KnownMethods() {
   return *methods;
 }
 
-absl::StatusOr<std::vector<MethodDefinition>> ParseMethods(
-    std::string_view comma_list) {
-  std::vector<MethodDefinition> out;
+absl::StatusOr<std::vector<size_t>> ParseNameList(
+    std::string_view comma_list, const std::vector<std::string>& known,
+    std::string_view flag, std::string_view what) {
+  std::vector<size_t> out;
   absl::flat_hash_set<std::string> seen;
-  std::vector<std::string> known;
-  for (const MethodDefinition& m : KnownMethods()) known.push_back(m.name);
+  const std::string known_list = absl::StrJoin(known, ", ");
+  const absl::string_view f = ToAbsl(flag), kind = ToAbsl(what);
   for (absl::string_view part : absl::StrSplit(
            absl::string_view(comma_list.data(), comma_list.size()), ',')) {
     const std::string name(absl::StripAsciiWhitespace(part));
     if (name.empty()) continue;
-    auto it =
-        std::find_if(KnownMethods().begin(), KnownMethods().end(),
-                     [&](const MethodDefinition& m) { return m.name == name; });
-    if (it == KnownMethods().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--methods: unknown method \"", name,
-                       "\"; known: ", absl::StrJoin(known, ", ")));
+    const auto it = std::find(known.begin(), known.end(), name);
+    if (it == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          f, ": unknown ", kind, " \"", name, "\"; known: ", known_list));
     }
     if (!seen.insert(name).second) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--methods: \"", name, "\" is listed twice"));
+          absl::StrCat(f, ": \"", name, "\" is listed twice"));
     }
-    out.push_back(*it);
+    out.push_back(static_cast<size_t>(it - known.begin()));
   }
   if (out.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--methods: no method given; known: ", absl::StrJoin(known, ", ")));
+    return absl::InvalidArgumentError(
+        absl::StrCat(f, ": no ", kind, " given; known: ", known_list));
   }
+  return out;
+}
+
+absl::StatusOr<std::vector<MethodDefinition>> ParseMethods(
+    std::string_view comma_list) {
+  std::vector<std::string> known;
+  for (const MethodDefinition& m : KnownMethods()) known.push_back(m.name);
+  METAOPT_ASSIGN_OR_RETURN(
+      std::vector<size_t> indices,
+      ParseNameList(comma_list, known, "--methods", "method"));
+  std::vector<MethodDefinition> out;
+  for (size_t i : indices) out.push_back(KnownMethods()[i]);
   return out;
 }
 
@@ -609,11 +637,281 @@ uint64_t StudySeed(std::string_view task_id, int seed) {
 // ---------------------------------------------------------------------------
 // Running
 
+namespace {
+
+// The runs of a prepared replay: opens the backend, probes every (method,
+// task) pair, runs every (task, method, seed) on options.jobs threads, keeps
+// the finished tasks of a failed run, imports options.traces, and fills the
+// rest of `result` (whose header fields, goal and budget are set).
+// `space` and `objective` are the studies' (a task's own space, if it has
+// one, comes first).
+absl::StatusOr<BenchResult> RunTasks(
+    const BenchOptions& options, std::vector<MethodDefinition> methods,
+    std::vector<ReplayTask> tasks, const v1::SearchSpace& space,
+    const v1::Objective& objective,
+    const std::vector<std::string>& further_objectives,
+    const std::string& constraint_column, absl::Time start,
+    BenchResult result) {
+  std::unique_ptr<StudyBackend> backend;
+  std::string nonce = "run";
+  if (options.open_backend) {
+    METAOPT_ASSIGN_OR_RETURN(backend, options.open_backend());
+  } else if (options.server.empty()) {
+    METAOPT_ASSIGN_OR_RETURN(
+        backend,
+        OpenInProcessBackend(options.registry_dir, options.registry_opener));
+  } else {
+    METAOPT_ASSIGN_OR_RETURN(backend, OpenServerBackend(options.server));
+    // A long-lived server may hold studies of earlier runs: make the ids of
+    // this run unique (they do not influence the results).
+    nonce = absl::StrFormat(
+        "%x", static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
+                  (static_cast<uint64_t>(getpid()) << 40));
+  }
+  result.backend = backend->Describe();
+  {
+    METAOPT_ASSIGN_OR_RETURN(v1::ListModelsResponse models,
+                             backend->ListModels());
+    for (const v1::Model& model : models.models()) {
+      result.models.push_back(
+          absl::StrCat(model.name(), "@", model.version(), " (",
+                       v1::ModelKind_Name(model.kind()), ")"));
+    }
+  }
+
+  // Probe every (method, task) pair, so that whatever cannot run is reported
+  // before any work is done.
+  METAOPT_ASSIGN_OR_RETURN(
+      ProbeOutcome probe,
+      ProbeMethods(*backend, tasks, methods, space, objective,
+                   further_objectives, constraint_column, options.jobs, nonce,
+                   result.backend));
+  if (probe.unavailable > 0 && !options.skip_unavailable) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "some methods cannot run on ", result.backend, ": ",
+        DescribeUnavailable(probe, methods, tasks),
+        ". Leave them out of --methods (or the tasks out of the split, e.g. "
+        "with --tasks-with-features), or pass --skip-unavailable to run the "
+        "rest and list these in report.md"));
+  }
+  {
+    // A method that can run on no task is dropped; a task on which some
+    // remaining method cannot run is left out for all of them.
+    std::vector<MethodDefinition> available;
+    std::vector<bool> kept_method(methods.size(), true);
+    for (size_t m = 0; m < methods.size(); ++m) {
+      const std::vector<std::string>& reasons = probe.reasons[m];
+      const bool none = std::all_of(reasons.begin(), reasons.end(),
+                                    [](const auto& r) { return !r.empty(); });
+      if (none) {
+        result.unavailable_methods.emplace_back(methods[m].name, reasons[0]);
+        kept_method[m] = false;
+      } else {
+        available.push_back(methods[m]);
+      }
+    }
+    std::vector<ReplayTask> runnable;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      std::vector<std::string> reasons;
+      for (size_t m = 0; m < methods.size(); ++m) {
+        if (kept_method[m] && !probe.reasons[m][t].empty()) {
+          reasons.push_back(
+              absl::StrCat(methods[m].name, ": ", probe.reasons[m][t]));
+        }
+      }
+      if (reasons.empty()) {
+        runnable.push_back(std::move(tasks[t]));
+      } else {
+        result.unavailable_tasks.emplace_back(tasks[t].id,
+                                              absl::StrJoin(reasons, "; "));
+      }
+    }
+    methods = std::move(available);
+    tasks = std::move(runnable);
+    if (methods.empty()) {
+      return absl::FailedPreconditionError("no method of --methods can run");
+    }
+    if (tasks.empty()) {
+      return absl::FailedPreconditionError(
+          "no task is left on which every available method can run");
+    }
+  }
+  result.methods = methods;
+  for (const ReplayTask& task : tasks) result.task_ids.push_back(task.id);
+
+  // Runs are ordered task, method, seed so that progress advances evenly (and
+  // a failure leaves few tasks unfinished).
+  const size_t num_tasks = tasks.size();
+  const size_t num_methods = methods.size();
+  const size_t num_seeds = static_cast<size_t>(options.seeds);
+  const size_t total = num_tasks * num_methods * num_seeds;
+  result.runs.resize(total);
+  ProgressReporter progress(options.progress, static_cast<int64_t>(total));
+
+  metaopt::Mutex error_mu;
+  absl::Status first_error;
+  ForEachIndex(options.jobs, total, [&](size_t i) {
+    const size_t t = i / (num_methods * num_seeds);
+    const size_t m = (i / num_seeds) % num_methods;
+    const size_t s = i % num_seeds;
+    // Kept studies are a history: their ids say what they were.
+    const std::string id =
+        options.keep_studies
+            ? absl::StrCat("bench-", nonce, "-", IdPart(methods[m].name), "-",
+                           IdPart(tasks[t].id), "-s", s)
+                  .substr(0, 128)
+            : absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
+    v1::CreateStudyRequest create = MakeCreateRequest(
+        id, tasks[t], space, objective, further_objectives, constraint_column,
+        methods[m], StudySeed(tasks[t].id, static_cast<int>(s)));
+    absl::StatusOr<RunResult> run =
+        ReplayOne(*backend, std::move(create), tasks[t], result.goal,
+                  options.trials, result.budget, options.keep_studies,
+                  further_objectives, constraint_column);
+    if (!run.ok()) {
+      metaopt::MutexLock lock(&error_mu);
+      if (first_error.ok()) {
+        first_error = absl::Status(
+            run.status().code(),
+            absl::StrCat("method ", methods[m].name, ", task \"", tasks[t].id,
+                         "\", seed ", s, ": ", run.status().message()));
+      }
+      return false;
+    }
+    result.runs[result.RunIndex(m, t, s)] = *std::move(run);
+    progress.RunDone();
+    return true;
+  });
+  if (!first_error.ok()) {
+    // Keep the tasks all of whose runs finished (a finished run has a regret
+    // per trial).
+    std::vector<size_t> finished;
+    for (size_t t = 0; t < num_tasks; ++t) {
+      bool all = true;
+      for (size_t m = 0; m < num_methods && all; ++m) {
+        for (size_t s = 0; s < num_seeds && all; ++s) {
+          all = !result.runs[result.RunIndex(m, t, s)].regret.empty();
+        }
+      }
+      if (all) {
+        finished.push_back(t);
+      } else {
+        result.unfinished_tasks.push_back(tasks[t].id);
+      }
+    }
+    if (finished.empty()) return first_error;
+    std::vector<RunResult> runs(finished.size() * num_methods * num_seeds);
+    std::vector<std::string> ids;
+    std::vector<ReplayTask> kept;
+    for (size_t k = 0; k < finished.size(); ++k) {
+      ids.push_back(tasks[finished[k]].id);
+      kept.push_back(std::move(tasks[finished[k]]));
+    }
+    for (size_t m = 0; m < num_methods; ++m) {
+      for (size_t k = 0; k < finished.size(); ++k) {
+        for (size_t s = 0; s < num_seeds; ++s) {
+          runs[(m * finished.size() + k) * num_seeds + s] =
+              std::move(result.runs[result.RunIndex(m, finished[k], s)]);
+        }
+      }
+    }
+    result.runs = std::move(runs);
+    result.task_ids = std::move(ids);
+    tasks = std::move(kept);
+    result.failure = first_error;
+  }
+  if (!options.traces.empty()) {
+    METAOPT_RETURN_IF_ERROR(
+        ImportTraces(options.traces, tasks, result.goal, result));
+  }
+  for (const ReplayTask& task : tasks) {
+    result.duplicate_rows += task.duplicate_rows;
+    if (!task.evaluate &&
+        static_cast<int>(task.catalogue.size()) < options.trials) {
+      result.short_tasks.emplace_back(task.id,
+                                      static_cast<int>(task.catalogue.size()));
+    }
+  }
+  result.wall_time = absl::Now() - start;
+  return result;
+}
+
+// Checks that a --functions run sets none of the catalogue's options.
+absl::Status CheckFunctionOptions(const BenchOptions& options) {
+  const std::pair<bool, const char*> catalogue_only[] = {
+      {!options.data_dir.empty(), "--data"},
+      {options.max_tasks != 0, "--max-tasks"},
+      {options.tasks_with_features, "--tasks-with-features"},
+      {!options.early_stopping.empty(), "--early-stopping"},
+      {!options.curves_path.empty(), "--curves"},
+      {options.budget != 0, "--budget"},
+      {!options.dataset_samples.empty(), "--dataset-samples"},
+      {!options.objectives.empty(), "--objectives"},
+      {!options.constraint.empty(), "--constraint"},
+  };
+  for (const auto& [set, flag] : catalogue_only) {
+    if (set) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--functions: \"", options.functions, "\" cannot be combined with ",
+          flag, " (", flag,
+          " applies to a meta-dataset's tasks, --data; a run has one source "
+          "of tasks)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A --functions run: one task per function, over its space, no catalogue.
+absl::StatusOr<BenchResult> RunFunctions(const BenchOptions& options,
+                                         absl::Time start) {
+  METAOPT_RETURN_IF_ERROR(CheckFunctionOptions(options));
+  METAOPT_ASSIGN_OR_RETURN(std::vector<const TestFunction*> functions,
+                           ParseFunctions(options.functions));
+  METAOPT_ASSIGN_OR_RETURN(std::vector<MethodDefinition> methods,
+                           ParseMethods(absl::StrJoin(options.methods, ",")));
+  constexpr char kName[] = "synthetic";
+  for (MethodDefinition& method : methods) {
+    method.base_method = method.name;
+    std::string* model = method.algorithm.mutable_model();
+    const size_t at = model->find("{data}");
+    if (at != std::string::npos) model->replace(at, 6, kName);
+  }
+  BenchResult result;
+  result.dataset_name = "synthetic functions";
+  result.objective_name = "f";
+  result.goal = v1::GOAL_MINIMIZE;
+  result.trials = options.trials;
+  result.seeds = options.seeds;
+  result.jobs = options.jobs;
+  result.split_task_count = static_cast<int>(functions.size());
+  std::vector<ReplayTask> tasks;
+  for (const TestFunction* function : functions) {
+    ReplayTask task;
+    task.id = function->name;
+    task.space = function->space;
+    task.evaluate = function->evaluate;
+    task.best = function->f_star;
+    task.worst = ReferenceValue(*function);
+    result.functions.push_back({function->name, function->description,
+                                function->dimensions, task.best, task.worst});
+    tasks.push_back(std::move(task));
+  }
+  v1::Objective objective;
+  objective.set_name(result.objective_name);
+  objective.set_goal(result.goal);
+  return RunTasks(options, std::move(methods), std::move(tasks),
+                  v1::SearchSpace(), objective, {}, "", start,
+                  std::move(result));
+}
+
+}  // namespace
+
 absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
   const absl::Time start = absl::Now();
-  if (options.data_dir.empty()) {
+  if (options.data_dir.empty() && options.functions.empty()) {
     return absl::InvalidArgumentError(
-        "--data: a meta-dataset folder is required");
+        "--data or --functions is required: a meta-dataset folder, or "
+        "synthetic test functions to run as the tasks");
   }
   if (options.trials < 1) {
     return absl::InvalidArgumentError(
@@ -640,6 +938,7 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("--budget: ", options.budget, " is negative"));
   }
+  if (!options.functions.empty()) return RunFunctions(options, start);
   METAOPT_RETURN_IF_ERROR(meta::ValidateSplitName(options.split));
   METAOPT_ASSIGN_OR_RETURN(std::vector<MethodDefinition> methods,
                            ParseMethods(absl::StrJoin(options.methods, ",")));
@@ -814,188 +1113,8 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options) {
                                              result.curve_length;
   }
 
-  std::unique_ptr<StudyBackend> backend;
-  std::string nonce = "run";
-  if (options.open_backend) {
-    METAOPT_ASSIGN_OR_RETURN(backend, options.open_backend());
-  } else if (options.server.empty()) {
-    METAOPT_ASSIGN_OR_RETURN(
-        backend,
-        OpenInProcessBackend(options.registry_dir, options.registry_opener));
-  } else {
-    METAOPT_ASSIGN_OR_RETURN(backend, OpenServerBackend(options.server));
-    // A long-lived server may hold studies of earlier runs: make the ids of
-    // this run unique (they do not influence the results).
-    nonce = absl::StrFormat(
-        "%x", static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) ^
-                  (static_cast<uint64_t>(getpid()) << 40));
-  }
-  result.backend = backend->Describe();
-  {
-    METAOPT_ASSIGN_OR_RETURN(v1::ListModelsResponse models,
-                             backend->ListModels());
-    for (const v1::Model& model : models.models()) {
-      result.models.push_back(
-          absl::StrCat(model.name(), "@", model.version(), " (",
-                       v1::ModelKind_Name(model.kind()), ")"));
-    }
-  }
-
-  // Probe every (method, task) pair, so that whatever cannot run is reported
-  // before any work is done.
-  METAOPT_ASSIGN_OR_RETURN(
-      ProbeOutcome probe,
-      ProbeMethods(*backend, tasks, methods, data.space, data.objective,
-                   further_objectives, constraint_column,
-                   options.jobs, nonce, result.backend));
-  if (probe.unavailable > 0 && !options.skip_unavailable) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "some methods cannot run on ", result.backend, ": ",
-        DescribeUnavailable(probe, methods, tasks),
-        ". Leave them out of --methods (or the tasks out of the split, e.g. "
-        "with --tasks-with-features), or pass --skip-unavailable to run the "
-        "rest and list these in report.md"));
-  }
-  {
-    // A method that can run on no task is dropped; a task on which some
-    // remaining method cannot run is left out for all of them.
-    std::vector<MethodDefinition> available;
-    std::vector<bool> kept_method(methods.size(), true);
-    for (size_t m = 0; m < methods.size(); ++m) {
-      const std::vector<std::string>& reasons = probe.reasons[m];
-      const bool none = std::all_of(reasons.begin(), reasons.end(),
-                                    [](const auto& r) { return !r.empty(); });
-      if (none) {
-        result.unavailable_methods.emplace_back(methods[m].name, reasons[0]);
-        kept_method[m] = false;
-      } else {
-        available.push_back(methods[m]);
-      }
-    }
-    std::vector<ReplayTask> runnable;
-    for (size_t t = 0; t < tasks.size(); ++t) {
-      std::vector<std::string> reasons;
-      for (size_t m = 0; m < methods.size(); ++m) {
-        if (kept_method[m] && !probe.reasons[m][t].empty()) {
-          reasons.push_back(
-              absl::StrCat(methods[m].name, ": ", probe.reasons[m][t]));
-        }
-      }
-      if (reasons.empty()) {
-        runnable.push_back(std::move(tasks[t]));
-      } else {
-        result.unavailable_tasks.emplace_back(tasks[t].id,
-                                              absl::StrJoin(reasons, "; "));
-      }
-    }
-    methods = std::move(available);
-    tasks = std::move(runnable);
-    if (methods.empty()) {
-      return absl::FailedPreconditionError("no method of --methods can run");
-    }
-    if (tasks.empty()) {
-      return absl::FailedPreconditionError(
-          "no task is left on which every available method can run");
-    }
-  }
-  result.methods = methods;
-  for (const ReplayTask& task : tasks) result.task_ids.push_back(task.id);
-
-  // Runs are ordered task, method, seed so that progress advances evenly (and
-  // a failure leaves few tasks unfinished).
-  const size_t num_tasks = tasks.size();
-  const size_t num_methods = methods.size();
-  const size_t num_seeds = static_cast<size_t>(options.seeds);
-  const size_t total = num_tasks * num_methods * num_seeds;
-  result.runs.resize(total);
-  ProgressReporter progress(options.progress, static_cast<int64_t>(total));
-
-  metaopt::Mutex error_mu;
-  absl::Status first_error;
-  ForEachIndex(options.jobs, total, [&](size_t i) {
-    const size_t t = i / (num_methods * num_seeds);
-    const size_t m = (i / num_seeds) % num_methods;
-    const size_t s = i % num_seeds;
-    // Kept studies are a history: their ids say what they were.
-    const std::string id =
-        options.keep_studies
-            ? absl::StrCat("bench-", nonce, "-", IdPart(methods[m].name), "-",
-                           IdPart(tasks[t].id), "-s", s)
-                  .substr(0, 128)
-            : absl::StrCat("bench-", nonce, "-m", m, "-t", t, "-s", s);
-    v1::CreateStudyRequest create = MakeCreateRequest(
-        id, tasks[t], data.space, data.objective, further_objectives,
-        constraint_column, methods[m],
-        StudySeed(tasks[t].id, static_cast<int>(s)));
-    absl::StatusOr<RunResult> run =
-        ReplayOne(*backend, std::move(create), tasks[t], result.goal,
-                  options.trials, result.budget, options.keep_studies,
-                  further_objectives, constraint_column);
-    if (!run.ok()) {
-      metaopt::MutexLock lock(&error_mu);
-      if (first_error.ok()) {
-        first_error = absl::Status(
-            run.status().code(),
-            absl::StrCat("method ", methods[m].name, ", task \"", tasks[t].id,
-                         "\", seed ", s, ": ", run.status().message()));
-      }
-      return false;
-    }
-    result.runs[result.RunIndex(m, t, s)] = *std::move(run);
-    progress.RunDone();
-    return true;
-  });
-  if (!first_error.ok()) {
-    // Keep the tasks all of whose runs finished (a finished run has a regret
-    // per trial).
-    std::vector<size_t> finished;
-    for (size_t t = 0; t < num_tasks; ++t) {
-      bool all = true;
-      for (size_t m = 0; m < num_methods && all; ++m) {
-        for (size_t s = 0; s < num_seeds && all; ++s) {
-          all = !result.runs[result.RunIndex(m, t, s)].regret.empty();
-        }
-      }
-      if (all) {
-        finished.push_back(t);
-      } else {
-        result.unfinished_tasks.push_back(tasks[t].id);
-      }
-    }
-    if (finished.empty()) return first_error;
-    std::vector<RunResult> runs(finished.size() * num_methods * num_seeds);
-    std::vector<std::string> ids;
-    std::vector<ReplayTask> kept;
-    for (size_t k = 0; k < finished.size(); ++k) {
-      ids.push_back(tasks[finished[k]].id);
-      kept.push_back(std::move(tasks[finished[k]]));
-    }
-    for (size_t m = 0; m < num_methods; ++m) {
-      for (size_t k = 0; k < finished.size(); ++k) {
-        for (size_t s = 0; s < num_seeds; ++s) {
-          runs[(m * finished.size() + k) * num_seeds + s] =
-              std::move(result.runs[result.RunIndex(m, finished[k], s)]);
-        }
-      }
-    }
-    result.runs = std::move(runs);
-    result.task_ids = std::move(ids);
-    tasks = std::move(kept);
-    result.failure = first_error;
-  }
-  if (!options.traces.empty()) {
-    METAOPT_RETURN_IF_ERROR(
-        ImportTraces(options.traces, tasks, result.goal, result));
-  }
-  for (const ReplayTask& task : tasks) {
-    result.duplicate_rows += task.duplicate_rows;
-    if (static_cast<int>(task.catalogue.size()) < options.trials) {
-      result.short_tasks.emplace_back(task.id,
-                                      static_cast<int>(task.catalogue.size()));
-    }
-  }
-  result.wall_time = absl::Now() - start;
-  return result;
+  return RunTasks(options, std::move(methods), std::move(tasks), data.space,
+                  data.objective, further_objectives, constraint_column, start,
+                  std::move(result));
 }
-
 }  // namespace metaopt::bench

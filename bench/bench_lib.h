@@ -69,6 +69,14 @@ struct MethodDefinition {
 // when a study is created (UNIMPLEMENTED otherwise).
 const std::vector<MethodDefinition>& KnownMethods();
 
+// The index in `known` of each name of a comma list (surrounding spaces
+// ignored; empty entries skipped), in list order. INVALID_ARGUMENT starting
+// with `flag` for an unknown name (`what` names the kind, e.g. "method"; the
+// message lists the known ones), a name given twice, or no name at all.
+absl::StatusOr<std::vector<size_t>> ParseNameList(
+    std::string_view comma_list, const std::vector<std::string>& known,
+    std::string_view flag, std::string_view what);
+
 // Looks up each comma-separated name (surrounding spaces ignored) in
 // KnownMethods(). INVALID_ARGUMENT for an empty list, an unknown name (listing
 // the known ones) or a duplicate.
@@ -139,6 +147,17 @@ std::vector<double> FeasibleRegretCurve(const std::vector<double>& observed,
                                         double feasible_worst, v1::Goal goal,
                                         int trials);
 
+// Simple regret after each of `trials` trials of a minimised function of
+// global minimum f_star: best value so far - f_star, carried forward once
+// `observed` runs out; +infinity before the first observation.
+std::vector<double> SimpleRegretCurve(const std::vector<double>& observed,
+                                      double f_star, int trials);
+
+// log10 of a simple regret, floored at kLogRegretFloor (a regret at or below
+// 0 is the minimum found to the precision of f_star).
+inline constexpr double kLogRegretFloor = 1e-10;
+double LogSimpleRegret(double simple_regret);
+
 // Ranks 1..n of `values` in increasing order (rank 1 = smallest = best
 // regret); equal values share the average of the ranks they span.
 std::vector<double> AverageRanks(const std::vector<double>& values);
@@ -179,6 +198,12 @@ struct ReplayTask {
   std::vector<std::vector<double>> objective_values;
   std::vector<objective::Point> targets;
   double front_hypervolume = 0;
+  // A synthetic function (--functions; functions.h) instead of a catalogue:
+  // the study's own space, and the function every suggested configuration is
+  // evaluated by. `catalogue` is then empty, `best` is the function's global
+  // minimum f* and `worst` its reference value f_ref (ReferenceValue).
+  std::optional<v1::SearchSpace> space;
+  std::function<double(const v1::Configuration&)> evaluate;
   // A constraint (AttachConstraint): the constrained column, its bound (the
   // task's median of it), and the best and worst y of the feasible entries.
   std::vector<double> constraint_values;
@@ -380,6 +405,12 @@ struct BenchOptions {
   // `methods`, its regret computed here as the engine's runs' are. Each such
   // method needs a run of every task and seed, of at most `trials` trials.
   std::vector<std::string> traces;
+  // Synthetic test functions (functions.h; comma list) as the tasks instead of
+  // a meta-dataset's (--data must then be empty): each a study over the
+  // function's space without a catalogue, every suggested configuration
+  // evaluated by the function. Traces (`traces`) then carry values:
+  // `method,task,seed,trial,value`.
+  std::string functions;
   // Progress line destination (null: none).
   std::FILE* progress = stderr;
   // Opens the engine instead of `server` and `registry_dir` (empty: those
@@ -403,6 +434,17 @@ struct RunResult {
   std::vector<bool> stopped;
   std::vector<double> regret_by_cost;
   int64_t cost = 0;
+  // Synthetic functions: SimpleRegretCurve of the values (entries is empty).
+  std::vector<double> simple_regret;
+};
+
+// A synthetic function a --functions run evaluated (aligned with task_ids).
+struct FunctionTaskInfo {
+  std::string name;
+  std::string description;
+  int dimensions = 0;
+  double f_star = 0;
+  double f_ref = 0;
 };
 
 struct BenchResult {
@@ -446,6 +488,9 @@ struct BenchResult {
   // Pooled from per_task.csv files (PoolPerTaskCsvs): the runs hold regrets
   // only (no traces, no timings); `pooled_from` names the files.
   std::vector<std::string> pooled_from;
+  // A --functions run: one entry per task (dataset_name "synthetic
+  // functions", no split, objective minimised).
+  std::vector<FunctionTaskInfo> functions;
   // runs[RunIndex(m, t, s)].
   std::vector<RunResult> runs;
   absl::Duration wall_time;
@@ -480,7 +525,10 @@ absl::StatusOr<BenchResult> RunBenchmark(const BenchOptions& options);
 // Adds the methods of trace files (BenchOptions::traces) to `result`, whose
 // task_ids, seeds, trials and runs of its own methods are set: a method, in
 // order of first appearance, per distinct `method` of the files, its runs'
-// regret by RunRegret over `tasks` (aligned with result.task_ids).
+// regret by RunRegret over `tasks` (aligned with result.task_ids). For
+// synthetic functions (tasks with `evaluate`) the files carry the values
+// instead, `method,task,seed,trial,value` (bench/optuna_functions.py), and
+// the regret is computed from them as for the engine's runs.
 // INVALID_ARGUMENT, naming the file and line, for a header that does not
 // start with method,task,seed,trial,entry, an entry outside the task's
 // catalogue, a task not in the replay, a seed >= result.seeds, trials that
@@ -518,6 +566,23 @@ struct SummaryRow {
 // computed per (task, seed, trial) across the methods on regret, ties
 // averaged, then averaged over tasks x seeds.
 std::vector<SummaryRow> Summarize(const BenchResult& result);
+
+// Synthetic functions: the mean over tasks x seeds of LogSimpleRegret (and
+// its task-clustered standard error) after each trial, rows by method then
+// trials 1..T (rank fields 0). Empty for other runs.
+std::vector<SummaryRow> SummarizeLogRegret(const BenchResult& result);
+
+// Synthetic functions: per (method, function) the mean over seeds of the
+// normalised and the log10 simple regret after `trials` trials.
+struct FunctionRow {
+  std::string method;
+  std::string function;
+  double regret_mean = 0;
+  double log_regret_mean = 0;
+  double log_regret_sem = 0;  // over seeds
+};
+std::vector<FunctionRow> SummarizeFunctions(const BenchResult& result,
+                                            int trials);
 
 struct TimingRow {
   std::string method;
@@ -583,6 +648,8 @@ std::string PerTaskCsv(const BenchResult& result);
 // configuration's index in the task's catalogue (its distinct configurations
 // in file order), so a run can be replayed and inspected. With learning
 // curves two more columns: `cost` (steps reported) and `stopped` (0 or 1).
+// Synthetic functions: `method,task,seed,trial,value` (a trace --traces
+// reads back).
 std::string TrialsCsv(const BenchResult& result);
 std::string TimingCsv(const std::vector<TimingRow>& rows);
 std::string ReportMarkdown(const BenchResult& result,
@@ -595,13 +662,16 @@ std::string StoppingMarkdown(const BenchResult& result,
                              const std::vector<StoppingRow>& stopping);
 
 // The trial counts report.md tabulates: those of 5, 10, 25, 50 that are <= T,
-// and T itself.
-std::vector<int> ReportCheckpoints(int trials);
+// and T itself; for synthetic functions (long studies) those of 10, 25, 50,
+// 100, 200 and T.
+std::vector<int> ReportCheckpoints(int trials, bool long_studies = false);
 
 // Writes summary.csv, per_task.csv, trials.csv, timing.csv, report.md,
 // regret_vs_trials.svg, rank_vs_trials.svg and log_regret_vs_trials.svg into
 // `out_dir` (created if needed); with learning curves also cost_summary.csv,
-// early_stopping.csv, regret_vs_cost.svg and log_regret_vs_cost.svg.
+// early_stopping.csv, regret_vs_cost.svg and log_regret_vs_cost.svg; for
+// synthetic functions also log_summary.csv, functions.csv and
+// log10_simple_regret_vs_trials.svg.
 absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
                           const std::string& out_dir);
 

@@ -20,6 +20,14 @@
 //   metaopt-bench --data $METAOPT_DATA/oboe --objectives y,runtime_s \
 //       --methods random,gp --traces /tmp/optuna/traces.csv --out /tmp/mo
 //
+// Synthetic test functions over continuous and mixed spaces (no catalogue;
+// normalised and log10 simple regret against each function's known minimum),
+// with Optuna's TPE from bench/optuna_functions.py beside them:
+//
+//   metaopt-bench --functions branin,hartmann6,sin4 --methods random,gp \
+//       --trials 200 --seeds 5 --jobs 2 --traces /tmp/optuna/functions.csv \
+//       --out /tmp/functions
+//
 // Pooling earlier runs' per_task.csv (the folds of bench/cross_validate.sh):
 //
 //   metaopt-bench --pool /tmp/cv/fold-0/bench,/tmp/cv/fold-1/bench \
@@ -33,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "bench/bench_lib.h"
+#include "bench/functions.h"
 #include "core/common/logging.h"
 
 #ifndef METAOPT_BENCH_VERSION
@@ -49,6 +58,17 @@ std::string CompilerName() {
 #else
   return "unknown";
 #endif
+}
+
+std::string FunctionHelp() {
+  std::string help =
+      "synthetic test functions as the tasks instead of --data (comma list); "
+      "each a study over the function's search space without a catalogue:";
+  for (const metaopt::bench::TestFunction& f :
+       metaopt::bench::KnownFunctions()) {
+    absl::StrAppend(&help, "\n  ", f.name, ": ", f.description);
+  }
+  return help;
 }
 
 std::string MethodHelp() {
@@ -82,6 +102,7 @@ int main(int argc, char** argv) {
                  "and plots in --out")
       ->delimiter(',')
       ->excludes("--data");
+  app.add_option("--functions", options.functions, FunctionHelp());
   app.add_option("--pool-name", pool_name,
                  "with --pool: the title of the report and plots")
       ->capture_default_str();
@@ -160,8 +181,9 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_flag("--quiet", quiet, "no progress line");
   CLI11_PARSE(app, argc, argv);
-  if (options.data_dir.empty() && pool.empty()) {
-    std::fprintf(stderr, "metaopt-bench: --data or --pool is required\n");
+  if (options.data_dir.empty() && options.functions.empty() && pool.empty()) {
+    std::fprintf(stderr,
+                 "metaopt-bench: --data, --functions or --pool is required\n");
     return 2;
   }
 

@@ -2,6 +2,7 @@
 // summaries over tasks and seeds (bench_lib.h, "Metrics" and "Aggregation").
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <vector>
@@ -100,6 +101,24 @@ std::vector<double> RegretByCost(const std::vector<double>& observed,
   return curve;
 }
 
+std::vector<double> SimpleRegretCurve(const std::vector<double>& observed,
+                                      double f_star, int trials) {
+  std::vector<double> curve;
+  curve.reserve(std::max(trials, 0));
+  double best = std::numeric_limits<double>::infinity();
+  for (int t = 0; t < trials; ++t) {
+    if (t < static_cast<int>(observed.size())) {
+      best = std::min(best, observed[t]);
+    }
+    curve.push_back(best - f_star);
+  }
+  return curve;
+}
+
+double LogSimpleRegret(double simple_regret) {
+  return std::log10(std::max(simple_regret, kLogRegretFloor));
+}
+
 std::vector<double> AverageRanks(const std::vector<double>& values) {
   const size_t n = values.size();
   std::vector<size_t> order(n);
@@ -158,6 +177,56 @@ std::vector<SummaryRow> Summarize(const BenchResult& result) {
       row.regret_sem = TaskClusteredStandardError(regrets, num_tasks);
       row.rank_mean = Mean(ranks[m][k]);
       row.rank_sem = TaskClusteredStandardError(ranks[m][k], num_tasks);
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+std::vector<SummaryRow> SummarizeLogRegret(const BenchResult& result) {
+  std::vector<SummaryRow> rows;
+  if (result.functions.empty()) return rows;
+  const size_t num_tasks = result.task_ids.size();
+  for (size_t m = 0; m < result.methods.size(); ++m) {
+    for (int k = 0; k < result.trials; ++k) {
+      std::vector<double> logs;
+      for (size_t t = 0; t < num_tasks; ++t) {
+        for (int s = 0; s < result.seeds; ++s) {
+          logs.push_back(LogSimpleRegret(
+              result.runs[result.RunIndex(m, t, s)].simple_regret[k]));
+        }
+      }
+      SummaryRow row;
+      row.method = result.methods[m].name;
+      row.trials = k + 1;
+      row.regret_mean = Mean(logs);
+      row.regret_sem = TaskClusteredStandardError(logs, num_tasks);
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+std::vector<FunctionRow> SummarizeFunctions(const BenchResult& result,
+                                            int trials) {
+  std::vector<FunctionRow> rows;
+  if (result.functions.empty() || trials < 1 || trials > result.trials) {
+    return rows;
+  }
+  for (size_t m = 0; m < result.methods.size(); ++m) {
+    for (size_t t = 0; t < result.task_ids.size(); ++t) {
+      std::vector<double> regrets, logs;
+      for (int s = 0; s < result.seeds; ++s) {
+        const RunResult& run = result.runs[result.RunIndex(m, t, s)];
+        regrets.push_back(run.regret[trials - 1]);
+        logs.push_back(LogSimpleRegret(run.simple_regret[trials - 1]));
+      }
+      FunctionRow row;
+      row.method = result.methods[m].name;
+      row.function = result.task_ids[t];
+      row.regret_mean = Mean(regrets);
+      row.log_regret_mean = Mean(logs);
+      row.log_regret_sem = StandardError(logs);
       rows.push_back(std::move(row));
     }
   }

@@ -24,6 +24,8 @@ namespace metaopt::bench {
 namespace {
 
 constexpr char kTraceHeader[] = "method,task,seed,trial,entry";
+// Traces of synthetic functions (no catalogue) carry the values.
+constexpr char kValueTraceHeader[] = "method,task,seed,trial,value";
 
 // A meta::Task column by name, aligned with the task's rows, reduced to the
 // replay's catalogue (the first row of each configuration).
@@ -201,8 +203,12 @@ absl::Status ImportTraces(const std::vector<std::string>& paths,
                           BenchResult& result) {
   std::map<std::string, size_t> task_index;
   for (size_t t = 0; t < tasks.size(); ++t) task_index[tasks[t].id] = t;
-  // (method, task, seed) -> entries in trial order; methods in order seen.
-  std::map<std::tuple<std::string, size_t, int64_t>, std::vector<int>> runs;
+  // Synthetic functions: every task has its function and no catalogue.
+  const bool values = !tasks.empty() && static_cast<bool>(tasks[0].evaluate);
+  const char* const header = values ? kValueTraceHeader : kTraceHeader;
+  // (method, task, seed) -> entries (or values) in trial order; methods in
+  // order seen.
+  std::map<std::tuple<std::string, size_t, int64_t>, std::vector<double>> runs;
   std::vector<std::string> methods;
   for (const std::string& path : paths) {
     METAOPT_ASSIGN_OR_RETURN(std::string text,
@@ -213,10 +219,9 @@ absl::Status ImportTraces(const std::vector<std::string>& paths,
     METAOPT_ASSIGN_OR_RETURN(bool any, reader.Next(&fields));
     const size_t columns = fields.size();
     if (!any || columns < 5 ||
-        absl::StrJoin(fields.begin(), fields.begin() + 5, ",") !=
-            kTraceHeader) {
-      return reader.Error(absl::StrCat("expected a header starting \"",
-                                       kTraceHeader, "\" (a trace file)"));
+        absl::StrJoin(fields.begin(), fields.begin() + 5, ",") != header) {
+      return reader.Error(absl::StrCat("expected a header starting \"", header,
+                                       "\" (a trace file)"));
     }
     while (true) {
       METAOPT_ASSIGN_OR_RETURN(bool more, reader.Next(&fields));
@@ -228,6 +233,7 @@ absl::Status ImportTraces(const std::vector<std::string>& paths,
         return reader.ColumnError("task", "is not a task of this replay");
       }
       int64_t seed = 0, trial = 0, entry = 0;
+      double value = 0;
       if (auto why = meta::ParseInteger(fields[2], &seed);
           why.has_value() || seed < 0 || seed >= result.seeds) {
         return reader.ColumnError(
@@ -242,8 +248,12 @@ absl::Status ImportTraces(const std::vector<std::string>& paths,
       }
       const int64_t size =
           static_cast<int64_t>(tasks[task->second].catalogue.size());
-      if (auto why = meta::ParseInteger(fields[4], &entry);
-          why.has_value() || entry < 0 || entry >= size) {
+      if (values) {
+        if (auto why = meta::ParseNumber(fields[4], &value); why.has_value()) {
+          return reader.ColumnError("value", *why);
+        }
+      } else if (auto why = meta::ParseInteger(fields[4], &entry);
+                 why.has_value() || entry < 0 || entry >= size) {
         return reader.ColumnError(
             "entry", why.value_or(absl::StrCat(
                          "is not an index of the task's catalogue (0..",
@@ -258,14 +268,14 @@ absl::Status ImportTraces(const std::vector<std::string>& paths,
         }
         methods.push_back(method);
       }
-      std::vector<int>& run = runs[{method, task->second, seed}];
+      std::vector<double>& run = runs[{method, task->second, seed}];
       if (trial != static_cast<int64_t>(run.size()) + 1) {
         return reader.ColumnError(
             "trial", absl::StrCat(trial, " follows ", run.size(),
                                   " (a run's trials are 1, 2, ... once each, "
                                   "in one file)"));
       }
-      run.push_back(static_cast<int>(entry));
+      run.push_back(values ? value : static_cast<double>(entry));
     }
   }
   for (const std::string& method : methods) {
@@ -283,10 +293,20 @@ absl::Status ImportTraces(const std::vector<std::string>& paths,
                            " (a traced method needs every task and seed)"));
         }
         RunResult run;
-        run.entries = it->second;
-        for (int e : run.entries) run.values.push_back(tasks[t].y[e]);
-        run.trials_observed = static_cast<int>(run.entries.size());
-        run.regret = RunRegret(tasks[t], run.entries, goal, result.trials);
+        if (values) {
+          run.values = it->second;
+          run.regret = RegretCurve(run.values, tasks[t].best, tasks[t].worst,
+                                   goal, result.trials);
+          run.simple_regret =
+              SimpleRegretCurve(run.values, tasks[t].best, result.trials);
+        } else {
+          for (double e : it->second) {
+            run.entries.push_back(static_cast<int>(e));
+            run.values.push_back(tasks[t].y[run.entries.back()]);
+          }
+          run.regret = RunRegret(tasks[t], run.entries, goal, result.trials);
+        }
+        run.trials_observed = static_cast<int>(run.values.size());
         result.runs.push_back(std::move(run));
       }
     }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/bench_lib.h"
+#include "bench/functions.h"
 #include "bench/svg_plot.h"
 #include "core/common/status_macros.h"
 #include "core/common/strings.h"
@@ -91,6 +92,20 @@ RegretKind RegretKindOf(const BenchResult& result) {
                 "- best feasible in task) / (worst feasible in task - best "
                 "feasible in task)`, 1 before the first feasible trial.")};
   }
+  if (!result.functions.empty()) {
+    return {"normalised regret", "Normalised regret",
+            absl::StrCat(
+                "Mean over functions x seeds (± the standard error of the "
+                "function means) of `(best so far - f*) / (f_ref - f*)`, "
+                "clamped to [0, 1]: f* is the function's global minimum, f_ref "
+                "the median of f over ",
+                kReferenceSamples,
+                " points drawn uniformly from its space (log-uniformly on "
+                "log-scale parameters; space::SearchSpace::Sample, seed ",
+                kReferenceSeed,
+                "), so 1 is what a typical random point reaches and 0 the "
+                "minimum.")};
+  }
   return {"normalised regret", "Normalised regret",
           "Mean over tasks x seeds (± the standard error of the task means) "
           "of `(best so far - best in task) / (worst in task - best in task)` (0: the task's best "
@@ -165,6 +180,23 @@ std::string PerTaskCsv(const BenchResult& result) {
 }
 
 std::string TrialsCsv(const BenchResult& result) {
+  if (!result.functions.empty()) {
+    std::string out = "method,task,seed,trial,value\n";
+    for (size_t m = 0; m < result.methods.size(); ++m) {
+      for (size_t t = 0; t < result.task_ids.size(); ++t) {
+        for (int s = 0; s < result.seeds; ++s) {
+          const RunResult& run = result.runs[result.RunIndex(m, t, s)];
+          for (size_t k = 0; k < run.values.size(); ++k) {
+            absl::StrAppend(
+                &out,
+                absl::StrFormat("%s,%s,%d,%d,%.17g\n", result.methods[m].name,
+                                result.task_ids[t], s, k + 1, run.values[k]));
+          }
+        }
+      }
+    }
+    return out;
+  }
   std::string out = result.early_stopping
                         ? "method,task,seed,trial,entry,value,cost,stopped\n"
                         : "method,task,seed,trial,entry,value\n";
@@ -198,9 +230,12 @@ std::string TimingCsv(const std::vector<TimingRow>& rows) {
   return out;
 }
 
-std::vector<int> ReportCheckpoints(int trials) {
+std::vector<int> ReportCheckpoints(int trials, bool long_studies) {
   std::vector<int> out;
-  for (int k : {5, 10, 25, 50}) {
+  const std::vector<int> counts = long_studies
+                                      ? std::vector<int>{10, 25, 50, 100, 200}
+                                      : std::vector<int>{5, 10, 25, 50};
+  for (int k : counts) {
     if (k <= trials) out.push_back(k);
   }
   if (out.empty() || out.back() != trials) out.push_back(trials);
@@ -211,7 +246,9 @@ std::string ReportMarkdown(const BenchResult& result,
                            const std::vector<SummaryRow>& summary,
                            const std::vector<TimingRow>& timing,
                            const ReportInfo& info) {
-  const std::vector<int> checkpoints = ReportCheckpoints(result.trials);
+  const bool functions = !result.functions.empty();
+  const std::vector<int> checkpoints =
+      ReportCheckpoints(result.trials, functions);
   auto row_of = [&](const std::string& method, int k) -> const SummaryRow* {
     for (const SummaryRow& row : summary) {
       if (row.method == method && row.trials == k) return &row;
@@ -224,7 +261,9 @@ std::string ReportMarkdown(const BenchResult& result,
 
   const bool pooled = !result.pooled_from.empty();
   std::string md;
-  if (!pooled) {
+  if (functions) {
+    absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, "\n\n");
+  } else if (!pooled) {
     absl::StrAppend(&md, "# metaopt-bench: ", result.dataset_name, " (",
                     result.split, " split)\n\n");
   } else {
@@ -244,6 +283,13 @@ std::string ReportMarkdown(const BenchResult& result,
   if (pooled) {
     absl::StrAppend(&md, "| data | pooled from `",
                     absl::StrJoin(result.pooled_from, "`, `"), "` |\n");
+  } else if (functions) {
+    absl::StrAppend(&md,
+                    "| data | synthetic test functions (`--functions`), each a "
+                    "study over its search space without a catalogue; every "
+                    "suggested configuration is evaluated by the function |\n");
+    absl::StrAppend(&md, "| objective | `", result.objective_name, "` (",
+                    GoalName(result.goal), ") |\n");
   } else {
     absl::StrAppend(&md, "| data | `", result.dataset_name, "` (folder `",
                     result.data_dir, "`), split `", result.split, "` |\n");
@@ -253,40 +299,47 @@ std::string ReportMarkdown(const BenchResult& result,
   std::string skipped = result.skipped_tasks.empty()
                             ? "none"
                             : absl::StrJoin(result.skipped_tasks, ", ");
-  absl::StrAppend(&md, "| tasks | ", result.task_ids.size(), " evaluated of ",
-                  result.split_task_count,
-                  " in the split; skipped (zero y spread): ",
-                  result.skipped_tasks.size(), " (", skipped, ")");
-  if (!result.featureless_tasks.empty()) {
-    absl::StrAppend(&md, "; without meta-features (--tasks-with-features): ",
-                    result.featureless_tasks.size(), " (",
-                    absl::StrJoin(result.featureless_tasks, ", "), ")");
-  }
-  if (!result.unavailable_tasks.empty()) {
-    // The tasks grouped by reason, reasons in order of first appearance.
-    std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
-    for (const auto& [id, reason] : result.unavailable_tasks) {
-      auto it = std::find_if(by_reason.begin(), by_reason.end(),
-                             [&](const auto& r) { return r.first == reason; });
-      if (it == by_reason.end()) {
-        by_reason.push_back({reason, {}});
-        it = by_reason.end() - 1;
+  if (functions) {
+    absl::StrAppend(&md, "| functions | ", absl::StrJoin(result.task_ids, ", "),
+                    " |\n");
+  } else {
+    absl::StrAppend(&md, "| tasks | ", result.task_ids.size(), " evaluated of ",
+                    result.split_task_count,
+                    " in the split; skipped (zero y spread): ",
+                    result.skipped_tasks.size(), " (", skipped, ")");
+    if (!result.featureless_tasks.empty()) {
+      absl::StrAppend(&md, "; without meta-features (--tasks-with-features): ",
+                      result.featureless_tasks.size(), " (",
+                      absl::StrJoin(result.featureless_tasks, ", "), ")");
+    }
+    if (!result.unavailable_tasks.empty()) {
+      // The tasks grouped by reason, reasons in order of first appearance.
+      std::vector<std::pair<std::string, std::vector<std::string>>> by_reason;
+      for (const auto& [id, reason] : result.unavailable_tasks) {
+        auto it =
+            std::find_if(by_reason.begin(), by_reason.end(),
+                         [&](const auto& r) { return r.first == reason; });
+        if (it == by_reason.end()) {
+          by_reason.push_back({reason, {}});
+          it = by_reason.end() - 1;
+        }
+        it->second.push_back(id);
       }
-      it->second.push_back(id);
+      std::vector<std::string> parts;
+      for (const auto& [reason, ids] : by_reason) {
+        parts.push_back(
+            absl::StrCat(absl::StrJoin(ids, ", "), " (", reason, ")"));
+      }
+      absl::StrAppend(&md, "; left out because a method cannot run on them (",
+                      "--skip-unavailable): ", result.unavailable_tasks.size(),
+                      ": ", absl::StrJoin(parts, "; "));
     }
-    std::vector<std::string> parts;
-    for (const auto& [reason, ids] : by_reason) {
-      parts.push_back(absl::StrCat(absl::StrJoin(ids, ", "), " (", reason, ")"));
+    if (!result.failure.ok()) {
+      absl::StrAppend(&md, "; not finished (partial run): ",
+                      result.unfinished_tasks.size());
     }
-    absl::StrAppend(&md, "; left out because a method cannot run on them (",
-                    "--skip-unavailable): ", result.unavailable_tasks.size(),
-                    ": ", absl::StrJoin(parts, "; "));
+    absl::StrAppend(&md, " |\n");
   }
-  if (!result.failure.ok()) {
-    absl::StrAppend(&md, "; not finished (partial run): ",
-                    result.unfinished_tasks.size());
-  }
-  absl::StrAppend(&md, " |\n");
   absl::StrAppend(&md, "| methods | ", absl::StrJoin(method_names, ", "),
                   " |\n");
   if (!result.unavailable_methods.empty()) {
@@ -324,6 +377,17 @@ std::string ReportMarkdown(const BenchResult& result,
     absl::StrAppend(&md, "\n");
   }
   absl::StrAppend(&md, "Command:\n\n```sh\n", info.command_line, "\n```\n\n");
+  if (functions) {
+    absl::StrAppend(&md,
+                    "## Functions\n\n| function | parameters | definition | "
+                    "f* | f_ref |\n|---|---|---|---|---|\n");
+    for (const FunctionTaskInfo& f : result.functions) {
+      absl::StrAppend(
+          &md, absl::StrFormat("| %s | %d | %s | %.6f | %.6g |\n", f.name,
+                               f.dimensions, f.description, f.f_star, f.f_ref));
+    }
+    absl::StrAppend(&md, "\n");
+  }
 
   auto header = [&](const char* first) {
     std::string h = absl::StrCat("| ", first, " |");
@@ -345,6 +409,58 @@ std::string ReportMarkdown(const BenchResult& result,
                       FormatRegret(row->regret_sem), " |");
     }
     absl::StrAppend(&md, "\n");
+  }
+  if (functions) {
+    const std::vector<SummaryRow> logs = SummarizeLogRegret(result);
+    auto log_of = [&](const std::string& method, int k) -> const SummaryRow* {
+      for (const SummaryRow& row : logs) {
+        if (row.method == method && row.trials == k) return &row;
+      }
+      return nullptr;
+    };
+    absl::StrAppend(
+        &md,
+        "\n## log10 simple regret\n\nMean over functions x seeds (± the "
+        "standard error of the function means) of `log10(best so far - f*)`, "
+        "the simple regret floored at ",
+        absl::StrFormat("%g", kLogRegretFloor),
+        " (the precision of f*); lower is better, -1 is a tenth of a unit of "
+        "f above its minimum.\n\n",
+        header("method"));
+    for (const std::string& name : method_names) {
+      absl::StrAppend(&md, "| ", name, " |");
+      for (int k : checkpoints) {
+        const SummaryRow* row = log_of(name, k);
+        absl::StrAppend(&md, absl::StrFormat(" %.2f ± %.2f |", row->regret_mean,
+                                             row->regret_sem));
+      }
+      absl::StrAppend(&md, "\n");
+    }
+    // Per function at the last checkpoint.
+    const int last = checkpoints.back();
+    const std::vector<FunctionRow> per_function =
+        SummarizeFunctions(result, last);
+    absl::StrAppend(&md, "\n## Per function after ", last,
+                    " trials\n\nlog10 simple regret, mean ± standard error "
+                    "over seeds (normalised regret in brackets).\n\n| "
+                    "function |");
+    std::string rule = "|---|";
+    for (const std::string& name : method_names) {
+      absl::StrAppend(&md, " ", name, " |");
+      absl::StrAppend(&rule, "---|");
+    }
+    absl::StrAppend(&md, "\n", rule, "\n");
+    for (size_t t = 0; t < result.task_ids.size(); ++t) {
+      absl::StrAppend(&md, "| ", result.task_ids[t], " |");
+      for (size_t m = 0; m < method_names.size(); ++m) {
+        const FunctionRow& row = per_function[m * result.task_ids.size() + t];
+        absl::StrAppend(
+            &md,
+            absl::StrFormat(" %.2f ± %.2f (%s) |", row.log_regret_mean,
+                            row.log_regret_sem, FormatRegret(row.regret_mean)));
+      }
+      absl::StrAppend(&md, "\n");
+    }
   }
   absl::StrAppend(&md,
                   "\n## Average rank\n\nRank of each method per (task, seed, "
@@ -382,6 +498,11 @@ std::string ReportMarkdown(const BenchResult& result,
                    "](regret_vs_trials.svg)\n\n"
                    "![Average rank](rank_vs_trials.svg)\n\n"
                    "![", kind.heading, ", log scale](log_regret_vs_trials.svg)\n"));
+  if (functions) {
+    absl::StrAppend(&md,
+                    "\n![log10 simple regret]"
+                    "(log10_simple_regret_vs_trials.svg)\n");
+  }
   if (!result.short_tasks.empty() || result.duplicate_rows > 0) {
     absl::StrAppend(&md, "\n## Notes\n\n");
     if (!result.short_tasks.empty()) {
@@ -548,18 +669,22 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
       WriteTextFile(absl::StrCat(dir, "report.md"), report));
 
   // Plots: one series per method over trials 1..T.
+  const bool functions = !result.functions.empty();
   const std::string where =
-      pooled ? result.dataset_name
-             : absl::StrCat(result.dataset_name, " (", result.split, " split)");
+      pooled || functions
+          ? result.dataset_name
+          : absl::StrCat(result.dataset_name, " (", result.split, " split)");
+  const char* const unit = functions ? " function" : " task";
   const std::string sample = absl::StrCat(
-      result.task_ids.size(),
-      result.task_ids.size() == 1 ? " task x " : " tasks x ", result.seeds,
+      result.task_ids.size(), unit,
+      result.task_ids.size() == 1 ? " x " : "s x ", result.seeds,
       result.seeds == 1 ? " seed" : " seeds", "; mean ± 1 standard error");
   const RegretKind kind = RegretKindOf(result);
   LineChart regret;
   regret.title = absl::StrCat(where, ": ", kind.name);
   regret.subtitle = absl::StrCat(
-      sample, result.objectives.size() > 1
+      sample, functions ? "; 0 = f*, 1 = the median of f over the space"
+              : result.objectives.size() > 1
                   ? "; 0 = the task's Pareto front"
                   : "; 0 = the task's best (feasible) configuration");
   regret.x_label = "trials";
@@ -602,7 +727,45 @@ absl::Status WriteOutputs(const BenchResult& result, const ReportInfo& info,
   METAOPT_RETURN_IF_ERROR(
       WriteTextFile(absl::StrCat(dir, "log_regret_vs_trials.svg"),
                     RenderLineChart(log_regret)));
-  return absl::OkStatus();
+  if (!functions) return absl::OkStatus();
+
+  // Synthetic functions: the log10 simple regret and the per-function table.
+  const std::vector<SummaryRow> logs = SummarizeLogRegret(result);
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "log_summary.csv"), SummaryCsv(logs)));
+  std::string per_function =
+      "method,function,trials,regret_mean,log10_regret_mean,"
+      "log10_regret_sem\n";
+  for (int k : ReportCheckpoints(result.trials, true)) {
+    for (const FunctionRow& row : SummarizeFunctions(result, k)) {
+      absl::StrAppend(&per_function,
+                      absl::StrFormat("%s,%s,%d,%.8g,%.8g,%.8g\n", row.method,
+                                      row.function, k, row.regret_mean,
+                                      row.log_regret_mean, row.log_regret_sem));
+    }
+  }
+  METAOPT_RETURN_IF_ERROR(
+      WriteTextFile(absl::StrCat(dir, "functions.csv"), per_function));
+  LineChart log10_chart;
+  log10_chart.title = absl::StrCat(where, ": log10 simple regret");
+  log10_chart.subtitle =
+      absl::StrCat(sample, "; log10(best so far - f*), floored at ",
+                   absl::StrFormat("%g", kLogRegretFloor));
+  log10_chart.x_label = "trials";
+  log10_chart.y_label = "log10 simple regret";
+  for (const MethodDefinition& method : result.methods) {
+    PlotSeries series{method.name, {}, {}, {}, {}};
+    for (const SummaryRow& row : logs) {
+      if (row.method != method.name) continue;
+      series.x.push_back(row.trials);
+      series.y.push_back(row.regret_mean);
+      series.lower.push_back(row.regret_mean - row.regret_sem);
+      series.upper.push_back(row.regret_mean + row.regret_sem);
+    }
+    log10_chart.series.push_back(std::move(series));
+  }
+  return WriteTextFile(absl::StrCat(dir, "log10_simple_regret_vs_trials.svg"),
+                       RenderLineChart(log10_chart));
 }
 
 }  // namespace metaopt::bench
