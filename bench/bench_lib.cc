@@ -838,8 +838,14 @@ absl::StatusOr<BenchResult> RunTasks(
 
 // Checks that a --functions run sets none of the catalogue's options.
 absl::Status CheckFunctionOptions(const BenchOptions& options) {
+  if (!options.data_dir.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--functions: \"", options.functions,
+                     "\" cannot be combined with --data \"", options.data_dir,
+                     "\": a run's tasks are either synthetic functions or a "
+                     "meta-dataset's"));
+  }
   const std::pair<bool, const char*> catalogue_only[] = {
-      {!options.data_dir.empty(), "--data"},
       {options.max_tasks != 0, "--max-tasks"},
       {options.tasks_with_features, "--tasks-with-features"},
       {!options.early_stopping.empty(), "--early-stopping"},
@@ -851,11 +857,10 @@ absl::Status CheckFunctionOptions(const BenchOptions& options) {
   };
   for (const auto& [set, flag] : catalogue_only) {
     if (set) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--functions: \"", options.functions, "\" cannot be combined with ",
-          flag, " (", flag,
-          " applies to a meta-dataset's tasks, --data; a run has one source "
-          "of tasks)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--functions: \"", options.functions,
+                       "\" cannot be combined with ", flag, " (", flag,
+                       " applies to the tasks of a meta-dataset, --data)"));
     }
   }
   return absl::OkStatus();
