@@ -652,7 +652,7 @@ const bool kRegistered = [] {
                                /*concentrated=*/true);
             TimeSuggestAfterObserve(state, setup, rng);
           }));
-      for (const int samples : {250, 500, 1000}) {
+      for (const int samples : {250, 1000, 2000}) {
         configure(benchmark::RegisterBenchmark(
             ("BM_GpSuggest" + name + absl::StrCat("/samples:", samples)).c_str(),
             [n, kind, samples](benchmark::State& state) {

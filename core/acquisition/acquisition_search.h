@@ -34,11 +34,13 @@ enum class Ties {
   kLowerMean,
 };
 
-// Budget of the search over a space (defaults: ~3,000 scored candidates per
+// Budget of the search over a space (defaults: ~1,500 scored candidates per
 // pick).
 struct SearchOptions {
-  // Samples of the space...
-  int random_samples = 2000;
+  // Samples of the space (500: level with 2,000 in search quality over
+  // metaopt-bench's synthetic functions, at half the Suggest time of real
+  // loops; docs/algorithms.md, GP, "Acquisition")...
+  int random_samples = 500;
   // ...each drawn by `sample` (canonical configurations of the space); null:
   // space::SearchSpace::Sample, uniform over the space. (Mosaic's playouts
   // draw the completions of one pipeline structure.)
