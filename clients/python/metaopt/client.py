@@ -265,8 +265,9 @@ class Client:
 
         Give either ``space`` plus :func:`metaopt.study_spec` keywords (``objective``, ``goal``,
         or ``objectives=[(name, goal), ...]`` and ``constraints=[(metric, "<=" or ">=",
-        bound), ...]``, ``algorithm``, ``model``, ``initial_trials``, ``seed``, ``candidates``,
-        ``dataset_features``, ``early_stopping``), or a complete ``spec``. Instead of ``dataset_features``,
+        bound), ...]``, ``algorithm``, ``model``, ``initial_trials``, ``acquisition_samples``,
+        ``seed``, ``candidates``, ``dataset_features``, ``early_stopping``), or a complete
+        ``spec``. Instead of ``dataset_features``,
         ``dataset=(X, y)`` or ``(X, y, categorical)`` computes them with
         :func:`metaopt.metafeatures.compute` and also fills ``spec.dataset_sample`` with
         :func:`metaopt.dataset_sample.draw` (for models that read the raw data: GROSI with

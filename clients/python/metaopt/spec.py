@@ -195,6 +195,7 @@ def study_spec(
     algorithm: Union[str, int] = "gp",
     model: str = "",
     initial_trials: int = 0,
+    acquisition_samples: int = 0,
     seed: int = 0,
     candidates: Iterable[Any] = (),
     dataset_features: Optional[Mapping[str, float]] = None,
@@ -218,6 +219,9 @@ def study_spec(
         model: a registry model (``"name"`` or ``"name@version"``); empty: the one whose space
             matches, if any; ``"none"``: no model.
         initial_trials: initial-design suggestions before the model takes over (0: default).
+        acquisition_samples: random samples of the space the acquisition search scores at each
+            Suggest of a GP, DeepPipe or GROSI study without candidates (0: the server's
+            default, 500); more explore a large space better at a linear cost.
         seed: the study's random seed (runs with the same seed and history are reproducible).
         candidates: a finite catalogue of configurations (see :func:`configuration`).
         dataset_features: meta-features of the dataset, for warm starts that use them.
@@ -238,6 +242,7 @@ def study_spec(
     spec.algorithm.kind = _enum(algorithm, _ALGORITHMS, "algorithm")
     spec.algorithm.model = model
     spec.algorithm.initial_trials = initial_trials
+    spec.algorithm.acquisition_samples = acquisition_samples
     for candidate in candidates:
         spec.candidates.append(configuration(candidate, space))
     for name, value in (dataset_features or {}).items():

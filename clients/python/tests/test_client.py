@@ -274,6 +274,11 @@ class ErrorTest(ServerTest):
             study.observe(999, 1.0)
         with self.assertRaises(metaopt.InvalidArgumentError):
             client.create_study("bad id!", quadratic_space())
+        with self.assertRaises(metaopt.InvalidArgumentError) as caught:
+            client.create_study("bad-budget", quadratic_space(), acquisition_samples=-1)
+        self.assertIn("spec.algorithm.acquisition_samples: -1", caught.exception.message)
+        budget = client.create_study("budget", quadratic_space(), acquisition_samples=300)
+        self.assertEqual(budget.proto.spec.algorithm.acquisition_samples, 300)
 
     def test_trial_of_a_deleted_study_is_not_taken_for_the_new_ones(self):
         client = self.client()
