@@ -6,13 +6,17 @@
 // n:<N>/space:continuous4 and n:<N>/space:mixed, N = 100, 300, 1,000).
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "benchmark/benchmark.h"
+#include "core/common/memory.h"
 #include "core/gp/catalogue_kernel_cache.h"
 #include "core/policy/gp_policy.h"
 #include "core/policy/output_fit_cache.h"
@@ -284,16 +288,50 @@ std::vector<v1::Trial> ConcentratedTrials(const space::SearchSpace& space,
   return trials;
 }
 
+// The first n trials of bench/data/continuous4_gp_loop.csv (a real GP loop
+// through the server, bench/data/README.md) over SpaceSpec("continuous4"),
+// COMPLETED with their recorded values; empty if the file cannot be read.
+std::vector<v1::Trial> RecordedTrials(const space::SearchSpace& space, int n,
+                                      space::Rng& rng) {
+  std::ifstream in(METAOPT_BENCH_DATA_DIR "/continuous4_gp_loop.csv");
+  std::string line;
+  std::getline(in, line);  // header: x0,x1,x2,x3,loss
+  std::vector<v1::Trial> trials;
+  while (static_cast<int>(trials.size()) < n && std::getline(in, line)) {
+    const std::vector<std::string> cells = absl::StrSplit(line, ',');
+    double values[5];
+    if (cells.size() != 5) return {};
+    for (int c = 0; c < 5; ++c) {
+      if (!absl::SimpleAtod(cells[c], &values[c])) return {};
+    }
+    v1::Trial trial;
+    trial.set_id(static_cast<int64_t>(trials.size()) + 1);
+    *trial.mutable_configuration() = space.Sample(rng);
+    auto& parameters =
+        *trial.mutable_configuration()->mutable_assignments(0)->mutable_parameters();
+    for (int d = 0; d < 4; ++d) {
+      parameters["x" + std::to_string(d)].set_number(values[d]);
+    }
+    trial.set_state(v1::TRIAL_STATE_COMPLETED);
+    trial.set_value(values[4]);
+    trials.push_back(std::move(trial));
+  }
+  if (static_cast<int>(trials.size()) < n) return {};
+  return trials;
+}
+
 // A GP study with n completed trials (catalogue entries or samples), and a
 // policy whose hyperparameters were fitted on them (so the timed Suggest
 // reuses them, as most Suggests do under the refit schedule) unless `refit`.
+// With `recorded`: RecordedTrials instead (continuous4 only).
 PolicySetup MakeGpSetupFor(v1::StudySpec spec, int n, bool refit,
                            space::Rng& rng, bool concentrated = false,
-                           int samples = 0) {
+                           int samples = 0, bool recorded = false) {
   PolicySetup setup;
   setup.spec = std::move(spec);
   setup.space.emplace(*space::SearchSpace::Create(setup.spec.search_space()));
-  setup.trials = concentrated
+  setup.trials = recorded ? RecordedTrials(*setup.space, n, rng)
+                 : concentrated
                      ? ConcentratedTrials(*setup.space, n, rng)
                      : CompletedTrials(setup.spec, *setup.space, n,
                                        !setup.spec.candidates().empty(), rng);
@@ -637,6 +675,9 @@ const bool kRegistered = [] {
   // after one new Observe (TimeSuggestAfterObserve):
   //   BM_GpSuggest/n:<N>/space:<continuous4|mixed>
   //   BM_DeepPipeSuggest/n:<N>/space:<continuous4|mixed>
+  // the GP's after the first N trials of a recorded GP loop through the
+  // server (RecordedTrials; what a real study's Suggest meets):
+  //   BM_GpSuggest/n:<N>/space:continuous4/history:gp_loop
   // and the GP's with S random samples of the space instead of the default
   // (SearchOptions::random_samples; the cost side of that budget):
   //   BM_GpSuggest/n:<N>/space:<continuous4|mixed>/samples:<S>
@@ -663,6 +704,22 @@ const bool kRegistered = [] {
               TimeSuggestAfterObserve(state, setup, rng);
             }));
       }
+      if (std::string(kind) == "continuous4") {
+        configure(benchmark::RegisterBenchmark(
+            ("BM_GpSuggest" + name + "/history:gp_loop").c_str(),
+            [n, kind](benchmark::State& state) {
+              space::Rng rng(42);
+              const PolicySetup setup =
+                  MakeGpSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng,
+                                 /*concentrated=*/false, /*samples=*/0,
+                                 /*recorded=*/true);
+              if (static_cast<int>(setup.trials.size()) != n) {
+                state.SkipWithError("bench/data/continuous4_gp_loop.csv unreadable");
+                return;
+              }
+              TimeSuggestAfterObserve(state, setup, rng);
+            }));
+      }
       configure(benchmark::RegisterBenchmark(
           ("BM_DeepPipeSuggest" + name).c_str(),
           [n, kind](benchmark::State& state) {
@@ -686,4 +743,12 @@ const bool kRegistered = [] {
 }  // namespace
 }  // namespace metaopt::policy
 
-BENCHMARK_MAIN();
+// As metaopt-server: the allocator keeps freed buffers (core/common/memory.h).
+int main(int argc, char** argv) {
+  metaopt::KeepFreedBuffersForReuse();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures build/ (RelWithDebInfo) and builds everything with two jobs.
 # Extra arguments are passed to `cmake --build` (for example `--target metaoptctl`); METAOPT_CMAKE_ARGS
-# to the configure step (for example METAOPT_BUILD_DIR=build-native METAOPT_CMAKE_ARGS=-DMETAOPT_NATIVE=ON).
+# to the configure step (for example METAOPT_BUILD_DIR=build-native METAOPT_CMAKE_ARGS=-DMETAOPT_CPU=native).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/common/logging.h"
+#include "core/common/memory.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "server/server.h"
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
   // update a global lock-order graph (a debugging aid, off in abseil's release
   // builds): a measurable share of the server's CPU under load. Tests keep it.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  metaopt::KeepFreedBuffersForReuse();
   metaopt::server::ServerOptions options;
   std::string log_level = "info";
   std::string log_format = "text";

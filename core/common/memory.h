@@ -14,6 +14,18 @@ namespace metaopt {
 // not per allocation. A no-op without glibc. Thread-safe.
 void ReleaseFreedMemory();
 
+// Lets glibc serve and keep the large, short-lived buffers of numerical work
+// (a Suggest's n x block cross-covariances, a Cholesky factor extended by a
+// row: megabytes each, allocated and freed many times per call) from its heap
+// instead of mapping fresh pages for each and returning them on free: below
+// 32 MiB an allocation comes from the heap, and a heap's free top is kept up
+// to 128 MiB. Each fresh mapping costs a page fault per 4 KiB touched; on a
+// 4-D GP Suggest after 100 recorded observations that was a fifth of its time
+// (suggest_benchmark, docs/performance.md). The memory stays with the process
+// until ReleaseFreedMemory. Call once at start-up, before threads start; a
+// no-op without glibc.
+void KeepFreedBuffersForReuse();
+
 // The process's resident set size in bytes (VmRSS of /proc/self/status), or
 // -1 where that cannot be read.
 int64_t ResidentBytes();

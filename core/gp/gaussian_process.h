@@ -265,25 +265,6 @@ class GpPosterior {
   // so this costs O(m n D + m points^2) instead of O(m n^2).
   absl::StatusOr<Prediction> PredictWithVarianceBound(const Eigen::MatrixXd& Xq,
                                                       int points) const;
-  // The same with, as variance bound, the smaller of the variance given only
-  // the `neighbors` training points most correlated with each query (its
-  // nearest under a stationary kernel; again fewer observations never shrink
-  // it more) and the variance given the first `points` (as above), raised by
-  // 1e-10 times the prior variance so that it stays above Predict's variance
-  // whatever the rounding of either. Near dense observations the first bound
-  // is far tighter, far from them the second; for candidates scattered over a
-  // space (a catalogue screens with the bound above, whose kernel values it
-  // keeps). With shared > neighbors and at most 256 queries, also the
-  // variance given the `shared` training points with the largest
-  // cross-covariance summed over the queries (one factor for all: tight
-  // for a few nearby queries, such as the neighbours of one candidate under
-  // local search, where dense observations explain far more than the
-  // nearest few; useless for samples scattered over a space, hence the
-  // limit). O(m n (D + 1) + m neighbors^3 + m points^2 + m shared^2 +
-  // shared^3) instead of O(m n^2). neighbors >= n or points >= n: Predict.
-  absl::StatusOr<Prediction> PredictWithLocalVarianceBound(
-      const Eigen::MatrixXd& Xq, int neighbors, int points,
-      int shared = 0) const;
   // The same for the rows `rows` of `catalogue`, from `cache`, which keeps
   // the kernel between the catalogue and the training points from one call
   // to the next (CatalogueKernelCache: after one new observation a call

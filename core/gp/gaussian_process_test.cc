@@ -36,14 +36,6 @@ GaussianProcess MakeGp(const std::string& kernel, int dim,
   return std::move(gp).value();
 }
 
-// Matérn-5/2 on [0, 1]^4 with every lengthscale 0.3, unit output scale, noise
-// excess 1e-5 and mean 0: the posterior of the screening bounds' tests.
-GaussianProcess ScreeningGp() {
-  Eigen::VectorXd h(4 + 3);
-  h << Eigen::VectorXd::Constant(4, std::log(0.3)), 0.0, std::log(1e-5), 0.0;
-  return MakeGp("matern52", 4, h);
-}
-
 // ---- The hand-computed 1-D case: Matérn-5/2, three points, fixed
 // hyperparameters. ----------
 
@@ -730,84 +722,6 @@ TEST(GpPosteriorTest, ReconditionOfAJitteredPosteriorIsCondition) {
   EXPECT_EQ(a.mean, b.mean);
   EXPECT_EQ(a.variance, b.variance);
   EXPECT_EQ(again.jitter(), fresh.jitter());
-}
-
-// The local bound: the exact mean, a variance never below Predict's, tighter
-// than the first points' bound where observations are dense, and Predict
-// itself for as many neighbours as observations.
-TEST(GpPosteriorTest, LocalVarianceBoundIsAnUpperBound) {
-  std::mt19937_64 rng(53);
-  const int dim = 4;
-  const GaussianProcess gp = ScreeningGp();
-  const Eigen::MatrixXd X = RandomMatrix(600, dim, rng);
-  const Eigen::VectorXd y = (4 * X.col(0)).array().sin().matrix() +
-                            X.rowwise().squaredNorm();
-  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(gp, X, y));
-  // Queries: uniform, and close to training points.
-  Eigen::MatrixXd q(700, dim);
-  q.topRows(400) = RandomMatrix(400, dim, rng);
-  q.bottomRows(300) =
-      X.topRows(300) + 0.02 * (RandomMatrix(300, dim, rng).array() - 0.5).matrix();
-  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction exact, post.Predict(q));
-  for (const int k : {1, 4, 8, 16}) {
-    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction local,
-                                 post.PredictWithLocalVarianceBound(q, k, 0));
-    EXPECT_LT((local.mean - exact.mean).cwiseAbs().maxCoeff(), 1e-12) << k;
-    EXPECT_TRUE((local.variance.array() > exact.variance.array()).all()) << k;
-  }
-  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction local,
-                               post.PredictWithLocalVarianceBound(q, 8, 0));
-  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction first,
-                               post.PredictWithVarianceBound(q, 128));
-  EXPECT_LT((local.variance - exact.variance).mean(),
-            0.5 * (first.variance - exact.variance).mean());
-  // Both bounds: never above either, still above Predict's variance.
-  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction both,
-                               post.PredictWithLocalVarianceBound(q, 8, 128));
-  EXPECT_EQ(both.mean, local.mean);
-  EXPECT_TRUE((both.variance.array() > exact.variance.array()).all());
-  EXPECT_TRUE((both.variance.array() <= local.variance.array()).all());
-  EXPECT_TRUE((both.variance.array() <= first.variance.array() + 1e-8).all());
-  METAOPT_ASSERT_OK_AND_ASSIGN(Prediction all,
-                               post.PredictWithLocalVarianceBound(q, 600, 0));
-  EXPECT_EQ(all.mean, exact.mean);
-  EXPECT_EQ(all.variance, exact.variance);
-}
-
-// The block's shared neighbourhood: still above Predict's variance, never
-// above the bound without it, and far tighter for a block of queries around
-// one point of a dense cluster (the neighbours of a refined candidate).
-TEST(GpPosteriorTest, SharedNeighbourhoodTightensTheBoundOfNearbyQueries) {
-  std::mt19937_64 rng(59);
-  const int dim = 4;
-  const GaussianProcess gp = ScreeningGp();
-  // 100 uniform points, then 500 within 0.1 of (0.3, ..., 0.3).
-  Eigen::MatrixXd X = RandomMatrix(600, dim, rng);
-  X.bottomRows(500) =
-      (0.3 + 0.2 * (X.bottomRows(500).array() - 0.5)).matrix();
-  const Eigen::VectorXd y = (4 * X.col(0)).array().sin().matrix() +
-                            X.rowwise().squaredNorm();
-  METAOPT_ASSERT_OK_AND_ASSIGN(GpPosterior post, Condition(gp, X, y));
-  // 30 queries within 0.05 of a point of the cluster, and 200 uniform.
-  const Eigen::MatrixXd near =
-      (Eigen::MatrixXd::Constant(30, dim, 0.31).array() +
-       0.1 * (RandomMatrix(30, dim, rng).array() - 0.5))
-          .matrix();
-  for (const Eigen::MatrixXd& q :
-       {near, Eigen::MatrixXd(RandomMatrix(200, dim, rng))}) {
-    METAOPT_ASSERT_OK_AND_ASSIGN(Prediction exact, post.Predict(q));
-    METAOPT_ASSERT_OK_AND_ASSIGN(
-        Prediction without, post.PredictWithLocalVarianceBound(q, 8, 128));
-    METAOPT_ASSERT_OK_AND_ASSIGN(
-        Prediction with, post.PredictWithLocalVarianceBound(q, 8, 128, 64));
-    EXPECT_EQ(with.mean, without.mean);
-    EXPECT_TRUE((with.variance.array() > exact.variance.array()).all());
-    EXPECT_TRUE((with.variance.array() <= without.variance.array()).all());
-    if (q.rows() == near.rows()) {
-      EXPECT_LT((with.variance - exact.variance).mean(),
-                0.5 * (without.variance - exact.variance).mean());
-    }
-  }
 }
 
 // ---- Fantasies for pending points.

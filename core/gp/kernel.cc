@@ -75,15 +75,20 @@ void Kernel::ProfileInChunks(const double* r2, Eigen::Index n, Eigen::Index m,
   if (n == 0 || m == 0) return;
   // About kChunkEntries entries at a time, in cache, instead of whole-matrix
   // temporaries per step (memory-bound from a few hundred rows on). Each
-  // chunk's columns are padded to an even length, so that every entry goes
-  // through the vectorised path that one evaluation of the whole matrix
-  // takes, except its single scalar entry (the last, when n m is odd), which
-  // is evaluated alone: the result equals Profile of the whole matrix bit
-  // for bit.
+  // chunk's columns are padded to a multiple of kSimdDoubles, so that every
+  // entry goes through the vectorised path that one evaluation of the whole
+  // matrix takes, except its scalar entries (the last n m % kSimdDoubles),
+  // which are evaluated alone: the result equals Profile of the whole matrix
+  // bit for bit.
   constexpr Eigen::Index kChunkEntries = 4096;
-  const Eigen::Index rows = n + n % 2;
+  const Eigen::Index rows = (n + kSimdDoubles - 1) / kSimdDoubles * kSimdDoubles;
   const Eigen::Index chunk = std::max<Eigen::Index>(1, kChunkEntries / rows);
   const double scale = output_scale();
+  // The scalar entries' squared distances (r2 may be k, which the chunks
+  // overwrite).
+  const Eigen::Index scalar_from = n * m - (n * m) % kSimdDoubles;
+  const Eigen::ArrayXd scalar_r2 =
+      Eigen::Map<const Eigen::ArrayXd>(r2 + scalar_from, n * m - scalar_from);
   Eigen::ArrayXXd block;
   Eigen::MatrixXd profile;
   for (Eigen::Index start = 0; start < m; start += chunk) {
@@ -92,7 +97,7 @@ void Kernel::ProfileInChunks(const double* r2, Eigen::Index n, Eigen::Index m,
     for (Eigen::Index j = 0; j < c; ++j) {
       block.col(j).head(n) =
           Eigen::Map<const Eigen::ArrayXd>(r2 + (start + j) * n, n);
-      if (rows > n) block(n, j) = 0.0;
+      block.col(j).tail(rows - n).setZero();
     }
     Profile(block, scale, &profile, nullptr, nullptr);
     for (Eigen::Index j = 0; j < c; ++j) {
@@ -100,11 +105,11 @@ void Kernel::ProfileInChunks(const double* r2, Eigen::Index n, Eigen::Index m,
           profile.col(j).head(n);
     }
   }
-  if ((n * m) % 2 == 1) {
-    Eigen::ArrayXXd last(1, 1);
-    last(0, 0) = block(n - 1, block.cols() - 1);
+  Eigen::ArrayXXd last(1, 1);
+  for (Eigen::Index i = 0; i < scalar_r2.size(); ++i) {
+    last(0, 0) = scalar_r2[i];
     Profile(last, scale, &profile, nullptr, nullptr);
-    k[n * m - 1] = profile(0, 0);
+    k[scalar_from + i] = profile(0, 0);
   }
 }
 
@@ -154,9 +159,11 @@ Eigen::MatrixXd Kernel::DividedByLengthscales(
 }
 
 Eigen::VectorXd Kernel::FromSquaredDistances(const Eigen::VectorXd& r2) const {
-  // Padded to an even length, so that every entry takes the vectorised path.
+  // Padded to a multiple of kSimdDoubles, so that every entry takes the
+  // vectorised path.
   const Eigen::Index n = r2.size();
-  Eigen::ArrayXXd padded = Eigen::ArrayXXd::Zero(n + n % 2, 1);
+  Eigen::ArrayXXd padded = Eigen::ArrayXXd::Zero(
+      (n + kSimdDoubles - 1) / kSimdDoubles * kSimdDoubles, 1);
   padded.col(0).head(n) = r2.array();
   Eigen::MatrixXd k;
   Profile(padded, output_scale(), &k, nullptr, nullptr);

@@ -28,6 +28,15 @@
 
 namespace metaopt::gp {
 
+// Doubles per SIMD register in this build (2 with SSE2, 4 with AVX2, 8 with
+// AVX-512: CMakeLists.txt, METAOPT_CPU). A coefficient-wise Eigen expression
+// over an array of N entries evaluates the first N - N % kSimdDoubles of them
+// with vector instructions and the rest one by one, and the two paths of
+// exp or sqrt can round differently: code that promises a result independent
+// of how it splits a matrix pads its pieces to multiples of this.
+inline constexpr Eigen::Index kSimdDoubles =
+    Eigen::internal::packet_traits<double>::size;
+
 // Thread-compatible: const methods may be called concurrently; set_log_params
 // needs external synchronisation. Const methods keep no caches.
 class Kernel {

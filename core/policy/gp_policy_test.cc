@@ -740,9 +740,7 @@ TEST(GpPreparedFitTest, RestoredPolicySuggestsWhatTheRunningOneDoes) {
 
 // Over a space, between refits, a fit extends the Cholesky factor of the
 // policy's last fit while something holds that fit (the study engine keeps
-// it), and the search screens its candidates from
-// surrogate::kLocalScreeningMinPoints observations on; a restored policy
-// (a restarted server) refactors. Both suggest the same, step by step,
+// it); a restored policy (a restarted server) refactors. Both suggest the same, step by step,
 // through refits, sequential and in pairs.
 TEST(GpPreparedFitTest, ExtendedFactorSuggestsWhatARefactorDoes) {
   const v1::StudySpec spec = BoxSpec(4, 0, 1, 19);

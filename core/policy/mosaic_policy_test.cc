@@ -434,17 +434,19 @@ TEST(MosaicPolicyTest, ConstrainedPlayoutsStayFeasible) {
   EXPECT_LT(best, 0.09 + 0.02);
 }
 
-// Mosaic's median best value over 5 seeds after 40 trials on a 2-stage
+// Mosaic's median best value over 15 seeds after 40 trials on a 2-stage
 // conditional function beats random search's, in either goal direction: its
-// median regret is at most half of random's.
+// median regret is at most half of random's. (Over 5 seeds the median was
+// one unlucky run away from random's: a change of rounding, fused
+// multiply-adds, flipped it; over 15, 0.0010 against 0.0102.)
 TEST(MosaicPolicyTest, BeatsRandomSearchOnAConditionalFunctionAfter40Trials) {
   constexpr double kOptimum = 0.05;
   const double mosaic =
       MedianBest(ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 0),
-                 v1::ALGORITHM_KIND_MOSAIC, PipelineLike, 40, 5);
+                 v1::ALGORITHM_KIND_MOSAIC, PipelineLike, 40, 15);
   const double random =
       MedianBest(ConditionalSpec(v1::ALGORITHM_KIND_MOSAIC, 0),
-                 v1::ALGORITHM_KIND_RANDOM, PipelineLike, 40, 5);
+                 v1::ALGORITHM_KIND_RANDOM, PipelineLike, 40, 15);
   RecordProperty("mosaic_median_regret", std::to_string(mosaic - kOptimum));
   RecordProperty("random_median_regret", std::to_string(random - kOptimum));
   EXPECT_LT(mosaic - kOptimum, 0.5 * (random - kOptimum))
@@ -456,9 +458,9 @@ TEST(MosaicPolicyTest, BeatsRandomSearchOnAConditionalFunctionAfter40Trials) {
     return -PipelineLike(c);
   };
   const double mosaic_max =
-      MedianBest(maximize, v1::ALGORITHM_KIND_MOSAIC, negated, 40, 5);
+      MedianBest(maximize, v1::ALGORITHM_KIND_MOSAIC, negated, 40, 15);
   const double random_max =
-      MedianBest(maximize, v1::ALGORITHM_KIND_RANDOM, negated, 40, 5);
+      MedianBest(maximize, v1::ALGORITHM_KIND_RANDOM, negated, 40, 15);
   EXPECT_LT(-mosaic_max - kOptimum, 0.5 * (-random_max - kOptimum))
       << "mosaic " << mosaic_max << ", random " << random_max;
 }

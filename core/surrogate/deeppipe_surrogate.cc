@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/common/status_macros.h"
+#include "core/gp/kernel.h"
 #include "core/surrogate/deeppipe_model.h"
 
 namespace metaopt::surrogate {
@@ -39,9 +40,9 @@ absl::StatusOr<gp::Prediction> DeepPipeSurrogate::Predict(
   //   product rounds otherwise than its matrix product, which gives a row
   //   the same value in any block);
   // - the GP: a block starts at a multiple of its prediction block and is one
-  //   too, or ends the query (gp::GpPosterior::kPredictBlock), and with m odd
-  //   it is predicted with one padding row, so that every column of the block
-  //   has the memory alignment it has in the whole query (the kernel centres
+  //   too, or ends the query (gp::GpPosterior::kPredictBlock), and is
+  //   predicted with padding rows, so that every column of the block has the
+  //   memory alignment it has in the whole query (the kernel centres
   //   each prediction block by its column means, a vectorised sum whose
   //   rounding follows the alignment).
   // With encoders a block could leave an algorithm one row: those embed whole.
@@ -58,10 +59,14 @@ absl::StatusOr<gp::Prediction> DeepPipeSurrogate::Predict(
     b = std::min(kEmbedBlock, m - start);
     if (m - start - b == 1) ++b;  // The last row joins this block.
     METAOPT_ASSIGN_OR_RETURN(Z, model_->Embed(X.middleRows(start, b)));
-    // The last block has the parity of m already (start is even).
-    if ((b - m) % 2 != 0) {
-      Z.conservativeResize(b + 1, Eigen::NoChange);
-      Z.row(b) = Z.row(b - 1);
+    // Rows up to b + pad = m modulo gp::kSimdDoubles (start is a multiple
+    // of it already): each column of Z then starts where it does in the
+    // whole query, modulo a vector register.
+    const Eigen::Index pad =
+        ((m - b) % gp::kSimdDoubles + gp::kSimdDoubles) % gp::kSimdDoubles;
+    if (pad > 0) {
+      Z.conservativeResize(b + pad, Eigen::NoChange);
+      for (Eigen::Index r = b; r < b + pad; ++r) Z.row(r) = Z.row(b - 1);
     }
     METAOPT_ASSIGN_OR_RETURN(gp::Prediction block, PredictEmbedded(Z));
     out.mean.segment(start, b) = block.mean.head(b);
@@ -86,22 +91,6 @@ DeepPipeSurrogate::PredictEmbeddedScreening(const Eigen::MatrixXd& Z) const {
   if (points == 0) return std::nullopt;
   METAOPT_ASSIGN_OR_RETURN(gp::Prediction prediction,
                            posterior_.PredictWithVarianceBound(Z, points));
-  if (model_->conditioned()) {
-    prediction.mean +=
-        posterior_.standardization().scale * model_->MeanOfEmbeddings(Z);
-  }
-  return prediction;
-}
-
-absl::StatusOr<std::optional<gp::Prediction>>
-DeepPipeSurrogate::PredictSpaceScreening(const Eigen::MatrixXd& X) const {
-  if (posterior_.num_points() < kLocalScreeningMinPoints) return std::nullopt;
-  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, model_->Embed(X));
-  METAOPT_ASSIGN_OR_RETURN(
-      gp::Prediction prediction,
-      posterior_.PredictWithLocalVarianceBound(
-          Z, kLocalScreeningNeighbors, ScreeningPoints(posterior_.num_points()),
-          LocalScreeningShared(posterior_.num_points())));
   if (model_->conditioned()) {
     prediction.mean +=
         posterior_.standardization().scale * model_->MeanOfEmbeddings(Z);

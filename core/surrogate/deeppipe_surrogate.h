@@ -31,16 +31,16 @@ class DeepPipeSurrogate final : public Surrogate {
   // Rows per block in which Predict embeds and predicts a large query with a
   // flat network (DeepPipeArchitecture::encoder_layers 0, FSBO's): equal bit
   // for bit to embedding the whole query at once, in a fraction of the
-  // memory traffic.
-  static constexpr Eigen::Index kEmbedBlock = 2048;
+  // memory traffic. A multiple of the GP's prediction block and of 24, the
+  // rows of Eigen's matrix-product micro-panels under SSE2 (4), AVX2 (12) and
+  // AVX-512 (24): each block's rows then fall in the micro-panels they fall
+  // in within the whole query (with fused multiply-adds a panel's edge
+  // rounds otherwise than its body).
+  static constexpr Eigen::Index kEmbedBlock = 2304;
 
   absl::StatusOr<gp::Prediction> Predict(
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
-      const Eigen::MatrixXd& X) const override;
-  // The local bound of GpSurrogate's (the observations nearest in the
-  // embedding), for candidates of a space.
-  absl::StatusOr<std::optional<gp::Prediction>> PredictSpaceScreening(
       const Eigen::MatrixXd& X) const override;
 
   // Predict and WithFantasies for rows that are already embeddings

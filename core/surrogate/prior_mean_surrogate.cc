@@ -47,13 +47,6 @@ PriorMeanSurrogate::PredictScreening(const Eigen::MatrixXd& X) const {
 }
 
 absl::StatusOr<std::optional<gp::Prediction>>
-PriorMeanSurrogate::PredictSpaceScreening(const Eigen::MatrixXd& X) const {
-  METAOPT_ASSIGN_OR_RETURN(std::optional<gp::Prediction> p,
-                           residuals_->PredictSpaceScreening(X));
-  return Shifted(std::move(p), X);
-}
-
-absl::StatusOr<std::optional<gp::Prediction>>
 PriorMeanSurrogate::PredictCatalogueScreening(
     const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,
     gp::CatalogueKernelCache& cache) const {

@@ -33,8 +33,6 @@ class PriorMeanSurrogate final : public Surrogate {
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
       const Eigen::MatrixXd& X) const override;
-  absl::StatusOr<std::optional<gp::Prediction>> PredictSpaceScreening(
-      const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::optional<gp::Prediction>> PredictCatalogueScreening(
       const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,
       gp::CatalogueKernelCache& cache) const override;

@@ -39,14 +39,6 @@ absl::StatusOr<std::optional<gp::Prediction>> GpSurrogate::PredictScreening(
 }
 
 absl::StatusOr<std::optional<gp::Prediction>>
-GpSurrogate::PredictSpaceScreening(const Eigen::MatrixXd& X) const {
-  if (posterior_.num_points() < kLocalScreeningMinPoints) return std::nullopt;
-  return posterior_.PredictWithLocalVarianceBound(
-      X, kLocalScreeningNeighbors, ScreeningPoints(posterior_.num_points()),
-      LocalScreeningShared(posterior_.num_points()));
-}
-
-absl::StatusOr<std::optional<gp::Prediction>>
 GpSurrogate::PredictCatalogueScreening(const Eigen::MatrixXd& catalogue,
                                        const std::vector<int>& rows,
                                        gp::CatalogueKernelCache& cache) const {

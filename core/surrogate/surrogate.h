@@ -39,14 +39,6 @@ class Surrogate {
     return std::nullopt;
   }
 
-  // PredictScreening for candidates scattered over a search space (samples
-  // and neighbours, not a catalogue), where a bound from nearby observations
-  // may be tighter. The default is PredictScreening.
-  virtual absl::StatusOr<std::optional<gp::Prediction>> PredictSpaceScreening(
-      const Eigen::MatrixXd& X) const {
-    return PredictScreening(X);
-  }
-
   // PredictScreening of the rows `rows` of `catalogue` (a study's encoded
   // catalogue: the same matrix, unchanged, at every call), for a model that
   // may keep values from one such call to the next in `cache` (one per
@@ -73,18 +65,6 @@ inline int ScreeningPoints(int n) {
   return n >= 256 ? 128 : n / 4;
 }
 
-// GP surrogates screen candidates of a space with the smallest of the
-// variances given the kLocalScreeningNeighbors observations nearest to each,
-// given the first ScreeningPoints(n), and given the LocalScreeningShared(n)
-// observations nearest to each block of candidates
-// (GpPosterior::PredictWithLocalVarianceBound), from kLocalScreeningMinPoints
-// observations on (0 below: score every candidate exactly).
-inline constexpr int kLocalScreeningNeighbors = 8;
-// 64 from 256 observations on (where 64^2 per candidate is at most a
-// sixteenth of an exact variance's n^2), none below.
-inline int LocalScreeningShared(int n) { return n >= 256 ? 64 : 0; }
-inline constexpr int kLocalScreeningMinPoints = 64;
-
 // A Surrogate backed by an exact GP posterior over the encoded inputs (or over
 // any fixed feature map applied before Predict).
 class GpSurrogate final : public Surrogate {
@@ -97,8 +77,6 @@ class GpSurrogate final : public Surrogate {
   absl::StatusOr<std::unique_ptr<const Surrogate>> WithFantasies(
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::optional<gp::Prediction>> PredictScreening(
-      const Eigen::MatrixXd& X) const override;
-  absl::StatusOr<std::optional<gp::Prediction>> PredictSpaceScreening(
       const Eigen::MatrixXd& X) const override;
   absl::StatusOr<std::optional<gp::Prediction>> PredictCatalogueScreening(
       const Eigen::MatrixXd& catalogue, const std::vector<int>& rows,

@@ -75,9 +75,10 @@ def start_server(binary: str, work: str) -> Tuple[subprocess.Popen, str]:
 
 
 def run_metaopt(binary: str, observations: int, seed: int,
-                samples: int = 0) -> List[Tuple[int, float]]:
+                samples: int = 0, history: List[List[float]] = None) -> List[Tuple[int, float]]:
     """(observations before the Suggest, Suggest milliseconds) per iteration; `samples`: the
-    study's algorithm.acquisition_samples (0: the server's default)."""
+    study's algorithm.acquisition_samples (0: the server's default). Appends each trial's
+    x0 ... x3 and value to `history` when given."""
     times: List[Tuple[int, float]] = []
     with tempfile.TemporaryDirectory() as work:
         server, address = start_server(binary, work)
@@ -92,7 +93,11 @@ def run_metaopt(binary: str, observations: int, seed: int,
                     start = time.perf_counter()
                     (trial,) = study.suggest()
                     times.append((n, (time.perf_counter() - start) * 1e3))
-                    study.observe(trial, objective([trial.params[f"x{d}"] for d in range(DIM)]))
+                    x = [trial.params[f"x{d}"] for d in range(DIM)]
+                    value = objective(x)
+                    if history is not None:
+                        history.append(x + [value])
+                    study.observe(trial, value)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -200,6 +205,9 @@ def main() -> int:
     parser.add_argument("--acquisition-samples", default="0",
                         help="comma list: one metaopt loop per study "
                              "algorithm.acquisition_samples (0: the server's default)")
+    parser.add_argument("--history-out",
+                        help="CSV of the first metaopt loop's trials (x0..x3, loss) in order: "
+                             "suggest_benchmark's recorded history (bench/data/README.md)")
     args = parser.parse_args()
     try:
         budgets = [int(v) for v in args.acquisition_samples.split(",")]
@@ -213,10 +221,12 @@ def main() -> int:
         parser.error(f"--observations must be at least {CHECKPOINTS[-1] + HALF_WINDOW}")
     runs: Dict[str, List[Tuple[int, float]]] = {}
     seconds: Dict[str, float] = {}
+    history: List[List[float]] = []
     for samples in budgets:
         label = args.label if samples == 0 else f"{args.label} ({samples} samples)"
         started = time.perf_counter()
-        runs[label] = run_metaopt(args.server_binary, args.observations, args.seed, samples)
+        runs[label] = run_metaopt(args.server_binary, args.observations, args.seed, samples,
+                                  history if not history else None)
         seconds[label] = time.perf_counter() - started
     started = time.perf_counter()
     runs["optuna tpe"] = run_tpe(args.observations, args.seed)
@@ -225,6 +235,11 @@ def main() -> int:
     loops = ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items())
     print(f"\nwhole loops ({args.observations} observations): {loops}; "
           f"load average {os.getloadavg()[0]:.1f}")
+    if args.history_out:
+        with open(args.history_out, "w", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow([f"x{d}" for d in range(DIM)] + ["loss"])
+            writer.writerows([repr(v) for v in row] for row in history)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "latency.csv"), "w", newline="") as f:
