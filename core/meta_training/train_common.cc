@@ -284,7 +284,10 @@ FeatureStatistics ComputeFeatureStatistics(
   stats.stds = Eigen::VectorXd::Zero(values.size());
   for (const auto& [name, v] : values) {
     const Eigen::Index f = static_cast<Eigen::Index>(stats.names.size());
-    const Eigen::Map<const Eigen::VectorXd> x(
+    // A copy, not a Map: Eigen's vectorized sums start at the first aligned
+    // element, so over a std::vector's buffer (16-byte aligned, AVX packets
+    // want 32) the rounding would depend on where the heap put it.
+    const Eigen::VectorXd x = Eigen::Map<const Eigen::VectorXd>(
         v.data(), static_cast<Eigen::Index>(v.size()));
     stats.means[f] = x.mean();
     if (v.size() > 1) {

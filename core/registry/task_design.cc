@@ -163,10 +163,13 @@ Eigen::VectorXd EmbedFeatures(
     }
   }
   if (design.projection().shape().empty()) return x;  // the identity
-  const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic,
-                                       Eigen::RowMajor>>
-      projection(design.projection().values().data(),
-                 design.projection().shape(0), num_features);
+  // Copied into Eigen's aligned storage so that the product's rounding does
+  // not depend on where protobuf put the values.
+  const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>
+      projection = Eigen::Map<const Eigen::Matrix<
+          double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(
+          design.projection().values().data(), design.projection().shape(0),
+          num_features);
   return projection * x;
 }
 
