@@ -6,6 +6,7 @@
 // n:<N>/space:continuous4 and n:<N>/space:mixed, N = 100, 300, 1,000).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -15,8 +16,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "benchmark/benchmark.h"
 #include "core/common/memory.h"
+#include "core/common/parallel.h"
 #include "core/gp/catalogue_kernel_cache.h"
 #include "core/policy/gp_policy.h"
 #include "core/policy/output_fit_cache.h"
@@ -307,8 +310,9 @@ std::vector<v1::Trial> RecordedTrials(const space::SearchSpace& space, int n,
     v1::Trial trial;
     trial.set_id(static_cast<int64_t>(trials.size()) + 1);
     *trial.mutable_configuration() = space.Sample(rng);
-    auto& parameters =
-        *trial.mutable_configuration()->mutable_assignments(0)->mutable_parameters();
+    auto& parameters = *trial.mutable_configuration()
+                            ->mutable_assignments(0)
+                            ->mutable_parameters();
     for (int d = 0; d < 4; ++d) {
       parameters["x" + std::to_string(d)].set_number(values[d]);
     }
@@ -446,10 +450,9 @@ PolicySetup MakeDeepPipeSetupFor(v1::StudySpec spec, int n, bool refit,
       registry::LoadedModel::Create("bench", 1, artifact, v1::ModelManifest(),
                                     *setup.space, absl::UnixEpoch())
           .value();
-  setup.trials =
-      concentrated
-          ? ConcentratedTrials(*setup.space, n, rng)
-          : CompletedTrials(setup.spec, *setup.space, n, catalogue > 0, rng);
+  setup.trials = concentrated ? ConcentratedTrials(*setup.space, n, rng)
+                              : CompletedTrials(setup.spec, *setup.space, n,
+                                                catalogue > 0, rng);
   setup.policy = *CreatePolicy(setup.spec, std::nullopt, model);
   if (!refit) {
     // One Suggest runs the scheduled fine-tune; its policy keeps it.
@@ -461,8 +464,8 @@ PolicySetup MakeDeepPipeSetupFor(v1::StudySpec spec, int n, bool refit,
   return setup;
 }
 
-PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit,
-                              space::Rng& rng, int objectives = 1) {
+PolicySetup MakeDeepPipeSetup(int n, int catalogue, bool refit, space::Rng& rng,
+                              int objectives = 1) {
   v1::StudySpec spec = Spec(catalogue, rng, objectives);
   return MakeDeepPipeSetupFor(std::move(spec), n, refit, rng);
 }
@@ -644,8 +647,8 @@ const bool kRegistered = [] {
   auto* gp_kept =
       benchmark::RegisterBenchmark("BM_GpSuggest", BM_GpSuggestObjectivesKept)
           ->ArgNames({"n", "catalogue", "objectives", "kept_fit"});
-  auto* dp_kept = benchmark::RegisterBenchmark(
-                      "BM_DeepPipeSuggest", BM_DeepPipeSuggestObjectivesKept)
+  auto* dp_kept = benchmark::RegisterBenchmark("BM_DeepPipeSuggest",
+                                               BM_DeepPipeSuggestObjectivesKept)
                       ->ArgNames({"n", "catalogue", "objectives", "kept_fit"});
   auto* gp_objectives_after =
       benchmark::RegisterBenchmark("BM_GpSuggest",
@@ -685,8 +688,7 @@ const bool kRegistered = [] {
     for (const int n : {100, 300, 1000}) {
       const std::string name = absl::StrCat("/n:", n, "/space:", kind);
       configure(benchmark::RegisterBenchmark(
-          ("BM_GpSuggest" + name).c_str(),
-          [n, kind](benchmark::State& state) {
+          ("BM_GpSuggest" + name).c_str(), [n, kind](benchmark::State& state) {
             space::Rng rng(42);
             const PolicySetup setup =
                 MakeGpSetupFor(SpaceSpec(kind), n, /*refit=*/false, rng,
@@ -695,7 +697,8 @@ const bool kRegistered = [] {
           }));
       for (const int samples : {250, 1000, 2000}) {
         configure(benchmark::RegisterBenchmark(
-            ("BM_GpSuggest" + name + absl::StrCat("/samples:", samples)).c_str(),
+            ("BM_GpSuggest" + name + absl::StrCat("/samples:", samples))
+                .c_str(),
             [n, kind, samples](benchmark::State& state) {
               space::Rng rng(42);
               const PolicySetup setup =
@@ -714,7 +717,8 @@ const bool kRegistered = [] {
                                  /*concentrated=*/false, /*samples=*/0,
                                  /*recorded=*/true);
               if (static_cast<int>(setup.trials.size()) != n) {
-                state.SkipWithError("bench/data/continuous4_gp_loop.csv unreadable");
+                state.SkipWithError(
+                    "bench/data/continuous4_gp_loop.csv unreadable");
                 return;
               }
               TimeSuggestAfterObserve(state, setup, rng);
@@ -744,8 +748,27 @@ const bool kRegistered = [] {
 }  // namespace metaopt::policy
 
 // As metaopt-server: the allocator keeps freed buffers (core/common/memory.h).
+// Besides Google Benchmark's flags: --compute_threads=N (1 by default), the
+// threads one Suggest may use, as metaopt-server's --compute-threads.
 int main(int argc, char** argv) {
   metaopt::KeepFreedBuffersForReuse();
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (absl::ConsumePrefix(&arg, "--compute_threads=")) {
+      int threads = 0;
+      if (!absl::SimpleAtoi(arg, &threads) || threads < 1 || threads > 64) {
+        std::fprintf(stderr, "--compute_threads: an integer in [1, 64]\n");
+        return 1;
+      }
+      metaopt::SetComputeThreads(threads);
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  benchmark::AddCustomContext("compute_threads",
+                              std::to_string(metaopt::ComputeThreads()));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -1,6 +1,7 @@
 // metaopt-server: the ask/tell optimization service.
 #include <pthread.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "absl/time/time.h"
 #include "core/common/logging.h"
 #include "core/common/memory.h"
+#include "core/common/parallel.h"
 #include "core/space/search_space.h"
 #include "core/storage/storage.h"
 #include "server/server.h"
@@ -100,6 +102,14 @@ int main(int argc, char** argv) {
                  "RPCs wait in a queue, none is rejected")
       ->capture_default_str()
       ->check(CLI::Range(2, 4096));
+  int compute_threads =
+      static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  app.add_option("--compute-threads", compute_threads,
+                 "threads one Suggest may use for its largest computations "
+                 "(the exact GP variances over many candidates); set it to "
+                 "the pod's CPU limit")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   app.add_option("--log-level", log_level, "debug, info, warning or error")
       ->capture_default_str()
       ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
@@ -235,8 +245,7 @@ int main(int argc, char** argv) {
                  "request (and the longest a write may make no progress)")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 600.0));
-  double http_write_timeout =
-      absl::ToDoubleSeconds(options.http_write_timeout);
+  double http_write_timeout = absl::ToDoubleSeconds(options.http_write_timeout);
   app.add_option("--http-write-timeout", http_write_timeout,
                  "dashboard listener: seconds a response may take to be "
                  "written; slower readers are disconnected")
@@ -279,6 +288,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.1, 10080.0));
   CLI11_PARSE(app, argc, argv);
+  metaopt::SetComputeThreads(compute_threads);
   learner.deeppipe.time_budget = absl::Seconds(60.0 * learn_max_minutes);
   if (options.dashboard_dir.empty())
     options.dashboard_dir = DefaultDashboardDir();

@@ -1,7 +1,9 @@
 #include "core/acquisition/acquisition_search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -11,10 +13,16 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "core/acquisition/acquisition_function.h"
+#include "core/common/parallel.h"
 #include "core/common/status_macros.h"
 
 namespace metaopt::acquisition {
 namespace {
+
+// The refinement chains of a search over a space run on ComputeThreads()
+// threads when, at the pool's scoring cost per candidate, they would take
+// at least this long on one: below, starting threads costs what they save.
+constexpr double kParallelRefineSeconds = 2e-3;
 
 // Candidates, unique by key and never held.
 struct Pool {
@@ -62,10 +70,9 @@ struct Scores {
 // After a batch pick at `input` with believed mean `mean`: the acquisition
 // function for the next pick (AcquisitionFunction::AfterPick), kept in
 // `*owned` when it changes.
-absl::Status NextAcquisition(
-    const Eigen::MatrixXd& input, double mean,
-    std::unique_ptr<const AcquisitionFunction>& owned,
-    const AcquisitionFunction*& current) {
+absl::Status NextAcquisition(const Eigen::MatrixXd& input, double mean,
+                             std::unique_ptr<const AcquisitionFunction>& owned,
+                             const AcquisitionFunction*& current) {
   METAOPT_ASSIGN_OR_RETURN(std::unique_ptr<const AcquisitionFunction> next,
                            current->AfterPick(input, mean));
   if (next != nullptr) {
@@ -98,9 +105,10 @@ absl::StatusOr<Scores> ScoreRows(const surrogate::Surrogate& model,
 // ScoreCatalogueBound.
 absl::StatusOr<Scores> ScoreForArgMax(
     const surrogate::Surrogate& model, const Eigen::MatrixXd& X,
-    const AcquisitionFunction& acquisition, Ties ties, const std::vector<bool>& taken,
-    std::optional<gp::Prediction> given = std::nullopt,
-    bool use_given = false, const CatalogueRows* catalogue_rows = nullptr) {
+    const AcquisitionFunction& acquisition, Ties ties,
+    const std::vector<bool>& taken,
+    std::optional<gp::Prediction> given = std::nullopt, bool use_given = false,
+    const CatalogueRows* catalogue_rows = nullptr) {
   constexpr size_t kExactBlock = 128;
   std::optional<gp::Prediction> bound;
   if (use_given) {
@@ -136,7 +144,8 @@ absl::StatusOr<Scores> ScoreForArgMax(
     const size_t end = std::min(order.size(), next + kExactBlock);
     Eigen::MatrixXd block(end - next, X.cols());
     for (size_t k = next; k < end; ++k) block.row(k - next) = X.row(order[k]);
-    METAOPT_ASSIGN_OR_RETURN(Scores exact, ScoreRows(model, block, acquisition, ties));
+    METAOPT_ASSIGN_OR_RETURN(Scores exact,
+                             ScoreRows(model, block, acquisition, ties));
     for (size_t k = next; k < end; ++k) {
       const double log_ei = exact.log_ei[k - next];
       scores.log_ei[order[k]] = log_ei;
@@ -150,7 +159,8 @@ absl::StatusOr<Scores> ScoreForArgMax(
 absl::StatusOr<Scores> Score(const surrogate::Surrogate& model,
                              const space::Encoder& encoder,
                              const std::vector<v1::Configuration>& configs,
-                             const AcquisitionFunction& acquisition, Ties ties) {
+                             const AcquisitionFunction& acquisition,
+                             Ties ties) {
   if (configs.empty()) return Scores{{}, {}, ties};
   return ScoreRows(model, encoder.EncodeBatch(configs), acquisition, ties);
 }
@@ -187,8 +197,8 @@ absl::Status ClimbFrom(
   v1::Configuration current = start;
   Scores current_score;
   if (options.incumbent_steps > 1) {
-    METAOPT_ASSIGN_OR_RETURN(
-        current_score, Score(model, encoder, {current}, acquisition, options.ties));
+    METAOPT_ASSIGN_OR_RETURN(current_score, Score(model, encoder, {current},
+                                                  acquisition, options.ties));
   }
   for (int step = 0; step < options.incumbent_steps; ++step) {
     std::vector<v1::Configuration> next = neighbors(current);
@@ -198,8 +208,8 @@ absl::Status ClimbFrom(
     }
     if (next.empty()) break;
     // Held neighbours are scored too: the climb may pass through them.
-    METAOPT_ASSIGN_OR_RETURN(Scores scores,
-                             Score(model, encoder, next, acquisition, options.ties));
+    METAOPT_ASSIGN_OR_RETURN(
+        Scores scores, Score(model, encoder, next, acquisition, options.ties));
     const int top = ArgMax(scores, std::vector<bool>(next.size(), false));
     for (const v1::Configuration& c : next) pool.Add(c);
     if (top < 0 ||
@@ -247,8 +257,9 @@ std::vector<int> UnheldRows(const EncodedCatalogue& catalogue,
 // (Surrogate::PredictCatalogueScreening); a subset of its rows without it.
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogueRows(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> candidates, HeldPredicate held, const AcquisitionFunction& acquisition,
-    int count, Ties ties, const CatalogueScreen* screen, bool whole_catalogue) {
+    absl::Span<const int> candidates, HeldPredicate held,
+    const AcquisitionFunction& acquisition, int count, Ties ties,
+    const CatalogueScreen* screen, bool whole_catalogue) {
   // Only the untried rows are scored; no protos are built or encoded.
   const std::vector<int> rows = UnheldRows(catalogue, candidates, held);
   std::vector<int> picks;
@@ -311,26 +322,28 @@ absl::StatusOr<CatalogueScreen> ScreenCatalogue(
 
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    HeldPredicate held, const AcquisitionFunction& acquisition, int count, const CatalogueScreen* screen) {
+    HeldPredicate held, const AcquisitionFunction& acquisition, int count,
+    const CatalogueScreen* screen) {
   std::vector<int> all(catalogue.keys.size());
   std::iota(all.begin(), all.end(), 0);
-  return MaximizeOverCatalogueRows(model, catalogue, all, held, acquisition, count,
-                                   Ties::kFirst, screen,
+  return MaximizeOverCatalogueRows(model, catalogue, all, held, acquisition,
+                                   count, Ties::kFirst, screen,
                                    /*whole_catalogue=*/true);
 }
 
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
-    absl::Span<const int> candidates, HeldPredicate held, const AcquisitionFunction& acquisition,
-    int count, Ties ties) {
-  return MaximizeOverCatalogueRows(model, catalogue, candidates, held, acquisition,
-                                   count, ties, nullptr,
+    absl::Span<const int> candidates, HeldPredicate held,
+    const AcquisitionFunction& acquisition, int count, Ties ties) {
+  return MaximizeOverCatalogueRows(model, catalogue, candidates, held,
+                                   acquisition, count, ties, nullptr,
                                    /*whole_catalogue=*/false);
 }
 
 absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
     const surrogate::Surrogate& model, const space::SearchSpace& space,
-    const space::Encoder& encoder, HeldPredicate held, const AcquisitionFunction& acquisition,
+    const space::Encoder& encoder, HeldPredicate held,
+    const AcquisitionFunction& acquisition,
     const std::vector<v1::Configuration>& incumbents, int count,
     const SearchOptions& options, space::Rng& rng) {
   Pool pool(held);
@@ -365,9 +378,15 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
     // on the acquisition, as over a catalogue, let 97-100 % of the
     // candidates through on the observations of a real GP loop, where the
     // acquisition is flat: it only added its own cost; docs/performance.md.)
+    const auto scoring_started = std::chrono::steady_clock::now();
     METAOPT_ASSIGN_OR_RETURN(
         Scores scores, ScoreRows(*current, encoder.EncodeBatch(pool.configs),
                                  *current_acquisition, options.ties));
+    const double seconds_per_candidate =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      scoring_started)
+            .count() /
+        std::max<double>(1.0, static_cast<double>(pool.configs.size()));
     if (options.refine_top > 0) {
       // Local search from the best few: keep improving neighbours, halving the
       // step every round.
@@ -377,9 +396,24 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
       std::partial_sort(
           order.begin(), order.begin() + top, order.end(),
           [&](int a, int b) { return scores.log_ei[a] > scores.log_ei[b]; });
-      std::vector<v1::Configuration> fresh;
-      for (int t = 0; t < top; ++t) {
-        if (taken[order[t]]) continue;
+      // Each chain draws from its own generator, seeded in turn from `rng`,
+      // so the chains may run on ComputeThreads() threads with the same
+      // picks on any number of them (the model and acquisition are thread-safe;
+      // the pool is only read).
+      std::vector<uint64_t> seeds(top);
+      for (uint64_t& seed : seeds) seed = rng();
+      std::vector<std::optional<v1::Configuration>> refined(top);
+      std::vector<absl::Status> failures(top);
+      // Threads only pay for refinements that take a while (at 100
+      // observations they did not; at 300 they did).
+      const double refine_seconds = seconds_per_candidate * top *
+                                    options.refine_rounds *
+                                    options.refine_neighbors;
+      const int threads =
+          refine_seconds >= kParallelRefineSeconds ? ComputeThreads() : 1;
+      ParallelFor(top, threads, [&](int t) {
+        if (taken[order[t]]) return;
+        space::Rng chain_rng(seeds[t]);
         v1::Configuration center = pool.configs[order[t]];
         double center_log_ei = scores.log_ei[order[t]];
         double center_mean = scores.mean[order[t]];
@@ -387,39 +421,44 @@ absl::StatusOr<std::vector<v1::Configuration>> MaximizeOverSpace(
         for (int round = 0; round < options.refine_rounds; ++round, step /= 2) {
           std::vector<v1::Configuration> neighbors;
           for (int k = 0; k < options.refine_neighbors; ++k) {
-            auto n = InSpace(space, encoder.Neighbor(center, step, rng));
+            auto n = InSpace(space, encoder.Neighbor(center, step, chain_rng));
             if (!n.has_value()) continue;
             if (!pool.Contains(space::ConfigurationKey(*n))) {
               neighbors.push_back(*std::move(n));
             }
           }
-          // A neighbour below the centre never replaces it.
-          Scores neighbor_scores{{}, {}, options.ties};
-          if (!neighbors.empty()) {
-            METAOPT_ASSIGN_OR_RETURN(
-                neighbor_scores,
-                ScoreRows(*current, encoder.EncodeBatch(neighbors),
-                          *current_acquisition, options.ties));
+          if (neighbors.empty()) continue;
+          absl::StatusOr<Scores> neighbor_scores =
+              ScoreRows(*current, encoder.EncodeBatch(neighbors),
+                        *current_acquisition, options.ties);
+          if (!neighbor_scores.ok()) {
+            failures[t] = neighbor_scores.status();
+            return;
           }
-          for (int k = 0; k < neighbor_scores.log_ei.size(); ++k) {
-            if (neighbor_scores.Better(k, center_log_ei, center_mean)) {
-              center_log_ei = neighbor_scores.log_ei[k];
-              center_mean = neighbor_scores.mean[k];
+          // A neighbour below the centre never replaces it.
+          for (int k = 0; k < neighbor_scores->log_ei.size(); ++k) {
+            if (neighbor_scores->Better(k, center_log_ei, center_mean)) {
+              center_log_ei = neighbor_scores->log_ei[k];
+              center_mean = neighbor_scores->mean[k];
               center = neighbors[k];
             }
           }
         }
-        fresh.push_back(std::move(center));
+        refined[t] = std::move(center);
+      });
+      std::vector<v1::Configuration> fresh;
+      for (int t = 0; t < top; ++t) {
+        METAOPT_RETURN_IF_ERROR(failures[t]);
+        if (refined[t].has_value()) fresh.push_back(*std::move(refined[t]));
       }
       std::vector<v1::Configuration> added;
       for (v1::Configuration& config : fresh) {
         if (pool.Add(config)) added.push_back(std::move(config));
       }
       if (!added.empty()) {
-        METAOPT_ASSIGN_OR_RETURN(
-            Scores added_scores,
-            Score(*current, encoder, added, *current_acquisition,
-                  options.ties));
+        METAOPT_ASSIGN_OR_RETURN(Scores added_scores,
+                                 Score(*current, encoder, added,
+                                       *current_acquisition, options.ties));
         scores.Append(added_scores);
         taken.resize(pool.configs.size(), false);
       }

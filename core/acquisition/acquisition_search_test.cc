@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "core/common/parallel.h"
 #include "core/common/status_macros.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -152,6 +153,69 @@ TEST_F(AcquisitionSearchTest, SamplerNeighboursAndClimbKeepToASubspace) {
     EXPECT_NE(space::ConfigurationKey(c), held);
     EXPECT_TRUE(keys.insert(space::ConfigurationKey(c)).second);
   }
+}
+
+// A GP Suggest over a space spreads its exact variances and its refinement
+// chains over ComputeThreads(): the picks are the same on 1 thread or 3
+// (300 observations: the Predict of the pool is large enough to split).
+TEST(SpaceSearchThreadsTest, PicksAreTheSameOnAnyNumberOfThreads) {
+  const space::SearchSpace space =
+      *space::SearchSpace::Create(testing::HpoSpace());
+  const space::Encoder encoder(space);
+  space::Rng data_rng(11);
+  std::vector<v1::Configuration> observed;
+  for (int i = 0; i < 300; ++i) observed.push_back(space.Sample(data_rng));
+  const Eigen::MatrixXd X = encoder.EncodeBatch(observed);
+  Eigen::VectorXd y(X.rows());
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    y[i] = std::sin(5 * X(i, 0)) + (X(i, 1) - 0.4) * (X(i, 1) - 0.4);
+  }
+  METAOPT_ASSERT_OK_AND_ASSIGN(
+      gp::GaussianProcess prior,
+      gp::GaussianProcess::Create("matern52", static_cast<int>(X.cols())));
+  METAOPT_ASSERT_OK_AND_ASSIGN(gp::GpPosterior posterior,
+                               gp::Condition(prior, X, y));
+  const surrogate::GpSurrogate model(posterior);
+  std::vector<int> order(observed.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int a, int b) { return y[a] < y[b]; });
+  std::vector<v1::Configuration> incumbents;
+  absl::flat_hash_set<std::string> held;
+  for (int i : order) {
+    if (incumbents.size() < 5) incumbents.push_back(observed[i]);
+    held.insert(space::ConfigurationKey(observed[i]));
+  }
+  auto is_held = [&](const std::string& key) { return held.contains(key); };
+  const LogExpectedImprovementFunction acquisition(y.minCoeff());
+  // 1,200 queries: five blocks of GpPosterior::kPredictBlock.
+  const Eigen::MatrixXd queries =
+      X.topRows(200).replicate(6, 1) +
+      Eigen::MatrixXd::Constant(1200, X.cols(), 1e-3);
+  auto run = [&](int threads) {
+    SetComputeThreads(threads);
+    space::Rng rng(7);
+    absl::StatusOr<std::vector<v1::Configuration>> picks =
+        MaximizeOverSpace(model, space, encoder, is_held, acquisition,
+                          incumbents, 3, SearchOptions(), rng);
+    std::vector<std::string> keys;
+    if (picks.ok()) {
+      for (const v1::Configuration& c : *picks) {
+        keys.push_back(space::ConfigurationKey(c));
+      }
+    }
+    absl::StatusOr<gp::Prediction> prediction = posterior.Predict(queries);
+    SetComputeThreads(1);
+    EXPECT_TRUE(picks.ok()) << picks.status();
+    EXPECT_TRUE(prediction.ok()) << prediction.status();
+    return std::make_pair(keys, *std::move(prediction));
+  };
+  const auto [one_keys, one_prediction] = run(1);
+  const auto [three_keys, three_prediction] = run(3);
+  EXPECT_EQ(one_keys.size(), 3u);
+  EXPECT_EQ(one_keys, three_keys);
+  EXPECT_EQ(one_prediction.mean, three_prediction.mean);
+  EXPECT_EQ(one_prediction.variance, three_prediction.variance);
 }
 
 // The GP surrogate of a large study without its screening bound.

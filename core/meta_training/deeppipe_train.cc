@@ -6,13 +6,13 @@
 #include <memory>
 #include <numeric>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "CLI/CLI.hpp"
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/common/parallel.h"
 #include "core/common/status_macros.h"
 #include "core/gp/gaussian_process.h"
 #include "core/meta_training/portfolio.h"
@@ -118,26 +118,6 @@ double ValidationNll(const DeepPipeModel& model, const ValidTask& task) {
   }
   nll /= static_cast<double>(task.y_query.size());
   return nll - std::log(standardization.scale);
-}
-
-// Runs fn(i) for i in [0, n) on up to `threads` threads (the caller's
-// included). fn must be safe to run concurrently for different i.
-template <typename Fn>
-void ParallelFor(int n, int threads, const Fn& fn) {
-  threads = std::max(1, std::min(threads, n));
-  if (threads == 1) {
-    for (int i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::vector<std::thread> workers;
-  workers.reserve(threads - 1);
-  for (int t = 1; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      for (int i = t; i < n; i += threads) fn(i);
-    });
-  }
-  for (int i = 0; i < n; i += threads) fn(i);
-  for (std::thread& w : workers) w.join();
 }
 
 double MeanValidationNll(const DeepPipeModel& model,

@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <functional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -29,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/common/parallel.h"
 #include "core/meta_training/train_common.h"
 #include "core/nn/optimizer.h"
 #include "core/space/random.h"
@@ -67,23 +67,6 @@ inline int UniformIn(int low, int high, space::Rng& rng) {
                    rng, static_cast<uint64_t>(high - low + 1)));
 }
 
-// Runs fn(i) for i in [0, n) on `threads` threads (contiguous ranges).
-template <typename Fn>
-void ParallelRange(int n, int threads, const Fn& fn) {
-  threads = std::clamp(threads, 1, std::max(1, n));
-  if (threads == 1) {
-    for (int i = 0; i < n; ++i) fn(i);
-    return;
-  }
-  std::vector<std::thread> workers;
-  for (int w = 0; w < threads; ++w) {
-    workers.emplace_back([&, w] {
-      for (int i = w * n / threads; i < (w + 1) * n / threads; ++i) fn(i);
-    });
-  }
-  for (std::thread& worker : workers) worker.join();
-}
-
 // s for a difference with squared norm `d2` (floored away from 0).
 inline double PairDistanceOf(double d2, PairDistance distance) {
   return distance == PairDistance::kSquaredEuclidean
@@ -98,7 +81,7 @@ double PairAccuracy(const Extractor& extractor,
                     int threads) {
   if (pairs.empty()) return 0;
   std::vector<char> right(pairs.size(), 0);
-  ParallelRange(static_cast<int>(pairs.size()), threads, [&](int i) {
+  ParallelFor(static_cast<int>(pairs.size()), threads, [&](int i) {
     const double s = PairDistanceOf(
         (extractor.Forward(pairs[i].first) - extractor.Forward(pairs[i].second))
             .squaredNorm(),
@@ -131,7 +114,7 @@ absl::StatusOr<double> TrainByIdentification(
     double epoch_loss = 0;
     for (int step = 0; step < options.steps_per_epoch; ++step) {
       const std::vector<PatchPair> batch = sample(options.batch, rng);
-      ParallelRange(options.batch, options.threads, [&](int i) {
+      ParallelFor(options.batch, options.threads, [&](int i) {
         typename Extractor::Trace ta, tb;
         const Eigen::VectorXd fa = extractor.Forward(batch[i].first, &ta);
         const Eigen::VectorXd fb = extractor.Forward(batch[i].second, &tb);

@@ -53,13 +53,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(binary: str, work: str) -> Tuple[subprocess.Popen, str]:
+def start_server(binary: str, work: str,
+                 compute_threads: int = 0) -> Tuple[subprocess.Popen, str]:
     port = free_port()
     log = open(os.path.join(work, "server.log"), "w")
+    threads = [f"--compute-threads={compute_threads}"] if compute_threads > 0 else []
     server = subprocess.Popen(
         [binary, f"--listen=127.0.0.1:{port}", f"--db={work}/study.db",
          f"--models={work}/no-models", "--models-poll-interval=0", "--log-level=error",
-         "--metrics-listen=127.0.0.1:0"],
+         "--metrics-listen=127.0.0.1:0", *threads],
         stdout=log, stderr=log)
     address = f"127.0.0.1:{port}"
     for _ in range(400):
@@ -74,14 +76,16 @@ def start_server(binary: str, work: str) -> Tuple[subprocess.Popen, str]:
     raise RuntimeError("metaopt-server did not start listening within 20 s")
 
 
-def run_metaopt(binary: str, observations: int, seed: int,
-                samples: int = 0, history: List[List[float]] = None) -> List[Tuple[int, float]]:
+def run_metaopt(binary: str, observations: int, seed: int, samples: int = 0,
+                history: List[List[float]] = None,
+                compute_threads: int = 0) -> List[Tuple[int, float]]:
     """(observations before the Suggest, Suggest milliseconds) per iteration; `samples`: the
-    study's algorithm.acquisition_samples (0: the server's default). Appends each trial's
-    x0 ... x3 and value to `history` when given."""
+    study's algorithm.acquisition_samples (0: the server's default); `compute_threads`: the
+    server's --compute-threads (0: its default). Appends each trial's x0 ... x3 and value to
+    `history` when given."""
     times: List[Tuple[int, float]] = []
     with tempfile.TemporaryDirectory() as work:
-        server, address = start_server(binary, work)
+        server, address = start_server(binary, work, compute_threads)
         try:
             with metaopt.Client(address) as client:
                 space = metaopt.flat_space({f"x{d}": metaopt.Float(0, 1) for d in range(DIM)})
@@ -205,6 +209,9 @@ def main() -> int:
     parser.add_argument("--acquisition-samples", default="0",
                         help="comma list: one metaopt loop per study "
                              "algorithm.acquisition_samples (0: the server's default)")
+    parser.add_argument("--compute-threads", default="0",
+                        help="comma list: one metaopt loop per server --compute-threads "
+                             "(0: the server's default)")
     parser.add_argument("--history-out",
                         help="CSV of the first metaopt loop's trials (x0..x3, loss) in order: "
                              "suggest_benchmark's recorded history (bench/data/README.md)")
@@ -217,17 +224,27 @@ def main() -> int:
     if not budgets or min(budgets) < 0:
         parser.error(f"--acquisition-samples {args.acquisition_samples!r}: "
                      "a comma list of integers >= 0")
+    try:
+        thread_counts = [int(v) for v in args.compute_threads.split(",")]
+    except ValueError:
+        thread_counts = []
+    if not thread_counts or min(thread_counts) < 0:
+        parser.error(f"--compute-threads {args.compute_threads!r}: "
+                     "a comma list of integers >= 0")
     if args.observations < CHECKPOINTS[-1] + HALF_WINDOW:
         parser.error(f"--observations must be at least {CHECKPOINTS[-1] + HALF_WINDOW}")
     runs: Dict[str, List[Tuple[int, float]]] = {}
     seconds: Dict[str, float] = {}
     history: List[List[float]] = []
     for samples in budgets:
-        label = args.label if samples == 0 else f"{args.label} ({samples} samples)"
-        started = time.perf_counter()
-        runs[label] = run_metaopt(args.server_binary, args.observations, args.seed, samples,
-                                  history if not history else None)
-        seconds[label] = time.perf_counter() - started
+        for threads in thread_counts:
+            label = args.label if samples == 0 else f"{args.label} ({samples} samples)"
+            if threads > 0:
+                label += f" ({threads} thread{'s' if threads > 1 else ''})"
+            started = time.perf_counter()
+            runs[label] = run_metaopt(args.server_binary, args.observations, args.seed, samples,
+                                      history if not history else None, threads)
+            seconds[label] = time.perf_counter() - started
     started = time.perf_counter()
     runs["optuna tpe"] = run_tpe(args.observations, args.seed)
     seconds["optuna tpe"] = time.perf_counter() - started
