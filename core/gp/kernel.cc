@@ -12,6 +12,12 @@ namespace {
 
 constexpr double kSqrt5 = 2.2360679774997896964;
 
+// n rounded up to a multiple of kSimdDoubles: a length whose every entry
+// takes the vectorised path.
+Eigen::Index PaddedToSimd(Eigen::Index n) {
+  return (n + kSimdDoubles - 1) / kSimdDoubles * kSimdDoubles;
+}
+
 }  // namespace
 
 Kernel::Kernel(int input_dim)
@@ -81,7 +87,7 @@ void Kernel::ProfileInChunks(const double* r2, Eigen::Index n, Eigen::Index m,
   // which are evaluated alone: the result equals Profile of the whole matrix
   // bit for bit.
   constexpr Eigen::Index kChunkEntries = 4096;
-  const Eigen::Index rows = (n + kSimdDoubles - 1) / kSimdDoubles * kSimdDoubles;
+  const Eigen::Index rows = PaddedToSimd(n);
   const Eigen::Index chunk = std::max<Eigen::Index>(1, kChunkEntries / rows);
   const double scale = output_scale();
   // The scalar entries' squared distances (r2 may be k, which the chunks
@@ -162,8 +168,7 @@ Eigen::VectorXd Kernel::FromSquaredDistances(const Eigen::VectorXd& r2) const {
   // Padded to a multiple of kSimdDoubles, so that every entry takes the
   // vectorised path.
   const Eigen::Index n = r2.size();
-  Eigen::ArrayXXd padded = Eigen::ArrayXXd::Zero(
-      (n + kSimdDoubles - 1) / kSimdDoubles * kSimdDoubles, 1);
+  Eigen::ArrayXXd padded = Eigen::ArrayXXd::Zero(PaddedToSimd(n), 1);
   padded.col(0).head(n) = r2.array();
   Eigen::MatrixXd k;
   Profile(padded, output_scale(), &k, nullptr, nullptr);
