@@ -10,7 +10,9 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "core/acquisition/acquisition_function.h"
 #include "core/common/parallel.h"
@@ -233,10 +235,29 @@ std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
                                             spec.candidates().end());
   catalogue->X = encoder.EncodeBatch(candidates);
   catalogue->keys.reserve(candidates.size());
+  absl::flat_hash_map<std::pair<std::string, std::string>, int> pair_ids;
+  catalogue->algorithm_pairs.reserve(candidates.size());
   for (const v1::Configuration& c : candidates) {
     catalogue->keys.push_back(space::ConfigurationKey(c));
+    std::vector<int>& pairs = catalogue->algorithm_pairs.emplace_back();
+    for (const v1::Assignment& a : c.assignments()) {
+      const auto [it, inserted] = pair_ids.try_emplace(
+          std::make_pair(a.stage(), a.algorithm()), pair_ids.size());
+      pairs.push_back(it->second);
+    }
   }
+  catalogue->num_algorithm_pairs = static_cast<int>(pair_ids.size());
   return catalogue;
+}
+
+std::shared_ptr<const EncodedCatalogue> WithInputs(
+    const EncodedCatalogue& catalogue, Eigen::MatrixXd X) {
+  auto out = std::make_shared<EncodedCatalogue>();
+  out->keys = catalogue.keys;
+  out->X = std::move(X);
+  out->algorithm_pairs = catalogue.algorithm_pairs;
+  out->num_algorithm_pairs = catalogue.num_algorithm_pairs;
+  return out;
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // The acquisition optimizer: maximises an acquisition function
 // (acquisition_function.h; log-EI so far) under a surrogate over a catalogue
-// or a search space (the model / acquisition / optimizer split of limbo). It knows configurations, encodings and keys, not studies:
-// callers say which configurations are held.
+// or a search space (the model / acquisition / optimizer split of limbo). It
+// knows configurations, encodings and keys, not studies: callers say which
+// configurations are held.
 #ifndef METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_
 #define METAOPT_CORE_ACQUISITION_ACQUISITION_SEARCH_H_
 
@@ -77,6 +78,10 @@ struct SearchOptions {
 struct EncodedCatalogue {
   std::vector<std::string> keys;  // space::ConfigurationKey per candidate
   Eigen::MatrixXd X;
+  // Per candidate, its (stage, algorithm) pairs as small integers: ids in
+  // [0, num_algorithm_pairs), numbered in order of first appearance.
+  std::vector<std::vector<int>> algorithm_pairs;
+  int num_algorithm_pairs = 0;
   // What screens of X keep from one Suggest to the next
   // (Surrogate::PredictCatalogueScreening); shared by copies.
   std::shared_ptr<gp::CatalogueKernelCache> kernel_cache =
@@ -87,9 +92,14 @@ struct EncodedCatalogue {
       std::make_shared<OutputKernelCaches>();
 };
 
-// Null for a study without a catalogue.
+// Null for a study without a catalogue. Fills every field.
 std::shared_ptr<const EncodedCatalogue> EncodeCatalogue(
     const v1::StudySpec& spec, const space::Encoder& encoder);
+
+// `catalogue`'s rows (keys, algorithm pairs) with other model inputs X (same
+// rows, e.g. embeddings of them), and caches of their own.
+std::shared_ptr<const EncodedCatalogue> WithInputs(
+    const EncodedCatalogue& catalogue, Eigen::MatrixXd X);
 
 // True for the space::ConfigurationKey of a configuration that must not be
 // proposed (held by a trial, or picked earlier in the same call).
@@ -97,10 +107,11 @@ using HeldPredicate = absl::FunctionRef<bool(const std::string& key)>;
 
 // Both searches rank by `acquisition` (for example log-EI, stable far in the
 // tail, with the incumbent of the minimised objective) under `model`; pending
-// trials should already be fantasised in `model`. Batches are greedy: after each pick the
-// model is conditioned on a kriging-believer fantasy at that pick, so the picks
-// spread out. No held configuration and no duplicate is returned. Ties go to
-// the first candidate unless told otherwise (Ties); a NaN score never wins.
+// trials should already be fantasised in `model`. Batches are greedy: after
+// each pick the model is conditioned on a kriging-believer fantasy at that
+// pick, so the picks spread out. No held configuration and no duplicate is
+// returned. Ties go to the first candidate unless told otherwise (Ties); a NaN
+// score never wins.
 
 // The screen of a catalogue's unheld rows (Surrogate::PredictScreening of
 // those rows, in catalogue order), computed ahead of the search that reads it.
@@ -129,7 +140,8 @@ absl::StatusOr<CatalogueScreen> ScreenCatalogue(
 absl::StatusOr<std::vector<int>> MaximizeOverCatalogue(
     const surrogate::Surrogate& model, const EncodedCatalogue& catalogue,
     absl::Span<const int> rows, HeldPredicate held,
-    const AcquisitionFunction& acquisition, int count, Ties ties = Ties::kFirst);
+    const AcquisitionFunction& acquisition, int count,
+    Ties ties = Ties::kFirst);
 
 // `count` configurations of `space` (fewer only if a tiny space runs out):
 // samples plus neighbours of `incumbents` (best first), the best few refined

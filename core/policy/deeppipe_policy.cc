@@ -22,10 +22,8 @@ EmbedCatalogue(
     const surrogate::DeepPipeModel& model,
     const std::shared_ptr<const acquisition::EncodedCatalogue>& catalogue) {
   if (catalogue == nullptr) return nullptr;
-  auto embedded = std::make_shared<acquisition::EncodedCatalogue>();
-  embedded->keys = catalogue->keys;
-  METAOPT_ASSIGN_OR_RETURN(embedded->X, model.Embed(catalogue->X));
-  return embedded;
+  METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd embedded, model.Embed(catalogue->X));
+  return acquisition::WithInputs(*catalogue, std::move(embedded));
 }
 
 // Partial binding: one configuration per new algorithm (`new_algorithms`,
@@ -375,9 +373,8 @@ absl::StatusOr<std::shared_ptr<const DeepPipePolicy>> DeepPipePolicy::Create(
     absl::StatusOr<std::vector<surrogate::OutputHead>> read =
         surrogate::ReadOutputHeads(model->artifact, shared->embedding_dim());
     if (!read.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("model ", model->reference(), ": ",
-                       read.status().message()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model ", model->reference(), ": ", read.status().message()));
     }
     heads = *std::move(read);
   }
@@ -630,8 +627,9 @@ std::vector<OutputPrior> DeepPipePolicy::OutputPriors(
   for (const surrogate::OutputHead& head : output_heads_) {
     OutputPrior prior;
     prior.metric = head.metric;
-    prior.log_mean = [head, embed](const Eigen::MatrixXd& X)
-        -> absl::StatusOr<Eigen::VectorXd> {
+    prior.log_mean =
+        [head,
+         embed](const Eigen::MatrixXd& X) -> absl::StatusOr<Eigen::VectorXd> {
       if (embed == nullptr) return head.LogMean(X);
       METAOPT_ASSIGN_OR_RETURN(Eigen::MatrixXd Z, embed->Embed(X));
       return head.LogMean(Z);

@@ -109,10 +109,8 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
   if (spec.objectives_size() > 1 && !UsesParego(spec) && catalogue != nullptr) {
     centring = std::make_shared<const AlgorithmBlockCentring>(encoder.layout(),
                                                               catalogue->X);
-    auto centred = std::make_shared<acquisition::EncodedCatalogue>();
-    centred->keys = catalogue->keys;
-    centred->X = centring->Apply(catalogue->X);
-    catalogue = std::move(centred);
+    catalogue =
+        acquisition::WithInputs(*catalogue, centring->Apply(catalogue->X));
   }
   return std::shared_ptr<const GpPolicy>(new GpPolicy(
       spec.objective().goal(), initial_trials, std::move(portfolio),
@@ -164,12 +162,10 @@ v1::GpPolicyState RecordFit(v1::GpPolicyState state,
 
 }  // namespace
 
-absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(const gp::GaussianProcess& prior,
-                                               const v1::GpPolicyState& state,
-                                               const TrainingData& data,
-                                               const GpPolicyOptions& options,
-                                               space::Rng& rng,
-                                               const gp::GpPosterior* previous) {
+absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(
+    const gp::GaussianProcess& prior, const v1::GpPolicyState& state,
+    const TrainingData& data, const GpPolicyOptions& options, space::Rng& rng,
+    const gp::GpPosterior* previous) {
   const int64_t n = data.y.size();
   const bool full = state.full_fit_observations() == 0 ||
                     n >= 2 * state.full_fit_observations();
@@ -186,10 +182,9 @@ absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(const gp::GaussianProcess& prior,
         previous->model().kernel().name() == prior.kernel().name() &&
         previous->model().noise_floor() == prior.noise_floor() &&
         previous->model().hyperparameters() == prior.hyperparameters();
-    METAOPT_ASSIGN_OR_RETURN(
-        gp::GpPosterior posterior,
-        extend ? previous->Recondition(data.X, data.y)
-               : gp::Condition(prior, data.X, data.y));
+    METAOPT_ASSIGN_OR_RETURN(gp::GpPosterior posterior,
+                             extend ? previous->Recondition(data.X, data.y)
+                                    : gp::Condition(prior, data.X, data.y));
     return ScheduledGpFit{std::move(posterior), std::nullopt};
   }
   gp::FitOptions fit = full ? options.full_fit : options.quick_fit;
@@ -256,8 +251,9 @@ SurrogateSuggestSteps GpPolicy::Steps() const {
     // Hyperparameters: refit on the schedule described in the class comment.
     METAOPT_ASSIGN_OR_RETURN(
         ScheduledGpFit scheduled,
-        FitGpOnSchedule(prior_, state_, data, options_, rng,
-                        previous == nullptr ? nullptr : &previous->posterior()));
+        FitGpOnSchedule(
+            prior_, state_, data, options_, rng,
+            previous == nullptr ? nullptr : &previous->posterior()));
     if (scheduled.refitted.has_value()) {
       *update = WithFit(scheduled.posterior.model(), *scheduled.refitted);
     }

@@ -496,14 +496,14 @@ TEST(RowsOfAnUntriedAlgorithmTest, DrawsAnUntriedPairOfAnyStage) {
   std::set<std::vector<int>> drawn;
   for (uint64_t seed = 0; seed < 40; ++seed) {
     space::Rng rng(seed);
-    drawn.insert(RowsOfAnUntriedAlgorithm(spec, *catalogue, is_held, rng));
+    drawn.insert(RowsOfAnUntriedAlgorithm(*catalogue, is_held, rng));
   }
   EXPECT_EQ(drawn, (std::set<std::vector<int>>{{1, 3}, {2, 3}}));
   // Entry 3 (scale1, model1) too: every algorithm tried, nothing drawn.
   held.insert(catalogue->keys[3]);
   space::Rng rng(1);
   const space::Rng before = rng;
-  EXPECT_TRUE(RowsOfAnUntriedAlgorithm(spec, *catalogue, is_held, rng).empty());
+  EXPECT_TRUE(RowsOfAnUntriedAlgorithm(*catalogue, is_held, rng).empty());
   EXPECT_TRUE(rng == before);
 }
 

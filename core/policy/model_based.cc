@@ -83,37 +83,35 @@ Eigen::MatrixXd PendingInputs(const StudyView& study,
 }
 
 std::vector<int> RowsOfAnUntriedAlgorithm(
-    const v1::StudySpec& spec, const acquisition::EncodedCatalogue& catalogue,
+    const acquisition::EncodedCatalogue& catalogue,
     acquisition::HeldPredicate held, space::Rng& rng) {
-  // Each entry's (stage, algorithm) pairs as "stage\nalgorithm" keys.
-  const int n = spec.candidates_size();
-  std::vector<std::vector<std::string>> pairs(n);
-  absl::flat_hash_set<std::string> tried;
+  const int n = static_cast<int>(catalogue.algorithm_pairs.size());
+  std::vector<bool> tried(catalogue.num_algorithm_pairs, false);
   std::vector<bool> unheld(n);
   for (int i = 0; i < n; ++i) {
-    for (const v1::Assignment& a : spec.candidates(i).assignments()) {
-      pairs[i].push_back(absl::StrCat(a.stage(), "\n", a.algorithm()));
-    }
     unheld[i] = !held(catalogue.keys[i]);
-    if (!unheld[i]) tried.insert(pairs[i].begin(), pairs[i].end());
+    if (unheld[i]) continue;
+    for (int pair : catalogue.algorithm_pairs[i]) tried[pair] = true;
   }
   // The untried pairs, in catalogue order.
-  std::vector<std::string> untried;
-  absl::flat_hash_set<std::string> listed;
+  std::vector<int> untried;
+  std::vector<bool> listed(catalogue.num_algorithm_pairs, false);
   for (int i = 0; i < n; ++i) {
     if (!unheld[i]) continue;
-    for (const std::string& pair : pairs[i]) {
-      if (!tried.contains(pair) && listed.insert(pair).second) {
+    for (int pair : catalogue.algorithm_pairs[i]) {
+      if (!tried[pair] && !listed[pair]) {
+        listed[pair] = true;
         untried.push_back(pair);
       }
     }
   }
   std::vector<int> rows;
   if (untried.empty()) return rows;
-  const std::string& drawn = untried[space::UniformIndex(rng, untried.size())];
+  const int drawn = untried[space::UniformIndex(rng, untried.size())];
   for (int i = 0; i < n; ++i) {
+    const std::vector<int>& pairs = catalogue.algorithm_pairs[i];
     if (unheld[i] &&
-        std::find(pairs[i].begin(), pairs[i].end(), drawn) != pairs[i].end()) {
+        std::find(pairs.begin(), pairs.end(), drawn) != pairs.end()) {
       rows.push_back(i);
     }
   }
@@ -157,8 +155,8 @@ void UseParegoTargets(const StudyView& study, const space::Encoder& encoder,
 absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
     const StudyView& study, const std::vector<v1::Configuration>& picks,
     const SurrogateSuggestSteps& steps, const TrainingData& data,
-    const std::optional<ParegoTargets>& parego,
-    const PreparedSurrogate& fit, int count, space::Rng& rng) {
+    const std::optional<ParegoTargets>& parego, const PreparedSurrogate& fit,
+    int count, space::Rng& rng) {
   const FittedSurrogate& fitted = *fit.fitted;
   Eigen::MatrixXd pending = PendingInputs(study, picks, *steps.encoder);
   if (fitted.inputs != nullptr) {
@@ -200,7 +198,7 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
       !parego.has_value() && study.spec->objectives_size() > 1) {
     // One pick (SuggestWithSurrogate asks again for the rest of a batch).
     const std::vector<int> rows =
-        RowsOfAnUntriedAlgorithm(*study.spec, *fitted.catalogue, is_held, rng);
+        RowsOfAnUntriedAlgorithm(*fitted.catalogue, is_held, rng);
     if (!rows.empty()) {
       METAOPT_ASSIGN_OR_RETURN(
           std::vector<int> best,

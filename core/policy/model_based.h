@@ -49,12 +49,12 @@ Eigen::MatrixXd PendingInputs(const StudyView& study,
                               const std::vector<v1::Configuration>& picks,
                               const space::Encoder& encoder);
 
-// The rows of `catalogue` (spec.candidates encoded) that are not `held` and
+// The rows of `catalogue` (from EncodeCatalogue) that are not `held` and
 // have one (stage, algorithm) drawn uniformly from `rng` among those that
 // unheld rows have and no held row has; empty, without a draw, when there is
 // none.
 std::vector<int> RowsOfAnUntriedAlgorithm(
-    const v1::StudySpec& spec, const acquisition::EncodedCatalogue& catalogue,
+    const acquisition::EncodedCatalogue& catalogue,
     acquisition::HeldPredicate held, space::Rng& rng);
 
 // A surrogate fitted for one Suggest, with what the acquisition search needs.
