@@ -1,18 +1,26 @@
 #include "core/acquisition/pareto_acquisition.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "core/acquisition/acquisition.h"
+#include "core/common/parallel.h"
 #include "core/common/status_macros.h"
 
 namespace metaopt::acquisition {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Rows times boxes of an EHVI pass worth the compute threads: about 1 ms of
+// shortfalls (a catalogue screen of 5,000 rows against a front of a few
+// points); below it starting threads costs more than it saves.
+constexpr Eigen::Index kParallelBoxTerms = 20000;
 
 // The model's prediction at `inputs`: exact, or with `bound` its screening
 // prediction (Predict when it has none), through the kernel cache of output
@@ -115,17 +123,26 @@ absl::StatusOr<Eigen::VectorXd> ParetoAcquisition::Scores(
     others.push_back(std::move(other));
   }
   const int D = objectives();
-  std::vector<double> mean(D);
-  std::vector<double> sd(D);
-  for (Eigen::Index i = 0; i < n; ++i) {
-    mean[0] = prediction.mean[i];
-    sd[0] = std::sqrt(std::max(prediction.variance[i], 0.0));
-    for (int d = 1; d < D; ++d) {
-      mean[d] = others[d - 1].mean[i];
-      sd[d] = std::sqrt(std::max(others[d - 1].variance[i], 0.0));
+  // Rows in blocks, on the compute threads when a catalogue's worth of them
+  // (each row its own EHVI: the same bits on any number of threads).
+  constexpr Eigen::Index kBlock = 256;
+  const int blocks = static_cast<int>((n + kBlock - 1) / kBlock);
+  const int threads =
+      n * boxes_.size() >= kParallelBoxTerms ? ComputeThreads() : 1;
+  ParallelFor(blocks, threads, [&](int block) {
+    std::vector<double> mean(D);
+    std::vector<double> sd(D);
+    const Eigen::Index end = std::min(n, (block + 1) * kBlock);
+    for (Eigen::Index i = block * kBlock; i < end; ++i) {
+      mean[0] = prediction.mean[i];
+      sd[0] = std::sqrt(std::max(prediction.variance[i], 0.0));
+      for (int d = 1; d < D; ++d) {
+        mean[d] = others[d - 1].mean[i];
+        sd[d] = std::sqrt(std::max(others[d - 1].variance[i], 0.0));
+      }
+      score[i] += std::log(boxes_.Expected(mean, sd));
     }
-    score[i] += std::log(boxes_.Expected(mean, sd));
-  }
+  });
   return score;
 }
 

@@ -1,6 +1,7 @@
 #include "core/acquisition/pareto_acquisition.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "core/acquisition/acquisition.h"
 #include "core/acquisition/hypervolume_improvement.h"
+#include "core/common/parallel.h"
 #include "core/common/status_macros.h"
 #include "core/gp/gaussian_process.h"
 #include "core/objective/pareto.h"
@@ -125,6 +127,33 @@ TEST(NonDominatedBoxesTest, NoVarianceIsTheImprovementOfTheMean) {
   EXPECT_NEAR(boxes.Expected({1.5, 2}, {0, 0}), 0.5, 1e-12);
 }
 
+// The shortcuts for the tails return what the formula computes, bit for
+// bit, at and beyond their thresholds (and the formula is used between).
+TEST(ExpectedShortfallTest, TailsEqualTheFormulaBitForBit) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(-3.0, 3.0);
+  std::uniform_real_distribution<double> log_sd(-12.0, 3.0);
+  int in_tails = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double mean = unit(rng);
+    const double sd = std::exp(log_sd(rng));
+    const double c = unit(rng) * (i % 2 == 0 ? 1.0 : 20.0);
+    const double z = (c - mean) / sd;
+    const double formula = (c - mean) * NormalCdf(z) + sd * NormalPdf(z);
+    const double shortfall = ExpectedShortfall(c, mean, sd);
+    in_tails += z >= 10 || z <= -40;
+    ASSERT_EQ(std::memcmp(&formula, &shortfall, sizeof(double)), 0)
+        << "c " << c << " mean " << mean << " sd " << sd << " z " << z << ": "
+        << formula << " against " << shortfall;
+  }
+  EXPECT_GT(in_tails, 50000);
+  for (double z : {10.0, 10.5, 40.0, 1e3, -40.0, -40.5, -1e3}) {
+    const double formula = z * NormalCdf(z) + NormalPdf(z);
+    const double shortfall = ExpectedShortfall(z, 0.0, 1.0);
+    EXPECT_EQ(std::memcmp(&formula, &shortfall, sizeof(double)), 0) << z;
+  }
+}
+
 TEST(LogNormalCdfTest, MatchesLogPhiAndItsTail) {
   for (const double z : {-5.0, -1.0, 0.0, 2.0}) {
     EXPECT_NEAR(LogNormalCdf(z), std::log(NormalCdf(z)), 1e-12) << z;
@@ -220,6 +249,44 @@ TEST(ParetoAcquisitionTest, TwoObjectivesScoreTheirEhvi) {
   const NonDominatedBoxes boxes(front, reference);
   EXPECT_NEAR(score[0], std::log(boxes.Expected({0.5, -0.5}, {0.2, 1.0})),
               1e-12);
+}
+
+// A catalogue's worth of rows runs on the compute threads: the same bits on
+// 1 and 3 threads, and each row the EHVI of its own marginals.
+TEST(ParetoAcquisitionTest, ManyRowsScoreTheSameOnAnyNumberOfThreads) {
+  const Points front = {{0.2, -0.8}, {0.5, -0.6}, {0.8, -0.2}, {0.9, -0.1}};
+  const std::vector<double> reference = {1, 0};
+  ParetoAcquisition acquisition({std::make_shared<LinearSurrogate>(-1, 0)}, {},
+                                front, reference);
+  const int n = 6000;
+  Eigen::MatrixXd X(n, 1);
+  gp::Prediction first;
+  first.mean.resize(n);
+  first.variance.resize(n);
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (int i = 0; i < n; ++i) {
+    X(i, 0) = unit(rng);
+    first.mean[i] = unit(rng);
+    first.variance[i] = 1e-4 + 0.1 * unit(rng);
+  }
+  const int threads = ComputeThreads();
+  SetComputeThreads(1);
+  METAOPT_ASSERT_OK_AND_ASSIGN(const Eigen::VectorXd one,
+                               acquisition.Score(first, X));
+  SetComputeThreads(3);
+  METAOPT_ASSERT_OK_AND_ASSIGN(const Eigen::VectorXd three,
+                               acquisition.Score(first, X));
+  SetComputeThreads(threads);
+  ASSERT_EQ(one.size(), n);
+  EXPECT_EQ(std::memcmp(one.data(), three.data(), n * sizeof(double)), 0);
+  const NonDominatedBoxes boxes(front, reference);
+  for (int i : {0, 255, 256, 4097, n - 1}) {
+    EXPECT_EQ(one[i], std::log(boxes.Expected(
+                          {first.mean[i], -X(i, 0)},
+                          {std::sqrt(first.variance[i]), 1.0})))
+        << i;
+  }
 }
 
 // LinearSurrogate whose screening prediction has the same mean and a
