@@ -5,7 +5,6 @@
 #include <numeric>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/common/logging.h"
