@@ -6,7 +6,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/common/status_macros.h"
-#include "core/policy/parego_step.h"
 #include "core/surrogate/surrogate.h"
 
 namespace metaopt::policy {
@@ -104,9 +103,10 @@ absl::StatusOr<std::shared_ptr<const GpPolicy>> GpPolicy::Create(
                                  : options.initial_trials;
   std::shared_ptr<const acquisition::EncodedCatalogue> catalogue =
       acquisition::EncodeCatalogue(spec, encoder);
-  // Several objectives and EHVI over a catalogue: AlgorithmBlockCentring.
+  // Several objectives over a catalogue (EHVI or ParEGO):
+  // AlgorithmBlockCentring.
   std::shared_ptr<const AlgorithmBlockCentring> centring;
-  if (spec.objectives_size() > 1 && !UsesParego(spec) && catalogue != nullptr) {
+  if (spec.objectives_size() > 1 && catalogue != nullptr) {
     centring = std::make_shared<const AlgorithmBlockCentring>(encoder.layout(),
                                                               catalogue->X);
     catalogue =

@@ -77,19 +77,16 @@ struct ScheduledGpFit {
   // The state after a refit; nullopt when the hyperparameters were reused.
   std::optional<v1::GpPolicyState> refitted;
 };
-absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(const gp::GaussianProcess& prior,
-                                               const v1::GpPolicyState& state,
-                                               const TrainingData& data,
-                                               const GpPolicyOptions& options,
-                                               space::Rng& rng,
-                                               const gp::GpPosterior* previous =
-                                                   nullptr);
+absl::StatusOr<ScheduledGpFit> FitGpOnSchedule(
+    const gp::GaussianProcess& prior, const v1::GpPolicyState& state,
+    const TrainingData& data, const GpPolicyOptions& options, space::Rng& rng,
+    const gp::GpPosterior* previous = nullptr);
 
-// The GP's inputs in a study with several objectives and EHVI over a
-// catalogue: the encoding with each active algorithm block (space::Encoder:
-// inactive blocks are zero) minus that block's mean over the catalogue's
-// entries of the algorithm. Inputs of different algorithms are then about
-// equally far apart however many parameters the algorithms have: with the
+// The GP's inputs in a study with several objectives over a catalogue
+// (EHVI or ParEGO): the encoding with each active algorithm block
+// (space::Encoder: inactive blocks are zero) minus that block's mean over the
+// catalogue's entries of the algorithm. Inputs of different algorithms are then
+// about equally far apart however many parameters the algorithms have: with the
 // raw encoding an entry of an algorithm with several parameters is far from
 // everything else and one without parameters close to everything, so before
 // either is tried EHVI finds the former uncertain and the latter known
@@ -170,11 +167,12 @@ class GpPolicy final : public Policy {
   const ZeroShotDesign portfolio_;
   const space::Encoder encoder_;
   // The study's catalogue, encoded once (null without a catalogue); with
-  // several objectives and EHVI its rows are centred by `centring_`.
+  // several objectives its rows are centred by `centring_`.
   const std::shared_ptr<const acquisition::EncodedCatalogue> catalogue_;
-  // Set exactly when the study has several objectives, EHVI (not ParEGO)
-  // and a catalogue: then also untried algorithms come first and positive
-  // further objectives are modelled on the log scale (Steps()).
+  // Set exactly when the study has several objectives and a catalogue: then
+  // also untried algorithms come first, and with EHVI positive further
+  // objectives are modelled on the log scale (Steps(); ParEGO scalarises
+  // the observed values as they are).
   const std::shared_ptr<const AlgorithmBlockCentring> centring_;
   const gp::GaussianProcess prior_;  // with the current hyperparameters
   const v1::GpPolicyState state_;
@@ -182,8 +180,8 @@ class GpPolicy final : public Policy {
   // What a PreparedSurrogate of this instance is matched by.
   const uint64_t instance_id_ = NewPolicyInstanceId();
   // Without a catalogue: the posterior of this instance's last fit that
-  // reused its hyperparameters, held weakly (alive while a kept prepared fit or a
-  // Suggest holds it, so it costs no memory of its own): the next fit extends
+  // reused its hyperparameters, held weakly (alive while a kept prepared fit or
+  // a Suggest holds it, so it costs no memory of its own): the next fit extends
   // its Cholesky factor.
   struct LastFit {
     Mutex mu;

@@ -410,11 +410,19 @@ v1::Trial ErrorAndSeconds(int id, const v1::Configuration& config) {
 }
 
 // With several objectives the GP tries every algorithm before it repeats
-// one: by EHVI alone it would keep to "forest", whose entries the encoding
-// puts far from everything tried (docs/algorithms.md "Several objectives
-// and constraints", "Untried algorithms first").
-TEST(GpPolicyTest, SeveralObjectivesTryEveryAlgorithmFirst) {
-  const v1::StudySpec spec = ManyAndParameterlessAlgorithms();
+// one, under EHVI and ParEGO alike: by the acquisition alone it would keep to
+// "forest", whose entries the encoding puts far from everything tried
+// (docs/algorithms.md "Several objectives and constraints", "Untried
+// algorithms first").
+class SeveralObjectivesTest
+    : public ::testing::TestWithParam<v1::MultiObjectiveAcquisition> {};
+
+TEST_P(SeveralObjectivesTest, TryEveryAlgorithmFirst) {
+  v1::StudySpec spec = ManyAndParameterlessAlgorithms();
+  spec.mutable_algorithm()->set_multi_objective_acquisition(GetParam());
+  const std::string source =
+      GetParam() == v1::MULTI_OBJECTIVE_ACQUISITION_PAREGO ? "gp/parego"
+                                                           : "gp/ehvi";
   auto space = space::SearchSpace::Create(spec.search_space());
   ASSERT_TRUE(space.ok());
   for (uint64_t seed = 0; seed < 10; ++seed) {
@@ -431,7 +439,7 @@ TEST(GpPolicyTest, SeveralObjectivesTryEveryAlgorithmFirst) {
       const std::string algorithm =
           r.configurations[0].assignments(0).algorithm();
       if (t >= 2) {
-        EXPECT_EQ(r.source, "gp/ehvi");
+        EXPECT_EQ(r.source, source);
         // A new algorithm while there is one; then EHVI over them all.
         EXPECT_EQ(tried.count(algorithm) == 0, tried.size() < 4)
             << "seed " << seed << ", trial " << t + 1 << ": " << algorithm;
@@ -442,6 +450,15 @@ TEST(GpPolicyTest, SeveralObjectivesTryEveryAlgorithmFirst) {
     EXPECT_EQ(tried.size(), 4u) << "seed " << seed;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Acquisitions, SeveralObjectivesTest,
+    ::testing::Values(v1::MULTI_OBJECTIVE_ACQUISITION_EHVI,
+                      v1::MULTI_OBJECTIVE_ACQUISITION_PAREGO),
+    [](const ::testing::TestParamInfo<v1::MultiObjectiveAcquisition>& info) {
+      return info.param == v1::MULTI_OBJECTIVE_ACQUISITION_PAREGO ? "ParEGO"
+                                                                  : "EHVI";
+    });
 
 // A batch's picks are fantasies for the later ones: distinct untried
 // algorithms while there are any.
@@ -599,7 +616,8 @@ TEST(GpPolicyTest, OptionsAreValidatedAndSuggestFitsStopOnSteps) {
 // say 300, and not the default's.
 TEST(GpPolicyTest, TheStudysAcquisitionSamplesAreTheSearchBudget) {
   v1::StudySpec spec = BoxSpec(3, 0, 1, 9);
-  const space::SearchSpace space = *space::SearchSpace::Create(spec.search_space());
+  const space::SearchSpace space =
+      *space::SearchSpace::Create(spec.search_space());
   space::Rng history_rng(3);
   const std::vector<v1::Trial> trials = BraninTrials(space, 12, history_rng);
   auto suggest = [&](const v1::StudySpec& study, GpPolicyOptions options) {
@@ -740,8 +758,8 @@ TEST(GpPreparedFitTest, RestoredPolicySuggestsWhatTheRunningOneDoes) {
 
 // Over a space, between refits, a fit extends the Cholesky factor of the
 // policy's last fit while something holds that fit (the study engine keeps
-// it); a restored policy (a restarted server) refactors. Both suggest the same, step by step,
-// through refits, sequential and in pairs.
+// it); a restored policy (a restarted server) refactors. Both suggest the same,
+// step by step, through refits, sequential and in pairs.
 TEST(GpPreparedFitTest, ExtendedFactorSuggestsWhatARefactorDoes) {
   const v1::StudySpec spec = BoxSpec(4, 0, 1, 19);
   auto space = space::SearchSpace::Create(spec.search_space());

@@ -194,7 +194,7 @@ absl::StatusOr<std::vector<v1::Configuration>> ExpectedImprovementPicks(
   }
   const acquisition::AcquisitionFunction& log_ei = *owned;
   if (fitted.catalogue != nullptr && steps.untried_algorithms_first &&
-      !parego.has_value() && study.spec->objectives_size() > 1) {
+      study.spec->objectives_size() > 1) {
     // One pick (SuggestWithSurrogate asks again for the rest of a batch).
     const std::vector<int> rows =
         RowsOfAnUntriedAlgorithm(*fitted.catalogue, is_held, rng);

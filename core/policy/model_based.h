@@ -100,9 +100,9 @@ struct SurrogateSuggestSteps {
   // Below this many observations every suggestion is random.
   int64_t min_observations = 2;
   const acquisition::SearchOptions* search = nullptr;
-  // With several objectives and EHVI over a catalogue: while some algorithm
-  // of a stage is held by no trial (pending ones and this call's picks
-  // count), each model-based pick draws one such (stage, algorithm)
+  // With several objectives (EHVI or ParEGO) over a catalogue: while some
+  // algorithm of a stage is held by no trial (pending ones and this call's
+  // picks count), each model-based pick draws one such (stage, algorithm)
   // uniformly and takes the acquisition's best untried entry with it
   // (docs/algorithms.md "Several objectives and constraints", "Untried
   // algorithms first").

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Suggest latency over a continuous 4-D space: metaopt's GP through a real server and the Python
-client, beside Optuna's TPE in-process, in one run (docs/performance.md, "Continuous spaces at
-1,000 observations").
+"""Suggest latency over a continuous 4-D or a mixed space: metaopt's GP through a real server and
+the Python client, beside Optuna's TPE in-process, in one run (docs/performance.md, "Continuous
+spaces at 1,000 observations").
 
-One ask/tell loop each on the same function, f(x) = sum_d sin(7 x_d) + x_d^2 over [0, 1]^4
-(bench/suggest_benchmark's objective), minimised, to --observations observations:
+One ask/tell loop each on the same function, f(x) = sum_d sin(7 x_d) + x_d^2 (bench/
+suggest_benchmark's objective), minimised, to --observations observations, over --space:
+continuous4, [0, 1]^4; or mixed (suggest_benchmark's space:mixed): x0 on [0, 1], x1 on
+[0.001, 1] on a log scale, an integer k on [1, 10] and a categorical c of "a", "bb", "ccc" (a
+category counts as its length / 3):
 
 - metaopt: a fresh metaopt-server (--server-binary) on an empty SQLite database in a temporary
   folder, one GP study (seed --seed; one loop per --acquisition-samples value, each with its own
@@ -39,12 +42,27 @@ from typing import Dict, List, Sequence, Tuple
 import metaopt
 
 DIM = 4
+SPACES = ("continuous4", "mixed")
 CHECKPOINTS = (100, 300, 1000)
 HALF_WINDOW = 10
 
 
 def objective(x: Sequence[float]) -> float:
     return sum(math.sin(7 * v) + v * v for v in x)
+
+
+def domains(space: str) -> Dict[str, object]:
+    """The parameters of `space` (SPACES) as the Python client declares them."""
+    if space == "continuous4":
+        return {f"x{d}": metaopt.Float(0, 1) for d in range(DIM)}
+    return {"x0": metaopt.Float(0, 1), "x1": metaopt.Float(1e-3, 1, log=True),
+            "k": metaopt.Int(1, 10), "c": metaopt.Categorical(["a", "bb", "ccc"])}
+
+
+def numbers(space: str, params: Dict[str, object]) -> List[float]:
+    """The objective's inputs of one configuration of `space`, in declaration order."""
+    return [len(v) / 3 if isinstance(v, str) else float(v)
+            for v in (params[name] for name in domains(space))]
 
 
 def free_port() -> int:
@@ -78,26 +96,25 @@ def start_server(binary: str, work: str,
 
 def run_metaopt(binary: str, observations: int, seed: int, samples: int = 0,
                 history: List[List[float]] = None,
-                compute_threads: int = 0) -> List[Tuple[int, float]]:
+                compute_threads: int = 0, space: str = "continuous4") -> List[Tuple[int, float]]:
     """(observations before the Suggest, Suggest milliseconds) per iteration; `samples`: the
     study's algorithm.acquisition_samples (0: the server's default); `compute_threads`: the
-    server's --compute-threads (0: its default). Appends each trial's x0 ... x3 and value to
-    `history` when given."""
+    server's --compute-threads (0: its default). Appends each trial's inputs (numbers()) and
+    value to `history` when given."""
     times: List[Tuple[int, float]] = []
     with tempfile.TemporaryDirectory() as work:
         server, address = start_server(binary, work, compute_threads)
         try:
             with metaopt.Client(address) as client:
-                space = metaopt.flat_space({f"x{d}": metaopt.Float(0, 1) for d in range(DIM)})
-                spec = metaopt.study_spec(space, objective="loss", goal="minimize",
-                                          algorithm="gp", seed=seed)
+                spec = metaopt.study_spec(metaopt.flat_space(domains(space)), objective="loss",
+                                          goal="minimize", algorithm="gp", seed=seed)
                 spec.algorithm.acquisition_samples = samples
-                study = client.create_study("continuous4", spec=spec)
+                study = client.create_study(space, spec=spec)
                 for n in range(observations):
                     start = time.perf_counter()
                     (trial,) = study.suggest()
                     times.append((n, (time.perf_counter() - start) * 1e3))
-                    x = [trial.params[f"x{d}"] for d in range(DIM)]
+                    x = numbers(space, trial.params)
                     value = objective(x)
                     if history is not None:
                         history.append(x + [value])
@@ -108,7 +125,7 @@ def run_metaopt(binary: str, observations: int, seed: int, samples: int = 0,
     return times
 
 
-def run_tpe(observations: int, seed: int) -> List[Tuple[int, float]]:
+def run_tpe(observations: int, seed: int, space: str = "continuous4") -> List[Tuple[int, float]]:
     import optuna
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
@@ -116,7 +133,15 @@ def run_tpe(observations: int, seed: int) -> List[Tuple[int, float]]:
     for n in range(observations):
         start = time.perf_counter()
         trial = study.ask()
-        x = [trial.suggest_float(f"x{d}", 0, 1) for d in range(DIM)]
+        params = {}
+        for name, domain in domains(space).items():
+            if isinstance(domain, metaopt.Float):
+                params[name] = trial.suggest_float(name, domain.low, domain.high, log=domain.log)
+            elif isinstance(domain, metaopt.Int):
+                params[name] = trial.suggest_int(name, domain.low, domain.high, log=domain.log)
+            else:
+                params[name] = trial.suggest_categorical(name, list(domain.values))
+        x = numbers(space, params)
         times.append((n, (time.perf_counter() - start) * 1e3))
         study.tell(trial, objective(x))
     return times
@@ -212,8 +237,10 @@ def main() -> int:
     parser.add_argument("--compute-threads", default="0",
                         help="comma list: one metaopt loop per server --compute-threads "
                              "(0: the server's default)")
+    parser.add_argument("--space", choices=SPACES, default="continuous4",
+                        help="the search space of every loop")
     parser.add_argument("--history-out",
-                        help="CSV of the first metaopt loop's trials (x0..x3, loss) in order: "
+                        help="CSV of the first metaopt loop's trials (its inputs, loss) in order: "
                              "suggest_benchmark's recorded history (bench/data/README.md)")
     args = parser.parse_args()
     try:
@@ -243,10 +270,10 @@ def main() -> int:
                 label += f" ({threads} thread{'s' if threads > 1 else ''})"
             started = time.perf_counter()
             runs[label] = run_metaopt(args.server_binary, args.observations, args.seed, samples,
-                                      history if not history else None, threads)
+                                      history if not history else None, threads, args.space)
             seconds[label] = time.perf_counter() - started
     started = time.perf_counter()
-    runs["optuna tpe"] = run_tpe(args.observations, args.seed)
+    runs["optuna tpe"] = run_tpe(args.observations, args.seed, args.space)
     seconds["optuna tpe"] = time.perf_counter() - started
     print(table(runs))
     loops = ", ".join(f"{name} {s:.1f} s" for name, s in seconds.items())
@@ -255,7 +282,7 @@ def main() -> int:
     if args.history_out:
         with open(args.history_out, "w", newline="") as f:
             writer = csv.writer(f)
-            writer.writerow([f"x{d}" for d in range(DIM)] + ["loss"])
+            writer.writerow(list(domains(args.space)) + ["loss"])
             writer.writerows([repr(v) for v in row] for row in history)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
@@ -265,7 +292,9 @@ def main() -> int:
             for name, times in runs.items():
                 writer.writerows((name, n, f"{ms:.3f}") for n, ms in times)
         with open(os.path.join(args.out, "latency.svg"), "w") as f:
-            f.write(svg(runs, "Suggest latency, continuous 4-D space, one ask/tell loop"))
+            title = ("continuous 4-D space" if args.space == "continuous4"
+                     else "mixed space (2 floats, an integer, a categorical)")
+            f.write(svg(runs, f"Suggest latency, {title}, one ask/tell loop"))
     return 0
 
 
