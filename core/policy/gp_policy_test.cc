@@ -440,7 +440,7 @@ TEST_P(SeveralObjectivesTest, TryEveryAlgorithmFirst) {
           r.configurations[0].assignments(0).algorithm();
       if (t >= 2) {
         EXPECT_EQ(r.source, source);
-        // A new algorithm while there is one; then EHVI over them all.
+        // A new algorithm while there is one; then the acquisition over all.
         EXPECT_EQ(tried.count(algorithm) == 0, tried.size() < 4)
             << "seed " << seed << ", trial " << t + 1 << ": " << algorithm;
       }
